@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from casebench.compare import compare
+from casebench.stats.compare import compare
 from casebench.data import Case, load_dataset
 from casebench.predictions import Predictions
 

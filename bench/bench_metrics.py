@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from casebench.metrics import score_predictions
+from casebench.stats.metrics import score_predictions
 
 EXP = Path(__file__).resolve().parents[1].parent / "shared" / "casebench" / "exp"
 

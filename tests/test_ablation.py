@@ -1,4 +1,4 @@
-"""The ablation study (``casebench.ablation`` and ``casebench ablate``).
+"""The ablation study (``casebench.stats.ablation`` and ``casebench ablate``).
 
 Published ablation files do not exist locally, so the analysis tests write their own in the
 published format at run time: the real dataset's records plus a synthetic judge's prediction
@@ -16,12 +16,12 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from casebench.ablation import (
+from casebench.stats.ablation import (
     AblationStudyError, ablation_conditions, ablation_run_dir, analyse_ablation, canonical, format_ablation,
 )
 from casebench.cli import cli
 from casebench.data import load_dataset
-from casebench.metrics import score_predictions
+from casebench.stats.metrics import score_predictions
 from casebench.published import load_published, published_file_name, write_published
 from servers.fault_server import FaultServer
 

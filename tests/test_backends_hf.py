@@ -260,7 +260,7 @@ def _real_prompts(mode: str, n: int) -> list[str]:
 
 @pytest.fixture(scope="module")
 def smol() -> HFBackend:
-    from casebench.models import EmbeddedModelError
+    from casebench.backends.embedded import EmbeddedModelError
 
     try:
         return HFBackend("smollm2-135m-instruct", device="cpu", system="You are a helpful assistant.")

@@ -36,7 +36,7 @@ from casebench.backends.base import (
     check_mode,
 )
 from casebench.backends.openai import OpenAIBackend
-from casebench.backends.variants import tally
+from casebench.backends.verdict_tokens import tally
 from casebench.prompts import BUILTIN_TEMPLATES, render
 from servers.fault_server import Fault, FaultServer
 
@@ -104,7 +104,7 @@ def test_vllm_prefix_points_to_vllm_serve() -> None:
 
 def test_importing_backends_loads_no_sdk() -> None:
     # make_backend imports SDKs lazily, so `casebench --help` stays fast.
-    code = ("import sys, casebench.backends, casebench.backends.base, casebench.backends.variants; "
+    code = ("import sys, casebench.backends, casebench.backends.base, casebench.backends.verdict_tokens; "
             "print(sorted(m for m in ('openai', 'anthropic', 'torch', 'transformers') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

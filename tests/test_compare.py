@@ -1,4 +1,4 @@
-"""Paired comparisons (``casebench.compare`` and ``casebench compare``).
+"""Paired comparisons (``casebench.stats.compare`` and ``casebench compare``).
 
 Expected values come from independent routes: McNemar's exact p from scipy's binomial test on
 counts taken straight from the files, metric values from ``metrics.score_predictions``, Williams'
@@ -14,11 +14,11 @@ import pytest
 from click.testing import CliRunner
 
 from casebench.cli import cli
-from casebench.compare import (
+from casebench.stats.compare import (
     CompareError, bootstrap_p, bootstrap_weights, check_comparable, compare, format_comparison, mcnemar_exact,
     metrics_from_sums, moment_columns, williams_t,
 )
-from casebench.metrics import _metrics_matrix, score_predictions, scoring_arrays
+from casebench.stats.metrics import _metrics_matrix, score_predictions, scoring_arrays
 from casebench.predictions import Predictions
 from casebench.published import load_published, write_published
 
@@ -186,7 +186,7 @@ def test_weighted_formulas_equal_the_metrics_module_on_the_same_resamples(llama)
 
 
 def test_paper_compatible_infinite_bce_terms_propagate():
-    from casebench.metrics import ScoringArrays
+    from casebench.stats.metrics import ScoringArrays
 
     g = np.array([0.9, 0.2, 0.6, 0.1])
     p = np.array([0.0, 0.3, 0.7, 0.2])  # p = 0 with g > 0: an infinite unclipped BCE term

@@ -1,7 +1,7 @@
-"""Tests of casebench.human and `casebench human`.
+"""Tests of casebench.stats.human and `casebench human`.
 
 Expected figures for the small fixtures are worked out by hand (or with explicit arithmetic
-here, never by calling casebench.human), from the votes written in tests/fixtures/human_*.json:
+here, never by calling casebench.stats.human), from the votes written in tests/fixtures/human_*.json:
 
 human_small.json: 5 queries x 2 contexts, 4 votes each. Safe votes per case:
 
@@ -26,7 +26,7 @@ from click.testing import CliRunner
 
 from casebench.cli import cli
 from casebench.data import Case, load_dataset
-from casebench.human import (
+from casebench.stats.human import (
     HumanStatsError, human_stats, label_safe, pair_by_query, power_analysis, votes_majority_safe,
 )
 

@@ -5,7 +5,7 @@ import pytest
 from scipy.stats import pearsonr
 
 from casebench.data import load_dataset
-from casebench.metrics import bootstrap_ci, score_predictions, scoring_arrays
+from casebench.stats.metrics import bootstrap_ci, score_predictions, scoring_arrays
 from casebench.predictions import Predictions
 from casebench.published import load_published
 

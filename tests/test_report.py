@@ -1,4 +1,4 @@
-"""The HTML report (``casebench.report`` and ``casebench report``), checked as a person sees it.
+"""The HTML report (``casebench.present.report`` and ``casebench report``), checked as a person sees it.
 
 One report is built for the module from the three published files, a synthetic ablation study
 written at run time in the published format (real dataset records, synthetic predictions, never
@@ -30,7 +30,7 @@ def _run_dir(tmp: Path, data: Path) -> Path:
     """A real run directory: the runner asks a loopback OpenAI-compatible server about 45 cases."""
     from servers.fault_server import FaultServer
 
-    from casebench.runner import RunConfig, run
+    from casebench.run.execute import RunConfig, run
 
     def answer(body) -> str:
         prompt = body["messages"][-1]["content"]
@@ -49,7 +49,7 @@ def _run_dir(tmp: Path, data: Path) -> Path:
 def inputs(real_dataset, real_data_path, exp_dir, tmp_path_factory, monkeypatch_module) -> list[str]:
     from test_ablation import write_study
 
-    from casebench.ablation import ablation_conditions
+    from casebench.stats.ablation import ablation_conditions
 
     tmp = tmp_path_factory.mktemp("report_inputs")
     published = [exp_dir / "safety_gpt-4o" / "output_binary.json", exp_dir / "safety_gpt-4o" / "output_score.json",
@@ -180,7 +180,7 @@ def test_ablation_and_pairwise_sections_cover_the_right_inputs(report):
 
 def test_report_without_ablation_numbers_its_sections(exp_dir, tmp_path):
     from casebench.published import load_published
-    from casebench.report import build_report
+    from casebench.present.report import build_report
 
     preds = [load_published(exp_dir / "safety_gpt-4o" / "output_binary.json")]
     text = build_report(preds, n_boot=0, human=False)

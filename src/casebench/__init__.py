@@ -17,17 +17,17 @@ from .data import (  # noqa: E402
     ALWAYS_UNSAFE_CATEGORIES, CI_PARAMETERS, AblationError, Case, Dataset, DatasetError, ablate_context,
     human_label_safe, load_dataset,
 )
-from .human import human_stats, label_safe, power_analysis, votes_majority_safe  # noqa: E402
-from .metrics import Score, score_predictions  # noqa: E402
+from .stats.human import human_stats, label_safe, power_analysis, votes_majority_safe  # noqa: E402
+from .stats.metrics import Score, score_predictions  # noqa: E402
 from .parse import Parsed, parse_binary, parse_score  # noqa: E402
 from .predictions import Predictions, load_predictions  # noqa: E402
 from .prompts import BUILTIN_TEMPLATES, Templates, load_templates, render_prompt  # noqa: E402
 from .published import load_published, write_published  # noqa: E402
-from .runner import RunConfig, run, stratified_indices  # noqa: E402
-from .runs import export_run, load_run  # noqa: E402
-from .compare import compare  # noqa: E402
-from .ablation import analyse_ablation, run_ablation  # noqa: E402
-from .report import write_report  # noqa: E402
+from .run.execute import RunConfig, run, stratified_indices  # noqa: E402
+from .run.rundir import export_run, load_run  # noqa: E402
+from .stats.compare import compare  # noqa: E402
+from .stats.ablation import analyse_ablation, run_ablation  # noqa: E402
+from .present.report import write_report  # noqa: E402
 
 __all__ = [
     "__version__", "ALWAYS_UNSAFE_CATEGORIES", "CI_PARAMETERS", "AblationError", "Case", "Dataset", "DatasetError",

@@ -131,7 +131,7 @@ def load_predictions(path: str, dataset: object | None = None) -> Predictions:
 
     p = Path(path)
     if p.is_dir():
-        from .runs import load_run
+        from .run.rundir import load_run
 
         return load_run(p, dataset=dataset)  # type: ignore[arg-type]
     from .published import load_published

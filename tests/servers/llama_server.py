@@ -20,7 +20,7 @@ returns ``choices[0].logprobs.content[0].top_logprobs`` as k ``{"token", "logpro
 "bytes": null}`` entries, token strings decoded to text with the leading space as a plain space.
 SmolLM2's tokenizer splits the verdict words: "safe" -> "safe", " safe" -> " safe",
 "Safe" -> "Safe", "unsafe" -> "uns"+"afe", "Unsafe" -> "Un"+"safe", " Unsafe" -> " Un"+"safe",
-"UNSAFE" -> "UN"+"SA"+"FE"; ``casebench.backends.variants`` counts all of those first pieces.
+"UNSAFE" -> "UN"+"SA"+"FE"; ``casebench.backends.verdict_tokens`` counts all of those first pieces.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Needs the optional extra ``casebench[hf]`` (torch, transformers, gguf, safetensors); imported
 only when this backend is built. Nothing is ever downloaded: a local folder is loaded as is, a hub
 id only from the local Hugging Face cache (``local_files_only=True``), and the special id
-``smollm2-135m-instruct`` (also the default model) from the embedded GGUF via ``casebench.models``.
+``smollm2-135m-instruct`` (also the default model) from the embedded GGUF via ``casebench.backends.embedded``.
 
 Prompts go through the model's own chat template (a system message when one is given); a model
 without a template gets the raw prompt.
@@ -13,7 +13,7 @@ Prob mode, two methods (``prob_method``):
 * ``first-token`` (the paper's): one batched forward pass over the prompts, asking the model for
   the logits at the last position only (``logits_to_keep=1``). With the token ids that begin a
   way of writing "safe" (S) and "unsafe" (U), derived from the tokenizer by
-  ``token_variants.verdict_variants``, P(safe) = mass(S) / (mass(S) + mass(U)). Cheap, but a
+  ``verdict_tokens.verdict_variants``, P(safe) = mass(S) / (mass(S) + mass(U)). Cheap, but a
   first piece such as "uns" or "SA" is only the start of a word, and the mass it gets is credited
   to the whole word.
 * ``continuation`` (sounder): every surface form of each word ("safe", " safe", "Safe", ...,
@@ -74,7 +74,7 @@ class _Encoded:
 
 def resolve_model(model: str) -> tuple[str, bool]:
     """(what to pass to ``from_pretrained``, whether it is the embedded model)."""
-    from ..models import EMBEDDED_MODEL_ID, embedded_model_path
+    from .embedded import EMBEDDED_MODEL_ID, embedded_model_path
 
     name = model.strip()
     if name == "" or name.lower() == EMBEDDED_MODEL_ID:
@@ -116,7 +116,7 @@ class HFBackend:
 
         import torch
 
-        from .token_variants import continuation_forms, verdict_variants
+        from .verdict_tokens import continuation_forms, verdict_variants
 
         self._torch = torch
         self.model_name = model
@@ -387,7 +387,7 @@ class HFBackend:
         import torch
         import transformers
 
-        from .token_variants import variant_strings
+        from .verdict_tokens import variant_strings
 
         template = getattr(self.tokenizer, "chat_template", None)
         info: dict[str, Any] = {
@@ -413,7 +413,7 @@ class HFBackend:
             "transformers": transformers.__version__,
         }
         if self.embedded:
-            from ..models import GGUF_FILE_NAME, conversion_info
+            from .embedded import GGUF_FILE_NAME, conversion_info
 
             info["embedded_source"] = GGUF_FILE_NAME
             info["conversion"] = conversion_info(Path(self.path))

@@ -31,7 +31,7 @@ from casebench.backends.base import (
     Request,
     TransientError,
 )
-from casebench.backends.variants import DEFAULT_MIN_PREFIX, tally
+from casebench.backends.verdict_tokens import DEFAULT_MIN_PREFIX, tally
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 

@@ -25,7 +25,7 @@ def bad_input_errors(*types: type[BaseException]) -> Iterator[None]:
     """Turn the library's input errors (DatasetError, TemplateError, ...) into exit code 2."""
     from ..data import AblationError, DatasetError
     from ..prompts import TemplateError
-    from ..runs import RunError
+    from ..run.rundir import RunError
 
     catch = (DatasetError, AblationError, TemplateError, RunError) + tuple(types)
     try:

@@ -1,5 +1,5 @@
-"""``casebench compare`` and ``casebench ablate``: thin wrappers over ``casebench.compare`` and
-``casebench.ablation``."""
+"""``casebench compare`` and ``casebench ablate``: thin wrappers over ``casebench.stats.compare`` and
+``casebench.stats.ablation``."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from ._common import BadInput, bad_input_errors, echo_err
 def _load(inputs: tuple[str, ...], data: str | None) -> list[Any]:
     from ..data import load_dataset
     from ..predictions import load_predictions
-    from ..runs import RunError
+    from ..run.rundir import RunError
 
     with bad_input_errors(RunError):
         dataset = load_dataset(data) if data else None
@@ -65,7 +65,7 @@ def compare_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, n_bo
     Brier; Williams' t for the two PCCs (which share the human safe_rate); Benjamini-Hochberg
     over all pairs and metrics.
     """
-    from ..compare import CompareError, compare, format_comparison
+    from ..stats.compare import CompareError, compare, format_comparison
 
     if len(inputs) < 2:
         raise BadInput("compare needs at least two inputs")
@@ -121,8 +121,8 @@ def ablate_cmd(inputs: tuple[str, ...], model: str | None, mode: str | None, par
 
     Prints each condition's metrics and its paired difference from the full context with a CI.
     """
-    from ..ablation import AblationStudyError, analyse_ablation, format_ablation
-    from ..compare import CompareError
+    from ..stats.ablation import AblationStudyError, analyse_ablation, format_ablation
+    from ..stats.compare import CompareError
 
     if model is None:
         if mode is not None:
@@ -154,11 +154,11 @@ def _run_study(model: str, mode: str, params: str, out_root: str, data: str | No
                max_tokens: int | None, max_connections: int, base_url: str | None, api_key_env: str | None,
                timeout: float | None, batch_size: int | None, device: str | None, dtype: str | None,
                max_cost: float | None, progress: bool | None) -> list[Any]:
-    from ..ablation import AblationStudyError, condition_name, run_ablation
+    from ..stats.ablation import AblationStudyError, condition_name, run_ablation
     from ..backends.base import UnsupportedModeError
     from ..data import load_dataset
-    from ..runner import RunConfig, resolve_data_path
-    from ..runs import RunError, RunLocked, load_run
+    from ..run.execute import RunConfig, resolve_data_path
+    from ..run.rundir import RunError, RunLocked, load_run
     from .run import API_PREFIXES, backend_options, setup_logging
 
     setup_logging(0)

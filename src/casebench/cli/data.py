@@ -61,7 +61,7 @@ def info_cmd(path: str, as_json: bool) -> None:
               help="Where to save it (default: the user cache, where other commands look).")
 def fetch_cmd(url: str | None, output: str | None) -> None:
     """Download the published dataset (pinned commit, SHA-256 checked) into the user cache."""
-    from ..fetch import FetchError, fetch_dataset
+    from ..sources import FetchError, fetch_dataset
 
     try:
         path = fetch_dataset(url=url, dest=output)

@@ -60,7 +60,7 @@ def stats_cmd(data: str, as_json: bool, alpha: float, label_source: str, draws: 
     DATA is a dataset file (JSON list or JSONL); the votes in its 'scores' are used as given.
     """
     from ..data import load_dataset
-    from ..human import HumanStatsError, human_stats
+    from ..stats.human import HumanStatsError, human_stats
 
     with bad_input_errors(HumanStatsError):
         ds = load_dataset(data)
@@ -94,7 +94,7 @@ def stats_cmd(data: str, as_json: bool, alpha: float, label_source: str, draws: 
 def power_cmd(p1: float, p2: float, alpha: float, power_: float, n: int | None, as_json: bool) -> None:
     """Annotators per context needed to detect P1 vs P2 (two proportions, Cohen's h), or the
     power N annotators per context reach."""
-    from ..human import power_analysis
+    from ..stats.human import power_analysis
 
     try:
         result = power_analysis(p1, p2, alpha=alpha, power=power_, n=n)

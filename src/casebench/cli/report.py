@@ -1,4 +1,4 @@
-"""``casebench report``: a thin wrapper over ``casebench.report.write_report``."""
+"""``casebench report``: a thin wrapper over ``casebench.present.report.write_report``."""
 
 from __future__ import annotations
 
@@ -25,11 +25,11 @@ def report_cmd(inputs: tuple[str, ...], out: str, data: str | None, paper_compat
     """Write one self-contained HTML report over INPUTS (run directories or published exp/ files):
     leaderboard with CIs, over/under-refusal, paired differences, category heat map, P(safe) vs
     the human safe_rate, reliability, ablation (when given) and the human votes."""
-    from ..compare import CompareError
+    from ..stats.compare import CompareError
     from ..data import load_dataset
     from ..predictions import load_predictions
-    from ..report import write_report
-    from ..runs import RunError
+    from ..present.report import write_report
+    from ..run.rundir import RunError
 
     with bad_input_errors(RunError, CompareError):
         dataset = load_dataset(data) if data else None

@@ -1,5 +1,5 @@
-"""``casebench run`` and ``casebench export``: thin wrappers over ``casebench.runner`` and
-``casebench.runs``."""
+"""``casebench run`` and ``casebench export``: thin wrappers over ``casebench.run.execute`` and
+``casebench.run.rundir``."""
 
 from __future__ import annotations
 
@@ -124,10 +124,10 @@ def run_cmd(model: str | None, mode: str, data: str | None, remove: str, samples
             timeout: float | None, progress: bool | None, verbose: int, report: bool = True,
             prob_method: str | None = None) -> None:
     """Run a model as a judge over a dataset. Re-run the same command to resume a run."""
-    from ..pricing import PriceTable, PricingError
+    from ..run.pricing import PriceTable, PricingError
     from ..prompts import load_templates
-    from ..runner import DEFAULT_MODEL, RetryPolicy, RunConfig, run
-    from ..runs import RunError, RunLocked
+    from ..run.execute import DEFAULT_MODEL, RetryPolicy, RunConfig, run
+    from ..run.rundir import RunError, RunLocked
     from ..backends.base import UnsupportedModeError
 
     setup_logging(verbose)
@@ -143,7 +143,7 @@ def run_cmd(model: str | None, mode: str, data: str | None, remove: str, samples
         call_timeout = 2 * (timeout or 60.0) + 10
     try:
         from ..backends.base import PermanentError
-        from ..models import EmbeddedModelError
+        from .embedded import EmbeddedModelError
 
         # a model that cannot be loaded (not on disk, no key for a remote API) is bad input
         with bad_input_errors(PricingError, ValueError, UnsupportedModeError, PermanentError, EmbeddedModelError):
@@ -189,8 +189,8 @@ def choose_data(data: str | None, model: str, limit: int | None, stratified: int
     """Resolve the dataset (``--data``, $CASEBENCH_DATA, cache, download, demo set) and say where
     it came from; the embedded default model on CPU gets a stratified subset of a large dataset."""
     from ..data import load_dataset
-    from ..fetch import resolve_dataset
-    from ..runner import DEFAULT_MODEL
+    from ..sources import resolve_dataset
+    from ..run.execute import DEFAULT_MODEL
 
     choice = resolve_dataset(data)
     notes = {
@@ -218,15 +218,15 @@ def choose_data(data: str | None, model: str, limit: int | None, stratified: int
 
 def score_and_report(run_dir: Path) -> None:
     """The end of the main job: the run's metrics with CIs, and a self-contained HTML report."""
-    from ..metrics import score_predictions
-    from ..runs import load_run
-    from ..tables import text_table
+    from ..stats.metrics import score_predictions
+    from ..run.rundir import load_run
+    from ..present.tables import text_table
 
     pred = load_run(run_dir)
     click.echo("")
     click.echo(text_table([score_predictions(pred, breakdowns=False)]), nl=False)
     try:
-        from ..report import write_report
+        from ..present.report import write_report
     except ImportError as e:  # matplotlib is an optional extra
         click.echo(f"no report: {e} (pip install 'casebench[report]')", err=True)
         return
@@ -244,7 +244,7 @@ def score_and_report(run_dir: Path) -> None:
 def export_cmd(run_dir: Path, out: Path, name: str | None, data: str | None, allow_incomplete: bool) -> None:
     """Export a run directory to the published exp/ file format (the selected cases, in order)."""
     from ..data import load_dataset
-    from ..runs import RunError, export_run
+    from ..run.rundir import RunError, export_run
 
     with bad_input_errors():
         dataset = load_dataset(data) if data else None

@@ -24,9 +24,9 @@ from ._common import BadInput, bad_input_errors
 def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: str, by: tuple[str, ...],
               n_boot: int, seed: int, data: str | None, label_source: str) -> None:
     """Score INPUTS (run directories or published exp/ files) and print every metric with a 95% CI."""
-    from ..metrics import score_predictions
+    from ..stats.metrics import score_predictions
     from ..predictions import load_predictions
-    from ..tables import FORMATS, breakdown_table
+    from ..present.tables import FORMATS, breakdown_table
 
     if as_json:
         fmt = "json"

@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from .compare import CompareError, MetricDiff, _f, _fp, compare
-from .data import Dataset, all_parameter_names, validate_parameter_names
+from ..data import Dataset, all_parameter_names, validate_parameter_names
 from .metrics import DEFAULT_BOOTSTRAP, Score, metric_names, score_predictions
-from .predictions import Predictions
+from ..predictions import Predictions
 
 DEFAULT_PARAMS: tuple[str, ...] = ("sender", "recipient", "transmission_principle")
 #: the metrics a study prints per condition
@@ -102,7 +102,7 @@ class AblationResult:
         return self.conditions[0]
 
     def to_dict(self) -> dict[str, Any]:
-        from .tables import json_safe
+        from ..present.tables import json_safe
 
         rows = []
         for c in self.conditions:
@@ -221,7 +221,7 @@ class ConditionRun:
 def ablation_run_dir(out_root: str | Path, model: str, mode: str, removed: Sequence[str]) -> Path:
     """Where a condition's run lives: ``<out_root>/<model>_<mode>[_<removed>]``, the same name
     ``casebench run`` gives by default, so runs made by hand are found and re-used."""
-    from .runner import default_out_dir
+    from ..run.execute import default_out_dir
 
     return Path(out_root) / default_out_dir(model, mode, tuple(removed)).name
 
@@ -239,11 +239,11 @@ def run_ablation(
     asked. ``on_condition(removed, run_dir, action)`` is called before each condition (progress).
     Stops at the first condition that does not complete (its status is returned last).
     """
-    from .data import load_dataset
+    from ..data import load_dataset
     from dataclasses import replace
 
-    from .runner import check_resumable, prepare, resolve_data_path, run
-    from .runs import run_status
+    from ..run.execute import check_resumable, prepare, resolve_data_path, run
+    from ..run.rundir import run_status
 
     conditions = ablation_conditions(params)
     if dataset is None:

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from casebench.backends.variants import classify, normalise, tally
+from casebench.backends.verdict_tokens import classify, normalise, tally
 
 # Token strings as real tokenizers print them. The SmolLM2 pieces were read from its GGUF
 # vocabulary (see tests/servers/llama_server.py): "unsafe" -> "uns"+"afe", "Unsafe" -> "Un"+"safe",

@@ -17,11 +17,12 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from .cache import CACHE_ENV, cache_dir  # noqa: F401  (re-exported: one cache root)
+
 PINNED_COMMIT = "135f221e0e3e4cdc9a7d17288fa6b54c8aa45d0a"
 PINNED_URL = f"https://raw.githubusercontent.com/BriansIDP/CASEBench/{PINNED_COMMIT}/data/CASEBench_data.json"
 PINNED_SHA256 = "49bc10879c5350061eb1239b4f14f1a756683ca39e7e2abfc85fba70f9faac0c"
 DATA_ENV = "CASEBENCH_DATA"
-CACHE_ENV = "CASEBENCH_CACHE"
 #: Set to 1 to never try a download (the main job then falls back to the demo set at once).
 OFFLINE_ENV = "CASEBENCH_OFFLINE"
 DATA_FILE_NAME = "CASEBench_data.json"
@@ -29,12 +30,6 @@ DATA_FILE_NAME = "CASEBench_data.json"
 
 class FetchError(RuntimeError):
     """The download failed or the file's checksum did not match (nothing was kept)."""
-
-
-def cache_dir() -> Path:
-    """``$CASEBENCH_CACHE`` or ``~/.cache/casebench``."""
-    env = os.environ.get(CACHE_ENV)
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "casebench"
 
 
 def cached_dataset_path() -> Path:

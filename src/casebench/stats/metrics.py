@@ -20,7 +20,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from .predictions import PROB_THRESHOLD, SCORE_THRESHOLD, Predictions, score_to_p_safe
+from ..predictions import PROB_THRESHOLD, SCORE_THRESHOLD, Predictions, score_to_p_safe
 
 LABEL_METRICS = ("accuracy", "safe_recall", "unsafe_recall", "f1_safe", "f1_unsafe")
 CONTINUOUS_METRICS = ("pcc", "bce", "brier", "ece")

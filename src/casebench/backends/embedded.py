@@ -67,7 +67,7 @@ def gguf_path() -> Path:
 
 def cache_dir() -> Path:
     """The converted folder: ``$CASEBENCH_CACHE/models/<id>`` or ``~/.cache/casebench/models/<id>``."""
-    from .fetch import cache_dir as cache_root
+    from ..cache import cache_dir as cache_root
 
     return cache_root() / "models" / EMBEDDED_MODEL_ID
 

@@ -37,19 +37,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from .backends.base import (
+from ..backends.base import (
     Answer, Backend, BackendError, GenerationSettings, PermanentError, Request, TransientError, check_mode,
 )
-from .data import Dataset, load_dataset, validate_parameter_names
-from .parse import parse_answer
+from ..data import Dataset, load_dataset, validate_parameter_names
+from ..parse import parse_answer
 from .pricing import ZERO, PriceMatch, PriceTable
-from .prompts import BUILTIN_TEMPLATES, MODES, Templates, render_prompt
-from .runs import (
+from ..prompts import BUILTIN_TEMPLATES, MODES, Templates, render_prompt
+from .rundir import (
     ManifestMismatch, Record, RunDir, RunError, add_usage, final_records, iter_records, manifest_differences,
     model_short_name, now_iso, read_manifest, usage_tokens,
 )
 
-log = logging.getLogger("casebench.runner")
+log = logging.getLogger("casebench.run.execute")
 
 DEFAULT_MODEL = "hf/smollm2-135m-instruct"
 #: Per-mode defaults, as the paper ran them: score mode averages 3 samples at temperature 1.0.
@@ -75,7 +75,7 @@ def resolve_data_path(data: str | os.PathLike[str] | None) -> Path:
     Library calls never download or fall back to the demo set behind the caller's back; the
     ``casebench run`` command does both, and says so (``fetch.resolve_dataset``).
     """
-    from .fetch import FetchError, resolve_dataset
+    from ..sources import FetchError, resolve_dataset
 
     try:
         return resolve_dataset(str(data) if data else None, allow_download=False, allow_demo=False).path
@@ -210,7 +210,7 @@ def _secrets() -> tuple[str, ...]:
 
 
 def redact_text(text: str) -> str:
-    from .backends import redact
+    from ..backends import redact
 
     return redact(text, _secrets())
 
@@ -674,7 +674,7 @@ class Runner:
 
 
 def _is_local(url: Any) -> bool:
-    from .backends import is_local_url
+    from ..backends import is_local_url
 
     return isinstance(url, str) and is_local_url(url)
 
@@ -743,7 +743,7 @@ async def run_async(prep: Prepared, backend: Backend, rng: random.Random | None 
 
 def make_run_backend(config: RunConfig) -> Backend:
     """The backend a config names (``make_backend`` with the options the user gave)."""
-    from .backends import make_backend
+    from ..backends import make_backend
 
     options = {k: v for k, v in config.backend_options.items() if v is not None}
     try:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from casebench import models
-from casebench.models import EmbeddedModelError
+from casebench.backends import embedded as models
+from casebench.backends.embedded import EmbeddedModelError
 
 
 def test_gguf_is_found_in_the_installed_package():

@@ -36,13 +36,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
-from .atomic import write_json_atomic
-from .data import Dataset, load_dataset
+from ..atomic import write_json_atomic
+from ..data import Dataset, load_dataset
 
 if TYPE_CHECKING:
-    from .predictions import Predictions
+    from ..predictions import Predictions
 
-log = logging.getLogger("casebench.runs")
+log = logging.getLogger("casebench.run.rundir")
 
 MANIFEST = "manifest.json"
 RECORDS = "records.jsonl"
@@ -461,7 +461,7 @@ def load_run(run_path: str | Path, dataset: Dataset | None = None) -> "Predictio
     Cases still pending (no final record) are missing values; ``meta`` says how many, so a
     scorer can warn that the run is incomplete.
     """
-    from .predictions import Predictions
+    from ..predictions import Predictions
 
     m = read_manifest(run_path)
     ds = run_dataset(run_path, m, dataset)
@@ -493,7 +493,7 @@ def export_run(run_path: str | Path, out_path: str | Path, dataset: Dataset | No
     An incomplete run (requests still pending) is refused unless ``allow_incomplete``: the
     published format cannot tell "not asked yet" from "could not be parsed".
     """
-    from .published import write_published
+    from ..published import write_published
 
     m = read_manifest(run_path)
     ds = run_dataset(run_path, m, dataset)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from casebench.backends.token_variants import (
+from casebench.backends.verdict_tokens import (
     continuation_forms,
     derive_variants,
     surface_forms,
@@ -40,7 +40,7 @@ EXPECTED_UNSAFE = [
 def smol_tokenizer():
     from transformers import AutoTokenizer
 
-    from casebench.models import gguf_path
+    from casebench.backends.embedded import gguf_path
 
     path = gguf_path()
     return AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name, local_files_only=True)

@@ -31,7 +31,7 @@ from typing import Any, Iterable, Literal, Sequence
 
 import numpy as np
 
-from .data import ALWAYS_UNSAFE_CATEGORIES, SAFE_THRESHOLD, Case
+from ..data import ALWAYS_UNSAFE_CATEGORIES, SAFE_THRESHOLD, Case
 
 LabelSource = Literal["published", "votes"]
 LABEL_SOURCES: tuple[str, ...] = ("published", "votes")

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from casebench.fetch import FetchError, cached_dataset_path, fetch_dataset, resolve_dataset
+from casebench.sources import FetchError, cached_dataset_path, fetch_dataset, resolve_dataset
 
 
 @pytest.fixture()
@@ -74,7 +74,7 @@ def test_resolution_order(tmp_path, monkeypatch, small_data_path):
 
 def test_demo_set_is_valid_and_has_no_invented_votes():
     from casebench.data import load_dataset
-    from casebench.fetch import demo_dataset_path
+    from casebench.sources import demo_dataset_path
 
     ds = load_dataset(demo_dataset_path())
     assert len(ds) == 12

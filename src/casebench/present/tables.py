@@ -8,7 +8,7 @@ import json
 import math
 from typing import Any, Sequence
 
-from .metrics import Score, metric_names
+from ..stats.metrics import Score, metric_names
 
 #: metrics reported as percentages/fractions vs raw numbers (for display only)
 _DISPLAY = {

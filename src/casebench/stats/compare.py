@@ -50,10 +50,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .data import cases_fingerprint
+from ..data import cases_fingerprint
 from .metrics import BCE_EPS, DEFAULT_BOOTSTRAP, ScoringArrays, scoring_arrays
-from .predictions import Predictions
-from .tables import fmt_num, fmt_p, json_safe
+from ..predictions import Predictions
+from ..present.tables import fmt_num, fmt_p, json_safe
 
 LABEL_COMPARE = ("accuracy", "safe_recall", "unsafe_recall")
 CONTINUOUS_COMPARE = ("pcc", "bce", "brier")

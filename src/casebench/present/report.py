@@ -32,9 +32,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .data import Case
-from .metrics import DEFAULT_BOOTSTRAP, Score, metric_names, score_predictions, scoring_arrays
-from .predictions import Predictions
+from ..data import Case
+from ..stats.metrics import DEFAULT_BOOTSTRAP, Score, metric_names, score_predictions, scoring_arrays
+from ..predictions import Predictions
 from .tables import fmt_num, fmt_p
 
 LEADERBOARD_METRICS = ("accuracy", "safe_recall", "unsafe_recall", "f1_safe", "f1_unsafe", "pcc", "bce", "brier",
@@ -212,7 +212,7 @@ def _groups_by_cases(preds: Sequence[Predictions]) -> list[list[int]]:
 
 
 def _pairwise(inputs: Sequence[ReportInput], paper_compat: bool, n_boot: int, seed: int) -> str:
-    from .compare import compare
+    from ..stats.compare import compare
 
     groups = _groups_by_cases([it.pred for it in inputs])
     if not groups:
@@ -297,7 +297,7 @@ def _scatter(inputs: Sequence[ReportInput], paper_compat: bool) -> str:
 
 
 def _reliability(inputs: Sequence[ReportInput], paper_compat: bool) -> str:
-    from .metrics import ECE_BINS
+    from ..stats.metrics import ECE_BINS
     from .plots import reliability
 
     curves = []
@@ -326,7 +326,7 @@ def _reliability(inputs: Sequence[ReportInput], paper_compat: bool) -> str:
 
 
 def _ablation_groups(preds: Sequence[Predictions]) -> list[list[int]]:
-    from .ablation import canonical
+    from ..stats.ablation import canonical
 
     groups: dict[tuple[Any, ...], list[int]] = {}
     for i, p in enumerate(preds):
@@ -340,7 +340,7 @@ def _ablation_groups(preds: Sequence[Predictions]) -> list[list[int]]:
 
 
 def _ablation(inputs: Sequence[ReportInput], paper_compat: bool, n_boot: int, seed: int) -> str:
-    from .ablation import STUDY_METRICS, analyse_ablation
+    from ..stats.ablation import STUDY_METRICS, analyse_ablation
     from .plots import ablation_chart
 
     groups = _ablation_groups([it.pred for it in inputs])
@@ -385,7 +385,7 @@ def _human(cases: Sequence[Case] | None, seed: int) -> str:
     head = '<h2 id="human">8. The human votes</h2>'
     if not cases:
         return head + '<p class="note">No cases with votes were given.</p>'
-    from .human import HumanStatsError, human_stats
+    from ..stats.human import HumanStatsError, human_stats
     from .plots import context_effect, stability_curve
 
     try:
@@ -514,6 +514,6 @@ def build_report(
 
 def write_report(path: str | Path, preds: Sequence[Predictions], **kw: Any) -> Path:
     """Build the report and write it atomically (never a half-written file)."""
-    from .atomic import write_text_atomic
+    from ..atomic import write_text_atomic
 
     return write_text_atomic(path, build_report(preds, **kw))
