@@ -108,7 +108,7 @@ def main() -> None:
     def bare(batch):
         return [p_from(model(input_ids=ids, logits_to_keep=1, use_cache=False).logits[0, -1]) for ids in batch]
 
-    requests = [Request(case=i, sample=0, prompt=t, mode="prob") for i, t in enumerate(texts)]
+    requests = [Request(case=i, sample=0, prompt=t, want="p_safe") for i, t in enumerate(texts)]
     settings = GenerationSettings(system=SYSTEM)
 
     def ours(reqs, bs: int, method: str = "first-token"):

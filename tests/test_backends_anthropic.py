@@ -20,11 +20,11 @@ from casebench.backends.base import (
     Request,
     TransientError,
     UnsupportedModeError,
-    check_mode,
+    check_supports,
 )
 from servers.fault_server import Fault, FaultServer
 
-TEXT = Request(case=0, sample=0, prompt="Is it fine to explain how bread rises?", mode="binary")
+TEXT = Request(case=0, sample=0, prompt="Is it fine to explain how bread rises?", want="text")
 
 
 def ask(url: str, request: Request = TEXT, settings: GenerationSettings = GenerationSettings(),
@@ -52,15 +52,15 @@ def test_factory_and_capabilities(fault_server: FaultServer) -> None:
     backend = make_backend("anthropic/claude-test", base_url=fault_server.url)
     assert isinstance(backend, AnthropicBackend)
     assert backend.spec == "anthropic/claude-test" and backend.batch_size == 1
-    check_mode(backend, "binary")
-    check_mode(backend, "score")
+    check_supports(backend, "text", "binary")
+    check_supports(backend, "text", "score")
     with pytest.raises(UnsupportedModeError, match="prob"):
-        check_mode(backend, "prob")
+        check_supports(backend, "p_safe", "prob")
 
 
 def test_prob_mode_is_refused_without_a_request(fault_server: FaultServer) -> None:
     with pytest.raises(PermanentError, match="prob"):
-        ask(fault_server.url, Request(case=0, sample=0, prompt="x", mode="prob"))
+        ask(fault_server.url, Request(case=0, sample=0, prompt="x", want="p_safe"))
     assert fault_server.count == 0
 
 
@@ -83,7 +83,7 @@ def test_text_answer_and_what_is_sent(fault_server: FaultServer) -> None:
 
 
 def test_send_sampling_puts_temperature_in_the_body(fault_server: FaultServer) -> None:
-    req = Request(case=0, sample=1, prompt="rate", mode="score", temperature=0.8)
+    req = Request(case=0, sample=1, prompt="rate", want="text", temperature=0.8)
     ask(fault_server.url, req, GenerationSettings(top_p=0.9), send_sampling=True)
     body = fault_server.requests[0].body
     assert body["temperature"] == 0.8 and body["top_p"] == 0.9

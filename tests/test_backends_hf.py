@@ -55,7 +55,7 @@ PROMPTS = [
 
 
 def _requests(mode: str, prompts=PROMPTS, temperature=None) -> list[Request]:
-    return [Request(case=i, sample=0, prompt=p, mode=mode, temperature=temperature) for i, p in enumerate(prompts)]
+    return [Request(case=i, sample=0, prompt=p, want="p_safe" if mode == "prob" else "text", temperature=temperature) for i, p in enumerate(prompts)]
 
 
 def _run(backend: HFBackend, requests, settings=None):
@@ -174,7 +174,7 @@ def test_sampling_follows_temperature_and_seed(tiny):
 
 
 def test_mixed_modes_in_one_call_keep_order(tiny):
-    reqs = [Request(case=i, sample=0, prompt=p, mode="prob" if i % 2 else "binary") for i, p in enumerate(PROMPTS)]
+    reqs = [Request(case=i, sample=0, prompt=p, want="p_safe" if i % 2 else "text") for i, p in enumerate(PROMPTS)]
     answers = _run(tiny, reqs, GenerationSettings(max_tokens=4))
     for r, a in zip(reqs, answers):
         assert (a.p_safe is not None) == (r.mode == "prob")

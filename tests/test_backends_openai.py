@@ -33,15 +33,15 @@ from casebench.backends.base import (
     PermanentError,
     Request,
     TransientError,
-    check_mode,
+    check_supports,
 )
 from casebench.backends.openai import OpenAIBackend
 from casebench.backends.verdict_tokens import tally
 from casebench.prompts import BUILTIN_TEMPLATES, render
 from servers.fault_server import Fault, FaultServer
 
-TEXT = Request(case=0, sample=0, prompt="Is it fine to explain how bread rises?", mode="binary")
-PROB = Request(case=1, sample=0, prompt="Judge this. Judgement:", mode="prob")
+TEXT = Request(case=0, sample=0, prompt="Is it fine to explain how bread rises?", want="text")
+PROB = Request(case=1, sample=0, prompt="Judge this. Judgement:", want="p_safe")
 
 
 def ask(base_url: str, request: Request = TEXT, settings: GenerationSettings = GenerationSettings(),
@@ -76,8 +76,8 @@ def test_make_backend_builds_openai_backend(fault_server: FaultServer) -> None:
     assert backend.spec == "openai/some/model:tag"  # everything after the first slash is the model
     assert backend.model == "some/model:tag"
     assert backend.batch_size == 1
-    check_mode(backend, "prob")
-    check_mode(backend, "binary")
+    check_supports(backend, "p_safe", "prob")
+    check_supports(backend, "text", "binary")
 
 
 @pytest.mark.parametrize("spec", ["gpt-4o", "", "nope/model", "OpenAI/gpt-4o"])
@@ -192,7 +192,7 @@ def test_text_mode_sends_prompt_and_settings(fault_server: FaultServer) -> None:
 
 
 def test_request_temperature_overrides_settings(fault_server: FaultServer) -> None:
-    req = Request(case=3, sample=2, prompt="rate it", mode="score", temperature=0.7)
+    req = Request(case=3, sample=2, prompt="rate it", want="text", temperature=0.7)
     ask(fault_server.base_url, req, GenerationSettings(temperature=0.0))
     body = fault_server.requests[0].body
     assert body["temperature"] == 0.7
@@ -218,7 +218,7 @@ def test_answers_keyed_by_prompt(fault_server: FaultServer) -> None:
 def test_many_concurrent_requests_through_one_backend(fault_server: FaultServer) -> None:
     fault_server.latency = 0.2
     fault_server.answer_fn = lambda body: body["messages"][-1]["content"].upper()
-    requests = [Request(case=i, sample=0, prompt=f"case number {i}", mode="binary") for i in range(40)]
+    requests = [Request(case=i, sample=0, prompt=f"case number {i}", want="text") for i in range(40)]
 
     async def go() -> list[Answer]:
         backend = make_backend("openai/m", base_url=fault_server.base_url, timeout=10)
@@ -367,7 +367,7 @@ def test_script_by_rule(fault_server: FaultServer) -> None:
     fault_server.rule = lambda rec: Fault.status(500) if "poison" in (rec.prompt or "") else None
     assert ask(fault_server.base_url, TEXT).text
     with pytest.raises(TransientError):
-        ask(fault_server.base_url, Request(case=9, sample=0, prompt="a poison pill", mode="binary"))
+        ask(fault_server.base_url, Request(case=9, sample=0, prompt="a poison pill", want="text"))
     assert [r.prompt for r in fault_server.requests] == [TEXT.prompt, "a poison pill"]
 
 
@@ -427,7 +427,7 @@ def _llama_ask(base_url: str, model: str, prompt: str, mode: str, settings: Gene
     async def go() -> Answer:
         backend = make_backend(f"openai/{model}", base_url=base_url, timeout=120)
         try:
-            (answer,) = await backend.answer([Request(case=0, sample=0, prompt=prompt, mode=mode)], settings)
+            (answer,) = await backend.answer([Request(case=0, sample=0, prompt=prompt, want="p_safe" if mode == "prob" else "text")], settings)
             return answer
         finally:
             await backend.aclose()

@@ -89,7 +89,7 @@ class AnthropicBackend:
         return f"AnthropicBackend(model={self.model!r}, base_url={public_url(self.base_url)!r})"
 
     def _params(self, request: Request, settings: GenerationSettings) -> dict[str, Any]:
-        if request.mode == "prob":
+        if request.want == "p_safe":
             # The runner checks capabilities first; this guards direct callers.
             raise PermanentError(f"backend {self.spec!r} gives no token probabilities: prob mode is unsupported")
         params: dict[str, Any] = {
@@ -97,8 +97,8 @@ class AnthropicBackend:
             "max_tokens": settings.max_tokens,
             "messages": [{"role": "user", "content": request.prompt}],
         }
-        if settings.system:
-            params["system"] = settings.system
+        if request.system:
+            params["system"] = request.system
         if self.send_sampling:
             sampling: dict[str, Any] = {
                 "temperature": request.temperature if request.temperature is not None else settings.temperature

@@ -13,19 +13,23 @@ backend never retries by itself: the runner owns retries, backoff and what gets 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Sequence, runtime_checkable
+from typing import Any, Callable, Literal, Protocol, Sequence, runtime_checkable
+
+#: What a request wants back: free text, or P(safe) from the first answer token's distribution.
+Want = Literal["text", "p_safe"]
 
 
 @dataclass(frozen=True)
 class Capabilities:
-    """What a backend can serve: free text (binary and score modes) and token probabilities
-    of the first answer token (prob mode)."""
+    """What a backend can serve: free text (``want="text"``) and token probabilities of the
+    first answer token (``want="p_safe"``). Modes say which they need; backends never see a
+    mode's name."""
 
     generate: bool = True
     token_probs: bool = False
 
-    def supports(self, mode: str) -> bool:
-        return self.token_probs if mode == "prob" else self.generate
+    def supports(self, want: str) -> bool:
+        return self.token_probs if want == "p_safe" else self.generate
 
 
 @dataclass(frozen=True)
@@ -45,13 +49,23 @@ class GenerationSettings:
 
 @dataclass(frozen=True)
 class Request:
-    """One question to a model: which case and sample it answers, and the prompt."""
+    """One question to a model: which case and sample it answers, and the chat to send.
+
+    ``prompt`` is the user message; ``system`` the system message (None: none at all; the runner
+    has already combined ``--system`` with a context placed in the system prompt). ``stop``, when
+    given, is called with the text generated so far; once it returns True the backend may stop
+    generating (the mode's parser already has the verdict), which never changes the verdict
+    because the tokens before the stop are the same.
+    """
 
     case: int
     sample: int
     prompt: str
-    mode: str
+    want: Want = "text"
+    system: str | None = None
     temperature: float | None = None  # per-request override (score mode samples)
+    max_tokens: int | None = None  # per-request override
+    stop: Callable[[str], bool] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass
@@ -109,11 +123,11 @@ class Backend(Protocol):
         ...
 
 
-def check_mode(backend: Backend, mode: str) -> None:
+def check_supports(backend: Backend, want: str, mode_name: str) -> None:
     """Refuse a mode the backend cannot serve, with a message that says what to do."""
-    if not backend.capabilities.supports(mode):
-        what = "token probabilities" if mode == "prob" else "free text"
+    if not backend.capabilities.supports(want):
+        what = "token probabilities" if want == "p_safe" else "free text"
         raise UnsupportedModeError(
-            f"backend {backend.spec!r} cannot serve mode {mode!r}: it gives no {what}. "
-            f"Choose a mode it supports (binary/score need text, prob needs token probabilities)."
+            f"backend {backend.spec!r} cannot serve mode {mode_name!r}: it gives no {what}. "
+            f"Choose a mode it supports (prob needs token probabilities; the other modes need text)."
         )

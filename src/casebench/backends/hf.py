@@ -188,7 +188,9 @@ class HFBackend:
         return list(tok.encode(prompt, add_special_tokens=True))
 
     def _encode_sorted(self, requests: Sequence[Request], system: str | None) -> list[_Encoded]:
-        encoded = [_Encoded(i, self.render(r.prompt, system)) for i, r in enumerate(requests)]
+        """Encode each request's chat (its own system message, else ``system``), shortest first."""
+        encoded = [_Encoded(i, self.render(r.prompt, r.system if r.system is not None else system))
+                   for i, r in enumerate(requests)]
         encoded.sort(key=lambda e: len(e.ids))
         return encoded
 
@@ -212,11 +214,11 @@ class HFBackend:
         return await asyncio.to_thread(self._answer_blocking, list(requests), settings)
 
     def _answer_blocking(self, requests: list[Request], settings: GenerationSettings) -> list[Answer]:
-        system = settings.system if settings.system is not None else self.system
+        system = self.system
         answers: list[Answer | None] = [None] * len(requests)
         with self._lock, self._torch.inference_mode():
-            prob = [i for i, r in enumerate(requests) if r.mode == "prob"]
-            text = [i for i, r in enumerate(requests) if r.mode != "prob"]
+            prob = [i for i, r in enumerate(requests) if r.want == "p_safe"]
+            text = [i for i, r in enumerate(requests) if r.want != "p_safe"]
             if prob:
                 for i, a in zip(prob, self._prob([requests[i] for i in prob], system)):
                     answers[i] = a

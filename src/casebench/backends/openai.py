@@ -107,11 +107,11 @@ class OpenAIBackend:
     # ------------------------------------------------------------------ one request
     def _params(self, request: Request, settings: GenerationSettings) -> dict[str, Any]:
         messages: list[dict[str, str]] = []
-        if settings.system:
-            messages.append({"role": "system", "content": settings.system})
+        if request.system:
+            messages.append({"role": "system", "content": request.system})
         messages.append({"role": "user", "content": request.prompt})
         params: dict[str, Any] = {"model": self.model, "messages": messages}
-        if request.mode == "prob":
+        if request.want == "p_safe":
             # Greedy, one token: we read the distribution of the first token, not a sample.
             params.update(temperature=0.0, logprobs=True, top_logprobs=settings.top_logprobs)
             params[self.token_limit_field] = 1
@@ -144,7 +144,7 @@ class OpenAIBackend:
         choice = choices[0]
         usage = _usage(getattr(response, "usage", None))
         detail: dict[str, Any] = {"finish_reason": getattr(choice, "finish_reason", None)}
-        if request.mode != "prob":
+        if request.want != "p_safe":
             message = choice.message
             text = message.content
             if text is None:

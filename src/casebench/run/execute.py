@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..backends.base import (
-    Answer, Backend, BackendError, GenerationSettings, PermanentError, Request, TransientError, check_mode,
+    Answer, Backend, BackendError, GenerationSettings, PermanentError, Request, TransientError, check_supports,
 )
 from ..data import Dataset, load_dataset, validate_parameter_names
 from ..parse import parse_answer
@@ -487,7 +487,9 @@ class Runner:
 
     # -- asking
     async def _call(self, jobs: Sequence[_Job]) -> tuple[list[Answer], float]:
-        reqs = [Request(case=j.case, sample=j.sample, prompt=j.prompt, mode=self.prep.mode) for j in jobs]
+        want = "p_safe" if self.prep.mode == "prob" else "text"
+        reqs = [Request(case=j.case, sample=j.sample, prompt=j.prompt, want=want, system=self.prep.settings.system)
+                for j in jobs]
         policy = self.cfg.retry
         for attempt in range(1, policy.max_attempts + 1):
             t0 = time.monotonic()
@@ -689,7 +691,7 @@ def _describe(backend: Backend) -> dict[str, Any]:
 
 async def run_async(prep: Prepared, backend: Backend, rng: random.Random | None = None) -> RunSummary:
     """Execute a prepared run with a ready backend (the caller owns the backend)."""
-    check_mode(backend, prep.mode)
+    check_supports(backend, "p_safe" if prep.mode == "prob" else "text", prep.mode)
     with RunDir(prep.out) as rundir:
         old = check_resumable(prep)  # again, now under the lock
         manifest = dict(old or {})
