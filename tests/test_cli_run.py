@@ -131,7 +131,7 @@ def test_kill_9_at_random_points_then_resume_asks_exactly_the_missing(tmp_path, 
     assert tail == b""
     keys = collections.Counter((r["case"], r["sample"]) for r in lines if r["final"])
     assert keys == collections.Counter({(c, s): 1 for c in range(cases) for s in range(samples)})
-    assert read_manifest(out)["status"] == "complete"
+    assert read_manifest(out).status.value == "complete"
 
 
 # -------------------------------------------------------------------------------- Ctrl-C
@@ -153,7 +153,7 @@ def test_ctrl_c_exits_130_and_leaves_a_resumable_run(tmp_path):
         assert proc.returncode == 130, stderr
         assert "interrupted" in stdout and "to resume: casebench run" in stderr
         m = read_manifest(out)
-        assert m["status"] == "interrupted" and m["finished_at"] is None
+        assert m.status.value == "interrupted" and m.finished_at is None
         assert (out / "records.jsonl").read_bytes().endswith(b"\n")
 
         srv.rule = None
@@ -214,7 +214,7 @@ def test_a_run_directory_holding_another_run_is_refused_with_exit_2(tmp_path):
         assert other.returncode == 2
         assert "settings.temperature: 0.0 -> 0.7" in other.stderr and "removed" in other.stderr
         assert srv.count == n
-        assert read_manifest(tmp_path / "run")["settings"]["temperature"] == 0.0
+        assert read_manifest(tmp_path / "run").asked.settings["temperature"] == 0.0
 
 
 def test_bad_inputs_exit_2_and_write_nothing(tmp_path):
@@ -301,7 +301,7 @@ def test_45_cases_one_per_category_against_llama_cpp_then_score(tmp_path, llama,
     assert done.returncode == 0, done.stderr[-3000:]
     m = read_manifest(out)
     samples = 1
-    assert m["status"] == "complete" and m["samples"] == samples and len(m["selection"]["cases"]) == 45
+    assert m.status.value == "complete" and m.samples == samples and len(m.cases) == 45
     finals = final_records(iter_records(out))
     assert len(finals) == 45 * samples
     from casebench.data import load_dataset

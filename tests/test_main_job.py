@@ -40,7 +40,7 @@ def test_main_job_offline_with_the_demo_set(tmp_path, model_cache):
     assert "cases 12, answered 12" in res.stdout and "accuracy" in res.stdout
     run_dir = tmp_path / "runs" / "smollm2-135m-instruct_prob"
     manifest = json.loads((run_dir / "manifest.json").read_text())
-    assert manifest["status"] == "complete" and manifest["mode"] == "prob"
+    assert manifest["status"] == "complete" and manifest["asked"]["mode"] == "prob"
     html = (run_dir / "report.html").read_text()
     assert "<table" in html and "data:image/png;base64," in html
     # running it again resumes: nothing left to ask

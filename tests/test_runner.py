@@ -21,6 +21,10 @@ from casebench.backends.base import Answer, Capabilities, GenerationSettings, Re
 from casebench.data import load_dataset
 from casebench.runs.pricing import BUILTIN_PRICES, Price, PriceTable, PricingError, read_price_file
 from casebench.runs.execute import RetryPolicy, RunConfig, prepare, run, stratified_indices
+from casebench.runs.record import (
+    ManifestMismatch, RunDir, RunError, RunLocked, final_records, iter_records, read_manifest, usage_tokens,
+)
+from casebench.runs.results import load_run
 
 from servers.fault_server import Fault, FaultServer
 from test_runs import case_of, write_dataset
@@ -107,7 +111,7 @@ def test_every_fault_is_survived_and_none_is_recorded_as_a_judgement(server, tmp
     again = next(r for r in server.requests[2:] if r.prompt == first.prompt)
     assert again.time - first.time >= 0.4 - 0.02
     m = read_manifest(tmp_path / "run")
-    assert m["status"] == "complete" and m["sessions"][-1]["retries"] == len(faults)
+    assert m.status.value == "complete" and m.history[-1].retries == len(faults)
 
 
 def test_unparseable_answers_are_reasked_then_recorded_missing_with_their_text(server, tmp_path, data):
@@ -173,7 +177,7 @@ def test_a_permanent_error_stops_the_run_and_keeps_what_is_done(server, tmp_path
     assert asked_cases(server)[2] == 1  # not retried
     recs = records(tmp_path / "run")
     assert sorted(r.case for r in recs) == [0, 1]
-    assert read_manifest(tmp_path / "run")["status"] == "failed"
+    assert read_manifest(tmp_path / "run").status.value == "failed"
 
     server.rule = None
     before = server.count
@@ -235,7 +239,7 @@ def test_score_mode_defaults_to_three_samples_at_temperature_one_and_averages(se
     assert server.count == 37
     assert {r.body["temperature"] for r in server.requests} == {1.0}
     m = read_manifest(tmp_path / "run")
-    assert m["samples"] == 3 and m["settings"]["temperature"] == 1.0 and m["parse_retries"] == 2
+    assert m.samples == 3 and m.asked.settings["temperature"] == 1.0 and m.asked.parse_retries == 2
     pred = load_run(tmp_path / "run")
     want = [5.0] * 12
     want[1] = (4 + 6 + 10) / 3
@@ -295,7 +299,7 @@ def test_resume_of_a_complete_run_asks_nothing_and_a_different_command_is_refuse
     assert server.count == 5
     again = run(cfg)
     assert again.status == "complete" and again.asked_this_session == 0 and server.count == 5
-    for change, field in [({"limit": 6}, "selection.cases"), ({"temperature": 0.3}, "settings.temperature"),
+    for change, field in [({"limit": 6}, "cases: '5 cases' -> '6 cases'"), ({"temperature": 0.3}, "settings.temperature"),
                           ({"removed": "urgency"}, "removed"), ({"model": "openai/other"}, "model"),
                           ({"parse_retries": 1}, "parse_retries")]:
         with pytest.raises(ManifestMismatch) as e:
@@ -327,8 +331,8 @@ def test_max_cost_stops_before_passing_the_limit_and_resume_goes_on(server, tmp_
     assert spent == pytest.approx(summary.cost_usd) and spent <= 1.0
     assert server.count == summary.final
     m = read_manifest(tmp_path / "run")
-    assert m["status"] == "budget" and m["totals"]["cost_usd"] == pytest.approx(spent, abs=1e-6)
-    assert m["price"]["status"] == "table"
+    assert m.status.value == "budget" and m.totals.cost_usd == pytest.approx(spent, abs=1e-6)
+    assert m.price["status"] == "table"
 
     before = server.count
     summary = run(config(server, tmp_path, data, max_cost=100.0, prices=table, max_tokens=40, max_connections=1))
@@ -338,14 +342,19 @@ def test_max_cost_stops_before_passing_the_limit_and_resume_goes_on(server, tmp_
 def test_every_default_is_recorded_in_the_manifest(server, tmp_path, data):
     run(config(server, tmp_path, data, mode="binary", stratified=6, seed=3))
     m = read_manifest(tmp_path / "run")
-    assert m["settings"] == GenerationSettings(temperature=0.0).to_dict()
-    assert m["samples"] == 1 and m["parse_retries"] == 2 and m["removed"] == []
-    assert m["selection"]["how"] == "stratified=6 seed=3" and len(m["selection"]["cases"]) == 6
-    assert m["dataset"]["sha256"] == load_dataset(data).sha256
-    assert m["templates"]["source"] == "builtin" and len(m["templates"]["sha256"]) == 64
-    assert m["backend"]["backend"] == "openai" and m["price"]["status"] == "local"
-    assert m["retry"]["max_attempts"] == FAST_RETRY.max_attempts
-    assert m["started_at"] and m["finished_at"] and m["totals"]["requests"] == 6
+    assert m.asked.settings == GenerationSettings(temperature=0.0).to_dict()
+    assert m.samples == 1 and m.asked.parse_retries == 2 and m.removed == ()
+    assert m.selection.how == "stratified=6 seed=3" and len(m.cases) == 6
+    assert m.dataset.sha256 == load_dataset(data).sha256 == m.asked.dataset_sha256
+    assert m.templates_source == "builtin" and len(m.asked.template_sha256) == 64
+    assert m.asked.context_as == "user" and m.asked.stop_at_verdict is True
+    # every answer-changing backend option, defaults resolved; transport options per invocation
+    assert m.asked.backend_options["token_limit_field"] == "max_tokens"
+    assert "base_url" not in m.asked.backend_options and m.history[0].transport["base_url"] == server.base_url
+    assert m.history[0].backend["backend"] == "openai" and m.price["status"] == "local"
+    assert m.history[0].host and m.history[0].pid and m.history[0].finished_at
+    assert m.retry["max_attempts"] == FAST_RETRY.max_attempts
+    assert m.created_at and m.finished_at and m.totals.requests == 6
 
 
 # -------------------------------------------------------------------------------- selection

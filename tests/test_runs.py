@@ -16,6 +16,11 @@ import numpy as np
 import pytest
 
 from casebench.data import load_dataset
+from casebench.runs.record import (
+    Asked, DatasetRef, Manifest, ManifestMismatch, Record, RunDir, RunError, RunLocked, RunStatus, Selection,
+    final_records, iter_records, read_manifest,
+)
+from casebench.runs.results import aggregate, export_run, load_run, model_short_name, run_status
 
 
 CATEGORIES = ("garden tools", "kitchen safety", "bicycle repair", "library rules", "pet care")
@@ -56,17 +61,14 @@ def case_of(prompt: str) -> int:
     return int(m.group(1))
 
 
-def manifest_for(dataset, mode: str, cases: list[int], samples: int = 1, model: str = "openai/judge-x") -> dict:
-    return {
-        "model": model, "mode": mode, "samples": samples,
-        "dataset": {"path": str(Path(dataset.path).resolve()), "sha256": dataset.sha256,
-                    "fingerprint": dataset.fingerprint},
-        "settings": {"temperature": 0.0, "max_tokens": 256},
-        "templates": {"source": "builtin", "sha256": "t" * 64},
-        "removed": [],
-        "selection": {"how": "explicit", "cases": cases},
-        "parse_retries": 2,
-    }
+def manifest_for(dataset, mode: str, cases: list[int], samples: int = 1, model: str = "openai/judge-x") -> Manifest:
+    asked = Asked(dataset_sha256=dataset.sha256, model=model, mode=mode, context_as="user", removed=[],
+                  cases=cases, samples=samples, settings={"temperature": 0.0, "max_tokens": 256},
+                  template_sha256="t" * 64, parse_retries=2, stop_at_verdict=True, backend_options={})
+    return Manifest(dataset=DatasetRef(str(Path(dataset.path).resolve()), dataset.sha256, dataset.fingerprint,
+                                       len(dataset)),
+                    asked=asked, selection=Selection("explicit"), templates_source="builtin", price={}, retry={},
+                    created_at="2026-01-01T00:00:00+00:00", casebench_version="test")
 
 
 @pytest.fixture
@@ -160,19 +162,44 @@ def test_final_records_ignore_transport_failures_and_keep_the_first():
 # -------------------------------------------------------------------------------- manifest
 
 
-def test_manifest_differences_name_each_field(dataset):
+def test_asked_differences_name_each_field(dataset):
     old = manifest_for(dataset, "score", [0, 1, 2], samples=3)
-    new = json.loads(json.dumps(old))
-    assert manifest_differences(old, new) == []
-    new["settings"]["temperature"] = 0.7
-    new["removed"] = ["urgency"]
-    new["selection"] = {"how": "limit=5", "cases": [0, 1, 2, 3, 4]}
-    diffs = {name: (a, b) for name, a, b in manifest_differences(old, new)}
+    new = Manifest.from_dict(json.loads(json.dumps(old.to_dict())))
+    assert old.asked.differences(new.asked) == [] and new == old
+    new.asked.settings["temperature"] = 0.7
+    new.asked.removed = ["urgency"]
+    new.asked.cases = [0, 1, 2, 3, 4]
+    new.asked.backend_options = {"prob_method": "continuation"}
+    diffs = {name: (a, b) for name, a, b in old.asked.differences(new.asked)}
     assert diffs["settings.temperature"] == (0.0, 0.7)
     assert diffs["removed"] == ([], ["urgency"])
-    assert diffs["selection.cases"] == ("3 cases (explicit)", "5 cases (limit=5)")
-    msg = str(ManifestMismatch("runs/x", manifest_differences(old, new)))
+    assert diffs["cases"] == ("3 cases", "5 cases")
+    assert diffs["backend_options.prob_method"] == (None, "continuation")
+    msg = str(ManifestMismatch("runs/x", old.asked.differences(new.asked)))
     assert "settings.temperature: 0.0 -> 0.7" in msg and "removed" in msg
+
+
+def test_manifest_round_trips_with_its_status_enum(dataset):
+    m = manifest_for(dataset, "prob", [0])
+    m.status = RunStatus.BUDGET
+    d = json.loads(json.dumps(m.to_dict()))
+    assert d["status"] == "budget" and d["format_version"] == 2 and d["asked"]["mode"] == "prob"
+    assert Manifest.from_dict(d) == m
+
+
+def test_a_first_format_manifest_is_still_readable(tmp_path, dataset):
+    run = tmp_path / "old"
+    run.mkdir()
+    (run / "manifest.json").write_text(json.dumps({
+        "format": "casebench-run", "format_version": 1, "model": "openai/judge-x", "mode": "binary", "samples": 1,
+        "dataset": {"path": str(Path(dataset.path).resolve()), "sha256": dataset.sha256,
+                    "fingerprint": dataset.fingerprint},
+        "settings": {"temperature": 0.0}, "removed": [], "selection": {"how": "all", "cases": [0, 1]},
+        "status": "complete"}))
+    (run / "records.jsonl").write_text(Record(case=0, sample=0, label="safe").to_json() + "\n")
+    m = read_manifest(run)
+    assert m.format_version == 1 and m.cases == [0, 1] and m.status is RunStatus.COMPLETE
+    assert load_run(run).n == 2
 
 
 def test_read_manifest_errors_are_clear(tmp_path):
@@ -239,7 +266,7 @@ def test_load_run_gives_predictions_over_the_selected_cases(tmp_path, dataset):
     assert pred.meta["pending_requests"] == 1 and pred.meta["complete"] is False
     status = run_status(run)
     assert status == {"requests": 6, "final": 5, "answered": 4, "missing": 1, "pending": 1,
-                      "transport_failures": 0, "status": None}
+                      "transport_failures": 0, "status": "running"}
 
 
 def test_load_run_refuses_a_different_dataset(tmp_path, dataset):

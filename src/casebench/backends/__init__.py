@@ -115,14 +115,15 @@ def backend_class(spec: str) -> type:
 TRANSPORT_OPTIONS: frozenset[str] = frozenset({"base_url", "api_key_env", "timeout", "batch_size", "max_retries"})
 
 
-def resolve_options(spec: str, options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+def resolve_options(spec: str, options: dict[str, Any], cls: type | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
     """(answer-changing options, transport options) a backend would be built with: every keyword
     of its constructor, with the user's value or the constructor's default. Answer-changing
     options go into a run's ``Asked`` (so ``--prob-method`` given or left at its default compare
-    equal when they mean the same), transport options into the invocation's history."""
+    equal when they mean the same), transport options into the invocation's history. ``cls``: the
+    class of a backend built by the caller (default: the class the spec's prefix names)."""
     import inspect
 
-    cls = backend_class(spec)
+    cls = cls or backend_class(spec)
     params = inspect.signature(cls.__init__).parameters
     unknown = sorted(set(options) - set(params))
     if unknown:

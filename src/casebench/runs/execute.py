@@ -104,11 +104,11 @@ class Prepared:
         return self.manifest.asked
 
 
-def prepare(config: RunConfig, dataset: Dataset | None = None) -> Prepared:
+def prepare(config: RunConfig, dataset: Dataset | None = None, backend: Backend | None = None) -> Prepared:
     """Resolve every default and validate every input before anything is asked or written.
 
     Raises ``RunError`` (or ``ModeError``, ``AblationError``, ``extras.MissingExtra``) naming
-    what is wrong.
+    what is wrong. ``backend``: one the caller built, whose constructor's options are recorded.
     """
     from ..backends import resolve_options
 
@@ -141,7 +141,8 @@ def prepare(config: RunConfig, dataset: Dataset | None = None) -> Prepared:
         system=config.system,
     )
     try:
-        answer_opts, transport = resolve_options(config.model, dict(config.backend_options))
+        answer_opts, transport = resolve_options(config.model, dict(config.backend_options),
+                                                 type(backend) if backend is not None else None)
     except ValueError as e:
         raise RunError(redact_text(str(e))) from None
     classifier = None
@@ -607,7 +608,7 @@ async def arun(config: RunConfig, backend: Backend | None = None, dataset: Datas
     one is given. Raises ``RunError`` (incl. ``ManifestMismatch``, ``RunLocked``) before anything
     is asked when the inputs or the run directory do not fit.
     """
-    prep = prepare(config, dataset)
+    prep = prepare(config, dataset, backend)
     check_resumable(prep)  # refuse a mismatching directory before loading a model
     own = backend is None
     if own:
