@@ -248,3 +248,11 @@ def render_chat(case: Any, template: str | None, context_as: str = "user") -> tu
     if template is None:
         return None, f"{case.query}\n\nContext:\n{render_context(case.context)}"
     return None, render(template, case.query, case.context)
+
+
+def render_prompt(case: Any, mode: str, templates: Templates = BUILTIN_TEMPLATES) -> str:
+    """The judge prompt of one (already ablated) case in one mode, with the context inside it
+    (the paper's ``user`` placement): the user message of ``Mode.chat``."""
+    from .modes import get_mode
+
+    return get_mode(mode).chat(case, templates, "user")[1]

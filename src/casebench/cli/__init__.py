@@ -14,7 +14,8 @@ import click
 
 #: command name -> (module under casebench.cli, attribute, one-line help)
 COMMANDS: dict[str, tuple[str, str, str]] = {
-    "run": ("run", "run_cmd", "Run a model as a judge over a dataset (resumable)."),
+    "run": ("run", "run_cmd", "Run a model as a judge, or as the chatbot (respond mode), over a dataset (resumable)."),
+    "classify": ("classify", "classify_cmd", "Re-classify a finished respond run's answers into a new run."),
     "score": ("score", "score_cmd", "Score runs or published output files; print metrics with CIs."),
     "export": ("run", "export_cmd", "Export a run directory to the published exp/ file format."),
     "data": ("data", "data_group", "Inspect, validate and fetch datasets."),

@@ -67,15 +67,12 @@ def classifier_options(spec: str | None, labels: str | None) -> dict[str, Any]:
         return {}
     if not spec or not spec.startswith("hf-classifier:"):
         raise BadInput("--refusal-labels applies to --refusal-classifier hf-classifier:PATH only")
-    mapping: dict[str, str] = {}
-    for part in labels.split(","):
-        if not part.strip():
-            continue
-        if "=" not in part:
-            raise BadInput(f"--refusal-labels: {part!r} is not LABEL=behaviour")
-        k, v = part.split("=", 1)
-        mapping[k.strip()] = v.strip()
-    return {"labels": mapping}
+    from ..classify import ClassifierError, parse_label_map
+
+    try:
+        return {"labels": parse_label_map(labels)}
+    except ClassifierError as e:
+        raise BadInput(f"--refusal-labels: {e}") from None
 
 
 def run_with_signals(config: "RunConfig") -> "RunSummary":

@@ -380,7 +380,9 @@ class Runner:
         stopped = self.stop is not None
         if not self.mode.reads_behaviour:
             return [self.mode.read(a, stopped_early=stopped) for a in answers]
-        items = [(j.prompt if j.system is not None else self.prep.dataset[j.case].query, a.text) for j, a in zip(jobs, answers)]
+        from ..classify import Item
+
+        items = [Item(self.prep.dataset[j.case].query, a.text or "") for j, a in zip(jobs, answers)]
         verdicts = await self.prep.classifier.aclassify(items)
         return [self.mode.read_behaviour(a, v, partial_as_safe=self.cfg.partial_as_safe)
                 for a, v in zip(answers, verdicts)]
