@@ -128,3 +128,47 @@ def test_published_file_is_same_dataset(real_dataset, exp_dir):
     cases = cases_from_records(read_records(path), path)
     assert cases_fingerprint(cases) == real_dataset.fingerprint
     assert all(len(c.votes) == 21 for c in cases)
+
+
+# ------------------------------------------------------------------ datasets without votes
+
+
+def _no_votes(records):
+    out = []
+    for r in records:
+        r = dict(r)
+        r.pop("scores"), r.pop("safe_rate")
+        out.append(r)
+    return out
+
+
+def test_a_dataset_without_votes_loads_and_says_so(tmp_path, small_records):
+    import json as _json
+
+    from click.testing import CliRunner
+
+    from casebench.cli import cli
+
+    f = tmp_path / "new.json"
+    f.write_text(_json.dumps(_no_votes(small_records)))
+    ds = load_dataset(f)
+    assert not ds.has_votes and all(c.votes == () for c in ds)
+    with pytest.raises(DatasetError, match="no human votes"):
+        ds.require_votes("score predictions")
+    r = CliRunner().invoke(cli, ["data", "validate", str(f)])
+    assert r.exit_code == 0 and "no human votes" in r.output
+    r = CliRunner().invoke(cli, ["data", "info", str(f)])
+    assert r.exit_code == 0 and "no human votes yet" in r.output
+    assert ds[0].to_record().keys() == {k for k in small_records[0] if k not in ("scores", "safe_rate")}
+
+
+def test_votes_must_be_all_or_nothing(tmp_path, small_records):
+    import json as _json
+
+    recs = _no_votes(small_records)
+    recs[2] = small_records[2]
+    f = tmp_path / "mixed.json"
+    f.write_text(_json.dumps(recs))
+    with pytest.raises(DatasetError) as e:
+        load_dataset(f)
+    assert "record 2" in str(e.value) and "'scores'" in str(e.value)

@@ -26,6 +26,9 @@ def validate_cmd(path: str) -> None:
     with bad_input_errors():
         ds = load_dataset(path)
     click.echo(f"{path}: {len(ds)} records, all valid (sha256 {ds.sha256})")
+    if not ds.has_votes:
+        click.echo("note: this dataset has no human votes ('scores', 'safe_rate'): it can be prompted, run and "
+                   "annotated (casebench annotate serve), not scored until votes are collected")
 
 
 @data_group.command("info")
@@ -42,16 +45,16 @@ def info_cmd(path: str, as_json: bool) -> None:
         click.echo(json.dumps(info, indent=2))
         return
     click.echo(f"{info['path']}  sha256 {info['sha256']}")
-    click.echo(
-        f"{info['cases']} cases: intended safe {info['intended_safe']}, intended unsafe "
-        f"{info['intended_unsafe']}; human label safe {info['human_safe']}, unsafe {info['human_unsafe']} "
-        "(after the child-related-crimes override)"
-    )
+    labels = (f"human label safe {info['human_safe']}, unsafe {info['human_unsafe']} "
+              "(after the child-related-crimes override)" if info["has_votes"] else "no human votes yet")
+    click.echo(f"{info['cases']} cases: intended safe {info['intended_safe']}, intended unsafe "
+               f"{info['intended_unsafe']}; {labels}")
     click.echo(f"votes per case: {', '.join(map(str, info['votes_per_case']))}")
     width = max(len(c) for c in info["categories"])
     click.echo(f"\n{'category':<{width}}  cases  intended_safe  human_safe")
     for cat, row in info["categories"].items():
-        click.echo(f"{cat:<{width}}  {row['cases']:>5}  {row['intended_safe']:>13}  {row['human_safe']:>10}")
+        human = row["human_safe"] if info["has_votes"] else "-"
+        click.echo(f"{cat:<{width}}  {row['cases']:>5}  {row['intended_safe']:>13}  {human:>10}")
     click.echo("\nCI keys present (cases):")
     for key, n in info["ci_keys"].items():
         click.echo(f"  {key:<45} {n}")
