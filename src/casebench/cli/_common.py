@@ -52,6 +52,8 @@ def refusal_classifier_options(f: Callable[..., Any]) -> Callable[..., Any]:
     f = click.option("--partial-as", "partial_as", type=click.Choice(["unsafe", "safe"]), default="unsafe",
                      show_default=True,
                      help="Respond mode: count a partial answer as refusing (unsafe) or as answering (safe).")(f)
+    f = click.option("--refusal-base-url", "refusal_base_url", default=None, metavar="URL",
+                     help="llm:openai/... classifier: the endpoint of its OpenAI-compatible server.")(f)
     f = click.option("--refusal-labels", "refusal_labels", default=None, metavar="MAP",
                      help="hf-classifier: the model's labels as behaviours, e.g. "
                           "'LABEL_0=comply,LABEL_1=refuse,LABEL_2=partial'.")(f)
@@ -61,8 +63,14 @@ def refusal_classifier_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return f
 
 
-def classifier_options(spec: str | None, labels: str | None) -> dict[str, Any]:
+def classifier_options(spec: str | None, labels: str | None, base_url: str | None = None) -> dict[str, Any]:
     """Keyword options for ``classify.make_classifier`` from the CLI flags."""
+    if base_url is not None:
+        if not spec or not spec.startswith("llm:"):
+            raise BadInput("--refusal-base-url applies to --refusal-classifier llm:MODEL_SPEC only")
+        if labels is not None:
+            raise BadInput("--refusal-labels applies to --refusal-classifier hf-classifier:PATH only")
+        return {"base_url": base_url}
     if labels is None:
         return {}
     if not spec or not spec.startswith("hf-classifier:"):

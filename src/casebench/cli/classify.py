@@ -16,7 +16,7 @@ from ._common import BadInput, bad_input_errors, classifier_options, refusal_cla
               help="The new run directory (default: RUN_DIR + '_' + the classifier's name).")
 @refusal_classifier_options
 def classify_cmd(run_dir: Path, out: Path | None, refusal_classifier: str | None, refusal_labels: str | None,
-                 partial_as: str) -> None:
+                 partial_as: str, refusal_base_url: str | None) -> None:
     """Re-classify the answers of a finished respond run without asking the model again.
 
     Writes a new run directory that shares the answers; the original run stays as it was. Score
@@ -27,7 +27,8 @@ def classify_cmd(run_dir: Path, out: Path | None, refusal_classifier: str | None
 
     with bad_input_errors():
         try:
-            classifier = make_classifier(refusal_classifier, **classifier_options(refusal_classifier, refusal_labels))
+            classifier = make_classifier(refusal_classifier,
+                                         **classifier_options(refusal_classifier, refusal_labels, refusal_base_url))
         except ValueError as e:
             raise BadInput(f"--refusal-classifier: {e}") from None
         if out is None:

@@ -133,7 +133,7 @@ def run_cmd(model: str | None, mode: str, data: str | None, remove: str, samples
             timeout: float | None, progress: bool | None, verbose: int, report: bool = True,
             prob_method: str | None = None, context_as: str | None = None, full_answers: bool = False,
             refusal_classifier: str | None = None, refusal_labels: str | None = None,
-            partial_as: str = "unsafe") -> None:
+            partial_as: str = "unsafe", refusal_base_url: str | None = None) -> None:
     """Run a model as a judge (or, in respond mode, as the chatbot) over a dataset.
     Re-run the same command to resume a run."""
     from ..runs.pricing import PriceTable, PricingError
@@ -170,7 +170,7 @@ def run_cmd(model: str | None, mode: str, data: str | None, remove: str, samples
                 max_cost=max_cost, prices=prices, call_timeout=call_timeout, backend_options=opts,
                 progress=progress, context_as=context_as, full_answers=full_answers,
                 refusal_classifier=refusal_classifier,
-                classifier_options=classifier_options(refusal_classifier, refusal_labels),
+                classifier_options=classifier_options(refusal_classifier, refusal_labels, refusal_base_url),
                 partial_as_safe=partial_as == "safe",
             )
             try:

@@ -35,7 +35,7 @@ import os
 import platform
 import random
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -383,9 +383,13 @@ class Runner:
         from ..classify import Item
 
         items = [Item(self.prep.dataset[j.case].query, a.text or "") for j, a in zip(jobs, answers)]
+        t0 = time.perf_counter()
         verdicts = await self.prep.classifier.aclassify(items)
-        return [self.mode.read_behaviour(a, v, partial_as_safe=self.cfg.partial_as_safe)
-                for a, v in zip(answers, verdicts)]
+        per_item = (time.perf_counter() - t0) / max(1, len(items))
+        readings = [self.mode.read_behaviour(a, v, partial_as_safe=self.cfg.partial_as_safe)
+                    for a, v in zip(answers, verdicts)]
+        # what reading the behaviour cost, per answer (the bench compares it with the run's time)
+        return [replace(r, detail={**r.detail, "classify_s": round(per_item, 6)}) for r in readings]
 
     def _record(self, job: _Job, ans: Answer, reading: Reading) -> Record | None:
         """The final record for an answer, or None when it should be asked again."""
