@@ -144,6 +144,27 @@ def load_labelled_csv(path: str | Path) -> list[LabelledAnswer]:
     return rows
 
 
+#: The salt of the development split of the rules (see ``holdout_split``).
+HOLDOUT_SALT = "casebench-refusal-split:"
+
+
+def holdout_split(rows: Sequence[LabelledAnswer], salt: str = HOLDOUT_SALT) -> tuple[list[LabelledAnswer], list[LabelledAnswer]]:
+    """(development half, held-aside half) of ``rows`` by a hash of each row's id.
+
+    The offline rules were written looking only at the development half of XSTest's shared
+    file (rows whose SHA-256 of ``salt + id`` starts with an even byte); the held-aside half
+    measures them on answers their author did not read. A hash of the id, not a random draw,
+    so the split is the same on every machine and for every order of rows.
+    """
+    import hashlib
+
+    dev: list[LabelledAnswer] = []
+    held: list[LabelledAnswer] = []
+    for r in rows:
+        (dev if hashlib.sha256((salt + r.id).encode("utf-8")).digest()[0] % 2 == 0 else held).append(r)
+    return dev, held
+
+
 # --------------------------------------------------------------------------- statistics
 
 
