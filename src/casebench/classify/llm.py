@@ -99,10 +99,10 @@ class LLMClassifier:
             raise ClassifierError(f"concurrency must be at least 1, not {concurrency}")
         if retries < 0:
             raise ClassifierError(f"retries must be 0 or more, not {retries}")
-        from ..backends import make_backend
-
+        self._backend_options = dict(backend_options)
+        self._loop: asyncio.AbstractEventLoop | None = None
         try:
-            self.backend = make_backend(model_spec, **backend_options)
+            self.backend = self._make_backend(model_spec)
         except ImportError as e:
             prefix = model_spec.split("/", 1)[0]
             extra = "hf" if prefix == "hf" else "api"
@@ -117,6 +117,21 @@ class LLMClassifier:
         self.max_tokens = max_tokens
         self.concurrency = concurrency
         self.retries = retries
+
+    def _make_backend(self, model_spec: str) -> Any:
+        from ..backends import make_backend
+
+        return make_backend(model_spec, **self._backend_options)
+
+    def _backend_for_this_loop(self) -> Any:
+        """The backend, rebuilt when called from a new event loop: an HTTP client's
+        connections belong to the loop that opened them, and each blocking ``classify`` or
+        ``refusal_eval`` call runs its own loop."""
+        loop = asyncio.get_running_loop()
+        if self._loop is not None and self._loop is not loop:
+            self.backend = self._make_backend(self.model_spec)
+        self._loop = loop
+        return self.backend
 
     def describe(self) -> dict[str, Any]:
         text = SYSTEM_PROMPT + "\n\n" + PROMPT_TEMPLATE
@@ -136,14 +151,14 @@ class LLMClassifier:
 
         return GenerationSettings(temperature=0.0, max_tokens=self.max_tokens)
 
-    async def _ask(self, requests: list[Any], settings: Any) -> list[Any]:
+    async def _ask(self, backend: Any, requests: list[Any], settings: Any) -> list[Any]:
         """Ask with retries on transient errors; returns Answers, or raises the last error."""
         from ..backends.base import TransientError
 
         attempt = 0
         while True:
             try:
-                return await self.backend.answer(requests, settings)
+                return await backend.answer(requests, settings)
             except TransientError as e:
                 if attempt >= self.retries:
                     raise
@@ -155,6 +170,7 @@ class LLMClassifier:
         from ..backends.base import BackendError, Request
 
         settings = self._settings()
+        backend = self._backend_for_this_loop()
         requests = [
             Request(case=i, sample=0, prompt=build_prompt(it.prompt, it.answer), want="text", system=SYSTEM_PROMPT)
             for i, it in enumerate(items)
@@ -173,12 +189,12 @@ class LLMClassifier:
             else:
                 verdicts[i] = Verdict(label, reason="llm label")  # type: ignore[arg-type]
 
-        size = max(1, int(getattr(self.backend, "batch_size", 1) or 1))
+        size = max(1, int(getattr(backend, "batch_size", 1) or 1))
         if size > 1:  # local batched backend: sequential batches
             for start in range(0, len(requests), size):
                 chunk = requests[start:start + size]
                 try:
-                    answers = await self._ask(chunk, settings)
+                    answers = await self._ask(backend, chunk, settings)
                 except BackendError as e:
                     for r in chunk:
                         read(r.case, None, str(e))
@@ -191,7 +207,7 @@ class LLMClassifier:
             async def one(r: Any) -> None:
                 async with gate:
                     try:
-                        (a,) = await self._ask([r], settings)
+                        (a,) = await self._ask(backend, [r], settings)
                     except BackendError as e:
                         read(r.case, None, str(e))
                         return
