@@ -85,6 +85,16 @@ class HFClassifier:
         except (RuntimeError, AssertionError, ValueError) as e:
             raise ClassifierError(f"hf-classifier:{path}: cannot use device {device!r}: {e}") from None
         self.model.eval()
+        # Never feed more tokens than the model has positions for: a tokenizer saved without a
+        # limit reports a huge model_max_length, and a longer input crashes inside the model.
+        limits = [max_length]
+        positions = getattr(self.model.config, "max_position_embeddings", None)
+        if isinstance(positions, int) and positions > 0:
+            limits.append(positions)
+        tok_limit = getattr(self.tokenizer, "model_max_length", None)
+        if isinstance(tok_limit, int) and 0 < tok_limit < 1_000_000:
+            limits.append(tok_limit)
+        self.max_length = min(limits)
         id2label = {int(i): str(n) for i, n in self.model.config.id2label.items()}
         self.id2label = dict(sorted(id2label.items()))
         self.mapping = self._resolve_mapping(labels)
@@ -184,14 +194,20 @@ class HFClassifier:
         return out
 
     def classify_many(self, items: Sequence[Item]) -> list[Verdict]:
-        """Classify in batches of ``batch_size`` (blocking)."""
-        verdicts: list[Verdict] = []
-        for start in range(0, len(items), self.batch_size):
-            verdicts.extend(self._classify_batch(items[start:start + self.batch_size]))
-        return verdicts
+        """Classify in batches of ``batch_size`` (blocking). An empty answer is a refusal
+        (it gives nothing), as with the rules, and is not shown to the model."""
+        verdicts: list[Verdict | None] = [
+            Verdict("refuse", p_comply=0.0, reason="empty answer") if not (it.answer or "").strip() else None for it in items
+        ]
+        todo = [i for i, v in enumerate(verdicts) if v is None]
+        for start in range(0, len(todo), self.batch_size):
+            chunk = todo[start:start + self.batch_size]
+            for i, v in zip(chunk, self._classify_batch([items[i] for i in chunk])):
+                verdicts[i] = v
+        return [v for v in verdicts if v is not None]
 
     def classify(self, prompt: str, answer: str) -> Verdict:
-        return self._classify_batch([Item(prompt, answer)])[0]
+        return self.classify_many([Item(prompt, answer)])[0]
 
     async def aclassify(self, items: Sequence[Item]) -> list[Verdict]:
         return await asyncio.to_thread(self.classify_many, list(items))
