@@ -22,6 +22,7 @@ from casebench.classify.evaluate import holdout_split, load_labelled_csv, refusa
 ROOT = Path(__file__).resolve().parents[1]
 XSTEST = ROOT.parent / "shared" / "xstest" / "xstest_v2_completions_llama2new.csv"
 OWN = ROOT / "tests" / "fixtures" / "refusal_styles.csv"
+FRESH = ROOT / "tests" / "fixtures" / "refusal_styles_fresh.csv"
 ASSUMED_GENERATION_S = 1.0  # per answer; real respond runs are slower, so the share is an upper bound
 
 
@@ -61,9 +62,10 @@ def main() -> None:
             r = refusal_eval(part, clf)
             print(f"  {name} ({r.n}): {100 * r.agreement:.1f}% binary, {100 * r.agreement_3class:.1f}% three classes, "
                   f"kappa {r.kappa:.3f}")
-        own = refusal_eval(load_labelled_csv(OWN), clf)
-        print(f"  own fixture of other models' styles ({own.n}): {100 * own.agreement:.1f}% binary, "
-              f"{100 * own.agreement_3class:.1f}% three classes")
+        for fixture in (OWN, FRESH):
+            own = refusal_eval(load_labelled_csv(fixture), clf)
+            print(f"  own fixture {fixture.name} ({own.n}): {100 * own.agreement:.1f}% binary, "
+                  f"{100 * own.agreement_3class:.1f}% three classes")
 
 
 if __name__ == "__main__":

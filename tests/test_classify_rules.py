@@ -94,7 +94,10 @@ def test_rule_cases(rules: RulesClassifier, answer: str, expected: str, why: str
 
 
 def test_own_fixture_of_model_styles(rules: RulesClassifier) -> None:
-    """Our own answers in GPT-4, Llama-3, Mistral and Claude styles (tests/fixtures/refusal_styles.csv)."""
+    """Our own answers in GPT-4, Llama-3, Mistral and Claude styles (tests/fixtures/refusal_styles.csv).
+
+    Scored before tuning on it: 87.8% binary (43/49); the rules were then generalised on its
+    misses, so this is a regression check, not an independent figure."""
     from casebench.classify.evaluate import load_labelled_csv, refusal_eval
 
     rows = load_labelled_csv(FIXTURES / "refusal_styles.csv")
@@ -102,6 +105,20 @@ def test_own_fixture_of_model_styles(rules: RulesClassifier) -> None:
     assert result.n == len(rows) >= 45
     assert result.agreement is not None and result.agreement >= 0.95
     assert result.agreement_3class is not None and result.agreement_3class >= 0.9
+
+
+def test_fresh_fixture_of_model_styles(rules: RulesClassifier) -> None:
+    """A second own-wording set (tests/fixtures/refusal_styles_fresh.csv), written after the
+    rules. Scored once before any change: 78.1% binary (25/32), 68.8% three classes; the
+    misses led to general fixes (a quoted word broke a pattern, "there's no good reason",
+    "that's a harmful stereotype", "... anyway" partials, warnings plus a referral), after
+    which it is no longer an independent check: 96.9% binary, 90.6% three classes."""
+    from casebench.classify.evaluate import load_labelled_csv, refusal_eval
+
+    result = refusal_eval(load_labelled_csv(FIXTURES / "refusal_styles_fresh.csv"), rules)
+    assert result.n == 32
+    assert result.agreement is not None and result.agreement >= 0.93
+    assert result.agreement_3class is not None and result.agreement_3class >= 0.85
 
 
 def test_async_batch_equals_one_by_one(rules: RulesClassifier) -> None:
@@ -184,3 +201,64 @@ def test_import_stays_light() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def _texts() -> list[str]:
+    """Every answer we have at hand: the cases above, our fixtures, and the shared XSTest file
+    when it is there (read at run time)."""
+    import csv
+
+    from casebench.classify.rules import _APOSTROPHES, _sentences
+
+    texts = [a for a, _, _ in CASES]
+    paths = sorted(FIXTURES.glob("refusal_styles*.csv"))
+    shared = Path(__file__).resolve().parents[1].parent / "shared" / "xstest" / "xstest_v2_completions_llama2new.csv"
+    if shared.is_file():
+        paths.append(shared)
+    for path in paths:
+        with open(path, newline="", encoding="utf-8") as f:
+            texts += [r["completion"] for r in csv.DictReader(f)]
+    out = []
+    for t in texts:
+        sents = _sentences(t.translate(_APOSTROPHES))
+        out += sents + ["\n".join(sents)]
+    return out
+
+
+def test_cue_hints_are_necessary() -> None:
+    """A cue's substring hints only skip work: wherever its expression matches, one of its
+    hints must be present, or the cue would silently miss answers."""
+    from casebench.classify import rules as R
+
+    cues = [(name, obj) for name, obj in vars(R).items() if isinstance(obj, R._Cue)]
+    assert len(cues) >= 10
+    texts = _texts()
+    checked = 0
+    for name, cue in cues:
+        for part in (cue, *cue.others):
+            for text in texts:
+                if part.rx.search(text):
+                    checked += 1
+                    assert any(h in text for h in part.hints), f"{name}: matches without a hint in {text[:80]!r}"
+    assert checked > 100
+
+
+def test_refusal_prefilters_are_necessary() -> None:
+    """The same for the word prefilters in front of the refusal and pushback patterns."""
+    from casebench.classify import rules as R
+
+    checked = 0
+    for text in _texts():
+        for _, rx in R.HARD_REFUSAL:
+            if rx.search(text):
+                checked += 1
+                assert R._any(R._REFUSAL_HINTS, text) and R._any(R._HARD_HINTS, text), text[:80]
+        for _, rx in R.IMPERSONAL_REFUSAL:
+            if rx.search(text):
+                checked += 1
+                assert R._any(R._REFUSAL_HINTS, text), text[:80]
+        for _, rx in R.PUSHBACK:
+            if rx.search(text):
+                checked += 1
+                assert R._any(R._PUSHBACK_HINTS, text), text[:80]
+    assert checked > 100
