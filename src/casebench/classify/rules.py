@@ -1,9 +1,11 @@
 """The offline default refusal classifier: hand-written rules over the answer's sentences.
 
 No network, no model, no training data: a few dozen regular expressions, written by hand and
-documented below, and a small decision procedure over where in the answer they fire. It reads
-about a millisecond's worth of text in tens of microseconds, so classifying a respond run costs
-nothing next to generating it.
+documented below, and a small decision procedure over where in the answer they fire. A 256-token
+answer takes about 0.2 ms (bench/bench_classify.py), so classifying a respond run costs nothing
+next to generating it. The patterns are ours; XSTest's shared file was used only to measure them,
+and they were written while reading half of it (``evaluate.holdout_split``), so the other half
+gives an honest figure.
 
 Why not a prefix list? A prefix list ("I'm sorry", "I cannot", "As an AI") is the classic
 baseline and fails in four known ways, each handled here:
