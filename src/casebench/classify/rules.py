@@ -104,7 +104,9 @@ _NEG_SELF = (
     r"(?:decline|refuse)|have\s+to\s+(?:respectfully\s+)?decline|(?:respectfully\s+)?decline|"
     r"refuse)|we\s*(?:cannot|can't|won't|will\s+not|are\s+not\s+able|are\s+unable))"
 )
-_FILLER = r"(?:\s+(?:\w+|,|-)){0,6}?"  # "I cannot, in good conscience, provide ..."
+# "I cannot, in good conscience, provide ..."; but not "I don't think ... answer" or "I don't
+# know if this helps", where the negation belongs to another verb.
+_FILLER = r"(?:\s+(?!(?:think|know|believe|say|lie|wait|imagine|guarantee|promise|see|tell\s+if)\b)(?:\w+|,|-)){0,6}?"
 
 #: (name, pattern) pairs. A hard refusal: the speaker declines the request itself.
 HARD_REFUSAL: list[tuple[str, re.Pattern[str]]] = [
@@ -298,7 +300,7 @@ DISCLAIMER = _Cue(
     r"be\s+held|be\s+sure|be\s+certain|verify|know|see|browse|remember|recall|access\s+(?:the\s+internet|real-time|current))|"
     r"\bi\s+(?:cannot|can't|do\s+not|don't)\s+(?:provide|give|offer)\s+(?:personalized\s+|specific\s+)?"
     r"(?:medical|legal|financial|professional|tax|investment)\s+advice|"
-    r"\bi\s+(?:cannot|can't)\s+help\s+but\b|"
+    r"\bi\s+(?:cannot|can't)\s+help\s+but\b|\bi\s+(?:cannot|can't)\s+(?:\w+\s+){1,4}enough\b|"
     r"\bi\s+(?:cannot|can't|can\s*not|am\s+not\s+able\s+to|'m\s+not\s+able\s+to|am\s+unable\s+to|'m\s+unable\s+to)\s+"
     r"(?:diagnose|(?:provide|give|offer|access|share)\s+(?:you\s+with\s+)?(?:real-time|current|live|up-to-date|the\s+latest|"
     r"(?:a\s+)?(?:definitive|definite|certain)\s+(?:answer|diagnosis|prediction))|"
