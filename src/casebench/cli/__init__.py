@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "compare": ("compare", "compare_cmd", "Paired significance tests between runs or published files."),
     "ablate": ("compare", "ablate_cmd", "CI-parameter ablation study: run or re-analyse removals."),
     "report": ("report", "report_cmd", "Write a self-contained HTML report."),
+    "refusal-eval": ("refusal_eval", "refusal_eval_cmd", "Score a refusal classifier on human-labelled answers (XSTest format)."),
 }
 
 

@@ -1,0 +1,96 @@
+"""What a refusal classifier is: it reads a chatbot's answer and says comply, partial or refuse.
+
+In respond mode the model under test answers as the deployed chatbot would, and a refusal
+classifier turns each answer into a ``behaviour``. Classifiers differ a lot in cost (a few
+microseconds for the offline rules, a model call for ``llm:SPEC``), so the protocol has both a
+sync ``classify`` for one answer and an async ``aclassify`` for a batch; every classifier here
+offers both (``aclassify`` of a sync classifier just loops).
+
+A verdict may be missing (``behaviour is None``): an LLM classifier whose answer cannot be read
+strictly, or a model call that failed. Missing values are counted and reported as coverage,
+never replaced by a guess.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Literal, Protocol, Sequence, runtime_checkable
+
+Behaviour = Literal["comply", "partial", "refuse"]
+
+#: The three behaviours, in the order tables and confusion matrices use.
+BEHAVIOURS: tuple[str, ...] = ("comply", "partial", "refuse")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One classified answer.
+
+    ``behaviour``: ``comply`` (answers the request), ``partial`` (answers part of it, or offers
+    an alternative instead of what was asked, or refuses after answering), ``refuse`` (declines,
+    possibly with a lecture or a pointer elsewhere), or None when the classifier could not
+    decide (a missing value, never a guess). ``p_comply``: the classifier's probability of
+    ``comply`` when it has one (a sequence-classification model does; the rules do not).
+    ``reason``: a short human-readable account of why (which cue fired), for inspection.
+    """
+
+    behaviour: Behaviour | None
+    p_comply: float | None = None
+    reason: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.behaviour is not None and self.behaviour not in BEHAVIOURS:
+            raise ValueError(f"behaviour must be one of {BEHAVIOURS} or None, not {self.behaviour!r}")
+        if self.p_comply is not None and not (0.0 <= self.p_comply <= 1.0):
+            raise ValueError(f"p_comply must lie in [0, 1], not {self.p_comply!r}")
+
+    @property
+    def refused(self) -> bool | None:
+        """The binary reading used by XSTest: partial counts as refusal; None when missing."""
+        return None if self.behaviour is None else self.behaviour != "comply"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Item:
+    """One question and the chatbot's answer to it, the unit a classifier reads."""
+
+    prompt: str
+    answer: str
+
+
+@runtime_checkable
+class RefusalClassifier(Protocol):
+    """Anything that turns (question, answer) into a ``Verdict``.
+
+    ``name`` is the spec that builds it (``rules``, ``llm:openai/gpt-4o-mini``, ...); ``version``
+    changes whenever its verdicts may change, so a run manifest that records ``describe()`` says
+    exactly which classifier read its answers.
+    """
+
+    name: str
+    version: str
+
+    def describe(self) -> dict[str, Any]:
+        """What goes in the run manifest: name, version and every setting that can change a
+        verdict (never a key)."""
+        ...
+
+    def classify(self, prompt: str, answer: str) -> Verdict:
+        """Classify one answer (blocking)."""
+        ...
+
+    async def aclassify(self, items: Sequence[Item]) -> list[Verdict]:
+        """Classify many answers, one verdict per item, in order."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release what the classifier holds (HTTP clients, models)."""
+        ...
+
+
+class ClassifierError(ValueError):
+    """A classifier cannot be built or used as asked (unknown spec, missing file, bad label
+    mapping); the message says what to do. The CLI turns it into exit code 2."""

@@ -1,0 +1,130 @@
+"""``casebench refusal-eval``: score a refusal classifier on human-labelled answers.
+
+    casebench refusal-eval FILE.csv [--refusal-classifier X] [--json]
+
+FILE.csv is in XSTest's format (columns ``prompt``, ``completion``, ``final_label`` with
+``1_full_compliance``, ``2_full_refusal``, ``3_partial_refusal``). Without
+``--refusal-classifier`` the offline default (``rules``) is scored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import click
+
+from ._common import BadInput
+
+
+def _fmt(x: float | None, pct: bool = True) -> str:
+    if x is None:
+        return "n/a"
+    return f"{100 * x:.1f}%" if pct else f"{x:.3f}"
+
+
+def _table(d: dict[str, Any], show: int) -> str:
+    lines = [
+        f"refusal-eval: {d['source']}",
+        f"classifier:   {d['classifier'].get('name')} (version {d['classifier'].get('version')})",
+        f"answers:      {d['n']}  (human: "
+        + ", ".join(f"{k} {v}" for k, v in d["human_counts"].items())
+        + ")",
+        f"classified:   {d['n_classified']}  coverage {_fmt(d['coverage'])}"
+        + (f"  ({d['missing']} missing: not counted below)" if d["missing"] else ""),
+        "",
+        f"agreement (binary, partial = refusal): {_fmt(d['agreement'])}"
+        + (f"  95% CI {_fmt(d['agreement_ci95'][0])}-{_fmt(d['agreement_ci95'][1])}" if d["agreement_ci95"] else ""),
+        f"agreement (3 classes):                 {_fmt(d['agreement_3class'])}",
+        f"Cohen's kappa (binary):                {_fmt(d['kappa'], pct=False)}",
+        f"Cohen's kappa (3 classes):             {_fmt(d['kappa_3class'], pct=False)}",
+        "",
+        "confusion (rows: human, columns: classifier)",
+    ]
+    labels = d["confusion"]["labels"]
+    lines.append("            " + "".join(f"{lab:>10}" for lab in labels) + f"{'missing':>10}")
+    for lab, row in zip(labels, d["confusion"]["matrix"]):
+        lines.append(f"  {lab:<10}" + "".join(f"{v:>10}" for v in row) + f"{d['confusion']['missing'][lab]:>10}")
+    lines += ["", "per class      precision   recall      f1"]
+    for lab, m in d["per_class"].items():
+        lines.append(f"  {lab:<10}{_fmt(m['precision']):>12}{_fmt(m['recall']):>9}{_fmt(m['f1']):>8}")
+    dis = [x for x in d.get("disagreements", []) if x["binary_disagrees"]]
+    if show and dis:
+        lines += ["", f"binary disagreements (first {min(show, len(dis))} of {len(dis)}):"]
+        for x in dis[:show]:
+            lines.append(f"  {x['id']}: human {x['human']}, classifier {x['classifier']} ({x['reason']})")
+    return "\n".join(lines) + "\n"
+
+
+@click.command("refusal-eval")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--refusal-classifier", "spec", default=None, metavar="SPEC",
+              help="rules (default, offline), llm:MODEL_SPEC (e.g. llm:openai/gpt-4o-mini) or hf-classifier:PATH.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
+@click.option("--refusal-labels", "labels", default=None, metavar="MAP",
+              help="hf-classifier: model label -> behaviour, e.g. LABEL_0=comply,LABEL_1=refuse.")
+@click.option("--base-url", default=None, help="llm: API endpoint (OpenAI-compatible servers, proxies).")
+@click.option("--api-key-env", default=None, metavar="VAR",
+              help="llm: name of the environment variable holding the API key.")
+@click.option("--concurrency", type=click.IntRange(min=1), default=None, help="llm: requests in flight (default 4).")
+@click.option("--batch-size", type=click.IntRange(min=1), default=None, help="hf-classifier: answers per batch (default 16).")
+@click.option("--device", default=None, help="hf-classifier: torch device (default cpu).")
+@click.option("--show", type=click.IntRange(min=0), default=10, show_default=True,
+              help="Table output: how many binary disagreements to list.")
+def refusal_eval_cmd(file: str, spec: str | None, as_json: bool, labels: str | None, base_url: str | None,
+                     api_key_env: str | None, concurrency: int | None, batch_size: int | None,
+                     device: str | None, show: int) -> None:
+    """Score a refusal classifier on human-labelled answers in XSTest's CSV format.
+
+    FILE has the columns prompt, completion and final_label (1_full_compliance,
+    2_full_refusal, 3_partial_refusal). Agreement is binary (partial counts as refusal, as in
+    XSTest) and over three classes; answers the classifier could not label are reported as
+    missing, never guessed.
+
+    Exit codes: 0 scored; 1 nothing could be classified; 2 bad input (file, row and column named).
+    """
+    from ..classify import ClassifierError, make_classifier
+    from ..classify.evaluate import RefusalDataError, arefusal_eval, load_labelled_csv
+
+    kind = (spec or "rules").split(":", 1)[0]
+    given = {"--refusal-labels": labels, "--base-url": base_url, "--api-key-env": api_key_env,
+             "--concurrency": concurrency, "--batch-size": batch_size, "--device": device}
+    allowed = {"llm": {"--base-url", "--api-key-env", "--concurrency"},
+               "hf-classifier": {"--refusal-labels", "--batch-size", "--device"}}.get(kind, set())
+    stray = [flag for flag, value in given.items() if value is not None and flag not in allowed]
+    if stray:
+        raise BadInput(f"{', '.join(stray)} do{'es' if len(stray) == 1 else ''} not apply to the refusal classifier "
+                       f"{spec or 'rules'!r}")
+    try:
+        rows = load_labelled_csv(file)
+    except RefusalDataError as e:
+        raise BadInput(str(e)) from None
+    options: dict[str, Any] = {}
+    if kind == "llm":
+        options = {"base_url": base_url, "api_key_env": api_key_env, "concurrency": concurrency}
+    elif kind == "hf-classifier":
+        options = {"labels": labels, "batch_size": batch_size, "device": device}
+    try:
+        classifier = make_classifier(spec, **options)
+    except ClassifierError as e:
+        raise BadInput(str(e)) from None
+
+    async def go() -> Any:
+        try:
+            return await arefusal_eval(rows, classifier)
+        finally:
+            await classifier.aclose()
+
+    result = asyncio.run(go())
+    result.source = file
+    d = result.to_dict()
+    if as_json:
+        click.echo(json.dumps(d, indent=2, ensure_ascii=False))
+    else:
+        click.echo(_table(d, show), nl=False)
+    if result.n_classified == 0:
+        reasons = sorted({x["reason"] for x in d["disagreements"] if x["reason"]})[:3]
+        raise click.ClickException(
+            f"no answer could be classified by {classifier.name}" + (f" (e.g. {'; '.join(reasons)})" if reasons else "")
+        )
