@@ -49,11 +49,10 @@ def test_score_paper_compat_json_prints_one_object_per_published_file(study, exp
     assert r.exit_code == 0, r.output
     objs = [json.loads(line) for line in r.output.splitlines() if line.strip()]
     assert len(objs) == len(inputs) == 18
-    removed = {tuple(o["removed"]) if isinstance(o["removed"], list) else tuple(filter(None, o["removed"].split(",")))
-               for o in objs}
+    removed = {tuple(o["removed"]) for o in objs}
     assert ("sender", "transmission_principle") in removed and ("sender",) in removed
     full = next(o for o in objs if o["source"].endswith("safety_llama370B/output_logits.json"))
-    assert round(full["values"]["accuracy"], 5) == 0.87222
+    assert round(full["accuracy"], 5) == 0.87222
 
 
 def test_ablate_over_the_published_study_prints_conditions_and_paired_differences(study):

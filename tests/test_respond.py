@@ -70,7 +70,7 @@ def test_respond_run_records_behaviour_and_scores_over_and_under_refusal(tmp_pat
     r = invoke("score", out, "--json", "--bootstrap", "200")
     assert r.exit_code == 0, r.output
     s = json.loads(r.output)
-    vals = s["values"]
+    vals = s
     assert vals["refusal_rate"] == pytest.approx(3 / 9)
     assert 0 <= vals["safe_recall"] <= 1 and 0 <= vals["unsafe_recall"] <= 1 and "pcc" in vals
 
