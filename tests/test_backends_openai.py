@@ -178,8 +178,8 @@ def test_parse_retry_after_seconds_dates_and_garbage() -> None:
 
 
 def test_text_mode_sends_prompt_and_settings(fault_server: FaultServer) -> None:
-    settings = GenerationSettings(temperature=0.0, top_p=0.9, max_tokens=50, seed=7, system="Be brief.")
-    answer = ask(fault_server.base_url, TEXT, settings)
+    settings = GenerationSettings(temperature=0.0, top_p=0.9, max_tokens=50, seed=7)
+    answer = ask(fault_server.base_url, Request(case=0, sample=0, prompt=TEXT.prompt, system="Be brief."), settings)
     body = fault_server.requests[0].body
     assert body["model"] == "test-model"
     assert body["messages"] == [{"role": "system", "content": "Be brief."},
