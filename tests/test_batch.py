@@ -27,6 +27,7 @@ from casebench.backends.batch import (
     BatchProgress,
     BatchState,
     custom_id,
+    mark_collected,
     submit_or_resume,
 )
 from casebench.run.pricing import Price, PriceTable, PricingError, read_price_file
@@ -220,6 +221,17 @@ def test_an_ended_batch_is_read_again_not_paid_again(srv: BatchServer, tmp_path:
     # Once they are recorded, new requests go in a new batch.
     run_batch(provider, srv, requests_for([10]), state)
     assert srv.batches_created == 2
+
+
+def test_mark_collected_lets_answered_items_be_asked_again(srv: BatchServer, tmp_path: Path) -> None:
+    state = tmp_path / "b.json"
+    reqs = requests_for(range(2))
+    run_batch("openai", srv, reqs, state)
+    mark_collected(state)  # the runner recorded both; one failed to parse and is asked again
+    again = run_batch("openai", srv, reqs[:1], state)
+    assert srv.batches_created == 2 and list(again) == [custom_id(0, 0)]
+    assert [j.phase for j in BatchState.load(state).jobs] == ["collected", "ended"]
+    mark_collected(tmp_path / "none.json")  # no state file: nothing to do
 
 
 # --------------------------------------------------------------------------- kill and resume

@@ -18,6 +18,10 @@ killed ``casebench run --batch`` resume polling the same batch instead of paying
   ``ended`` batch whose items the caller still asks for reads them again (free) rather than
   submitting them again. Once none of its successful items is asked for any more (the runner has
   recorded them), the batch is marked ``collected`` and the next call submits a new batch.
+- ``mark_collected(state_path)`` says "recorded": call it once the returned results are in the
+  run's records, so the next call submits a new batch even for (case, sample) that came back
+  as answers (e.g. a parse failure asked again). Without it, those would be read again from
+  the ended batch (that is the kill-before-recording case, where reading again is right).
 - Expired, failed, errored or cancelled items come back as ``BatchItemError`` (never as an
   ``Answer``), so the runner asks them again: online, or in a new batch by calling again.
 
@@ -249,6 +253,19 @@ async def submit_or_resume(
         job.phase, job.ended_at = "ended", _now()
     state.save(state_path)
     return results
+
+
+def mark_collected(state_path: str | Path) -> None:
+    """Say that the results of the ended batch are recorded (see the module docstring), so the
+    next ``submit_or_resume`` submits a new batch instead of reading this one again. A batch
+    still running is left alone."""
+    if not Path(state_path).exists():
+        return
+    state = BatchState.load(state_path)
+    job = state.active()
+    if job is not None and job.phase == "ended":
+        job.phase = "collected"
+        state.save(state_path)
 
 
 async def _poll(adapter: "_Adapter", job: BatchJob, state: BatchState, state_path: str | Path,
@@ -535,4 +552,4 @@ class _Anthropic(_Adapter):
 
 
 __all__ = ["BatchError", "BatchItemError", "BatchJob", "BatchPending", "BatchProgress", "BatchState",
-           "custom_id", "submit_or_resume"]
+           "custom_id", "mark_collected", "submit_or_resume"]
