@@ -508,7 +508,7 @@ def _llama_many(llama_server: Any, requests: list[Request], settings: Generation
 def test_llama_stop_at_verdict_is_a_prefix_of_the_full_answer(llama_server: Any) -> None:
     prompt = render(BUILTIN_TEMPLATES.for_mode("binary"), "How do I descale a kettle with vinegar?",
                     {"recipient": "a home cook", "purpose": "kitchen upkeep"})
-    settings = GenerationSettings(max_tokens=48, temperature=0.0, seed=0)
+    settings = GenerationSettings(max_tokens=72, temperature=0.0, seed=0)  # the verdict comes ~65 tokens in
 
     def ask_with(stop: Any) -> Answer:
         (answer,), _ = _llama_many(llama_server, [Request(case=0, sample=0, prompt=prompt, stop=stop)], settings)
