@@ -66,8 +66,8 @@ def test_prob_mode_is_refused_without_a_request(fault_server: FaultServer) -> No
 
 def test_text_answer_and_what_is_sent(fault_server: FaultServer) -> None:
     fault_server.answer_fn = lambda body: "reply to: " + body["messages"][-1]["content"]
-    settings = GenerationSettings(max_tokens=64, system="Be brief.", temperature=0.3, seed=5)
-    answer = ask(fault_server.url, TEXT, settings)
+    settings = GenerationSettings(max_tokens=64, temperature=0.3, seed=5)
+    answer = ask(fault_server.url, Request(case=0, sample=0, prompt=TEXT.prompt, system="Be brief."), settings)
     assert answer.text == "reply to: " + TEXT.prompt
     assert answer.usage["prompt_tokens"] > 0 and answer.usage["completion_tokens"] > 0
     assert answer.detail["finish_reason"] == "end_turn"

@@ -9,6 +9,7 @@ import email.utils
 import json
 import logging
 import math
+import re
 import subprocess
 import sys
 import time
@@ -179,8 +180,8 @@ def test_parse_retry_after_seconds_dates_and_garbage() -> None:
 
 
 def test_text_mode_sends_prompt_and_settings(fault_server: FaultServer) -> None:
-    settings = GenerationSettings(temperature=0.0, top_p=0.9, max_tokens=50, seed=7, system="Be brief.")
-    answer = ask(fault_server.base_url, TEXT, settings)
+    settings = GenerationSettings(temperature=0.0, top_p=0.9, max_tokens=50, seed=7)
+    answer = ask(fault_server.base_url, Request(case=0, sample=0, prompt=TEXT.prompt, system="Be brief."), settings)
     body = fault_server.requests[0].body
     assert body["model"] == "test-model"
     assert body["messages"] == [{"role": "system", "content": "Be brief."},
@@ -480,3 +481,68 @@ def test_llama_server_rejects_unknown_route_as_permanent(llama_server: Any) -> N
     with pytest.raises(PermanentError, match="HTTP 404"):
         _llama_ask(llama_server.url + "/nope", llama_server.model, "hi", "binary", GenerationSettings(max_tokens=4))
 
+
+
+# --------------------------------------------------------------------------- llama.cpp: stop at the verdict, n
+
+_VERDICT = re.compile(r'"judgement"\s*:\s*"?([^",}]*)')
+
+
+def _verdict_closed(text: str) -> bool:
+    """A stand-in for the runner's stop predicate: the judgement's value is followed by , or }."""
+    return re.search(r'"judgement"\s*:\s*("[^"]*"|[^",}\s]+)\s*[,}]', text) is not None
+
+
+def _llama_many(llama_server: Any, requests: list[Request], settings: GenerationSettings,
+                **options: Any) -> tuple[list[Answer], dict[str, Any]]:
+    async def go() -> tuple[list[Answer], dict[str, Any]]:
+        backend = make_backend(f"openai/{llama_server.model}", base_url=llama_server.base_url, timeout=120, **options)
+        try:
+            return await backend.answer(requests, settings), backend.describe()
+        finally:
+            await backend.aclose()
+
+    return asyncio.run(go())
+
+
+@pytest.mark.slow
+def test_llama_stop_at_verdict_is_a_prefix_of_the_full_answer(llama_server: Any) -> None:
+    prompt = render(BUILTIN_TEMPLATES.for_mode("binary"), "How do I descale a kettle with vinegar?",
+                    {"recipient": "a home cook", "purpose": "kitchen upkeep"})
+    settings = GenerationSettings(max_tokens=72, temperature=0.0, seed=0)  # the verdict comes ~65 tokens in
+
+    def ask_with(stop: Any) -> Answer:
+        (answer,), _ = _llama_many(llama_server, [Request(case=0, sample=0, prompt=prompt, stop=stop)], settings)
+        return answer
+
+    full = ask_with(None)
+    at_verdict = ask_with(_verdict_closed)
+    early = ask_with(lambda text: len(text) >= 8)
+    # Greedy decoding: the streamed tokens before the stop are the full answer's first tokens.
+    assert full.text.startswith(at_verdict.text)
+    assert full.text.startswith(early.text) and 8 <= len(early.text) < len(full.text)
+    assert early.detail["closed_early"] and early.detail["usage_estimated"]
+    assert early.usage["completion_tokens"] < full.usage["completion_tokens"]
+    if _verdict_closed(full.text):  # the model wrote a verdict: the same one, and less after it
+        assert at_verdict.detail["stopped_at_verdict"]
+        assert _VERDICT.search(at_verdict.text).group(1) == _VERDICT.search(full.text).group(1)
+
+
+@pytest.mark.slow
+def test_llama_streams_without_usage_and_ignores_n(llama_server: Any) -> None:
+    """What llama-cpp-python's server does (0.3.x): it accepts ``stream_options`` but sends no
+    usage chunk, so a streamed answer's tokens are counted from its chunks; and it ignores ``n``
+    (one choice), so shared samples fall back to one request each."""
+    settings = GenerationSettings(max_tokens=6, temperature=0.0, seed=0)
+    prompt = "Name a fruit."
+    (streamed,), info = _llama_many(llama_server, [Request(case=0, sample=0, prompt=prompt,
+                                                           stop=lambda t: False)], settings)
+    (whole,), _ = _llama_many(llama_server, [Request(case=0, sample=0, prompt=prompt)], settings)
+    assert streamed.text == whole.text
+    assert info["stream_usage"] is True  # stream_options was accepted ...
+    assert streamed.detail.get("usage_estimated") is True  # ... but no usage came with the stream
+    assert streamed.usage["completion_tokens"] == whole.usage["completion_tokens"]
+    answers, info = _llama_many(llama_server, [Request(case=0, sample=s, prompt=prompt, temperature=0.0)
+                                               for s in range(3)], settings)
+    assert info["n_supported"] is False
+    assert [a.text for a in answers] == [whole.text] * 3

@@ -5,6 +5,12 @@ The Messages API returns no token probabilities, so the backend declares
 Like the OpenAI backend it never retries (``max_retries=0``; the runner owns retries) and builds
 its own error messages from the status code and a short redacted body excerpt.
 
+Stop at the verdict: a text request that carries a ``stop`` predicate is streamed
+(``stream=True``); the predicate is asked after every text delta and the stream is closed as soon
+as it says yes, so generation ends there. The prompt tokens come with the stream's first event;
+the output tokens come with its last, so a stream closed early counts them as the text deltas
+received and says so (``detail["usage_estimated"]``).
+
 Sampling settings: ``GenerationSettings.seed`` has no counterpart in the Messages API and is
 never sent. The installed SDK (anthropic 2.x) no longer has ``temperature``/``top_p`` parameters
 and current Claude models sample at their own settings, so by default neither is sent and
@@ -38,7 +44,8 @@ class AnthropicBackend:
 
     Options: ``base_url`` (default ``$ANTHROPIC_BASE_URL`` or Anthropic's; without ``/v1``),
     ``api_key_env`` (default ``ANTHROPIC_API_KEY``), ``timeout`` (seconds per request),
-    ``send_sampling`` (send ``temperature``/``top_p``; see the module docstring).
+    ``send_sampling`` (send ``temperature``/``top_p``; see the module docstring), ``stream``
+    (stream answers that carry a stop predicate, default True).
     """
 
     capabilities = Capabilities(generate=True, token_probs=False)
@@ -52,6 +59,7 @@ class AnthropicBackend:
         api_key_env: str = "ANTHROPIC_API_KEY",
         timeout: float = 60.0,
         send_sampling: bool = False,
+        stream: bool = True,
     ):
         if not timeout or timeout <= 0:
             raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
@@ -61,6 +69,7 @@ class AnthropicBackend:
         self.api_key_env = api_key_env
         self.timeout = float(timeout)
         self.send_sampling = bool(send_sampling)
+        self.stream = bool(stream)
         key = resolve_api_key(api_key_env, self.base_url)
         self._secret = Secret(key)
         self._client = anthropic.AsyncAnthropic(
@@ -78,6 +87,7 @@ class AnthropicBackend:
             "api_key_env": self.api_key_env,
             "timeout_s": self.timeout,
             "sampling_params_sent": self.send_sampling,
+            "streaming": self.stream,
             "sdk": "anthropic",
             "sdk_version": anthropic.__version__,
         }
@@ -94,7 +104,7 @@ class AnthropicBackend:
             raise PermanentError(f"backend {self.spec!r} gives no token probabilities: prob mode is unsupported")
         params: dict[str, Any] = {
             "model": self.model,
-            "max_tokens": settings.max_tokens,
+            "max_tokens": request.max_tokens or settings.max_tokens,
             "messages": [{"role": "user", "content": request.prompt}],
         }
         if request.system:
@@ -110,12 +120,67 @@ class AnthropicBackend:
 
     async def _answer_one(self, request: Request, settings: GenerationSettings) -> Answer:
         params = self._params(request, settings)
+        if self.stream and request.stop is not None:
+            return await self._stream(request, params)
         where = public_url(self.base_url)
         message = await sdk_errors.call(
             anthropic, self._client.messages.create(**params, timeout=self.timeout),
             where=where, model=self.model, secret=self._secret.get(), timeout=self.timeout,
         )
         return sdk_errors.read_response(lambda: self._to_answer(message), where=where)
+
+    async def _stream(self, request: Request, params: dict[str, Any]) -> Answer:
+        """Stream one message and close it once ``request.stop`` holds (see the module docstring)."""
+        where = str(public_url(self.base_url))
+        stop = request.stop
+        stream = await sdk_errors.call(
+            anthropic, self._client.messages.create(**params, stream=True, timeout=self.timeout),
+            where=where, model=self.model, secret=self._secret.get(), timeout=self.timeout,
+        )
+        text = ""
+        deltas = 0
+        usage: dict[str, int] = {}
+        finish: Any = None
+        stopped = closed_early = ended = False
+        with sdk_errors.translating(anthropic, where=where, model=self.model, secret=self._secret.get(),
+                                    timeout=self.timeout):
+            try:
+                async for event in stream:
+                    kind = getattr(event, "type", None)
+                    if kind == "message_start":
+                        u = getattr(event.message, "usage", None)
+                        if u is not None and isinstance(getattr(u, "input_tokens", None), int):
+                            usage["prompt_tokens"] = u.input_tokens
+                    elif kind == "content_block_delta":
+                        delta = event.delta
+                        if getattr(delta, "type", None) == "text_delta" and delta.text:
+                            text += delta.text
+                            deltas += 1
+                            if not stopped and stop is not None and stop(text):
+                                stopped = True
+                                if not ended:
+                                    closed_early = True
+                                    break
+                    elif kind == "message_delta":
+                        finish = getattr(event.delta, "stop_reason", None)
+                        u = getattr(event, "usage", None)
+                        if u is not None and isinstance(getattr(u, "output_tokens", None), int):
+                            usage["completion_tokens"] = u.output_tokens
+                    elif kind == "message_stop":
+                        ended = True
+            finally:
+                await stream.close()
+        if not closed_early and not ended:
+            # The connection ended without message_stop: the answer was cut off, not done.
+            raise TransientError(f"stream from {where} ended before the answer did (no message_stop)")
+        detail: dict[str, Any] = {"finish_reason": finish, "streamed": True}
+        if closed_early:
+            detail["stopped_at_verdict"] = True
+            detail["closed_early"] = True
+        if "completion_tokens" not in usage:
+            usage["completion_tokens"] = deltas
+            detail["usage_estimated"] = True
+        return Answer(text=text, usage=usage, detail=detail)
 
     def _to_answer(self, message: Any) -> Answer:
         if isinstance(message, (str, bytes)):

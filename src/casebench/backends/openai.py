@@ -4,6 +4,22 @@ One code path serves OpenAI, ``vllm serve``, llama.cpp's server, Ollama and Open
 speak ``POST /v1/chat/completions``. Text modes send the prompt as the user message; prob mode
 asks for the first token's ``top_logprobs`` and reads P(safe) from them (see ``variants``).
 
+Stop at the verdict: when a text request carries a ``stop`` predicate (the runner sets it from the
+mode's parser unless ``--full-answers``), the answer is streamed (``stream=True``, with
+``stream_options={"include_usage": true}`` where the server accepts it; detected once), the
+predicate is asked after every content delta, and the stream is closed as soon as it says yes.
+Closing the connection ends generation on OpenAI, vLLM and llama.cpp. The text is the prefix of
+what a full answer would have been, so the parsed verdict is the same. A stream closed early
+carries no usage chunk: the completion tokens are then counted as the content chunks received
+(one token each on llama.cpp and vLLM) and ``detail["usage_estimated"]`` says so; the prompt
+tokens are then unknown and left out of ``usage``.
+
+Shared samples: ``answer`` given several requests for the same chat (score mode's samples of one
+case) sends one request with ``n`` so the prompt is processed once. Whether the server honours
+``n`` is detected on the first such call (fewer choices than asked, or an error naming the
+request, means no) and remembered; ``describe()["n_supported"]`` records the finding, and the
+samples then go as separate requests.
+
 The SDK client is built with ``max_retries=0`` because the runner owns retries (and records
 them); this backend only turns each failure into ``TransientError`` or ``PermanentError``, with
 a message it builds itself from the status code and a short redacted body excerpt. The SDK's own
@@ -17,6 +33,7 @@ error path, and check that the key appears nowhere.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from typing import Any, Sequence
 
@@ -43,10 +60,14 @@ class OpenAIBackend:
     *name* of the variable holding the key; a local server needs none), ``timeout`` (seconds
     per request), ``token_limit_field`` (``"max_tokens"``, or ``"max_completion_tokens"`` for
     OpenAI's reasoning models), ``extra_body`` (server-specific parameters sent as-is),
-    ``min_prefix`` (how short a prefix of "safe"/"unsafe" still counts, see ``variants``).
+    ``min_prefix`` (how short a prefix of "safe"/"unsafe" still counts, see ``variants``),
+    ``stream`` (stream text answers that carry a stop predicate, default True),
+    ``stream_usage`` (send ``stream_options.include_usage``: None = try and drop it if the server
+    refuses, True/False = always/never), ``use_n`` (one request with ``n`` for samples of the same
+    chat: None = detect, True = assume it works, False = never).
     """
 
-    capabilities = Capabilities(generate=True, token_probs=True)
+    capabilities = Capabilities(generate=True, token_probs=True, shared_samples=True)
     batch_size = 1
 
     def __init__(
@@ -59,6 +80,9 @@ class OpenAIBackend:
         token_limit_field: str = "max_tokens",
         extra_body: dict[str, Any] | None = None,
         min_prefix: int = DEFAULT_MIN_PREFIX,
+        stream: bool = True,
+        stream_usage: bool | None = None,
+        use_n: bool | None = None,
     ):
         if token_limit_field not in ("max_tokens", "max_completion_tokens"):
             raise ValueError(
@@ -74,6 +98,12 @@ class OpenAIBackend:
         self.token_limit_field = token_limit_field
         self.extra_body = dict(extra_body or {})
         self.min_prefix = min_prefix
+        self.stream = bool(stream)
+        #: Does the server accept ``stream_options``? None until a streamed request finds out.
+        self.stream_usage: bool | None = stream_usage
+        #: Does the server honour ``n``? None until a shared request finds out.
+        self.n_supported: bool | None = use_n
+        self._n_lock: asyncio.Lock | None = None
         key = resolve_api_key(api_key_env, self.base_url)
         self._secret = Secret(key)
         self._client = openai.AsyncOpenAI(
@@ -82,7 +112,18 @@ class OpenAIBackend:
 
     # ------------------------------------------------------------------ protocol
     async def answer(self, requests: Sequence[Request], settings: GenerationSettings) -> list[Answer]:
-        return [await self._answer_one(r, settings) for r in requests]
+        """Answer each request, in order. Text requests for the same chat (same system message,
+        prompt, temperature and token limit: the samples of one case) share one request with
+        ``n`` where the server supports it."""
+        out: list[Answer | None] = [None] * len(requests)
+        for group in _shared_groups(requests):
+            if len(group) > 1 and self.n_supported is not False:
+                answers = await self._answer_shared([requests[i] for i in group], settings)
+            else:
+                answers = [await self._answer_one(requests[i], settings) for i in group]
+            for i, answer in zip(group, answers):
+                out[i] = answer
+        return [a for a in out if a is not None]
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -94,6 +135,9 @@ class OpenAIBackend:
             "token_limit_field": self.token_limit_field,
             "extra_body": self.extra_body,
             "min_prefix": self.min_prefix,
+            "streaming": self.stream,
+            "stream_usage": self.stream_usage,
+            "n_supported": self.n_supported,
             "sdk": "openai",
             "sdk_version": openai.__version__,
         }
@@ -106,6 +150,7 @@ class OpenAIBackend:
 
     # ------------------------------------------------------------------ one request
     def _params(self, request: Request, settings: GenerationSettings) -> dict[str, Any]:
+        """The request body (less ``extra_body``), the same online and in a batch file."""
         messages: list[dict[str, str]] = []
         if request.system:
             messages.append({"role": "system", "content": request.system})
@@ -120,29 +165,188 @@ class OpenAIBackend:
             params["temperature"] = temperature
             if settings.top_p is not None:
                 params["top_p"] = settings.top_p
-            params[self.token_limit_field] = settings.max_tokens
+            params[self.token_limit_field] = request.max_tokens or settings.max_tokens
         if settings.seed is not None:
             params["seed"] = settings.seed
         return params
 
-    async def _answer_one(self, request: Request, settings: GenerationSettings) -> Answer:
-        params = self._params(request, settings)
-        where = self._where()
-        response = await sdk_errors.call(
+    def _streams(self, request: Request) -> bool:
+        return self.stream and request.want == "text" and request.stop is not None
+
+    async def _create(self, params: dict[str, Any]) -> Any:
+        return await sdk_errors.call(
             openai,
             self._client.chat.completions.create(**params, timeout=self.timeout, extra_body=self.extra_body or None),
-            where=where, model=self.model, secret=self._secret.get(), timeout=self.timeout,
+            where=self._where(), model=self.model, secret=self._secret.get(), timeout=self.timeout,
         )
-        return sdk_errors.read_response(lambda: self._to_answer(request, response), where=where)
+
+    async def _answer_one(self, request: Request, settings: GenerationSettings) -> Answer:
+        if self._streams(request):
+            return (await self._stream([request], settings))[0]
+        params = self._params(request, settings)
+        response = await self._create(params)
+        return sdk_errors.read_response(lambda: self._to_answer(request, response), where=self._where())
+
+    async def _answer_shared(self, requests: list[Request], settings: GenerationSettings) -> list[Answer]:
+        """Several samples of one chat in one request (``n``); falls back to one request each
+        when the server turns out not to honour ``n`` (found once, then remembered)."""
+        if self.n_supported is None:
+            if self._n_lock is None:
+                self._n_lock = asyncio.Lock()
+            async with self._n_lock:  # the first shared call finds out; the others wait for it
+                if self.n_supported is None:
+                    return await self._answer_shared_probe(requests, settings)
+        if not self.n_supported:
+            return [await self._answer_one(r, settings) for r in requests]
+        return await self._answer_n(requests, settings)
+
+    async def _answer_shared_probe(self, requests: list[Request], settings: GenerationSettings) -> list[Answer]:
+        try:
+            answers = await self._answer_n(requests, settings)
+        except PermanentError:
+            # The server may refuse n > 1 (400/422). Ask the first sample alone: if that works,
+            # n was the problem; if not, the request itself is, and its error is the one to raise.
+            first = await self._answer_one(requests[0], settings)
+            self.n_supported = False
+            return [first] + [await self._answer_one(r, settings) for r in requests[1:]]
+        self.n_supported = len(answers) >= len(requests)
+        return answers + [await self._answer_one(r, settings) for r in requests[len(answers):]]
+
+    async def _answer_n(self, requests: list[Request], settings: GenerationSettings) -> list[Answer]:
+        """One request with ``n=len(requests)``; returns one answer per choice received (fewer
+        than asked when the server ignores ``n``), in index order."""
+        n = len(requests)
+        if self._streams(requests[0]):
+            return await self._stream(requests, settings)
+        params = self._params(requests[0], settings)
+        params["n"] = n
+        response = await self._create(params)
+
+        def read() -> list[Answer]:
+            if isinstance(response, (str, bytes)):
+                raise TransientError(f"malformed response body from {self._where()} (not JSON)")
+            choices = sorted(response.choices or [], key=lambda c: c.index or 0)[:n]
+            if not choices:
+                raise TransientError(f"response from {self._where()} has no choices")
+            answers = [self._choice_to_answer(requests[k], c, {}) for k, c in enumerate(choices)]
+            total = _usage(getattr(response, "usage", None))
+            weights = [max(1, len(a.text or "")) for a in answers]
+            _share_usage(answers, total, weights, basis="text length")
+            return answers
+
+        return sdk_errors.read_response(read, where=self._where())
+
+    async def _stream(self, requests: list[Request], settings: GenerationSettings) -> list[Answer]:
+        """Stream one request (``n=len(requests)`` when more than one) and close it once every
+        choice's stop predicate holds or the server ended it. One answer per choice seen."""
+        n = len(requests)
+        params = self._params(requests[0], settings)
+        if n > 1:
+            params["n"] = n
+        params["stream"] = True
+        if self.stream_usage is not False:
+            params["stream_options"] = {"include_usage": True}
+        try:
+            stream = await self._create(params)
+        except PermanentError:
+            if self.stream_usage is not None or n > 1:
+                raise  # with n > 1, n is the first suspect: the caller retries without it
+            # Some servers refuse stream_options; try once without. If that works, remember.
+            params.pop("stream_options")
+            stream = await self._create(params)
+            self.stream_usage = False
+        else:
+            if self.stream_usage is None and "stream_options" in params:
+                self.stream_usage = True
+
+        texts: dict[int, str] = {}
+        chunks: dict[int, int] = {}
+        finish: dict[int, Any] = {}
+        refusal: set[int] = set()
+        stopped: set[int] = set()
+        usage: Any = None
+        closed_early = False  # we closed the stream before the server ended it
+        where = self._where()
+        with sdk_errors.translating(openai, where=where, model=self.model, secret=self._secret.get(),
+                                    timeout=self.timeout):
+            try:
+                async for chunk in stream:
+                    if isinstance(chunk, (str, bytes)):
+                        raise TransientError(f"malformed stream chunk from {where} (not JSON)")
+                    if getattr(chunk, "usage", None) is not None:
+                        usage = chunk.usage
+                    for choice in getattr(chunk, "choices", None) or []:
+                        i = getattr(choice, "index", 0) or 0
+                        if not isinstance(i, int) or i < 0 or i >= n:
+                            continue
+                        delta = getattr(choice, "delta", None)
+                        piece = getattr(delta, "content", None) if delta is not None else None
+                        if not piece and delta is not None and getattr(delta, "refusal", None):
+                            piece = delta.refusal
+                            refusal.add(i)
+                        if isinstance(piece, str) and piece:
+                            texts[i] = texts.get(i, "") + piece
+                            chunks[i] = chunks.get(i, 0) + 1
+                            stop = requests[i].stop
+                            if i not in stopped and stop is not None and stop(texts[i]):
+                                stopped.add(i)
+                        elif i not in texts:
+                            texts[i] = ""
+                        if getattr(choice, "finish_reason", None):
+                            finish[i] = choice.finish_reason
+                    # Close only when nothing more is wanted and something is still generating:
+                    # a stream that ended by itself is read to its usage chunk.
+                    if stopped - set(finish) and all(i in stopped or i in finish for i in range(n)):
+                        closed_early = True
+                        break
+            finally:
+                await stream.close()
+
+        def read() -> list[Answer]:
+            seen = sorted(texts)
+            if not seen:
+                raise TransientError(f"stream from {where} carried no choices")
+            if not closed_early and any(i not in finish for i in seen):
+                # The connection ended without the server ending the answer: cut off, not done.
+                raise TransientError(f"stream from {where} ended before the answer did (no finish_reason)")
+            answers = []
+            for i in seen:
+                detail: dict[str, Any] = {"finish_reason": finish.get(i), "streamed": True}
+                if i in stopped and i not in finish:
+                    detail["stopped_at_verdict"] = True
+                if i in refusal:
+                    detail["refusal"] = True
+                answers.append(Answer(text=texts[i], detail=detail))
+            total = _usage(usage)
+            if "completion_tokens" not in total:
+                # No usage chunk (closed early, or a server that sends none): count the content
+                # chunks received, one token each on llama.cpp and vLLM.
+                for i, a in zip(seen, answers):
+                    a.usage = {"completion_tokens": chunks.get(i, 0)}
+                    a.detail["usage_estimated"] = True
+                if "prompt_tokens" in total:
+                    answers[0].usage["prompt_tokens"] = total["prompt_tokens"]
+            elif len(answers) == 1:
+                answers[0].usage = total
+            else:
+                _share_usage(answers, total, [max(1, chunks.get(i, 0)) for i in seen], basis="content chunks")
+            if closed_early:
+                for a in answers:
+                    a.detail["closed_early"] = True
+            return answers
+
+        return sdk_errors.read_response(read, where=where)
 
     def _to_answer(self, request: Request, response: Any) -> Answer:
+        """A whole (non-streamed) chat completion as an Answer; the batch path uses it too."""
         if isinstance(response, (str, bytes)):  # a server that answered text/plain
             raise TransientError(f"malformed response body from {self._where()} (not JSON)")
         choices = response.choices
         if not choices:
             raise TransientError(f"response from {self._where()} has no choices")
-        choice = choices[0]
-        usage = _usage(getattr(response, "usage", None))
+        return self._choice_to_answer(request, choices[0], _usage(getattr(response, "usage", None)))
+
+    def _choice_to_answer(self, request: Request, choice: Any, usage: dict[str, int]) -> Answer:
         detail: dict[str, Any] = {"finish_reason": getattr(choice, "finish_reason", None)}
         if request.want != "p_safe":
             message = choice.message
@@ -188,6 +392,39 @@ class OpenAIBackend:
     # ------------------------------------------------------------------ errors
     def _where(self) -> str:
         return str(public_url(self.base_url))
+
+
+def _shared_groups(requests: Sequence[Request]) -> list[list[int]]:
+    """Indices of the requests, grouped by chat: text requests with the same system message,
+    prompt, temperature and token limit form one group (in order of first appearance); every
+    other request is a group of its own."""
+    groups: dict[Any, list[int]] = {}
+    for i, r in enumerate(requests):
+        key = ("text", r.system, r.prompt, r.temperature, r.max_tokens) if r.want == "text" else ("one", i)
+        groups.setdefault(key, []).append(i)
+    return list(groups.values())
+
+
+def _share_usage(answers: list[Answer], total: dict[str, int], weights: list[int], basis: str) -> None:
+    """Split one request's usage over the answers it carried: the prompt was processed once, so
+    its tokens go to the first answer; completion tokens are split by ``weights`` (largest
+    remainder, so the parts add up to the total). Each answer's detail records the whole."""
+    n = len(answers)
+    completion = total.get("completion_tokens")
+    parts: list[int | None] = [None] * n
+    if completion is not None:
+        s = sum(weights) or 1
+        raw = [completion * w / s for w in weights]
+        parts = [int(x) for x in raw]
+        for k in sorted(range(n), key=lambda k: raw[k] - int(raw[k]), reverse=True)[: completion - sum(parts)]:
+            parts[k] += 1
+    for k, a in enumerate(answers):
+        a.usage = {}
+        if "prompt_tokens" in total:
+            a.usage["prompt_tokens"] = total["prompt_tokens"] if k == 0 else 0
+        if parts[k] is not None:
+            a.usage["completion_tokens"] = int(parts[k])  # type: ignore[arg-type]
+        a.detail["shared_request"] = {"n": n, "index": k, "usage": dict(total), "split_by": basis}
 
 
 def _usage(usage: Any) -> dict[str, int]:

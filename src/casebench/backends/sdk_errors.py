@@ -10,8 +10,9 @@ request details, is never passed on.
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 from types import ModuleType
-from typing import Any, Awaitable, Callable, TypeVar
+from typing import Any, Awaitable, Callable, Iterator, TypeVar
 
 from casebench.backends import body_excerpt, retry_after_from_headers, status_is_transient
 from casebench.backends.base import PermanentError, TransientError
@@ -36,9 +37,28 @@ def status_error(exc: Any, *, where: str, model: str, secret: str | None) -> Exc
 async def call(sdk: ModuleType, request: Awaitable[T], *, where: str, model: str, secret: str | None,
                timeout: float) -> T:
     """Await one SDK request, turning every SDK failure into a casebench transport error."""
-    try:
+    with translating(sdk, where=where, model=model, secret=secret, timeout=timeout):
         return await request
+
+
+@contextmanager
+def translating(sdk: ModuleType, *, where: str, model: str, secret: str | None,
+                timeout: float) -> Iterator[None]:
+    """Turn every SDK (and transport) failure raised inside the block into a casebench error.
+
+    Used around a request and around reading a stream: a stream can fail half way (the server
+    drops the connection, times out between chunks, or sends an error event), and those failures
+    come from the HTTP library or as an ``APIError`` without a status code, not as the SDK's
+    usual status errors.
+    """
+    import httpx2  # both SDKs are built on it; imported here so casebench.backends stays light
+
+    try:
+        yield
     except sdk.APIStatusError as exc:
+        if 200 <= exc.status_code < 300:
+            # An error event inside a 200 stream (Anthropic sends e.g. overloaded_error this way).
+            raise _stream_error(exc, where=where) from None
         raise status_error(exc, where=where, model=model, secret=secret) from None
     except sdk.APITimeoutError:
         raise TransientError(f"request to {where} timed out after {timeout:g} s") from None
@@ -47,9 +67,38 @@ async def call(sdk: ModuleType, request: Awaitable[T], *, where: str, model: str
         raise TransientError(f"connection to {where} failed ({cause})") from None
     except sdk.APIResponseValidationError:
         raise TransientError(f"malformed response body from {where}") from None
+    except sdk.APIError as exc:  # an error event in an OpenAI stream (no status code)
+        raise _stream_error(exc, where=where) from None
+    except httpx2.TimeoutException:
+        raise TransientError(f"stream from {where} timed out (no data within {timeout:g} s)") from None
+    except httpx2.HTTPError as exc:  # a dropped or broken stream
+        raise TransientError(f"stream from {where} broke off ({type(exc).__name__})") from None
     except (json.JSONDecodeError, UnicodeDecodeError):
-        # The SDKs decode bodies with json.loads and let its errors through.
+        # The SDKs decode bodies (and stream events) with json.loads and let its errors through.
         raise TransientError(f"malformed (undecodable) response body from {where}") from None
+
+
+#: Error types in a stream's error event that retrying cannot fix.
+_PERMANENT_STREAM_ERRORS = frozenset({
+    "invalid_request_error", "authentication_error", "permission_error", "not_found_error",
+    "request_too_large", "invalid_request",
+})
+
+
+def _stream_error(exc: Any, *, where: str) -> Exception:
+    """An error event read from a stream: transient unless its type says the request is wrong.
+
+    The message names only the error's type, never its text (which may echo the request)."""
+    body = getattr(exc, "body", None)
+    kind = None
+    if isinstance(body, dict):
+        inner = body.get("error") if isinstance(body.get("error"), dict) else body
+        kind = inner.get("type") or inner.get("code")
+    kind = str(kind) if kind is not None else "unknown"
+    message = f"error event in the stream from {where} (type {kind[:60]})"
+    if kind in _PERMANENT_STREAM_ERRORS:
+        return PermanentError(message)
+    return TransientError(message)
 
 
 def read_response(read: Callable[[], T], *, where: str) -> T:

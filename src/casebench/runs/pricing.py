@@ -10,7 +10,11 @@ File format (JSON object; keys are a full spec or a model name, a dated variant 
 ``gpt-4o-mini-2024-07-18`` matches the longest key it starts with)::
 
     {"gpt-4o-mini": {"input": 0.15, "output": 0.60},
-     "openai/my-finetune": {"input": 0.30, "output": 1.20}}
+     "openai/my-finetune": {"input": 0.30, "output": 1.20, "batch_input": 0.15, "batch_output": 0.60}}
+
+Batch prices (``casebench run --batch``: OpenAI's Batch API, Anthropic's Message Batches) are half
+the list prices, as both providers publish them; an entry's optional ``batch_input`` and
+``batch_output`` override that. ``PriceTable.lookup(spec, batch=True)`` gives them.
 """
 
 from __future__ import annotations
@@ -23,15 +27,25 @@ from pathlib import Path
 from typing import Any, Mapping
 
 ENV_VAR = "CASEBENCH_PRICES"
+#: Batch APIs (OpenAI Batch, Anthropic Message Batches) charge half the list price.
+BATCH_DISCOUNT = 0.5
 LOCAL_PREFIXES = ("hf/", "vllm/", "local/")
 
 
 @dataclass(frozen=True)
 class Price:
-    """USD per million input (prompt) and output (completion) tokens."""
+    """USD per million input (prompt) and output (completion) tokens; the batch prices default
+    to ``BATCH_DISCOUNT`` times the list prices."""
 
     input: float
     output: float
+    batch_input: float | None = None
+    batch_output: float | None = None
+
+    def for_batch(self) -> "Price":
+        """The price through a provider's batch API."""
+        return Price(self.input * BATCH_DISCOUNT if self.batch_input is None else self.batch_input,
+                     self.output * BATCH_DISCOUNT if self.batch_output is None else self.batch_output)
 
     def cost(self, prompt_tokens: float, completion_tokens: float) -> float:
         return (prompt_tokens * self.input + completion_tokens * self.output) / 1e6
@@ -67,10 +81,14 @@ class PriceMatch:
     price: Price
     status: str
     key: str | None = None
+    batch: bool = False  # the price is the batch API's
 
     def to_dict(self) -> dict[str, Any]:
-        return {"status": self.status, "key": self.key,
-                "input_per_mtok": self.price.input, "output_per_mtok": self.price.output}
+        out = {"status": self.status, "key": self.key,
+               "input_per_mtok": self.price.input, "output_per_mtok": self.price.output}
+        if self.batch:
+            out["batch"] = True
+        return out
 
 
 ZERO = Price(0.0, 0.0)
@@ -94,7 +112,14 @@ class PriceTable:
             extra.update(read_price_file(path))
         return cls(extra)
 
-    def lookup(self, spec: str) -> PriceMatch:
+    def lookup(self, spec: str, batch: bool = False) -> PriceMatch:
+        """The price of ``spec``; with ``batch=True`` the batch API's (half, unless the entry says)."""
+        match = self._lookup(spec)
+        if not batch:
+            return match
+        return PriceMatch(match.price.for_batch(), match.status, match.key, batch=True)
+
+    def _lookup(self, spec: str) -> PriceMatch:
         if spec.startswith(LOCAL_PREFIXES) and spec not in self.prices:
             return PriceMatch(ZERO, "local")
         if spec in self.prices:
@@ -137,5 +162,12 @@ def read_price_file(path: str | Path) -> dict[str, Price]:
                 raise PricingError(f"{p}: model '{key}', field '{fld}': must be a number >= 0 "
                                    f"(USD per 1M tokens), found {v!r}")
             vals.append(float(v))
+        for fld in ("batch_input", "batch_output"):
+            v = entry.get(fld)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)
+                                  or v < 0):
+                raise PricingError(f"{p}: model '{key}', field '{fld}': must be a number >= 0 "
+                                   f"(USD per 1M tokens), found {v!r}")
+            vals.append(None if v is None else float(v))
         out[str(key)] = Price(*vals)
     return out
