@@ -30,7 +30,7 @@ from casebench.backends.batch import (
     mark_collected,
     submit_or_resume,
 )
-from casebench.run.pricing import Price, PriceTable, PricingError, read_price_file
+from casebench.runs.pricing import Price, PriceTable, PricingError, read_price_file
 from servers.batch_server import BatchServer
 from servers.fault_server import FaultServer
 

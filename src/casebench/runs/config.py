@@ -1,0 +1,110 @@
+"""What a run is asked to do: ``RunConfig`` and its defaults, before anything is resolved.
+
+``None`` in a config means "the default for this mode"; ``execute.prepare`` resolves every
+default and records it in the manifest.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..prompts import Templates
+from .pricing import PriceTable
+from .record import RunError
+from .results import model_short_name
+
+DEFAULT_MODEL = "hf/smollm2-135m-instruct"
+#: The paper re-asked an unparseable answer twice.
+DEFAULT_PARSE_RETRIES = 2
+DEFAULT_MAX_CONNECTIONS = 8
+#: respond mode: the chatbot's whole answer is kept, up to this many tokens
+DEFAULT_RESPOND_MAX_TOKENS = 512
+
+
+@dataclass
+class RetryPolicy:
+    """Transport retries: exponential backoff with full jitter, honouring ``Retry-After``."""
+
+    max_attempts: int = 8
+    base_s: float = 0.5
+    cap_s: float = 60.0
+    #: a server asking for more than this is waited on only this long per attempt
+    max_retry_after_s: float = 600.0
+
+    def delay(self, attempt: int, retry_after: float | None, rng: random.Random) -> float:
+        wait = rng.uniform(0.0, min(self.cap_s, self.base_s * (2 ** (attempt - 1))))
+        if retry_after is not None and retry_after > 0:
+            wait = max(wait, min(retry_after, self.max_retry_after_s))
+        return wait
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class RunConfig:
+    """Everything a run needs. ``None`` means "the default for this mode", and every default is
+    resolved (and recorded in the manifest) by ``execute.prepare``."""
+
+    mode: str
+    model: str = DEFAULT_MODEL
+    data: str | os.PathLike[str] | None = None
+    out: str | os.PathLike[str] | None = None
+    removed: Sequence[str] | str = ()
+    #: where the context goes: "user" (inside the judge prompt) or "system" (None: the mode's default)
+    context_as: str | None = None
+    samples: int | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    top_p: float | None = None
+    system: str | None = None
+    templates: Templates | None = None
+    limit: int | None = None
+    cases: Sequence[int] | None = None
+    stratified: int | None = None
+    seed: int = 0
+    parse_retries: int = DEFAULT_PARSE_RETRIES
+    #: text modes: keep generating after the verdict (the explanations), as the paper's runs did
+    full_answers: bool = False
+    #: respond mode: the refusal classifier spec (None: the offline default) and its options
+    refusal_classifier: str | None = None
+    classifier_options: dict[str, Any] = field(default_factory=dict)
+    #: respond mode: count a partial answer as answering ("safe") instead of refusing
+    partial_as_safe: bool = False
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    max_cost: float | None = None
+    prices: PriceTable | None = None
+    #: a runner-side limit per backend call (the backend has its own transport timeout)
+    call_timeout: float | None = None
+    backend_options: dict[str, Any] = field(default_factory=dict)
+    #: None: a bar on a terminal, periodic lines otherwise; False: quiet
+    progress: bool | None = None
+
+
+def default_out_dir(model: str, mode: str, removed: Sequence[str] = (), context_as: str | None = None,
+                    default_context_as: str | None = None) -> Path:
+    """``runs/<model>_<mode>[_<removed>][_ctx-<placement>]`` (the placement only when it is not
+    the mode's default)."""
+    tail = "_" + "-".join(removed) if removed else ""
+    if context_as and context_as != default_context_as:
+        tail += f"_ctx-{context_as}"
+    return Path("runs") / f"{model_short_name(model)}_{mode}{tail}"
+
+
+def resolve_data_path(data: str | os.PathLike[str] | None) -> Path:
+    """The dataset to run on: ``--data``, else ``$CASEBENCH_DATA``, else the user cache.
+
+    Library calls never download or fall back to the demo set behind the caller's back; the
+    ``casebench run`` command does both, and says so (``sources.resolve_dataset``).
+    """
+    from ..sources import FetchError, resolve_dataset
+
+    try:
+        return resolve_dataset(str(data) if data else None, allow_download=False, allow_demo=False).path
+    except FetchError as e:
+        raise RunError(str(e)) from None

@@ -1,0 +1,578 @@
+"""The run record: a run directory's files, their typed contents, and the lock. The one module
+that reads and writes them (no other module names a run file or a format version).
+
+A run directory holds:
+
+* ``manifest.json`` (``Manifest``): what was asked (``Asked``: everything that can change an
+  answer: dataset SHA-256, model, mode, context placement, removed CI parameters, cases,
+  samples, generation settings, template hash, parse re-asks, stop-at-verdict, the backend's
+  answer-changing options with their defaults resolved, the refusal classifier), where the data
+  came from, and how it went: ``status``, ``totals``, and ``history``, one ``Invocation`` per
+  command that worked on the run (start, end, host, pid, version, counts, transport options,
+  the backend's description). Written atomically (temp file + ``os.replace``). A resume whose
+  ``Asked`` differs in anything is refused before the manifest is touched; an invocation appends
+  its own history entry and never rewrites an earlier one.
+* ``records.jsonl`` (``Record``): one JSON line per *outcome* of a request (case, sample),
+  appended with a single ``write``. A kill at any point leaves, at worst, a torn last line, which
+  ``RunDir`` truncates on open (the request is then asked again).
+
+Record semantics (the contract the runner and every reader share):
+
+* A **final** record (``final: true``) is a judgement outcome: either a read answer, or a missing
+  value after the parse re-asks were spent (``label``/``score``/``p_safe`` null, ``error`` the
+  reason, ``text`` the last answer). Each (case, sample) has at most one.
+* A **non-final** record (``final: false``, ``error`` starting with ``"transport: "``) says the
+  transport retries were spent without any answer. It is kept so a user can see what failed, but
+  it is never a judgement: aggregation ignores it and a resumed run asks that request again.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import logging
+import os
+from dataclasses import asdict, dataclass, field, fields
+from datetime import datetime, timezone
+from enum import Enum
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping, Sequence
+
+from ..atomic import write_json_atomic
+
+log = logging.getLogger("casebench.runs")
+
+MANIFEST = "manifest.json"
+RECORDS = "records.jsonl"
+LOCK = ".lock"
+FORMAT = "casebench-run"
+#: 2: typed manifest with ``asked`` and ``history`` (1: the first, flat format; still readable)
+FORMAT_VERSION = 2
+
+
+class RunError(Exception):
+    """A run directory cannot be used (unreadable, corrupt, mismatching, locked)."""
+
+
+class ManifestMismatch(RunError):
+    """The command asks something different from what the run directory holds."""
+
+    def __init__(self, path: str | Path, differences: Sequence[tuple[str, Any, Any]]):
+        self.differences = list(differences)
+        lines = [f"{path} holds a different run; refusing to resume it (nothing was changed). "
+                 "What differs (run dir -> this command):"]
+        for name, old, new in self.differences:
+            lines.append(f"  {name}: {_short(old)} -> {_short(new)}")
+        lines.append("Use another output directory (-o), or repeat the command that started this run.")
+        super().__init__("\n".join(lines))
+
+
+class RunLocked(RunError):
+    """Another process is writing this run directory."""
+
+
+class RunStatus(str, Enum):
+    """Where a run stands. ``complete``: every request has a final record."""
+
+    RUNNING = "running"
+    COMPLETE = "complete"
+    INCOMPLETE = "incomplete"  # some requests failed in transport; re-run to ask them again
+    INTERRUPTED = "interrupted"  # Ctrl-C / SIGTERM
+    BUDGET = "budget"  # stopped before passing --max-cost
+    FAILED = "failed"  # the backend refused a request, or an unexpected error
+
+
+def _short(value: Any, limit: int = 120) -> str:
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _build(cls: type, data: Mapping[str, Any] | None) -> Any:
+    """A dataclass from a dict, ignoring unknown keys (a newer casebench may add fields)."""
+    data = data or {}
+    names = {f.name for f in fields(cls)}
+    return cls(**{k: v for k, v in data.items() if k in names})
+
+
+# --------------------------------------------------------------------------------------------
+# The manifest
+
+
+@dataclass
+class DatasetRef:
+    """The dataset a run was asked on."""
+
+    path: str
+    sha256: str
+    fingerprint: str = ""
+    cases: int | None = None
+
+
+@dataclass
+class Selection:
+    """How the run's cases were chosen (the cases themselves are in ``Asked.cases``)."""
+
+    how: str
+    limit: int | None = None
+    stratified: int | None = None
+    seed: int | None = None
+
+
+@dataclass
+class Asked:
+    """Everything that can change an answer. A resume must ask exactly this, field for field;
+    an option added to casebench later belongs here, so that it is compared too."""
+
+    dataset_sha256: str
+    model: str
+    mode: str
+    context_as: str
+    removed: list[str]
+    cases: list[int]
+    samples: int
+    #: generation settings (temperature, top_p, max_tokens, seed, system, top_logprobs)
+    settings: dict[str, Any]
+    #: SHA-256 of the judge template's text (None: the mode uses no template)
+    template_sha256: str | None
+    parse_retries: int
+    #: text modes stop generating once the verdict is parsed (False: ``--full-answers``)
+    stop_at_verdict: bool
+    #: the backend's answer-changing options, defaults resolved (e.g. prob_method, dtype, extra_body)
+    backend_options: dict[str, Any]
+    #: respond mode: the refusal classifier's identity and version, and how partial answers count
+    classifier: dict[str, Any] | None = None
+
+    def differences(self, other: "Asked") -> list[tuple[str, Any, Any]]:
+        """(name, self's value, other's value) for each field that differs; dict fields are
+        compared key by key so the message names e.g. ``settings.temperature``."""
+        a, b = _normal(asdict(self)), _normal(asdict(other))
+        out: list[tuple[str, Any, Any]] = []
+        for name in a:
+            x, y = a[name], b.get(name)
+            if x == y:
+                continue
+            if isinstance(x, dict) and isinstance(y, dict):
+                for k in sorted(set(x) | set(y)):
+                    if x.get(k) != y.get(k):
+                        out.append((f"{name}.{k}", x.get(k), y.get(k)))
+            elif name == "cases" and isinstance(x, list) and isinstance(y, list):
+                out.append((name, f"{len(x)} cases", f"{len(y)} cases" + (" (other cases)" if len(x) == len(y) else "")))
+            else:
+                out.append((name, x, y))
+        return out
+
+
+@dataclass
+class Totals:
+    """The run's counts over all invocations."""
+
+    requests: int = 0
+    final: int = 0
+    answered: int = 0
+    missing: int = 0
+    pending: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    cost_status: str = "unknown"
+    elapsed_s: float = 0.0
+
+
+@dataclass
+class Invocation:
+    """One command that worked on the run: when, where, with what transport, and what it did."""
+
+    started_at: str
+    host: str
+    pid: int
+    casebench_version: str
+    #: options that do not change answers and may differ between invocations (base URL, batch
+    #: size, connections, timeouts)
+    transport: dict[str, Any] = field(default_factory=dict)
+    #: the backend's own description (model, endpoint, library versions; never a key)
+    backend: dict[str, Any] = field(default_factory=dict)
+    finished_at: str | None = None
+    status: str | None = None
+    asked: int = 0
+    retries: int = 0
+    transport_failures: int = 0
+    elapsed_s: float = 0.0
+    message: str | None = None
+
+
+@dataclass
+class Manifest:
+    """``manifest.json``, typed. See the module docstring."""
+
+    dataset: DatasetRef
+    asked: Asked
+    selection: Selection
+    templates_source: str | None
+    price: dict[str, Any]
+    retry: dict[str, Any]
+    created_at: str
+    casebench_version: str
+    status: RunStatus = RunStatus.RUNNING
+    message: str | None = None
+    finished_at: str | None = None
+    totals: Totals = field(default_factory=Totals)
+    history: list[Invocation] = field(default_factory=list)
+    format: str = FORMAT
+    format_version: int = FORMAT_VERSION
+
+    # convenient read-only views
+    @property
+    def model(self) -> str:
+        return self.asked.model
+
+    @property
+    def mode(self) -> str:
+        return self.asked.mode
+
+    @property
+    def samples(self) -> int:
+        return self.asked.samples
+
+    @property
+    def cases(self) -> list[int]:
+        return list(self.asked.cases)
+
+    @property
+    def removed(self) -> tuple[str, ...]:
+        return tuple(self.asked.removed)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["status"] = self.status.value
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], where: str = MANIFEST) -> "Manifest":
+        if d.get("format_version") == 1 or ("asked" not in d and "mode" in d):
+            return _from_v1(d)
+        try:
+            return cls(
+                dataset=_build(DatasetRef, d["dataset"]),
+                asked=_build(Asked, d["asked"]),
+                selection=_build(Selection, d.get("selection")),
+                templates_source=d.get("templates_source"),
+                price=dict(d.get("price") or {}),
+                retry=dict(d.get("retry") or {}),
+                created_at=d.get("created_at") or "",
+                casebench_version=d.get("casebench_version") or "unknown",
+                status=RunStatus(d.get("status") or "running"),
+                message=d.get("message"),
+                finished_at=d.get("finished_at"),
+                totals=_build(Totals, d.get("totals")),
+                history=[_build(Invocation, h) for h in d.get("history") or []],
+                format=d.get("format", FORMAT),
+                format_version=int(d.get("format_version", FORMAT_VERSION)),
+            )
+        except KeyError as e:
+            raise RunError(f"{where}: field {e.args[0]!r} missing") from None
+        except (TypeError, ValueError) as e:
+            raise RunError(f"{where}: not a valid manifest ({e})") from None
+
+
+def _from_v1(d: Mapping[str, Any]) -> Manifest:
+    """Read a format-1 manifest (casebench 0.1's flat layout) for scoring and export. Such a run
+    is not resumed: the first format did not record every answer-changing option."""
+    for k in ("mode", "model", "dataset", "selection", "samples"):
+        if k not in d:
+            raise RunError(f"{MANIFEST}: field '{k}' missing")
+    sel = dict(d["selection"])
+    asked = Asked(
+        dataset_sha256=d["dataset"].get("sha256", ""), model=d["model"], mode=d["mode"], context_as="user",
+        removed=list(d.get("removed") or []), cases=list(sel.get("cases") or []), samples=int(d["samples"]),
+        settings=dict(d.get("settings") or {}), template_sha256=(d.get("templates") or {}).get("sha256"),
+        parse_retries=int(d.get("parse_retries", 2)), stop_at_verdict=False, backend_options={},
+    )
+    return Manifest(
+        dataset=_build(DatasetRef, d["dataset"]), asked=asked,
+        selection=Selection(sel.get("how", "?"), sel.get("limit"), sel.get("stratified"), sel.get("seed")),
+        templates_source=(d.get("templates") or {}).get("source"), price=dict(d.get("price") or {}),
+        retry=dict(d.get("retry") or {}), created_at=d.get("started_at") or "",
+        casebench_version=d.get("casebench_version", "unknown"), status=RunStatus(d.get("status") or "running"),
+        message=d.get("message"), finished_at=d.get("finished_at"), totals=_build(Totals, d.get("totals")),
+        history=[], format_version=1,
+    )
+
+
+def _normal(value: Any) -> Any:
+    """JSON round trip, so tuples and lists (and int/float) compare as they would on disk."""
+    return json.loads(json.dumps(value, sort_keys=True, default=str))
+
+
+def read_manifest(run_path: str | Path) -> Manifest:
+    """The manifest of a run directory; ``RunError`` naming the file when it is missing or bad."""
+    p = Path(run_path) / MANIFEST
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise RunError(f"{Path(run_path)}: not a run directory (no {MANIFEST})") from None
+    try:
+        m = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise RunError(f"{p}: not valid JSON ({e.msg} at line {e.lineno})") from None
+    if not isinstance(m, dict):
+        raise RunError(f"{p}: the manifest must be a JSON object")
+    return Manifest.from_dict(m, where=str(p))
+
+
+def is_run_dir(path: str | Path) -> bool:
+    p = Path(path)
+    return p.is_dir() and (p / MANIFEST).exists()
+
+
+def manifest_bytes(run_path: str | Path) -> bytes | None:
+    """The manifest file's bytes (None if absent): what a refused resume must leave as it was."""
+    try:
+        return (Path(run_path) / MANIFEST).read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+# --------------------------------------------------------------------------------------------
+# Records
+
+
+@dataclass
+class Record:
+    """One line of ``records.jsonl``.
+
+    ``usage`` and ``latency_s`` add up every ask that led to this outcome (parse re-asks cost
+    tokens too); ``attempts`` is how many answers were received for it. ``behaviour`` is the
+    refusal classifier's reading of a chatbot answer (respond mode): comply, partial or refuse.
+    """
+
+    case: int
+    sample: int
+    text: str | None = None
+    label: str | None = None
+    score: float | None = None
+    p_safe: float | None = None
+    error: str | None = None
+    usage: dict[str, int] = field(default_factory=dict)
+    latency_s: float = 0.0
+    attempts: int = 1
+    final: bool = True
+    behaviour: str | None = None
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> tuple[int, int]:
+        return (self.case, self.sample)
+
+    @property
+    def answered(self) -> bool:
+        """A final record with a usable judgement."""
+        return self.final and self.error is None and (self.label is not None or self.p_safe is not None)
+
+    def to_json(self) -> str:
+        d = asdict(self)
+        if d["behaviour"] is None:
+            del d["behaviour"]  # judge modes: keep their lines as they were
+        return json.dumps(d, ensure_ascii=False, allow_nan=False)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Record":
+        return _build(cls, d)
+
+
+def usage_tokens(usage: Mapping[str, Any]) -> tuple[int, int]:
+    """(prompt, completion) tokens from an OpenAI- or Anthropic-style usage dict."""
+    prompt = usage.get("prompt_tokens", usage.get("input_tokens", 0)) or 0
+    completion = usage.get("completion_tokens", usage.get("output_tokens", 0)) or 0
+    return int(prompt), int(completion)
+
+
+def add_usage(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, int]:
+    out = dict(a)
+    for k, v in b.items():
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            out[k] = out.get(k, 0) + v
+    return out
+
+
+def iter_records(run_path: str | Path) -> Iterator[Record]:
+    """Every record of a run, in file order. A torn last line is skipped (readers never write);
+    any other bad line raises ``RunError`` naming the file and line."""
+    p = Path(run_path) / RECORDS
+    if not p.exists():
+        return
+    with open(p, "rb") as f:
+        data = f.read()
+    lines = data.split(b"\n")
+    torn = lines.pop()  # after the last newline: b"" when the file is whole
+    if torn:
+        log.warning("%s: ignoring a torn last line (%d bytes); the runner repairs it on resume", p, len(torn))
+    for lineno, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+            if not isinstance(obj, dict):
+                raise ValueError("not an object")
+            rec = Record.from_dict(obj)
+            if not isinstance(rec.case, int) or not isinstance(rec.sample, int):
+                raise ValueError("'case' and 'sample' must be integers")
+        except (ValueError, TypeError) as e:
+            raise RunError(f"{p}, line {lineno}: not a valid record ({e})") from None
+        yield rec
+
+
+def final_records(records: Iterable[Record]) -> dict[tuple[int, int], Record]:
+    """The final record of each (case, sample). If a file somehow holds two, the first wins
+    (it is the one that was reported when it was written)."""
+    out: dict[tuple[int, int], Record] = {}
+    for r in records:
+        if r.final and r.key not in out:
+            out[r.key] = r
+    return out
+
+
+def write_records(run_path: str | Path, records: Iterable[Record]) -> None:
+    """Write a whole ``records.jsonl`` at once (atomically): for a new run directory derived from
+    another one (``casebench classify``), never for appending."""
+    from ..atomic import write_text_atomic
+
+    write_text_atomic(Path(run_path) / RECORDS, "".join(r.to_json() + "\n" for r in records))
+
+
+def write_manifest(run_path: str | Path, manifest: Manifest) -> None:
+    write_json_atomic(Path(run_path) / MANIFEST, manifest.to_dict(), fsync=True)  # what a resume trusts
+
+
+# --------------------------------------------------------------------------------------------
+# The directory
+
+
+class RunDir:
+    """An open run directory. Use as a context manager; holds an exclusive lock while open.
+
+    Opening creates the directory when needed, takes the lock (so two runners never write the
+    same run), and repairs a torn last line of ``records.jsonl``.
+    """
+
+    def __init__(self, path: str | Path, *, lock: bool = True, create: bool = True):
+        self.path = Path(path)
+        self.repaired_bytes = 0
+        self._lock_fd: int | None = None
+        self._rec_fd: int | None = None
+        if not self.path.exists():
+            if not create:
+                raise RunError(f"{self.path}: no such run directory")
+            self.path.mkdir(parents=True)
+        elif not self.path.is_dir():
+            raise RunError(f"{self.path}: not a directory")
+        if lock:
+            self._acquire_lock()
+        try:
+            self.repaired_bytes = self.repair()
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.path / MANIFEST
+
+    @property
+    def records_path(self) -> Path:
+        return self.path / RECORDS
+
+    def _acquire_lock(self) -> None:
+        fd = os.open(self.path / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+            os.close(fd)
+            if e.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                who = f" (pid {holder})" if holder else ""
+                raise RunLocked(f"{self.path} is in use by another casebench process{who}; "
+                                "wait for it to finish or stop it first") from None
+            raise
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        self._lock_fd = fd
+
+    def close(self) -> None:
+        if self._rec_fd is not None:
+            os.close(self._rec_fd)
+            self._rec_fd = None
+        if self._lock_fd is not None:
+            # The lock file stays (removing it would race with a waiting opener); the lock goes.
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def __enter__(self) -> "RunDir":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- manifest
+    def has_manifest(self) -> bool:
+        return self.manifest_path.exists()
+
+    def read_manifest(self) -> Manifest:
+        return read_manifest(self.path)
+
+    def write_manifest(self, manifest: Manifest) -> None:
+        write_manifest(self.path, manifest)
+
+    # -- records
+    def repair(self) -> int:
+        """Truncate a torn last line (no trailing newline: a write cut short by a kill).
+
+        Returns the number of bytes removed. A complete line that is not valid JSON cannot come
+        from a kill (each record is one ``write``), so it is reported as corruption instead of
+        being silently dropped.
+        """
+        p = self.records_path
+        if not p.exists():
+            return 0
+        size = p.stat().st_size
+        if size == 0:
+            return 0
+        with open(p, "rb") as f:
+            f.seek(max(0, size - 1))
+            if f.read(1) == b"\n":
+                return 0
+            pos, keep = size, 0
+            while pos > 0:
+                step = min(1 << 16, pos)
+                pos -= step
+                f.seek(pos)
+                block = f.read(step)
+                nl = block.rfind(b"\n")
+                if nl >= 0:
+                    keep = pos + nl + 1
+                    break
+        removed = size - keep
+        with open(p, "r+b") as f:
+            f.truncate(keep)
+            f.flush()
+            os.fsync(f.fileno())
+        log.warning("%s: repaired a torn last line (%d bytes removed; that request will be asked again)",
+                    p, removed)
+        return removed
+
+    def append(self, record: Record) -> None:
+        """Append one record as one line with one ``write`` (no user-space buffer to lose)."""
+        if self._rec_fd is None:
+            self._rec_fd = os.open(self.records_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        data = (record.to_json() + "\n").encode("utf-8")
+        view = memoryview(data)
+        while view:
+            n = os.write(self._rec_fd, view)
+            view = view[n:]
+
+    def records(self) -> list[Record]:
+        return list(iter_records(self.path))
