@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "compare": ("compare", "compare_cmd", "Paired significance tests between runs or published files."),
     "ablate": ("compare", "ablate_cmd", "CI-parameter ablation study: run or re-analyse removals."),
     "report": ("report", "report_cmd", "Write a self-contained HTML report."),
+    "annotate": ("annotate", "annotate_group", "Collect human votes in a web app; export them as a dataset."),
 }
 
 
