@@ -23,7 +23,7 @@ sys.path.insert(0, str(REPO / "src"))
 
 from servers.fault_server import FaultServer  # noqa: E402
 
-from casebench.run.execute import RetryPolicy, RunConfig, run  # noqa: E402
+from casebench.runs.execute import RetryPolicy, RunConfig, run  # noqa: E402
 
 
 def invented_dataset(path: Path, n: int) -> Path:

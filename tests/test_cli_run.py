@@ -29,7 +29,7 @@ import pytest
 from click.testing import CliRunner
 
 from casebench.cli import cli
-from casebench.run.rundir import final_records, iter_records, read_manifest
+from casebench.runs.record import final_records, iter_records, read_manifest
 from servers.fault_server import Fault, FaultServer
 from test_runner import binary_answer, expected_label, prompt_of
 from test_runs import case_of, write_dataset

@@ -51,7 +51,7 @@ def test_main_job_offline_with_the_demo_set(tmp_path, model_cache):
 
 def test_main_job_takes_a_stratified_subset_of_the_real_data(monkeypatch, real_data_path, capsys):
     from casebench.cli.run import MAIN_JOB_CASES, choose_data
-    from casebench.run.execute import DEFAULT_MODEL
+    from casebench.runs.execute import DEFAULT_MODEL
 
     monkeypatch.setenv("CASEBENCH_DATA", str(real_data_path))
     path, stratified = choose_data(None, DEFAULT_MODEL, None, None)

@@ -127,6 +127,8 @@ PUBLISHED = {
                                                  pcc=67.77124, bce=0.77105, brier=0.06931),
     ("safety_llama370B", "output_logits.json"): dict(accuracy=0.87222, safe_recall=0.83709, unsafe_recall=0.90020,
                                                      pcc=70.90715, bce=5.22763, brier=0.12864),
+    ("safety_gpt-4o-mini-2024-07-18", "output_score_sender.json"): dict(
+        accuracy=0.78111, safe_recall=0.58145, unsafe_recall=0.94012, pcc=65.90899, bce=0.73316, brier=0.06269),
 }
 
 

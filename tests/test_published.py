@@ -9,11 +9,17 @@ from casebench.published import (
 )
 
 
+def _named(path):
+    mode, removed = parse_file_name(path)
+    return (mode.name if mode else None, removed)
+
+
 def test_file_names():
-    assert parse_file_name("output_binary.json") == ("binary", ())
-    assert parse_file_name("output_logits_sender,recipient.json") == ("prob", ("sender", "recipient"))
-    assert parse_file_name("output_score_type.json") == ("score", ("type",))
-    assert parse_file_name("mine.json") == (None, ())
+    assert _named("output_binary.json") == ("binary", ())
+    assert _named("output_logits_sender,recipient.json") == ("prob", ("sender", "recipient"))
+    assert _named("output_score_type.json") == ("score", ("type",))
+    assert _named("mine.json") == (None, ())
+    assert _named("output_respond.json") == (None, ()) or _named("output_respond.json")[0] == "respond"
     with pytest.raises(DatasetError, match="unknown ablation"):
         parse_file_name("output_score_nonsense.json")
     assert published_file_name("prob", ("sender", "urgency")) == "output_logits_sender,urgency.json"
@@ -76,3 +82,65 @@ def test_published_intent_vote_is_stripped_and_restored(exp_dir, real_dataset):
     assert [c.votes for c in p.cases] == [c.votes for c in real_dataset]
     rec = published_records(p.cases[:1], "m", "binary", ["safe"])[0]
     assert len(rec["scores"]) == 21 and rec["scores"][-1] == (1 if p.cases[0].intended_safe else 2)
+
+
+# ------------------------------------------------------------------ ablation files
+
+
+def _ablation_file(tmp_path, records, removed, values, name=None):
+    from casebench.data import ablate_context
+
+    recs = []
+    for r, v in zip(records, values):
+        r = dict(r)
+        r["context"] = ablate_context(r["context"], removed)
+        r["judge"] = v
+        recs.append(r)
+    f = tmp_path / "safety_judge" / (name or published_file_name("score", removed))
+    f.parent.mkdir(parents=True, exist_ok=True)
+    f.write_text(json.dumps(recs))
+    return f
+
+
+def test_an_ablation_file_accepts_exactly_the_declared_absences(tmp_path, small_records):
+    values = [7.0, 2.0, "", 9.5, 6, 1, 3, 4]
+    f = _ablation_file(tmp_path, small_records, ("sender", "urgency"), values)
+    p = load_published(f)
+    assert p.removed == ("sender", "urgency") and p.mode == "score"
+    assert all("sender" not in c.context for c in p.cases)
+    # the same contexts under a name that declares only "sender": urgency's absence is still fine
+    # (it is optional), but a missing recipient is not
+    recs = json.loads(f.read_text())
+    del recs[3]["context"]["recipient"]
+    g = f.parent / "output_score_sender.json"
+    g.write_text(json.dumps(recs))
+    with pytest.raises(DatasetError) as e:
+        load_published(g)
+    assert "record 3" in str(e.value) and "context.recipient" in str(e.value)
+    assert "context.sender" not in str(e.value)
+    # a full-context name does not excuse the absence
+    h = f.parent / "output_score.json"
+    h.write_text(f.read_text())
+    with pytest.raises(DatasetError, match="context.sender"):
+        load_published(h)
+
+
+def test_ablation_and_full_files_are_the_same_cases(tmp_path, small_records):
+    full = _ablation_file(tmp_path, small_records, (), [7.0] * 8)
+    abl = _ablation_file(tmp_path, small_records, ("recipient",), [3.0] * 8)
+    a, b = load_published(full), load_published(abl)
+    assert a.dataset_fingerprint != b.fingerprint()  # contexts differ as stored ...
+    assert a.fingerprint(b.removed) == b.fingerprint(a.removed)  # ... but they are the same cases
+
+
+def test_shared_ablation_file_reproduces_the_official_figures(exp_dir):
+    from casebench.stats.metrics import score_predictions
+
+    p = load_published(exp_dir / "safety_gpt-4o-mini-2024-07-18" / "output_score_sender.json")
+    assert p.removed == ("sender",) and p.model == "gpt-4o-mini-2024-07-18" and p.n == 900
+    s = score_predictions(p, paper_compat=True, n_boot=0)
+    official = dict(accuracy=0.78111, safe_recall=0.58145, unsafe_recall=0.94012, pcc=65.90899, bce=0.73316,
+                    brier=0.06269)
+    for metric, expected in official.items():
+        got = s.values[metric] * (100 if metric == "pcc" else 1)
+        assert round(got, 5) == pytest.approx(expected, abs=1e-9), metric

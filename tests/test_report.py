@@ -30,7 +30,7 @@ def _run_dir(tmp: Path, data: Path) -> Path:
     """A real run directory: the runner asks a loopback OpenAI-compatible server about 45 cases."""
     from servers.fault_server import FaultServer
 
-    from casebench.run.execute import RunConfig, run
+    from casebench.runs.execute import RunConfig, run
 
     def answer(body) -> str:
         prompt = body["messages"][-1]["content"]

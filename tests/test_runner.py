@@ -19,12 +19,9 @@ import pytest
 
 from casebench.backends.base import Answer, Capabilities, GenerationSettings, Request
 from casebench.data import load_dataset
-from casebench.run.pricing import BUILTIN_PRICES, Price, PriceTable, PricingError, read_price_file
-from casebench.run.execute import RetryPolicy, RunConfig, prepare, run, stratified_indices
-from casebench.run.rundir import (
-    ManifestMismatch, RunDir, RunError, RunLocked, final_records, iter_records, load_run, read_manifest,
-    usage_tokens,
-)
+from casebench.runs.pricing import BUILTIN_PRICES, Price, PriceTable, PricingError, read_price_file
+from casebench.runs.execute import RetryPolicy, RunConfig, prepare, run, stratified_indices
+
 from servers.fault_server import Fault, FaultServer
 from test_runs import case_of, write_dataset
 
@@ -390,7 +387,7 @@ def test_selection_options(tmp_path, data):
 
 
 def test_data_path_comes_from_the_option_or_the_environment(monkeypatch, data):
-    from casebench.run.execute import resolve_data_path
+    from casebench.runs.execute import resolve_data_path
 
     monkeypatch.delenv("CASEBENCH_DATA", raising=False)
     with pytest.raises(RunError, match="CASEBENCH_DATA"):

@@ -16,10 +16,7 @@ import numpy as np
 import pytest
 
 from casebench.data import load_dataset
-from casebench.run.rundir import (
-    ManifestMismatch, Record, RunDir, RunError, RunLocked, aggregate, export_run, final_records, iter_records,
-    load_run, manifest_differences, model_short_name, read_manifest, run_status,
-)
+
 
 CATEGORIES = ("garden tools", "kitchen safety", "bicycle repair", "library rules", "pet care")
 MARKER = re.compile(r"\[case (\d+)\]")
@@ -113,7 +110,7 @@ def test_torn_last_line_is_detected_repaired_and_logged(tmp_path, caplog):
     assert [r.case for r in iter_records(run)] == [0, 1]
     assert (run / "records.jsonl").read_bytes() == whole + torn
 
-    with caplog.at_level(logging.WARNING, logger="casebench.run.rundir"):
+    with caplog.at_level(logging.WARNING, logger="casebench.runs"):
         with RunDir(run) as rd:
             assert rd.repaired_bytes == len(torn)
             rd.append(Record(case=2, sample=0, label="safe"))

@@ -1,39 +1,55 @@
-"""casebench: context-aware safety evaluation of LLM judges (CASE-Bench, ICML 2025).
+"""casebench: context-aware safety evaluation of LLM judges and chatbots (CASE-Bench, ICML 2025).
 
-The public API, re-exported here; everything else may change. Heavy parts (torch, matplotlib)
-are imported only by the functions that need them.
+The public API, re-exported here *lazily*: ``import casebench`` loads no heavy module (numpy,
+scipy, torch, transformers, matplotlib, the SDKs); each name is imported from its home module the
+first time it is used (PEP 562). Everything not listed here may change.
 """
 
 from __future__ import annotations
 
+from importlib import import_module
 from importlib.metadata import PackageNotFoundError, version
+from typing import Any
 
 try:
     __version__ = version("casebench")
 except PackageNotFoundError:  # pragma: no cover - running from a source tree
     __version__ = "0.0.0+unknown"
 
-from .data import (  # noqa: E402
-    ALWAYS_UNSAFE_CATEGORIES, CI_PARAMETERS, AblationError, Case, Dataset, DatasetError, ablate_context,
-    human_label_safe, load_dataset,
-)
-from .stats.human import human_stats, label_safe, power_analysis, votes_majority_safe  # noqa: E402
-from .stats.metrics import Score, score_predictions  # noqa: E402
-from .parse import Parsed, parse_binary, parse_score  # noqa: E402
-from .predictions import Predictions, load_predictions  # noqa: E402
-from .prompts import BUILTIN_TEMPLATES, Templates, load_templates, render_prompt  # noqa: E402
-from .published import load_published, write_published  # noqa: E402
-from .run.execute import RunConfig, run, stratified_indices  # noqa: E402
-from .run.rundir import export_run, load_run  # noqa: E402
-from .stats.compare import compare  # noqa: E402
-from .stats.ablation import analyse_ablation, run_ablation  # noqa: E402
-from .present.report import write_report  # noqa: E402
+#: public name -> home module (relative to this package)
+_EXPORTS: dict[str, str] = {
+    # the data model
+    "ALWAYS_UNSAFE_CATEGORIES": "data", "CI_PARAMETERS": "data", "AblationError": "data", "Case": "data",
+    "Dataset": "data", "DatasetError": "data", "ablate_context": "data", "human_label_safe": "data",
+    "load_dataset": "data",
+    # modes, prompts, parsing
+    "Mode": "modes", "MODES": "modes", "get_mode": "modes", "mode_names": "modes",
+    "BUILTIN_TEMPLATES": "prompts", "Templates": "prompts", "load_templates": "prompts", "render_chat": "prompts",
+    "Parsed": "parse", "parse_binary": "parse", "parse_score": "parse",
+    # inputs to scoring
+    "Predictions": "predictions", "load_predictions": "loader", "load_published": "published",
+    "write_published": "published",
+    # runs
+    "RunConfig": "runs.config", "run": "runs.execute", "arun": "runs.execute", "stratified_indices": "runs.select",
+    "export_run": "runs.results", "load_run": "runs.results", "Manifest": "runs.record",
+    # statistics and presentation
+    "Score": "stats.metrics", "score_predictions": "stats.metrics", "compare": "stats.compare",
+    "analyse_ablation": "stats.ablation", "run_ablation": "stats.ablation", "human_stats": "stats.human",
+    "label_safe": "stats.human", "power_analysis": "stats.human", "votes_majority_safe": "stats.human",
+    "write_report": "present.report",
+}
 
-__all__ = [
-    "__version__", "ALWAYS_UNSAFE_CATEGORIES", "CI_PARAMETERS", "AblationError", "Case", "Dataset", "DatasetError",
-    "ablate_context", "human_label_safe", "load_dataset", "human_stats", "label_safe", "power_analysis",
-    "votes_majority_safe", "Score", "score_predictions", "Parsed", "parse_binary", "parse_score", "Predictions",
-    "load_predictions", "BUILTIN_TEMPLATES", "Templates", "load_templates", "render_prompt", "load_published",
-    "write_published", "RunConfig", "run", "stratified_indices", "export_run", "load_run", "compare",
-    "analyse_ablation", "run_ablation", "write_report",
-]
+__all__ = ["__version__", *_EXPORTS]
+
+
+def __getattr__(name: str) -> Any:
+    home = _EXPORTS.get(name)
+    if home is None:
+        raise AttributeError(f"module 'casebench' has no attribute {name!r}")
+    value = getattr(import_module(f".{home}", __name__), name)
+    globals()[name] = value  # the next lookup is a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

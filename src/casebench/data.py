@@ -41,6 +41,9 @@ SAFE_THRESHOLD = 0.5
 VOTE_SAFE, VOTE_UNSAFE = 1, 2
 #: Fields every record carries; anything else (e.g. a model's prediction) is kept in ``extra``.
 RECORD_FIELDS = ("query", "context", "context_intended_to_be_safe", "scores", "safe_rate", "category")
+#: The human-vote fields. A dataset *without votes* (new contexts before annotation, e.g. from
+#: ``casebench contexts generate``) has neither; every record then has neither.
+VOTE_FIELDS = ("scores", "safe_rate")
 
 
 def all_parameter_names() -> list[str]:
@@ -95,6 +98,7 @@ class Case:
     ``votes`` are the individual human judgements as stored (1 = safe, 2 = unsafe). ``safe_rate``
     is the published value, which counts one extra vote equal to the context's intent; use
     ``human_safe_rate`` / ``human_safe`` for scoring (they apply the child-related override).
+    A case without votes (a dataset not annotated yet) has ``votes == ()`` and a NaN safe_rate.
     """
 
     index: int
@@ -105,6 +109,10 @@ class Case:
     safe_rate: float
     category: str
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def has_votes(self) -> bool:
+        return not math.isnan(self.safe_rate)
 
     @property
     def human_safe_rate(self) -> float:
@@ -143,7 +151,8 @@ class Case:
         )
 
     def to_record(self) -> dict[str, Any]:
-        """The published record form (field order as published, extras after)."""
+        """The published record form (field order as published, extras after; a case without
+        votes has no ``scores``/``safe_rate``)."""
         rec: dict[str, Any] = {
             "scores": list(self.votes),
             "query": self.query,
@@ -152,6 +161,8 @@ class Case:
             "category": self.category,
             "context_intended_to_be_safe": self.intended_safe,
         }
+        if not self.has_votes:
+            del rec["scores"], rec["safe_rate"]
         rec.update(self.extra)
         return rec
 
@@ -182,15 +193,35 @@ class Dataset:
     def fingerprint(self) -> str:
         return cases_fingerprint(self.cases)
 
+    @property
+    def has_votes(self) -> bool:
+        """False for a dataset without human votes (not annotated yet)."""
+        return bool(self.cases) and self.cases[0].has_votes
+
+    def require_votes(self, what: str) -> None:
+        """Refuse, naming the file, to ``what`` (e.g. "score predictions") without human votes."""
+        if not self.has_votes:
+            raise DatasetError(self.path, [(None, None, f"this dataset has no human votes ('scores', 'safe_rate'), "
+                                                        f"so it cannot {what}; collect votes first "
+                                                        "(casebench annotate serve / export)")])
+
     def subset(self, indices: Iterable[int]) -> list[Case]:
         return [self.cases[i] for i in indices]
 
 
-def cases_fingerprint(cases: Iterable[Case]) -> str:
-    """SHA-256 over the benchmark content of the cases, in order (see ``Dataset``)."""
+def cases_fingerprint(cases: Iterable[Case], ignore: Iterable[str] = ()) -> str:
+    """SHA-256 over the benchmark content of the cases, in order (see ``Dataset``).
+
+    ``ignore`` names CI parameters left out of the contexts before hashing, so a published
+    ablation file (whose contexts lack the removed parameters) and the full-context file are
+    recognised as the same cases: compare both with the union of their removals.
+    """
+    names = tuple(ignore)
     h = hashlib.sha256()
     for c in cases:
-        item = [c.query, c.context, c.category, c.intended_safe, round(c.safe_rate, 12)]
+        ctx = ablate_context(c.context, names) if names else c.context
+        rate = None if math.isnan(c.safe_rate) else round(c.safe_rate, 12)
+        item = [c.query, ctx, c.category, c.intended_safe, rate]
         h.update(json.dumps(item, sort_keys=True, ensure_ascii=False).encode("utf-8"))
         h.update(b"\n")
     return h.hexdigest()
@@ -288,8 +319,14 @@ def _is_number(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
-def validate_record(rec: Any, index: int) -> list[tuple[int | None, str | None, str]]:
-    """All problems of one record (an empty list when it is valid)."""
+def validate_record(rec: Any, index: int, removed: Sequence[str] = (),
+                    votes: bool = True) -> list[tuple[int | None, str | None, str]]:
+    """All problems of one record (an empty list when it is valid).
+
+    ``removed``: CI parameters the file declares removed (a published ablation file), whose
+    absence is accepted; ``votes=False``: the dataset has no votes, so ``scores`` and
+    ``safe_rate`` must be absent together.
+    """
     problems: list[tuple[int | None, str | None, str]] = []
 
     def bad(fld: str | None, msg: str) -> None:
@@ -299,8 +336,13 @@ def validate_record(rec: Any, index: int) -> list[tuple[int | None, str | None, 
         bad(None, f"a record must be a JSON object, found {type(rec).__name__}")
         return problems
     for fld in RECORD_FIELDS:
-        if fld not in rec:
+        if fld not in rec and (votes or fld not in VOTE_FIELDS):
             bad(fld, "missing")
+    if not votes:
+        for fld in VOTE_FIELDS:
+            if fld in rec:
+                bad(fld, "present, but other records of this file have no votes: either every record "
+                         "has 'scores' and 'safe_rate' or none has")
     if "query" in rec and not (isinstance(rec["query"], str) and rec["query"].strip()):
         bad("query", "must be a non-empty string")
     if "category" in rec and not (isinstance(rec["category"], str) and rec["category"].strip()):
@@ -322,17 +364,19 @@ def validate_record(rec: Any, index: int) -> list[tuple[int | None, str | None, 
         elif not 0.0 <= sr <= 1.0:
             bad("safe_rate", f"must be in [0, 1], found {sr!r}")
     if "context" in rec:
-        problems.extend(_validate_context(rec["context"], index))
+        problems.extend(_validate_context(rec["context"], index, removed))
     return problems
 
 
-def _validate_context(ctx: Any, index: int) -> list[tuple[int | None, str | None, str]]:
+def _validate_context(ctx: Any, index: int, removed: Sequence[str] = ()) -> list[tuple[int | None, str | None, str]]:
     problems: list[tuple[int | None, str | None, str]] = []
     if not isinstance(ctx, dict):
         return [(index, "context", f"must be an object of CI parameters, found {type(ctx).__name__}")]
+    gone = set(removed)
     for group, subs in CI_PARAMETERS.items():
         if group not in ctx:
-            problems.append((index, f"context.{group}", "missing"))
+            if group not in gone and not all(sub in gone or sub in OPTIONAL_CI_KEYS for sub in subs):
+                problems.append((index, f"context.{group}", "missing"))
             continue
         g = ctx[group]
         if not isinstance(g, dict):
@@ -340,7 +384,7 @@ def _validate_context(ctx: Any, index: int) -> list[tuple[int | None, str | None
             continue
         for sub in subs:
             if sub not in g:
-                if sub not in OPTIONAL_CI_KEYS:
+                if sub not in OPTIONAL_CI_KEYS and sub not in gone:
                     problems.append((index, f"context.{group}.{sub}", "missing"))
             elif not isinstance(g[sub], (str, dict)):
                 # 34 published cases hold an object (e.g. {"type": ..., "description": ...})
@@ -352,11 +396,17 @@ def _validate_context(ctx: Any, index: int) -> list[tuple[int | None, str | None
     return problems
 
 
-def cases_from_records(records: Sequence[Any], path: str | Path) -> list[Case]:
-    """Validate every record and build cases; raise one ``DatasetError`` listing all problems."""
+def cases_from_records(records: Sequence[Any], path: str | Path, removed: Sequence[str] = ()) -> list[Case]:
+    """Validate every record and build cases; raise one ``DatasetError`` listing all problems.
+
+    A file whose first record has neither ``scores`` nor ``safe_rate`` is a dataset without
+    votes, and then no record may have them. ``removed``: see ``validate_record``.
+    """
     problems: list[tuple[int | None, str | None, str]] = []
+    first = records[0] if records else None
+    votes = not (isinstance(first, dict) and not any(f in first for f in VOTE_FIELDS))
     for i, rec in enumerate(records):
-        problems.extend(validate_record(rec, i))
+        problems.extend(validate_record(rec, i, removed, votes))
     if not records:
         problems.append((None, None, "the file holds no records"))
     if problems:
@@ -369,8 +419,8 @@ def cases_from_records(records: Sequence[Any], path: str | Path) -> list[Case]:
                 query=rec["query"],
                 context=rec["context"],
                 intended_safe=rec["context_intended_to_be_safe"],
-                votes=tuple(rec["scores"]),
-                safe_rate=float(rec["safe_rate"]),
+                votes=tuple(rec["scores"]) if votes else (),
+                safe_rate=float(rec["safe_rate"]) if votes else math.nan,
                 category=rec["category"],
                 extra={k: v for k, v in rec.items() if k not in RECORD_FIELDS},
             )
@@ -414,10 +464,11 @@ def dataset_info(ds: Dataset) -> dict[str, Any]:
         "path": ds.path,
         "sha256": ds.sha256,
         "cases": len(ds),
+        "has_votes": ds.has_votes,
         "intended_safe": sum(c.intended_safe for c in ds),
         "intended_unsafe": sum(not c.intended_safe for c in ds),
-        "human_safe": sum(c.human_safe for c in ds),
-        "human_unsafe": sum(not c.human_safe for c in ds),
+        "human_safe": sum(c.human_safe for c in ds) if ds.has_votes else None,
+        "human_unsafe": sum(not c.human_safe for c in ds) if ds.has_votes else None,
         "categories": dict(sorted(by_cat.items())),
         "ci_keys": ci_keys_present(ds),
         "votes_per_case": sorted({len(c.votes) for c in ds}),

@@ -123,10 +123,28 @@ def parse_score(text: str) -> Parsed:
     return Parsed(label=score_label, score=score)
 
 
-def parse_answer(mode: str, text: str) -> Parsed:
-    """Dispatch on mode (binary or score; prob mode reads token probabilities, not text)."""
-    if mode == "binary":
-        return parse_binary(text)
-    if mode == "score":
-        return parse_score(text)
-    raise ValueError(f"mode {mode!r} has no text parser")
+_JUDGEMENT_KEY = re.compile(r'"judgement"\s*:\s*')
+
+
+def verdict_prefix(text: str) -> Any:
+    """The value of ``"judgement"`` once it is complete in a possibly unfinished answer, or None.
+
+    Stop-at-verdict reads answers that were cut right after the verdict (``{"judgement": "safe",``
+    and nothing more), so the JSON object is not closed. The value counts as complete when it
+    decodes and is followed by ``,`` or ``}`` (so ``7`` is not mistaken for the start of ``75``).
+    Only a key inside a JSON object (after a ``{``) counts.
+    """
+    if not isinstance(text, str):
+        return None
+    brace = text.find("{")
+    if brace < 0:
+        return None
+    for m in _JUDGEMENT_KEY.finditer(text, brace):
+        try:
+            value, end = _DECODER.raw_decode(text, m.end())
+        except (json.JSONDecodeError, RecursionError):
+            continue
+        rest = text[end:].lstrip()
+        if rest[:1] in (",", "}"):
+            return value
+    return None

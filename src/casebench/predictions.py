@@ -9,28 +9,12 @@ published script did.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 from .data import Case, cases_fingerprint
-
-#: Decision thresholds on the raw prediction, per mode (the published script's).
-SCORE_THRESHOLD = 5.5
-PROB_THRESHOLD = 0.5
-
-
-def score_to_p_safe(score: np.ndarray | float) -> np.ndarray | float:
-    """The published mapping from a 1-10 score to P(safe): (score - 0.5) / 10, in [0.05, 0.95]."""
-    return (np.asarray(score, dtype=float) - 0.5) / 10.0
-
-
-def label_from_value(mode: str, value: np.ndarray) -> np.ndarray:
-    """1.0 safe / 0.0 unsafe / NaN missing from raw score or P(safe) values."""
-    thr = SCORE_THRESHOLD if mode == "score" else PROB_THRESHOLD
-    out = np.where(value > thr, 1.0, 0.0)
-    out[np.isnan(value)] = np.nan
-    return out
+from .modes import Mode, get_mode
 
 
 @dataclass
@@ -58,18 +42,19 @@ class Predictions:
 
     @classmethod
     def from_values(
-        cls, source: str, model: str, mode: str, cases: Sequence[Case], values: Sequence[float | None],
+        cls, source: str, model: str, mode: str | Mode, cases: Sequence[Case], values: Sequence[Any],
         removed: tuple[str, ...] = (), meta: dict | None = None,
     ) -> "Predictions":
-        """Build from raw values: labels (``"safe"``/``"unsafe"``/None) in binary mode,
-        scores or P(safe) (float/None) otherwise."""
-        if mode == "binary":
-            label = np.array([1.0 if v == "safe" else 0.0 if v == "unsafe" else np.nan for v in values])
-            value = np.full(len(values), np.nan)
-        else:
-            value = np.array([np.nan if v is None else float(v) for v in values], dtype=float)
-            label = label_from_value(mode, value)
-        return cls(source, model, mode, list(cases), label, value, tuple(removed), dict(meta or {}))
+        """Build from raw values, one per case, as the mode defines them (``modes``): e.g.
+        ``"safe"``/``"unsafe"``/None in binary mode, a score or P(safe) (or None) otherwise."""
+        m = get_mode(mode)
+        return cls(source, model, m.name, list(cases), m.labels(values), m.numeric(values), tuple(removed),
+                   dict(meta or {}))
+
+    @property
+    def mode_spec(self) -> Mode:
+        """The mode object (``modes``) of these predictions."""
+        return get_mode(self.mode)
 
     @property
     def n(self) -> int:
@@ -78,7 +63,7 @@ class Predictions:
     @property
     def answered(self) -> np.ndarray:
         """Cases with a usable prediction for this mode."""
-        return ~np.isnan(self.value) if self.mode != "binary" else ~np.isnan(self.label)
+        return self.mode_spec.answered(self.value, self.label)
 
     @property
     def coverage(self) -> float:
@@ -86,16 +71,12 @@ class Predictions:
 
     @property
     def is_continuous(self) -> bool:
-        return self.mode in ("score", "prob")
+        return self.mode_spec.continuous
 
     @property
     def p_safe(self) -> np.ndarray:
-        """P(safe) per case (NaN where missing); in binary mode the 0/1 label itself."""
-        if self.mode == "score":
-            return score_to_p_safe(self.value)
-        if self.mode == "prob":
-            return self.value.copy()
-        return self.label.copy()
+        """P(safe) per case (NaN where missing); in label-only modes the 0/1 label itself."""
+        return self.mode_spec.p_safe(self.value, self.label)
 
     @property
     def human_rate(self) -> np.ndarray:
@@ -112,28 +93,16 @@ class Predictions:
 
     @property
     def dataset_fingerprint(self) -> str:
-        return cases_fingerprint(self.cases)
+        return cases_fingerprint(self.cases, self.removed)
+
+    def fingerprint(self, ignore: Sequence[str] = ()) -> str:
+        """The cases' fingerprint with the CI parameters ``ignore`` (and this input's own
+        removals) left out: two inputs hold the same cases when their fingerprints agree with
+        the union of both inputs' removals."""
+        return cases_fingerprint(self.cases, tuple(dict.fromkeys([*self.removed, *ignore])))
 
     @property
     def name(self) -> str:
         """A short display name: model, mode and ablation."""
         tail = f" -{','.join(self.removed)}" if self.removed else ""
         return f"{self.model} [{self.mode}]{tail}"
-
-
-def load_predictions(path: str, dataset: object | None = None) -> Predictions:
-    """Load anything scorable: a run directory (``runs.load_run``) or a published output file.
-
-    ``dataset`` (a ``data.Dataset``) is needed by run directories whose manifest points at a
-    dataset path that is not reachable from here.
-    """
-    from pathlib import Path
-
-    p = Path(path)
-    if p.is_dir():
-        from .run.rundir import load_run
-
-        return load_run(p, dataset=dataset)  # type: ignore[arg-type]
-    from .published import load_published
-
-    return load_published(p)

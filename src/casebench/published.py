@@ -18,18 +18,23 @@ from .data import (
     VOTE_SAFE, VOTE_UNSAFE, AblationError, Case, DatasetError, cases_from_records, read_records,
     validate_parameter_names,
 )
+from .modes import Mode, detect_mode, get_mode, mode_from_file_name, mode_names
 from .predictions import Predictions
 
-#: published file-name mode -> casebench mode
-FILE_MODES = {"binary": "binary", "score": "score", "logits": "prob"}
-MODE_FILE_NAMES = {v: k for k, v in FILE_MODES.items()}
-_NAME_RE = re.compile(r"^output_(binary|score|logits)(?:_(.+))?\.json$")
+_NAME_RE = re.compile(r"^output_([A-Za-z]+)(?:_(.+))?\.json$")
 
 
-def parse_file_name(path: str | Path) -> tuple[str | None, tuple[str, ...]]:
-    """(mode, removed parameters) from a published file name, or (None, ()) if it does not match."""
+def parse_file_name(path: str | Path) -> tuple[Mode | None, tuple[str, ...]]:
+    """(mode, removed parameters) from a published file name, or (None, ()) if it does not match.
+
+    ``output_score_sender,urgency.json`` is a score-mode run with ``sender`` and ``urgency``
+    removed from every context; an unknown parameter name in it is an error naming the file.
+    """
     m = _NAME_RE.match(Path(path).name)
     if not m:
+        return None, ()
+    mode = mode_from_file_name(m.group(1))
+    if mode is None:
         return None, ()
     removed: tuple[str, ...] = ()
     if m.group(2):
@@ -37,7 +42,7 @@ def parse_file_name(path: str | Path) -> tuple[str | None, tuple[str, ...]]:
             removed = validate_parameter_names(m.group(2))
         except AblationError as e:
             raise DatasetError(path, [(None, None, f"file name names an unknown ablation: {e}")]) from None
-    return FILE_MODES[m.group(1)], removed
+    return mode, removed
 
 
 def model_name_from_path(path: str | Path) -> str | None:
@@ -45,39 +50,19 @@ def model_name_from_path(path: str | Path) -> str | None:
     return parent[len("safety_"):] if parent.startswith("safety_") else None
 
 
-def _detect_mode(values: Sequence[Any]) -> str:
-    present = [v for v in values if v != ""]
-    if any(isinstance(v, str) for v in present):
-        return "binary"
-    nums = [v for v in present if isinstance(v, (int, float)) and not isinstance(v, bool)]
-    return "score" if nums and max(nums) > 1.0 else "prob"
-
-
-def _check_values(path: Path, key: str, mode: str, values: Sequence[Any]) -> tuple[list[Any], int]:
-    """Validate prediction values; return them (None = missing) and how many binary strings were
-    neither "safe" nor "unsafe" (read as missing, as the published script effectively does)."""
+def _check_values(path: Path, key: str, mode: Mode, values: Sequence[Any]) -> tuple[list[Any], int]:
+    """Validate prediction values; return them (None = missing) and how many present values the
+    mode reads as missing (binary strings other than "safe"/"unsafe", as the published script)."""
     problems = []
     out: list[Any] = []
     unrecognised = 0
     for i, v in enumerate(values):
-        if v == "" or v is None:
-            out.append(None)
-            continue
-        if mode == "binary":
-            if isinstance(v, str):
-                if v not in ("safe", "unsafe"):
-                    unrecognised += 1
-                out.append(v if v in ("safe", "unsafe") else None)
-                continue
-            problems.append((i, key, f"a binary prediction must be a string (\"safe\", \"unsafe\" or \"\"), found {v!r}"))
-        else:
-            ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-            if ok and (mode == "score" or 0.0 <= v <= 1.0):
-                out.append(float(v))
-                continue
-            what = "a finite number" if mode == "score" else "a number in [0, 1]"
-            problems.append((i, key, f"a {mode} prediction must be {what} or \"\", found {v!r}"))
-        out.append(None)
+        value, problem = mode.check_value(v)
+        if problem:
+            problems.append((i, key, problem))
+        elif value is None and v not in ("", None):
+            unrecognised += 1
+        out.append(value)
     if problems:
         raise DatasetError(path, problems)
     return out, unrecognised
@@ -96,13 +81,19 @@ def _strip_intent_vote(c: Case) -> tuple[int, ...]:
     return v
 
 
-def load_published(path: str | Path, model: str | None = None, mode: str | None = None) -> Predictions:
+def load_published(path: str | Path, model: str | None = None, mode: str | Mode | None = None) -> Predictions:
     """Read a published output file. The model key is the one key a record has beyond the
     dataset fields; the mode comes from the file name (``output_<mode>...``) or, failing that,
-    from the values (strings: binary; numbers above 1: score; else prob)."""
+    from the values (strings: binary; numbers above 1: score; else prob).
+
+    An ablation file (``output_<mode>_<params>.json``) stores its contexts with the removed CI
+    parameters already absent, as the authors' runs wrote them: exactly those absences are
+    accepted (any other missing field is still an error), and the predictions carry the removal.
+    """
     p = Path(path)
     records = read_records(p)
-    cases = cases_from_records(records, p)
+    file_mode, removed = parse_file_name(p)
+    cases = cases_from_records(records, p, removed=removed)
     extra_keys: list[str] = []
     for c in cases:
         for k in c.extra:
@@ -117,37 +108,33 @@ def load_published(path: str | Path, model: str | None = None, mode: str | None 
     if missing:
         raise DatasetError(p, missing)
     raw = [c.extra[model] for c in cases]
-    file_mode, removed = parse_file_name(p)
-    mode = mode or file_mode or _detect_mode(raw)
-    values, unrecognised = _check_values(p, model, mode, raw)
+    mode_obj = get_mode(mode) if mode is not None else (file_mode or detect_mode(raw))
+    values, unrecognised = _check_values(p, model, mode_obj, raw)
     plain = [Case(c.index, c.query, c.context, c.intended_safe, _strip_intent_vote(c), c.safe_rate, c.category)
              for c in cases]
     meta = {"format": "published", "unrecognised_labels": unrecognised}
-    return Predictions.from_values(str(p), model, mode, plain, values, removed, meta)
+    return Predictions.from_values(str(p), model, mode_obj, plain, values, removed, meta)
 
 
-def published_records(cases: Sequence[Case], model: str, mode: str, values: Sequence[Any]) -> list[dict[str, Any]]:
+def published_records(cases: Sequence[Case], model: str, mode: str | Mode, values: Sequence[Any]) -> list[dict[str, Any]]:
     """Records in the published format: each case's record plus ``model`` -> value ("" if None)."""
+    m = get_mode(mode)
     out = []
     for c, v in zip(cases, values):
         rec = c.to_record()
         for k in list(c.extra):
             rec.pop(k, None)
         rec["scores"] = list(c.votes) + [_intent_vote(c)]  # as published: the intent vote appended
-        if v is None or (isinstance(v, float) and math.isnan(v)):
-            rec[model] = ""
-        elif mode == "binary":
-            rec[model] = v
-        else:
-            rec[model] = float(v)
+        rec[model] = m.published_value(v)
         out.append(rec)
     return out
 
 
-def write_published(path: str | Path, cases: Sequence[Case], model: str, mode: str, values: Sequence[Any]) -> None:
+def write_published(path: str | Path, cases: Sequence[Case], model: str, mode: str | Mode,
+                    values: Sequence[Any]) -> None:
     write_json_atomic(path, published_records(cases, model, mode, values), indent=4)
 
 
-def published_file_name(mode: str, removed: Sequence[str] = ()) -> str:
+def published_file_name(mode: str | Mode, removed: Sequence[str] = ()) -> str:
     tail = "_" + ",".join(removed) if removed else ""
-    return f"output_{MODE_FILE_NAMES[mode]}{tail}.json"
+    return f"output_{get_mode(mode).file_name}{tail}.json"

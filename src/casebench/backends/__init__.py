@@ -77,11 +77,64 @@ def make_backend(spec: str, **options: Any) -> "Backend":
         )
     if not model.strip():
         raise ValueError(f"model spec {spec!r} names no model after {prefix + '/'!r}")
-    module_name, class_name = BACKENDS[prefix].split(":")
-    cls = getattr(import_module(module_name), class_name)
+    cls = backend_class(spec)
     # Every backend is built as ``Class(model, **options)`` and names its own spec
     # (``PREFIX/MODEL``), so the factory and the classes cannot disagree.
-    return cls(model, **options)
+    try:
+        return cls(model, **options)
+    except ModuleNotFoundError as e:
+        from ..extras import missing_extra
+
+        extra = missing_extra(e, what=f"needed by {prefix}/ models")
+        if extra is None:
+            raise
+        raise extra from None
+
+
+def backend_class(spec: str) -> type:
+    """The class that serves a spec's prefix (importing its module; a missing SDK raises
+    ``extras.MissingExtra`` naming the extra to install)."""
+    prefix = spec.split("/", 1)[0]
+    if prefix not in BACKENDS:
+        raise ValueError(f"unknown backend prefix {prefix!r}; valid prefixes: {', '.join(valid_prefixes())}")
+    module_name, class_name = BACKENDS[prefix].split(":")
+    try:
+        module = import_module(module_name)
+    except ModuleNotFoundError as e:
+        from ..extras import missing_extra
+
+        extra = missing_extra(e, what=f"needed by {prefix}/ models")
+        if extra is None:
+            raise
+        raise extra from None
+    return getattr(module, class_name)
+
+
+#: Backend options that change how an answer is fetched, never what it says: they may differ
+#: between the invocations of one run (recorded per invocation, not compared on resume).
+TRANSPORT_OPTIONS: frozenset[str] = frozenset({"base_url", "api_key_env", "timeout", "batch_size", "max_retries"})
+
+
+def resolve_options(spec: str, options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(answer-changing options, transport options) a backend would be built with: every keyword
+    of its constructor, with the user's value or the constructor's default. Answer-changing
+    options go into a run's ``Asked`` (so ``--prob-method`` given or left at its default compare
+    equal when they mean the same), transport options into the invocation's history."""
+    import inspect
+
+    cls = backend_class(spec)
+    params = inspect.signature(cls.__init__).parameters
+    unknown = sorted(set(options) - set(params))
+    if unknown:
+        raise ValueError(f"backend for {spec!r} does not take option(s) {', '.join(unknown)}")
+    answer: dict[str, Any] = {}
+    transport: dict[str, Any] = {}
+    for name, p in params.items():
+        if name in ("self", "model") or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        value = options.get(name, None if p.default is inspect.Parameter.empty else p.default)
+        (transport if name in TRANSPORT_OPTIONS else answer)[name] = value
+    return answer, transport
 
 
 # --------------------------------------------------------------------------- shared helpers

@@ -61,7 +61,21 @@ def cli() -> None:
 
 
 def main() -> None:
-    cli(prog_name="casebench")
+    """The console entry point: a missing optional dependency ends with the extra to install and
+    exit code 2, never a traceback."""
+    from ..extras import MissingExtra, missing_extra
+
+    try:
+        cli(prog_name="casebench", standalone_mode=True)
+    except MissingExtra as e:
+        click.echo(f"casebench: error: {e}", err=True)
+        sys.exit(2)
+    except ModuleNotFoundError as e:
+        extra = missing_extra(e)
+        if extra is None:
+            raise
+        click.echo(f"casebench: error: {extra}", err=True)
+        sys.exit(2)
 
 
 if __name__ == "__main__":  # pragma: no cover

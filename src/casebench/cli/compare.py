@@ -14,8 +14,8 @@ from ._common import BadInput, bad_input_errors, echo_err
 
 def _load(inputs: tuple[str, ...], data: str | None) -> list[Any]:
     from ..data import load_dataset
-    from ..predictions import load_predictions
-    from ..run.rundir import RunError
+    from ..loader import load_predictions
+    from ..runs.record import RunError
 
     with bad_input_errors(RunError):
         dataset = load_dataset(data) if data else None
@@ -157,8 +157,9 @@ def _run_study(model: str, mode: str, params: str, out_root: str, data: str | No
     from ..stats.ablation import AblationStudyError, condition_name, run_ablation
     from ..backends.base import UnsupportedModeError
     from ..data import load_dataset
-    from ..run.execute import RunConfig, resolve_data_path
-    from ..run.rundir import RunError, RunLocked, load_run
+    from ..runs.execute import RunConfig, resolve_data_path
+    from ..runs.record import RunError, RunLocked
+    from ..runs.results import load_run
     from .run import API_PREFIXES, backend_options, setup_logging
 
     setup_logging(0)

@@ -7,6 +7,8 @@ import sys
 
 import click
 
+from ..modes import mode_names
+from ..prompts import CONTEXT_PLACEMENTS
 from ._common import bad_input_errors
 
 
@@ -71,20 +73,38 @@ def fetch_cmd(url: str | None, output: str | None) -> None:
 
 
 @click.command("prompts")
-@click.argument("data", type=click.Path(dir_okay=False))
-@click.option("--mode", type=click.Choice(["binary", "score", "prob"]), required=True)
+@click.argument("data", type=click.Path(dir_okay=False), required=False)
+@click.option("--mode", type=click.Choice(mode_names()), required=True)
+@click.option("--context-as", "context_as", type=click.Choice(CONTEXT_PLACEMENTS), default=None,
+              help="Context inside the judge prompt (user) or as the operator's system prompt (system); "
+                   "default: the mode's.")
 @click.option("--templates", type=click.Path(dir_okay=False), default=None,
               help="A template file in the published format (judge, judgescore, judgelogits).")
 @click.option("--remove", default="", help="CI parameters to drop, comma-separated (e.g. sender,urgency).")
-def prompts_cmd(data: str, mode: str, templates: str | None, remove: str) -> None:
-    """Print one JSON line per case: {"index": i, "prompt": "..."}."""
-    from ..data import load_dataset, validate_parameter_names
-    from ..prompts import BUILTIN_TEMPLATES, load_templates, render_prompt
+def prompts_cmd(data: str | None, mode: str, context_as: str | None, templates: str | None, remove: str) -> None:
+    """Print the chat of every case as JSON lines: {"index", "messages": [system?, user], "prompt"}.
 
-    with bad_input_errors():
+    DATA defaults to $CASEBENCH_DATA, the user cache, then the demo set (the command says which).
+    "prompt" is the user message, as in earlier versions.
+    """
+    from ..data import load_dataset, validate_parameter_names
+    from ..modes import get_mode
+    from ..prompts import BUILTIN_TEMPLATES, load_templates
+    from ..sources import FetchError, resolve_dataset
+
+    m = get_mode(mode)
+    with bad_input_errors(FetchError):
         names = validate_parameter_names(remove)
         tpl = load_templates(templates) if templates else BUILTIN_TEMPLATES
+        if data is None:
+            choice = resolve_dataset(None, allow_download=False)
+            if choice.origin != "argument":
+                click.echo(f"data: {choice.path} ({choice.origin})", err=True)
+            data = str(choice.path)
         ds = load_dataset(data)
     out = sys.stdout
     for case in ds:
-        out.write(json.dumps({"index": case.index, "prompt": render_prompt(case.ablated(names), mode, tpl)}) + "\n")
+        system, user = m.chat(case.ablated(names), tpl, context_as)
+        messages = ([{"role": "system", "content": system}] if system is not None else []) + [
+            {"role": "user", "content": user}]
+        out.write(json.dumps({"index": case.index, "messages": messages, "prompt": user}) + "\n")

@@ -27,9 +27,9 @@ def report_cmd(inputs: tuple[str, ...], out: str, data: str | None, paper_compat
     the human safe_rate, reliability, ablation (when given) and the human votes."""
     from ..stats.compare import CompareError
     from ..data import load_dataset
-    from ..predictions import load_predictions
+    from ..loader import load_predictions
     from ..present.report import write_report
-    from ..run.rundir import RunError
+    from ..runs.record import RunError
 
     with bad_input_errors(RunError, CompareError):
         dataset = load_dataset(data) if data else None

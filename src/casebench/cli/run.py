@@ -1,5 +1,5 @@
-"""``casebench run`` and ``casebench export``: thin wrappers over ``casebench.run.execute`` and
-``casebench.run.rundir``."""
+"""``casebench run`` and ``casebench export``: thin wrappers over ``casebench.runs.execute`` and
+``casebench.runs.results``."""
 
 from __future__ import annotations
 
@@ -12,7 +12,10 @@ from typing import Any
 
 import click
 
-from ._common import BadInput, bad_input_errors
+from ..backends.hf import DEVICES, DTYPES
+from ..modes import MODES, mode_names
+from ..prompts import CONTEXT_PLACEMENTS
+from ._common import BadInput, bad_input_errors, classifier_options, refusal_classifier_options, run_with_signals
 
 API_PREFIXES = ("openai/", "anthropic/")
 LOCAL_PREFIXES = ("hf/",)
@@ -75,8 +78,13 @@ def backend_options(model: str, *, base_url: str | None, api_key_env: str | None
 @click.command("run")
 @click.option("--model", "model", default=None, metavar="SPEC",
               help="Model spec: openai/NAME, anthropic/NAME, hf/ID-or-path. Default: hf/smollm2-135m-instruct.")
-@click.option("--mode", type=click.Choice(["binary", "score", "prob"]), default="prob", show_default=True,
-              help="How the judge is asked (prob: P(safe) from token probabilities, no answer parsing).")
+@click.option("--mode", type=click.Choice(mode_names()), default="prob", show_default=True,
+              help="How the model is asked: " + "; ".join(f"{m.name}: {m.help}" for m in MODES.values()) + ".")
+@click.option("--context-as", "context_as", type=click.Choice(CONTEXT_PLACEMENTS), default=None,
+              help="Where the context goes: inside the judge prompt (user, the paper's framing; default of the "
+                   "judge modes) or rendered as the operator's system prompt (system; default of respond mode).")
+@click.option("--full-answers", is_flag=True, default=False,
+              help="Text modes: generate whole answers (with explanations) instead of stopping at the verdict.")
 @click.option("--report/--no-report", "report", default=True, show_default=True,
               help="When the run is complete, print its scores and write report.html into the run directory.")
 @click.option("--data", "data", default=None, metavar="PATH", help="Dataset (JSON/JSONL). Default: $CASEBENCH_DATA, else the user cache, else a download of the "
@@ -99,10 +107,10 @@ def backend_options(model: str, *, base_url: str | None, api_key_env: str | None
               help="Server-specific request fields for openai/ models, e.g. a JSON schema for llama.cpp or vLLM.")
 @click.option("--system", default=None, help="System prompt.")
 @click.option("--temperature", type=float, default=None, help="Sampling temperature (default: 1.0 score, 0 else).")
-@click.option("--max-tokens", type=int, default=None, help="Answer length limit (default 256).")
+@click.option("--max-tokens", type=int, default=None, help="Answer length limit (default 256; respond mode 512).")
 @click.option("--batch-size", type=int, default=None, help="Batch size of local models.")
-@click.option("--device", default=None, help="Device of local models (auto, cpu, cuda, mps).")
-@click.option("--dtype", default=None, help="Dtype of local models (auto, float32, bfloat16, float16).")
+@click.option("--device", type=click.Choice(DEVICES), default=None, help="Device of local models.")
+@click.option("--dtype", type=click.Choice(DTYPES), default=None, help="Dtype of local models.")
 @click.option("--prob-method", type=click.Choice(["first-token", "continuation"]), default=None,
               help="Local models, prob mode: first-token probabilities of the verdict words (default, the "
                    "paper's reading) or the log-likelihood of the whole words ' safe' / ' unsafe'.")
@@ -116,18 +124,22 @@ def backend_options(model: str, *, base_url: str | None, api_key_env: str | None
 @click.option("--timeout", type=float, default=None, help="Seconds per API request (default 60).")
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: on a terminal).")
 @click.option("-v", "--verbose", count=True, help="Log retries (-v) and details (-vv).")
+@refusal_classifier_options
 def run_cmd(model: str | None, mode: str, data: str | None, remove: str, samples: int | None, limit: int | None,
             stratified: int | None, seed: int, max_connections: int, templates_path: str | None, out: str | None,
             base_url: str | None, api_key_env: str | None, extra_body: str | None, system: str | None, temperature: float | None,
             max_tokens: int | None, batch_size: int | None, device: str | None, dtype: str | None,
             parse_retries: int, max_attempts: int, prices_path: str | None, max_cost: float | None,
             timeout: float | None, progress: bool | None, verbose: int, report: bool = True,
-            prob_method: str | None = None) -> None:
-    """Run a model as a judge over a dataset. Re-run the same command to resume a run."""
-    from ..run.pricing import PriceTable, PricingError
+            prob_method: str | None = None, context_as: str | None = None, full_answers: bool = False,
+            refusal_classifier: str | None = None, refusal_labels: str | None = None,
+            partial_as: str = "unsafe") -> None:
+    """Run a model as a judge (or, in respond mode, as the chatbot) over a dataset.
+    Re-run the same command to resume a run."""
+    from ..runs.pricing import PriceTable, PricingError
     from ..prompts import load_templates
-    from ..run.execute import DEFAULT_MODEL, RetryPolicy, RunConfig, run
-    from ..run.rundir import RunError, RunLocked
+    from ..runs.execute import DEFAULT_MODEL, RetryPolicy, RunConfig
+    from ..runs.record import RunError, RunLocked
     from ..backends.base import UnsupportedModeError
 
     setup_logging(verbose)
@@ -143,7 +155,7 @@ def run_cmd(model: str | None, mode: str, data: str | None, remove: str, samples
         call_timeout = 2 * (timeout or 60.0) + 10
     try:
         from ..backends.base import PermanentError
-        from .embedded import EmbeddedModelError
+        from ..backends.embedded import EmbeddedModelError
 
         # a model that cannot be loaded (not on disk, no key for a remote API) is bad input
         with bad_input_errors(PricingError, ValueError, UnsupportedModeError, PermanentError, EmbeddedModelError):
@@ -156,10 +168,13 @@ def run_cmd(model: str | None, mode: str, data: str | None, remove: str, samples
                 limit=limit, stratified=stratified, seed=seed, parse_retries=parse_retries,
                 max_connections=max_connections, retry=RetryPolicy(max_attempts=max_attempts),
                 max_cost=max_cost, prices=prices, call_timeout=call_timeout, backend_options=opts,
-                progress=progress,
+                progress=progress, context_as=context_as, full_answers=full_answers,
+                refusal_classifier=refusal_classifier,
+                classifier_options=classifier_options(refusal_classifier, refusal_labels),
+                partial_as_safe=partial_as == "safe",
             )
             try:
-                summary = run(config)
+                summary = run_with_signals(config)
             except RunLocked as e:
                 raise click.ClickException(str(e)) from None
             except RunError as e:
@@ -190,7 +205,7 @@ def choose_data(data: str | None, model: str, limit: int | None, stratified: int
     it came from; the embedded default model on CPU gets a stratified subset of a large dataset."""
     from ..data import load_dataset
     from ..sources import resolve_dataset
-    from ..run.execute import DEFAULT_MODEL
+    from ..runs.execute import DEFAULT_MODEL
 
     choice = resolve_dataset(data)
     notes = {
@@ -219,7 +234,7 @@ def choose_data(data: str | None, model: str, limit: int | None, stratified: int
 def score_and_report(run_dir: Path) -> None:
     """The end of the main job: the run's metrics with CIs, and a self-contained HTML report."""
     from ..stats.metrics import score_predictions
-    from ..run.rundir import load_run
+    from ..runs.results import load_run
     from ..present.tables import text_table
 
     pred = load_run(run_dir)
@@ -244,7 +259,8 @@ def score_and_report(run_dir: Path) -> None:
 def export_cmd(run_dir: Path, out: Path, name: str | None, data: str | None, allow_incomplete: bool) -> None:
     """Export a run directory to the published exp/ file format (the selected cases, in order)."""
     from ..data import load_dataset
-    from ..run.rundir import RunError, export_run
+    from ..runs.record import RunError
+    from ..runs.results import export_run
 
     with bad_input_errors():
         dataset = load_dataset(data) if data else None

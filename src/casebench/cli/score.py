@@ -25,7 +25,7 @@ def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: s
               n_boot: int, seed: int, data: str | None, label_source: str) -> None:
     """Score INPUTS (run directories or published exp/ files) and print every metric with a 95% CI."""
     from ..stats.metrics import score_predictions
-    from ..predictions import load_predictions
+    from ..loader import load_predictions
     from ..present.tables import FORMATS, breakdown_table
 
     if as_json:

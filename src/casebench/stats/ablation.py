@@ -221,7 +221,7 @@ class ConditionRun:
 def ablation_run_dir(out_root: str | Path, model: str, mode: str, removed: Sequence[str]) -> Path:
     """Where a condition's run lives: ``<out_root>/<model>_<mode>[_<removed>]``, the same name
     ``casebench run`` gives by default, so runs made by hand are found and re-used."""
-    from ..run.execute import default_out_dir
+    from ..runs.execute import default_out_dir
 
     return Path(out_root) / default_out_dir(model, mode, tuple(removed)).name
 
@@ -242,8 +242,8 @@ def run_ablation(
     from ..data import load_dataset
     from dataclasses import replace
 
-    from ..run.execute import check_resumable, prepare, resolve_data_path, run
-    from ..run.rundir import run_status
+    from ..runs.execute import check_resumable, prepare, resolve_data_path, run
+    from ..runs.results import run_status
 
     conditions = ablation_conditions(params)
     if dataset is None:

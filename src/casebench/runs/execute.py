@@ -1,0 +1,638 @@
+"""The runner: asks a backend every (case, sample) of a run, concurrently, and records the answers.
+
+Why it is built this way:
+
+* **Resumable by construction.** The plan is "every (case, sample) of the selection"; what is
+  asked is the plan minus the pairs that already have a final record in ``records.jsonl``. A run
+  killed at any point (even ``kill -9``) resumes by repeating the same command. A resume that
+  would ask anything differently (``record.Asked``) is refused before the manifest is touched.
+* **Bounded concurrency.** API backends (``batch_size == 1``) get up to ``max_connections``
+  requests in flight; local backends (``batch_size > 1``) get batches sorted by prompt length,
+  one batch at a time.
+* **The runner owns retries.** Transport failures (``TransientError``: 429, 5xx, timeouts,
+  dropped connections, malformed bodies) are retried with exponential backoff and full jitter,
+  honouring ``Retry-After``. An answer the mode cannot read is asked again ``parse_retries``
+  times (the paper re-asked twice), then recorded as a missing value with its text. A request
+  whose transport retries run out gets a non-final record and is asked again on resume; it never
+  counts as a judgement. ``PermanentError`` stops the run after what is done is on disk.
+* **The mode decides** how a case is asked (its chat, what the backend must give, when to stop
+  generating) and how an answer is read; the runner never looks at a mode's name.
+* **Money.** Costs come from ``pricing``; ``max_cost`` is checked before each request against the
+  worst case (estimated prompt tokens + ``max_tokens``), so the run stops *before* passing it.
+* **Async first.** ``arun`` works inside a running event loop (a notebook: ``await
+  casebench.arun(config)``); ``run`` is its synchronous wrapper. Cancelling the task (Ctrl-C
+  under ``asyncio.run``, or the CLI's SIGTERM handler) writes the manifest with status
+  ``interrupted``; the run resumes with the same command. Signal handlers are the CLI's business.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import math
+import os
+import platform
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..backends.base import (
+    Answer, Backend, BackendError, GenerationSettings, PermanentError, Request, TransientError, check_supports,
+)
+from ..data import Dataset, load_dataset, validate_parameter_names
+from ..modes import Mode, Reading, get_mode
+from ..prompts import BUILTIN_TEMPLATES, CONTEXT_PLACEMENTS, Templates
+from .config import (
+    DEFAULT_MODEL, DEFAULT_PARSE_RETRIES, RetryPolicy, RunConfig, default_out_dir, resolve_data_path,
+)
+from .pricing import ZERO, PriceMatch, PriceTable
+from .progress import Progress
+from .record import (
+    Asked, DatasetRef, Invocation, Manifest, ManifestMismatch, Record, RunDir, RunError, RunStatus, Totals,
+    add_usage, final_records, iter_records, now_iso, read_manifest, usage_tokens,
+)
+from .redact import redact_json, redact_text
+from .select import select_cases, stratified_indices
+
+__all__ = [
+    "DEFAULT_MODEL", "DEFAULT_PARSE_RETRIES", "RetryPolicy", "RunConfig", "Prepared", "RunSummary", "prepare",
+    "check_resumable", "arun", "run", "run_prepared", "make_run_backend", "stratified_indices", "resolve_data_path",
+    "default_out_dir",
+]
+
+log = logging.getLogger("casebench.runner")
+
+DEFAULT_MAX_TOKENS = GenerationSettings().max_tokens
+#: Until real usage is seen, assume a token per 2 bytes of prompt (an over-estimate for every
+#: common tokenizer), so the cost check errs on the side of stopping early.
+INITIAL_TOKENS_PER_BYTE = 0.5
+
+EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
+
+
+def _version() -> str:
+    from .. import __version__
+
+    return __version__
+
+
+@dataclass
+class Prepared:
+    """A run, resolved: the dataset, mode, selection, settings and the manifest of a new run."""
+
+    config: RunConfig
+    dataset: Dataset
+    out: Path
+    mode: Mode
+    removed: tuple[str, ...]
+    context_as: str
+    cases: list[int]
+    samples: int
+    settings: GenerationSettings
+    templates: Templates
+    prices: PriceTable
+    price: PriceMatch
+    transport: dict[str, Any]
+    manifest: Manifest
+    classifier: Any = None
+
+    @property
+    def asked(self) -> Asked:
+        return self.manifest.asked
+
+
+def prepare(config: RunConfig, dataset: Dataset | None = None) -> Prepared:
+    """Resolve every default and validate every input before anything is asked or written.
+
+    Raises ``RunError`` (or ``ModeError``, ``AblationError``, ``extras.MissingExtra``) naming
+    what is wrong.
+    """
+    from ..backends import resolve_options
+
+    mode = get_mode(config.mode)
+    if dataset is None:
+        dataset = load_dataset(resolve_data_path(config.data))
+    removed = validate_parameter_names(config.removed)
+    context_as = config.context_as or mode.default_context_as
+    if context_as not in CONTEXT_PLACEMENTS:
+        raise RunError(f"--context-as must be one of {', '.join(CONTEXT_PLACEMENTS)}, got {context_as!r}")
+    templates = config.templates or BUILTIN_TEMPLATES
+    template = mode.template(templates)
+    samples = mode.default_samples if config.samples is None else int(config.samples)
+    if samples < 1:
+        raise RunError(f"--samples must be at least 1, got {samples}")
+    if config.parse_retries < 0:
+        raise RunError(f"--parse-retries must be 0 or more, got {config.parse_retries}")
+    if config.max_connections < 1:
+        raise RunError(f"--max-connections must be at least 1, got {config.max_connections}")
+    if config.max_cost is not None and config.max_cost < 0:
+        raise RunError(f"--max-cost must be 0 or more, got {config.max_cost}")
+    if config.max_tokens is not None and config.max_tokens < 1:
+        raise RunError(f"--max-tokens must be at least 1, got {config.max_tokens}")
+    cases, selection = select_cases(dataset, limit=config.limit, cases=config.cases,
+                                    stratified=config.stratified, seed=config.seed)
+    settings = GenerationSettings(
+        temperature=mode.default_temperature if config.temperature is None else float(config.temperature),
+        top_p=config.top_p,
+        max_tokens=mode.default_max_tokens if config.max_tokens is None else int(config.max_tokens),
+        system=config.system,
+    )
+    try:
+        answer_opts, transport = resolve_options(config.model, dict(config.backend_options))
+    except ValueError as e:
+        raise RunError(redact_text(str(e))) from None
+    classifier = None
+    classifier_desc = None
+    if mode.reads_behaviour:
+        from ..classify import make_classifier
+
+        try:
+            classifier = make_classifier(config.refusal_classifier, **config.classifier_options)
+        except ValueError as e:
+            raise RunError(f"--refusal-classifier: {e}") from None
+        classifier_desc = {**redact_json(classifier.describe()), "partial_as": "safe" if config.partial_as_safe else "unsafe"}
+    elif config.refusal_classifier or config.partial_as_safe:
+        raise RunError(f"--refusal-classifier and --partial-as apply to modes that read behaviour, not {mode.name!r}")
+    prices = config.prices or PriceTable.load()
+    price = prices.lookup(config.model)
+    out = Path(config.out) if config.out else default_out_dir(config.model, mode.name, removed, context_as,
+                                                             mode.default_context_as)
+    asked = Asked(
+        dataset_sha256=dataset.sha256, model=config.model, mode=mode.name, context_as=context_as,
+        removed=list(removed), cases=cases, samples=samples, settings=settings.to_dict(),
+        template_sha256=None if mode.template_key is None else templates.sha256(mode.template_key),
+        parse_retries=config.parse_retries,
+        stop_at_verdict=bool(mode.stopper() is not None and not config.full_answers),
+        backend_options=redact_json(answer_opts), classifier=classifier_desc,
+    )
+    manifest = Manifest(
+        dataset=DatasetRef(str(Path(dataset.path).resolve()), dataset.sha256, dataset.fingerprint, len(dataset)),
+        asked=asked, selection=selection,
+        templates_source=None if template is None else templates.source,
+        price=price.to_dict(), retry=config.retry.to_dict(), created_at=now_iso(), casebench_version=_version(),
+    )
+    transport = redact_json({**transport, "max_connections": config.max_connections})
+    return Prepared(config, dataset, out, mode, removed, context_as, cases, samples, settings, templates, prices,
+                    price, transport, manifest, classifier)
+
+
+def check_resumable(prep: Prepared) -> Manifest | None:
+    """The existing manifest of the output directory (None if new); raises ``ManifestMismatch``
+    naming every difference when it holds another run (nothing is written)."""
+    if not (prep.out / "manifest.json").exists():
+        # files starting with "." are ours (the lock, a temp manifest left by a kill)
+        if prep.out.exists() and (not prep.out.is_dir()
+                                  or any(not p.name.startswith(".") for p in prep.out.iterdir())):
+            raise RunError(f"{prep.out} exists, is not empty and is not a run directory; choose another -o")
+        return None
+    old = read_manifest(prep.out)
+    if old.format_version < 2:
+        raise RunError(f"{prep.out} was written by an older casebench (run format {old.format_version}), which did "
+                       "not record every option that changes an answer; it can be scored and exported, not "
+                       "resumed. Start a new run directory (-o).")
+    diffs = old.asked.differences(prep.asked)
+    if diffs:
+        raise ManifestMismatch(prep.out, diffs)
+    return old
+
+
+# --------------------------------------------------------------------------------------------
+# Execution
+
+
+@dataclass
+class _Job:
+    case: int
+    sample: int
+    system: str | None
+    prompt: str
+    asks: int = 0
+    usage: dict[str, int] = field(default_factory=dict)
+    latency_s: float = 0.0
+
+    @property
+    def size(self) -> int:
+        return len(self.prompt) + len(self.system or "")
+
+
+class _GaveUp(Exception):
+    """Transport retries exhausted for one backend call."""
+
+
+@dataclass
+class RunSummary:
+    run_dir: Path
+    status: str  # a RunStatus value
+    requests: int
+    final: int
+    answered: int
+    missing: int
+    pending: int
+    asked_this_session: int
+    transport_failures: int
+    retries: int
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float
+    cost_known: bool
+    elapsed_s: float
+    message: str = ""
+    repaired_bytes: int = 0
+
+    @property
+    def exit_code(self) -> int:
+        if self.status == RunStatus.COMPLETE.value:
+            return EXIT_OK
+        if self.status == RunStatus.INTERRUPTED.value:
+            return EXIT_INTERRUPTED
+        return EXIT_FAILED
+
+    def line(self) -> str:
+        cost = f"${self.cost_usd:.4f}" if self.cost_known else "cost unknown"
+        return (f"{self.status}: {self.final}/{self.requests} requests final "
+                f"({self.answered} answered, {self.missing} missing), {self.pending} pending; "
+                f"{self.asked_this_session} asked now, {self.retries} retries; "
+                f"{self.prompt_tokens + self.completion_tokens} tokens, {cost}; {self.elapsed_s:.1f}s")
+
+
+class Runner:
+    """Executes a prepared run on an open run directory with a backend."""
+
+    def __init__(self, prep: Prepared, backend: Backend, rundir: RunDir, rng: random.Random | None = None):
+        self.prep, self.backend, self.rundir = prep, backend, rundir
+        self.cfg = prep.config
+        self.mode = prep.mode
+        self.rng = rng or random.Random()
+        self.batch_size = max(1, int(getattr(backend, "batch_size", 1) or 1))
+        self.stop = self.mode.stopper() if prep.asked.stop_at_verdict else None
+        self.queue: collections.deque[_Job] = collections.deque()
+        self.stop_reason: str | None = None
+        self.stop_message = ""
+        self.tasks: list[asyncio.Task[None]] = []
+        self.progress: Progress | None = None
+        # accounting
+        self.spent = 0.0
+        self.reserved = 0.0
+        self.tokens_per_byte = INITIAL_TOKENS_PER_BYTE
+        self.observed_tpb = 0.0
+        self.asked = 0
+        self.retries = 0
+        self.transport_failures = 0
+        self.missing = 0
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
+
+    # -- planning
+    def plan(self) -> tuple[list[_Job], int]:
+        """Pending jobs (no final record yet) and the number already final."""
+        recs = list(iter_records(self.rundir.path))
+        finals = final_records(recs)
+        for r in recs:
+            p, c = usage_tokens(r.usage)
+            self.prompt_tokens += p
+            self.completion_tokens += c
+            self.spent += self.prep.price.price.cost(p, c)
+        ds, prep = self.prep.dataset, self.prep
+        jobs: list[_Job] = []
+        done = 0
+        for ci in prep.cases:
+            chat = None
+            for s in range(prep.samples):
+                if (ci, s) in finals:
+                    done += 1
+                    continue
+                if chat is None:
+                    chat = self.mode.chat(ds[ci].ablated(prep.removed), prep.templates, prep.context_as)
+                    if prep.settings.system:  # --system comes first, a system-placed context after it
+                        chat = ("\n\n".join(x for x in (prep.settings.system, chat[0]) if x), chat[1])
+                jobs.append(_Job(ci, s, chat[0], chat[1]))
+        if self.batch_size > 1:
+            jobs.sort(key=lambda j: j.size)
+        return jobs, done
+
+    # -- money
+    def _worst_cost(self, jobs: Sequence[_Job]) -> float:
+        price = self.prep.price.price
+        return sum(price.cost(math.ceil(j.size * self.tokens_per_byte), self.prep.settings.max_tokens) for j in jobs)
+
+    def _reserve(self, jobs: Sequence[_Job]) -> float | None:
+        worst = self._worst_cost(jobs)
+        limit = self.cfg.max_cost
+        if limit is not None and self.spent + self.reserved + worst > limit:
+            return None
+        self.reserved += worst
+        return worst
+
+    def _account(self, job: _Job, usage: dict[str, int]) -> None:
+        p, c = usage_tokens(usage)
+        self.prompt_tokens += p
+        self.completion_tokens += c
+        self.spent += self.prep.price.price.cost(p, c)
+        if p:  # learn the tokenizer's density from real usage (the largest seen, with a margin)
+            self.observed_tpb = max(self.observed_tpb, p / max(1, job.size))
+            self.tokens_per_byte = self.observed_tpb * 1.1
+
+    # -- asking
+    def _request(self, j: _Job) -> Request:
+        return Request(case=j.case, sample=j.sample, prompt=j.prompt, want=self.mode.want,  # type: ignore[arg-type]
+                       system=j.system, stop=self.stop)
+
+    async def _call(self, jobs: Sequence[_Job]) -> tuple[list[Answer], float]:
+        reqs = [self._request(j) for j in jobs]
+        policy = self.cfg.retry
+        for attempt in range(1, policy.max_attempts + 1):
+            t0 = time.monotonic()
+            retry_after = None
+            try:
+                coro = self.backend.answer(reqs, self.prep.settings)
+                if self.cfg.call_timeout:
+                    answers = await asyncio.wait_for(coro, self.cfg.call_timeout)
+                else:
+                    answers = await coro
+                if len(answers) != len(reqs):
+                    raise PermanentError(f"backend returned {len(answers)} answers for {len(reqs)} requests")
+                return list(answers), time.monotonic() - t0
+            except PermanentError:
+                raise
+            except TransientError as e:
+                reason, retry_after = str(e), e.retry_after
+            except asyncio.TimeoutError:
+                reason = f"no answer within {self.cfg.call_timeout:g}s"
+            except BackendError as e:
+                reason = str(e)
+            reason = redact_text(reason)
+            if attempt == policy.max_attempts:
+                raise _GaveUp(f"{reason} (gave up after {attempt} attempts)")
+            self.retries += 1
+            wait = policy.delay(attempt, retry_after, self.rng)
+            where = f"case {jobs[0].case} sample {jobs[0].sample}" + (f" (+{len(jobs) - 1})" if len(jobs) > 1 else "")
+            log.info("%s: %s; retry %d/%d in %.1fs", where, reason, attempt, policy.max_attempts - 1, wait)
+            await asyncio.sleep(wait)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _read(self, jobs: Sequence[_Job], answers: Sequence[Answer]) -> list[Reading]:
+        """The mode's reading of each answer; modes that read behaviour ask the refusal
+        classifier first (one batch for the whole call)."""
+        stopped = self.stop is not None
+        if not self.mode.reads_behaviour:
+            return [self.mode.read(a, stopped_early=stopped) for a in answers]
+        items = [(j.prompt if j.system is not None else self.prep.dataset[j.case].query, a.text) for j, a in zip(jobs, answers)]
+        verdicts = await self.prep.classifier.aclassify(items)
+        return [self.mode.read_behaviour(a, v, partial_as_safe=self.cfg.partial_as_safe)
+                for a, v in zip(answers, verdicts)]
+
+    def _record(self, job: _Job, ans: Answer, reading: Reading) -> Record | None:
+        """The final record for an answer, or None when it should be asked again."""
+        base = dict(case=job.case, sample=job.sample, text=ans.text, usage=job.usage,
+                    latency_s=round(job.latency_s, 4), attempts=job.asks,
+                    detail={**dict(ans.detail or {}), **dict(reading.detail)})
+        if reading.ok:
+            return Record(label=reading.label, score=reading.score, p_safe=reading.p_safe,
+                          behaviour=reading.behaviour, **base)
+        if reading.retry and job.asks <= self.cfg.parse_retries:
+            return None
+        return Record(error=redact_text(str(reading.error)), behaviour=reading.behaviour, **base)
+
+    def _postfix(self) -> str:
+        tok = self.prompt_tokens + self.completion_tokens
+        cost = f"${self.spent:.4f}" if self.prep.price.status in ("table", "local") else "$?"
+        return f"tok={tok} cost={cost} miss={self.missing} retry={self.retries} fail={self.transport_failures}"
+
+    async def _process(self, jobs: list[_Job]) -> None:
+        assert self.progress is not None
+        reserved = self._reserve(jobs)
+        if reserved is None:
+            for j in reversed(jobs):
+                self.queue.appendleft(j)
+            if self.stop_reason is None:
+                self.stop_reason = RunStatus.BUDGET.value
+                self.stop_message = (f"stopped before passing --max-cost ${self.cfg.max_cost:g} "
+                                     f"(spent ${self.spent:.4f}); raise --max-cost and re-run the same command "
+                                     "to go on")
+            return
+        try:
+            try:
+                answers, latency = await self._call(jobs)
+            except _GaveUp as e:
+                for j in jobs:
+                    self.rundir.append(Record(case=j.case, sample=j.sample, error=f"transport: {e}",
+                                              usage=j.usage, latency_s=round(j.latency_s, 4), attempts=j.asks,
+                                              final=False))
+                    self.transport_failures += 1
+                self.progress.update(0, self._postfix())
+                return
+        finally:
+            self.reserved -= reserved
+        self.asked += len(jobs)
+        for job, ans in zip(jobs, answers):
+            job.asks += 1
+            job.usage = add_usage(job.usage, ans.usage or {})
+            job.latency_s += latency
+            self._account(job, ans.usage or {})
+        readings = await self._read(jobs, answers)
+        finished = 0
+        for job, ans, reading in zip(jobs, answers, readings):
+            rec = self._record(job, ans, reading)
+            if rec is None:
+                if self.batch_size > 1:
+                    self.queue.append(job)
+                else:
+                    self.queue.appendleft(job)
+                continue
+            self.rundir.append(rec)
+            finished += 1
+            if not rec.answered:
+                self.missing += 1
+        self.progress.update(finished, self._postfix())
+
+    async def _worker(self) -> None:
+        while self.stop_reason is None and self.queue:
+            jobs = [self.queue.popleft() for _ in range(min(self.batch_size, len(self.queue)))]
+            try:
+                await self._process(jobs)
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # PermanentError, or a bug: stop everything, keep what is on disk
+                if isinstance(e, PermanentError):
+                    msg = f"the backend refused a request: {e}"
+                else:
+                    log.debug("worker failed", exc_info=True)
+                    msg = f"unexpected error: {type(e).__name__}: {e}"
+                if self.stop_reason is None:
+                    self.stop_reason = RunStatus.FAILED.value
+                    self.stop_message = redact_text(msg)
+                for t in self.tasks:
+                    if t is not asyncio.current_task():
+                        t.cancel()
+                return
+
+    def interrupt(self) -> None:
+        """Stop asking: what is in flight is cancelled, what is on disk stays."""
+        if self.stop_reason is None:
+            self.stop_reason = RunStatus.INTERRUPTED.value
+            self.stop_message = "interrupted; re-run the same command to resume"
+        for t in self.tasks:
+            t.cancel()
+
+    async def execute(self) -> RunSummary:
+        t0 = time.monotonic()
+        jobs, done = self.plan()
+        total = len(self.prep.cases) * self.prep.samples
+        self.queue.extend(jobs)
+        self.progress = Progress(total, done, self.cfg.progress)
+        n_workers = 1 if self.batch_size > 1 else min(self.cfg.max_connections, max(1, len(jobs)))
+        try:
+            self.tasks = [asyncio.create_task(self._worker()) for _ in range(n_workers)]
+            try:
+                await asyncio.gather(*self.tasks, return_exceptions=False)
+            except asyncio.CancelledError:
+                self.interrupt()  # cancelled from outside (Ctrl-C under asyncio.run, the CLI's SIGTERM)
+                await asyncio.gather(*self.tasks, return_exceptions=True)
+        finally:
+            self.progress.close()
+        return self.summary(time.monotonic() - t0)
+
+    def summary(self, elapsed: float) -> RunSummary:
+        recs = list(iter_records(self.rundir.path))
+        finals = final_records(recs)
+        planned = [(c, s) for c in self.prep.cases for s in range(self.prep.samples)]
+        final = sum(1 for k in planned if k in finals)
+        answered = sum(1 for k in planned if k in finals and finals[k].answered)
+        pending = len(planned) - final
+        status = self.stop_reason or (RunStatus.COMPLETE.value if pending == 0 else RunStatus.INCOMPLETE.value)
+        message = self.stop_message
+        if status == RunStatus.INCOMPLETE.value:
+            message = (f"{pending} request(s) failed in transport after {self.cfg.retry.max_attempts} attempts; "
+                       "re-run the same command to ask them again")
+        return RunSummary(
+            run_dir=self.rundir.path, status=status, requests=len(planned), final=final, answered=answered,
+            missing=final - answered, pending=pending, asked_this_session=self.asked,
+            transport_failures=self.transport_failures, retries=self.retries, prompt_tokens=self.prompt_tokens,
+            completion_tokens=self.completion_tokens, cost_usd=self.spent,
+            cost_known=self.prep.price.status in ("table", "local"), elapsed_s=elapsed, message=message,
+            repaired_bytes=self.rundir.repaired_bytes,
+        )
+
+
+def _is_local(url: Any) -> bool:
+    from ..backends import is_local_url
+
+    return isinstance(url, str) and is_local_url(url)
+
+
+def _describe(backend: Backend) -> dict[str, Any]:
+    try:
+        desc = backend.describe()
+    except Exception as e:  # a description is bookkeeping; never fail a run on it
+        desc = {"error": f"describe() failed: {type(e).__name__}"}
+    return redact_json(desc)
+
+
+async def run_prepared(prep: Prepared, backend: Backend, rng: random.Random | None = None) -> RunSummary:
+    """Execute a prepared run with a ready backend (the caller owns the backend)."""
+    check_supports(backend, prep.mode.want, prep.mode.name)
+    with RunDir(prep.out) as rundir:
+        old = check_resumable(prep)  # again, now under the lock
+        manifest = old or prep.manifest
+        backend_desc = _describe(backend)
+        if old is None:
+            if prep.price.status == "unknown" and _is_local(backend_desc.get("base_url")):
+                prep.price = PriceMatch(ZERO, "local")  # a server on this machine costs nothing per token
+                manifest.price = prep.price.to_dict()
+        elif old.price.get("status") == "local":
+            prep.price = PriceMatch(ZERO, "local")
+        invocation = Invocation(started_at=now_iso(), host=platform.node(), pid=os.getpid(),
+                                casebench_version=_version(), transport=prep.transport, backend=backend_desc)
+        manifest.history.append(invocation)
+        manifest.status = RunStatus.RUNNING
+        manifest.finished_at = None
+        rundir.write_manifest(manifest)
+        if prep.price.status == "unknown":
+            log.warning("no price known for %s: cost is counted as 0 (add it with --prices FILE.json)",
+                        prep.config.model)
+            if prep.config.max_cost is not None:
+                log.warning("--max-cost has no effect without a price for %s", prep.config.model)
+        runner = Runner(prep, backend, rundir, rng)
+        summary: RunSummary | None = None
+        try:
+            summary = await runner.execute()
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            # cancelled before the workers started: same outcome as after
+            summary = runner.summary(0.0)
+            summary.status, summary.message = RunStatus.INTERRUPTED.value, "interrupted; re-run the same command to resume"
+        finally:
+            if summary is None:  # an unexpected error: still leave a readable, resumable manifest
+                summary = runner.summary(0.0)
+                summary.status = RunStatus.FAILED.value
+            invocation.finished_at = now_iso()
+            invocation.status = summary.status
+            invocation.asked = summary.asked_this_session
+            invocation.retries = summary.retries
+            invocation.transport_failures = summary.transport_failures
+            invocation.elapsed_s = round(summary.elapsed_s, 3)
+            invocation.message = summary.message or None
+            prev_elapsed = float(manifest.totals.elapsed_s or 0.0) if old is not None else 0.0
+            manifest.status = RunStatus(summary.status)
+            manifest.finished_at = now_iso() if summary.status == RunStatus.COMPLETE.value else None
+            manifest.message = summary.message or None
+            manifest.totals = Totals(
+                requests=summary.requests, final=summary.final, answered=summary.answered,
+                missing=summary.missing, pending=summary.pending, prompt_tokens=summary.prompt_tokens,
+                completion_tokens=summary.completion_tokens, cost_usd=round(summary.cost_usd, 6),
+                cost_status=prep.price.status, elapsed_s=round(prev_elapsed + summary.elapsed_s, 3),
+            )
+            rundir.write_manifest(manifest)
+        return summary
+
+
+def make_run_backend(config: RunConfig) -> Backend:
+    """The backend a config names (``make_backend`` with the options the user gave)."""
+    from ..backends import make_backend
+
+    options = {k: v for k, v in config.backend_options.items() if v is not None}
+    try:
+        return make_backend(config.model, **options)
+    except TypeError as e:
+        raise RunError(f"backend for {config.model!r} does not take these options: {redact_text(str(e))}") from None
+
+
+async def arun(config: RunConfig, backend: Backend | None = None, dataset: Dataset | None = None,
+               rng: random.Random | None = None) -> RunSummary:
+    """Prepare, check and execute a run inside the running event loop (``await casebench.arun(...)``).
+
+    Builds the backend (in a worker thread: loading a local model blocks) and closes it unless
+    one is given. Raises ``RunError`` (incl. ``ManifestMismatch``, ``RunLocked``) before anything
+    is asked when the inputs or the run directory do not fit.
+    """
+    prep = prepare(config, dataset)
+    check_resumable(prep)  # refuse a mismatching directory before loading a model
+    own = backend is None
+    if own:
+        backend = await asyncio.to_thread(make_run_backend, config)
+    assert backend is not None
+    try:
+        return await run_prepared(prep, backend, rng)
+    finally:
+        if own:
+            try:
+                await backend.aclose()
+            except Exception:  # closing is best effort
+                pass
+        if prep.classifier is not None:
+            try:
+                await prep.classifier.aclose()
+            except Exception:
+                pass
+
+
+def run(config: RunConfig, backend: Backend | None = None, dataset: Dataset | None = None,
+        rng: random.Random | None = None) -> RunSummary:
+    """The synchronous ``arun``. Inside a running event loop (a notebook), use ``await arun(...)``."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(arun(config, backend, dataset, rng))
+    raise RuntimeError("casebench.run() was called inside a running event loop; use `await casebench.arun(...)`")
