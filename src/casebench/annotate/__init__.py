@@ -16,16 +16,12 @@ from __future__ import annotations
 #: 80% power at alpha 0.05 (``casebench human power --p1 0.63 --p2 0.25``).
 PAPER_SAFE_SHARE: tuple[float, float] = (0.63, 0.25)
 
-WEB_EXTRA_HINT = "pip install 'casebench[web]'"
-
-
-class MissingExtra(RuntimeError):
-    """An optional dependency of the web extra is not installed."""
-
-
 def require_web(postgres: bool = False) -> None:
-    """Fail early, with the install command, when a part of the ``web`` extra is missing."""
+    """Fail early (``casebench.extras.MissingExtra``, naming ``pip install 'casebench[web]'``) when
+    a part of the ``web`` extra is missing."""
     import importlib
+
+    from ..extras import MissingExtra
 
     needed = ["sqlalchemy", "starlette", "uvicorn", "jinja2"] + (["psycopg"] if postgres else [])
     missing = []
@@ -35,9 +31,7 @@ def require_web(postgres: bool = False) -> None:
         except ImportError:
             missing.append(name)
     if missing:
-        raise MissingExtra(
-            f"the annotation app needs {', '.join(missing)}, not installed: {WEB_EXTRA_HINT}"
-        )
+        raise MissingExtra(", ".join(missing), extra="web", what="the annotation app")
 
 
 def default_votes_per_case(alpha: float = 0.05, power: float = 0.8) -> tuple[int, dict]:

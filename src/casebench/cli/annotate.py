@@ -34,13 +34,10 @@ def annotate_group() -> None:
 
 def _open_store(db: str, settings: Any = None, create: bool = True) -> Any:
     """Check the extra, connect, create/upgrade the schema; every failure is exit 2 with a message."""
-    from ..annotate import MissingExtra, require_web
+    from ..annotate import require_web
 
-    postgres = db.startswith(("postgresql", "postgres:"))
-    try:
-        require_web(postgres=postgres)
-    except MissingExtra as e:
-        raise BadInput(str(e)) from None
+    with bad_input_errors():
+        require_web(postgres=db.startswith(("postgresql", "postgres:")))
     from sqlalchemy.exc import ArgumentError, DBAPIError
 
     from ..annotate.db import StoreError, VoteStore, safe_url
