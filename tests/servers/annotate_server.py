@@ -146,3 +146,94 @@ class AnnotateServer:
 def case_page_id(body: str) -> int | None:
     m = re.search(r'name="case" value="(\d+)"', body)
     return int(m.group(1)) if m else None
+
+
+def _pct(xs: list[float], q: float) -> float:
+    s = sorted(xs)
+    return s[min(len(s) - 1, int(round(q * (len(s) - 1))))] if s else float("nan")
+
+
+def simulate_annotators(srv: AnnotateServer, annotators: int, resubmit_every: int = 10,
+                        prefix: str = "sim", think: float = 0.0) -> dict[str, Any]:
+    """``annotators`` threads, each an annotator with its own keep-alive HTTP connection, vote until
+    their completion page: GET /case, POST /vote (Safe or Unsafe by case parity), and every
+    ``resubmit_every``-th vote POSTed a second time, as a reload of the form would; ``think``: mean
+    seconds (uniform 0.5x..1.5x) an annotator reads before voting. Returns counts
+    and latencies (seconds) of the vote POSTs and of whole vote cycles (POST + next page)."""
+    import random
+    import threading
+
+    lock = threading.Lock()
+    post_lat: list[float] = []
+    cycle_lat: list[float] = []
+    counts = {"recorded": 0, "resubmitted_ok": 0, "refused": 0, "errors": 0, "completed": 0}
+    errors: list[str] = []
+
+    def one(name: str) -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=60)
+        mine_post: list[float] = []
+        mine_cycle: list[float] = []
+        local = {"recorded": 0, "resubmitted_ok": 0, "refused": 0, "errors": 0, "completed": 0}
+        n = 0
+        rng = random.Random(name)
+
+        def req(method: str, path: str, body: bytes | None = None) -> tuple[int, str]:
+            headers = {"Content-Type": "application/x-www-form-urlencoded"} if body else {}
+            conn.request(method, path, body=body, headers=headers)
+            r = conn.getresponse()
+            return r.status, r.read().decode("utf-8", "replace")
+
+        try:
+            status, body = req("GET", "/case?" + urlencode({"annotator": name}))
+            while True:
+                if status != 200:
+                    local["errors"] += 1
+                    errors.append(f"{name}: GET {status}")
+                    return
+                case = case_page_id(body)
+                if case is None:
+                    local["completed"] += 1
+                    return
+                form = urlencode({"annotator": name, "case": case, "vote": "safe" if case % 2 else "unsafe"}).encode()
+                if think:
+                    time.sleep(think * rng.uniform(0.5, 1.5))
+                t0 = time.perf_counter()
+                status, body = req("POST", "/vote", form)
+                t1 = time.perf_counter()
+                if status == 303:
+                    local["recorded"] += 1
+                elif status == 409:
+                    local["refused"] += 1
+                else:
+                    local["errors"] += 1
+                    errors.append(f"{name}: POST {status} {body[:200]}")
+                n += 1
+                if resubmit_every and n % resubmit_every == 0:
+                    s2, b2 = req("POST", "/vote", form)
+                    local["resubmitted_ok"] += int(s2 == 303)
+                    if s2 != 303:
+                        errors.append(f"{name}: resubmitted POST {s2} {b2[:300]}")
+                status, body = req("GET", "/case?" + urlencode({"annotator": name}))
+                t2 = time.perf_counter()
+                mine_post.append(t1 - t0)
+                mine_cycle.append(t2 - t0)
+        finally:
+            conn.close()
+            with lock:
+                post_lat.extend(mine_post)
+                cycle_lat.extend(mine_cycle)
+                for k, v in local.items():
+                    counts[k] += v
+
+    threads = [threading.Thread(target=one, args=(f"{prefix}{i:03d}",)) for i in range(annotators)]
+    t0 = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - t0
+    return {
+        **counts, "errors_seen": errors[:10], "wall_s": wall, "votes_per_s": counts["recorded"] / wall if wall else 0,
+        "post_p50_ms": 1000 * _pct(post_lat, 0.5), "post_p95_ms": 1000 * _pct(post_lat, 0.95),
+        "cycle_p50_ms": 1000 * _pct(cycle_lat, 0.5), "cycle_p95_ms": 1000 * _pct(cycle_lat, 0.95),
+    }

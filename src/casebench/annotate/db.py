@@ -87,6 +87,7 @@ assignments_t = Table(
     Column("annotator_id", String(ANNOTATOR_ID_MAX), ForeignKey("annotators.id"), primary_key=True),
     Column("case_id", Integer, ForeignKey("cases.id"), nullable=False),
     Column("shown_at", Float, nullable=False),
+    Column("done", Integer, nullable=False),              # the annotator's votes when it was shown
     Index("ix_assignments_case", "case_id"),
 )
 
@@ -397,70 +398,86 @@ class VoteStore:
     def next_case(self, annotator: str) -> Shown | Finished:
         """The case this annotator should see now: the one already on their screen if it still
         needs them, else a new one (fewest votes first), an attention check when one is due, or
-        ``Finished``. Registers the annotator on their first visit."""
+        ``Finished``. Registers the annotator on their first visit.
+
+        A reload reads only (no lock, no write); a new case is chosen under the assignment lock."""
         if not valid_annotator_id(annotator):
             raise ValueError("invalid annotator id")
-        s = self.settings
-        now = time.time()
+        with self.engine.connect() as conn:
+            shown = self._current(conn, annotator)
+            if shown is not None:
+                return shown
         with self._tx(assign=True) as conn:
+            return self._assign(conn, annotator, time.time())
+
+    def _current(self, conn: Connection, annotator: str) -> Shown | None:
+        """The case on this annotator's screen, if it still needs their vote (an assignment is
+        deleted in the transaction that records the annotator's vote on it)."""
+        current = conn.execute(
+            select(assignments_t.c.case_id, assignments_t.c.done, cases_t.c.kind, cases_t.c.votes,
+                   cases_t.c.record)
+            .select_from(assignments_t.join(cases_t, cases_t.c.id == assignments_t.c.case_id))
+            .where(assignments_t.c.annotator_id == annotator)
+        ).first()
+        if current is None:
+            return None
+        if current.kind == "case" and current.votes >= self.settings.votes_per_case:
+            return None
+        return Shown(current.case_id, current.kind, json.loads(current.record), current.done, self._total(conn))
+
+    def _assign(self, conn: Connection, annotator: str, now: float, after_vote: bool = False) -> Shown | Finished:
+        """Inside a write transaction holding the assignment lock: keep a still-valid current case,
+        else choose and reserve the next one. ``after_vote``: the annotator exists and their
+        assignment was just deleted."""
+        s = self.settings
+        if not after_vote:
             updated = conn.execute(
                 annotators_t.update().where(annotators_t.c.id == annotator).values(last_seen=now)
             ).rowcount
             if not updated:
                 conn.execute(annotators_t.insert().values(id=annotator, first_seen=now, last_seen=now))
-            done, att_done = self._counts(conn, annotator)
-            total = self._total(conn)
+            shown = self._current(conn, annotator)
+            if shown is not None:
+                return shown
+            conn.execute(assignments_t.delete().where(assignments_t.c.annotator_id == annotator))
+        done, att_done = self._counts(conn, annotator)
+        total = self._total(conn)
+        if s.cases_per_annotator and done >= s.cases_per_annotator:
+            return Finished(done)
 
-            current = conn.execute(
-                select(assignments_t.c.case_id, cases_t.c.kind, cases_t.c.votes, cases_t.c.record)
-                .select_from(assignments_t.join(cases_t, cases_t.c.id == assignments_t.c.case_id))
-                .where(assignments_t.c.annotator_id == annotator)
-            ).first()
-            if current is not None:
-                voted = conn.execute(
-                    select(votes_t.c.id).where(votes_t.c.case_id == current.case_id,
-                                               votes_t.c.annotator_id == annotator)
-                ).first()
-                open_ = current.kind == "attention" or current.votes < s.votes_per_case
-                if open_ and voted is None:
-                    return Shown(current.case_id, current.kind, json.loads(current.record), done, total)
-                conn.execute(assignments_t.delete().where(assignments_t.c.annotator_id == annotator))
-
-            if s.cases_per_annotator and done >= s.cases_per_annotator:
-                return Finished(done)
-
-            pick = None
-            if s.attention_every > 0:
-                due = done // s.attention_every
-                if att_done < due:
-                    pick = conn.execute(text(
-                        "SELECT c.id FROM cases c WHERE c.kind = 'attention' AND NOT EXISTS "
-                        "(SELECT 1 FROM votes v WHERE v.case_id = c.id AND v.annotator_id = :me) "
-                        "ORDER BY c.position LIMIT 1"), {"me": annotator}).scalar()
-            if pick is None:
-                same_query = (
-                    "AND NOT EXISTS (SELECT 1 FROM votes v2 JOIN cases c2 ON c2.id = v2.case_id "
-                    "WHERE v2.annotator_id = :me AND c2.query_key = c.query_key) "
-                    if s.one_context_per_query else ""
-                )
-                pick = conn.execute(text(
-                    "SELECT c.id FROM cases c LEFT JOIN (SELECT case_id, COUNT(*) AS n FROM assignments "
-                    "WHERE shown_at > :fresh GROUP BY case_id) r ON r.case_id = c.id "
-                    "WHERE c.kind = 'case' AND c.votes + COALESCE(r.n, 0) < :n "
-                    "AND NOT EXISTS (SELECT 1 FROM votes v WHERE v.case_id = c.id AND v.annotator_id = :me) "
-                    + same_query +
-                    "ORDER BY c.votes + COALESCE(r.n, 0), (c.id * 7919 + :salt) % 10007, c.id LIMIT 1"),
-                    {"fresh": now - s.reserve_seconds, "n": s.votes_per_case, "me": annotator,
-                     "salt": zlib.crc32(annotator.encode()) % 10007},
-                ).scalar()
-            if pick is None:
-                return Finished(done)
-            conn.execute(assignments_t.insert().values(annotator_id=annotator, case_id=pick, shown_at=now))
-            row = conn.execute(select(cases_t.c.kind, cases_t.c.record).where(cases_t.c.id == pick)).one()
-            return Shown(int(pick), row.kind, json.loads(row.record), done, total)
+        pick = None
+        if s.attention_every > 0 and att_done < done // s.attention_every:
+            pick = conn.execute(text(
+                "SELECT c.id FROM cases c WHERE c.kind = 'attention' AND NOT EXISTS "
+                "(SELECT 1 FROM votes v WHERE v.case_id = c.id AND v.annotator_id = :me) "
+                "ORDER BY c.position LIMIT 1"), {"me": annotator}).scalar()
+        if pick is None:
+            same_query = (
+                "AND NOT EXISTS (SELECT 1 FROM votes v2 JOIN cases c2 ON c2.id = v2.case_id "
+                "WHERE v2.annotator_id = :me AND c2.query_key = c.query_key) "
+                if s.one_context_per_query else ""
+            )
+            # fewest votes (counting cases others hold on screen) first; among equals, an order
+            # of its own for each annotator, so that not everybody starts with the same cases
+            pick = conn.execute(text(
+                "SELECT c.id FROM cases c LEFT JOIN (SELECT case_id, COUNT(*) AS n FROM assignments "
+                "WHERE shown_at > :fresh GROUP BY case_id) r ON r.case_id = c.id "
+                "WHERE c.kind = 'case' AND c.votes + COALESCE(r.n, 0) < :n "
+                "AND NOT EXISTS (SELECT 1 FROM votes v WHERE v.case_id = c.id AND v.annotator_id = :me) "
+                + same_query +
+                "ORDER BY c.votes + COALESCE(r.n, 0), (c.id * 7919 + :salt) % 10007, c.id LIMIT 1"),
+                {"fresh": now - s.reserve_seconds, "n": s.votes_per_case, "me": annotator,
+                 "salt": zlib.crc32(annotator.encode()) % 10007},
+            ).scalar()
+        if pick is None:
+            return Finished(done)
+        conn.execute(assignments_t.insert().values(annotator_id=annotator, case_id=pick, shown_at=now, done=done))
+        row = conn.execute(select(cases_t.c.kind, cases_t.c.record).where(cases_t.c.id == pick)).one()
+        return Shown(int(pick), row.kind, json.loads(row.record), done, total)
 
     def record_vote(self, annotator: str, case_id: int, vote: int) -> VoteOutcome:
-        """Record one vote in one transaction, or say why not (then nothing is written)."""
+        """Record one vote and reserve the annotator's next case, in one transaction; or say why
+        not (then nothing is written)."""
         if vote not in (VOTE_SAFE, VOTE_UNSAFE):
             raise ValueError("a vote is 1 (safe) or 2 (unsafe)")
         try:
@@ -497,6 +514,12 @@ class VoteStore:
             conn.execute(votes_t.insert().values(case_id=case_id, annotator_id=annotator, vote=vote,
                                                  shown_at=shown_at, voted_at=now))
             conn.execute(assignments_t.delete().where(assignments_t.c.annotator_id == annotator))
+            conn.execute(annotators_t.update().where(annotators_t.c.id == annotator).values(last_seen=now))
+            # the next case is chosen in the same transaction: one commit per vote, and the page
+            # after the redirect only reads
+            if not self.sqlite:
+                conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _ASSIGN_LOCK_KEY})
+            self._assign(conn, annotator, now, after_vote=True)
             return VoteOutcome.RECORDED
 
     # ------------------------------------------------------------------ reading everything

@@ -83,7 +83,9 @@ def _attention_cases(path: str) -> list[tuple[dict[str, Any], int]]:
 def _bind(host: str, port: int) -> socket.socket:
     """Bind the listening socket ourselves, so --port 0 works and the printed URL is the real one."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # proto given explicitly: asyncio sets TCP_NODELAY only on sockets that say IPPROTO_TCP, and
+    # without it every response on a kept-alive connection waits ~40 ms for a delayed ACK
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
