@@ -224,6 +224,9 @@ def create_app(store: VoteStore, config: AppConfig) -> Starlette:
         return Response(css, media_type="text/css", headers={"Cache-Control": "max-age=3600",
                                                             "X-Content-Type-Options": "nosniff"})
 
+    async def favicon(request: Request) -> Response:
+        return Response(status_code=204, headers={"Cache-Control": "max-age=86400"})
+
     async def not_found(request: Request, exc: Exception) -> Response:
         return error(404, "There is no such page.")
 
@@ -237,5 +240,6 @@ def create_app(store: VoteStore, config: AppConfig) -> Starlette:
         Route("/admin", admin, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/style.css", style, methods=["GET"]),
+        Route("/favicon.ico", favicon, methods=["GET"]),
     ]
     return Starlette(routes=routes, exception_handlers={404: not_found, 405: not_allowed})
