@@ -15,13 +15,14 @@ database), 0 duplicated (no annotator twice on a case), every case with exactly 
 p50/p95 milliseconds of the vote POST (the commit) and of the whole cycle (POST + next page).
 
     .venv/bin/python bench/bench_annotate.py [--cases 500] [--votes-per-case 10] [--annotators 50]
-        [--think 0.5] [--pace flood,paced] [--db sqlite,postgresql]
+        [--think 1.0] [--pace flood,paced] [--db sqlite,postgresql]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import sys
 import tempfile
@@ -33,6 +34,14 @@ sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO / "src"))
 
 from servers.annotate_server import AnnotateServer, simulate_annotators, write_dataset  # noqa: E402
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process so far (Linux /proc)."""
+    import os
+
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def check(srv: AnnotateServer, result: dict, n: int, cases: int) -> dict:
@@ -60,12 +69,15 @@ def main() -> None:
     ap.add_argument("--cases", type=int, default=500)
     ap.add_argument("--votes-per-case", type=int, default=10)
     ap.add_argument("--annotators", type=int, default=50)
-    ap.add_argument("--think", type=float, default=0.5, help="mean pause before a vote in the paced run (s)")
+    ap.add_argument("--think", type=float, default=1.0, help="mean pause before a vote in the paced run (s)")
     ap.add_argument("--pace", default="flood,paced")
     ap.add_argument("--db", default="sqlite,postgresql")
+    ap.add_argument("--sqlite-sync", default="full", choices=["full", "normal"])
     args = ap.parse_args()
 
-    print(f"machine: {platform.processor() or platform.machine()}, {platform.python_version()}; "
+    cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
+                if ln.startswith("model name")), platform.machine())
+    print(f"machine: {cpu}, {os.cpu_count()} cores, Python {platform.python_version()}; "
           f"{args.annotators} annotators, {args.cases} cases x {args.votes_per_case} votes = "
           f"{args.cases * args.votes_per_case} votes per run")
     rows = []
@@ -83,9 +95,14 @@ def main() -> None:
                 tmp = Path(tempfile.mkdtemp(prefix="bench-annotate-"))
                 data = write_dataset(tmp / "data.json", args.cases)
                 db = f"sqlite:///{tmp / 'votes.db'}" if pg is None else pg.create_database(f"bench{i}")
-                with AnnotateServer(data, db, "--votes-per-case", str(args.votes_per_case)) as srv:
+                extra = ("--sqlite-sync", args.sqlite_sync) if pg is None else ()
+                with AnnotateServer(data, db, "--votes-per-case", str(args.votes_per_case), *extra) as srv:
                     think = args.think if pace == "paced" else 0.0
+                    cpu0 = cpu_seconds(srv.proc.pid)
+                    load0 = os.getloadavg()[0]
                     r = simulate_annotators(srv, args.annotators, think=think)
+                    r["server_cpu_ms_per_vote"] = 1000 * (cpu_seconds(srv.proc.pid) - cpu0) / max(1, r["recorded"])
+                    r["load"] = (load0 + os.getloadavg()[0]) / 2
                     c = check(srv, r, args.votes_per_case, args.cases)
                 ok = c["lost"] == 0 and c["duplicated"] == 0 and c["cases_exactly_n"] == c["cases"] and not r["errors"]
                 rows.append((db_kind, pace, r, c, ok))
@@ -93,7 +110,8 @@ def main() -> None:
                       f"({r['votes_per_s']:6.1f}/s); vote POST p50 {r['post_p50_ms']:6.1f} ms, p95 "
                       f"{r['post_p95_ms']:6.1f} ms; cycle p50 {r['cycle_p50_ms']:6.1f} ms, p95 "
                       f"{r['cycle_p95_ms']:6.1f} ms; lost {c['lost']}, duplicated {c['duplicated']}, "
-                      f"cases with exactly N {c['cases_exactly_n']}/{c['cases']}, errors {r['errors']}"
+                      f"cases with exactly N {c['cases_exactly_n']}/{c['cases']}, errors {r['errors']}; "
+                      f"server CPU {r['server_cpu_ms_per_vote']:.1f} ms/vote; machine load {r['load']:.1f}"
                       f"{'' if ok else '  <-- FAILED'}", flush=True)
         finally:
             if pg is not None:

@@ -207,8 +207,29 @@ def test_postgres_restart_and_outage(postgres_server, tmp_path):
     assert "database unavailable" in err
 
 
+def test_context_fields_are_labelled_words_not_json():
+    from casebench.annotate.app import context_fields
+
+    ctx = {"recipient": {"background": "A chemistry teacher.", "type": "Teacher"},
+           "sender": {"platform_type": {"type": "forum", "description": "A moderated forum.",
+                                        "rules": {"minimum_age": 18}},
+                      "nature_of_the_interaction": "A question."},
+           "notes": "Extra key."}
+    groups = context_fields(ctx)
+    assert [g["label"] for g in groups] == ["Sender", "Recipient", "Notes"]  # CI order first
+    sender = groups[0]["fields"]
+    assert [f["label"] for f in sender] == ["Nature of the interaction", "Platform type"]
+    assert sender[1]["fields"] == [{"label": "Type", "value": "forum"},
+                                   {"label": "Description", "value": "A moderated forum."},
+                                   {"label": "Rules", "value": "Minimum age: 18"}]
+    assert [f["label"] for f in groups[1]["fields"]] == ["Type", "Background"]
+
+
 def test_export_cli_and_casebench_human(db_url, tmp_path):
     data = write_dataset(tmp_path / "d.json", 4, pairs=True)
+    # a dataset not annotated yet (no scores, no safe_rate), as `contexts generate` writes it
+    unvoted = [{k: v for k, v in r.items() if k not in ("scores", "safe_rate")} for r in json.loads(data.read_text())]
+    data.write_text(json.dumps(unvoted))
     checks = tmp_path / "checks.json"
     base = json.loads(data.read_text())[0]
     checks.write_text(json.dumps([{"query": "Attention check: press Unsafe.", "context": base["context"],

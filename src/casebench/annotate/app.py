@@ -24,7 +24,8 @@ from urllib.parse import parse_qs, urlencode
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from sqlalchemy.exc import DBAPIError, OperationalError
 from starlette.applications import Starlette
-from starlette.concurrency import run_in_threadpool
+import anyio
+import anyio.to_thread
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
@@ -56,6 +57,7 @@ class AppConfig:
     completion_code: str
     completion_url: str | None = None
     title: str = "Is it safe to answer?"
+    db_threads: int = 0  # worker threads for database calls; 0: 2 for SQLite, 8 for PostgreSQL
 
 
 def label(key: str) -> str:
@@ -70,17 +72,23 @@ def context_fields(context: Any) -> list[dict[str, Any]]:
     if not isinstance(context, Mapping):
         return [{"label": "Context", "fields": [{"label": "", "value": str(context)}]}]
 
-    def fields(obj: Mapping[str, Any], order: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    def text(v: Any) -> str:
+        """A value as plain words: objects deeper than the page shows become 'Key: value; ...'."""
+        if isinstance(v, Mapping):
+            return "; ".join(f"{label(k)}: {text(x)}" for k, x in v.items())
+        if isinstance(v, list):
+            return "; ".join(text(x) for x in v)
+        return "" if v is None else str(v)
+
+    def fields(obj: Mapping[str, Any], order: tuple[str, ...] = (), depth: int = 0) -> list[dict[str, Any]]:
         keys = [k for k in order if k in obj] + [k for k in obj if k not in order]
         out = []
         for k in keys:
             v = obj[k]
-            if isinstance(v, Mapping):
-                out.append({"label": label(k), "fields": fields(v)})
-            elif isinstance(v, list):
-                out.append({"label": label(k), "value": "; ".join(str(x) for x in v)})
+            if isinstance(v, Mapping) and depth == 0:
+                out.append({"label": label(k), "fields": fields(v, depth=1)})
             else:
-                out.append({"label": label(k), "value": "" if v is None else str(v)})
+                out.append({"label": label(k), "value": text(v)})
         return out
 
     groups = []
@@ -100,6 +108,15 @@ def create_app(store: VoteStore, config: AppConfig) -> Starlette:
                       trim_blocks=True, lstrip_blocks=True)
     env.filters["qs"] = lambda d: urlencode(d)
     css = (TEMPLATES / "style.css").read_bytes()
+    # Database calls run in worker threads, but few of them: SQLite takes one writer at a time
+    # anyway, and every extra thread competing for the GIL delays the event loop's socket work
+    # (measured: p95 per vote several times higher with Starlette's default 40 threads).
+    limiter_box: list[anyio.CapacityLimiter] = []
+
+    def limiter() -> anyio.CapacityLimiter:
+        if not limiter_box:  # made inside the running event loop
+            limiter_box.append(anyio.CapacityLimiter(config.db_threads or (2 if store.sqlite else 8)))
+        return limiter_box[0]
 
     def page(name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
         body = env.get_template(name).render(title=config.title, **ctx)
@@ -123,7 +140,7 @@ def create_app(store: VoteStore, config: AppConfig) -> Starlette:
     async def guarded(fn: Any, *args: Any) -> Any:
         """Run a database call in a worker thread; a database outage becomes ``DOWN`` + a log line."""
         try:
-            return await run_in_threadpool(fn, *args)
+            return await anyio.to_thread.run_sync(fn, *args, limiter=limiter())
         except (OperationalError, DBAPIError) as e:
             if isinstance(e, DBAPIError) and not (isinstance(e, OperationalError) or e.connection_invalidated):
                 raise

@@ -189,11 +189,13 @@ def content_fingerprint(records: Sequence[Mapping[str, Any]]) -> str:
     return h.hexdigest()
 
 
-def make_engine(url: str) -> Engine:
+def make_engine(url: str, sqlite_sync: str = "full") -> Engine:
     """An engine with the settings this store relies on (WAL and immediate transactions on SQLite;
     pre-ping on PostgreSQL so a restarted server is reconnected to, not reported dead forever)."""
     u = make_url(normalise_url(url))
     backend = u.get_backend_name()
+    if sqlite_sync not in ("full", "normal"):
+        raise StoreError(f"sqlite_sync must be 'full' or 'normal', not {sqlite_sync!r}")
     if backend == "sqlite":
         if not u.database or u.database == ":memory:":
             raise StoreError(f"{url}: give SQLite a file (sqlite:///votes.db); an in-memory database loses the votes")
@@ -205,7 +207,9 @@ def make_engine(url: str) -> Engine:
             dbapi_conn.isolation_level = None  # we issue BEGIN ourselves (below)
             cur = dbapi_conn.cursor()
             cur.execute("PRAGMA journal_mode=WAL")
-            cur.execute("PRAGMA synchronous=FULL")  # a committed vote survives a power cut
+            # full: a committed vote survives a power cut (one fsync per vote); normal: it survives
+            # a crash of the server, and the last votes before a power cut may be lost
+            cur.execute(f"PRAGMA synchronous={sqlite_sync.upper()}")
             cur.execute("PRAGMA foreign_keys=ON")
             cur.execute("PRAGMA busy_timeout=30000")
             cur.close()
@@ -239,10 +243,11 @@ class VoteStore:
     # ------------------------------------------------------------------ opening and schema
 
     @classmethod
-    def open(cls, url: str, settings: Settings | None = None, create: bool = True) -> "VoteStore":
+    def open(cls, url: str, settings: Settings | None = None, create: bool = True,
+             sqlite_sync: str = "full") -> "VoteStore":
         """Connect, and create (unless ``create`` is false) or upgrade the schema. Cases are
         loaded by ``load_cases``."""
-        engine = make_engine(url)
+        engine = make_engine(url, sqlite_sync=sqlite_sync)
         store = cls(engine, settings or Settings(votes_per_case=1))
         try:
             store.ensure_schema(create=create)
@@ -391,6 +396,12 @@ class VoteStore:
         cap = self.settings.cases_per_annotator
         return min(n, cap) if cap else n
 
+    def _attention_checks(self, conn: Connection) -> int:
+        if "attention" not in self._totals:
+            self._totals["attention"] = int(conn.execute(
+                select(func.count()).where(cases_t.c.kind == "attention")).scalar_one())
+        return self._totals["attention"]
+
     def progress(self, annotator: str) -> tuple[int, int]:
         with self.engine.connect() as conn:
             return self._counts(conn, annotator)[0], self._total(conn)
@@ -425,12 +436,14 @@ class VoteStore:
             return None
         return Shown(current.case_id, current.kind, json.loads(current.record), current.done, self._total(conn))
 
-    def _assign(self, conn: Connection, annotator: str, now: float, after_vote: bool = False) -> Shown | Finished:
+    def _assign(self, conn: Connection, annotator: str, now: float,
+                after_vote: tuple[int, int] | None = None) -> Shown | Finished:
         """Inside a write transaction holding the assignment lock: keep a still-valid current case,
-        else choose and reserve the next one. ``after_vote``: the annotator exists and their
-        assignment was just deleted."""
+        else choose and reserve the next one. ``after_vote``: (cases, attention checks) the
+        annotator has now voted on, when called right after recording a vote (the annotator
+        exists and their assignment was just deleted)."""
         s = self.settings
-        if not after_vote:
+        if after_vote is None:
             updated = conn.execute(
                 annotators_t.update().where(annotators_t.c.id == annotator).values(last_seen=now)
             ).rowcount
@@ -440,17 +453,19 @@ class VoteStore:
             if shown is not None:
                 return shown
             conn.execute(assignments_t.delete().where(assignments_t.c.annotator_id == annotator))
-        done, att_done = self._counts(conn, annotator)
+            done, att_done = self._counts(conn, annotator)
+        else:
+            done, att_done = after_vote
         total = self._total(conn)
         if s.cases_per_annotator and done >= s.cases_per_annotator:
             return Finished(done)
 
         pick = None
-        if s.attention_every > 0 and att_done < done // s.attention_every:
+        if self._attention_checks(conn) and s.attention_every > 0 and att_done < done // s.attention_every:
             pick = conn.execute(text(
-                "SELECT c.id FROM cases c WHERE c.kind = 'attention' AND NOT EXISTS "
+                "SELECT c.id, c.kind, c.record FROM cases c WHERE c.kind = 'attention' AND NOT EXISTS "
                 "(SELECT 1 FROM votes v WHERE v.case_id = c.id AND v.annotator_id = :me) "
-                "ORDER BY c.position LIMIT 1"), {"me": annotator}).scalar()
+                "ORDER BY c.position LIMIT 1"), {"me": annotator}).first()
         if pick is None:
             same_query = (
                 "AND NOT EXISTS (SELECT 1 FROM votes v2 JOIN cases c2 ON c2.id = v2.case_id "
@@ -460,20 +475,19 @@ class VoteStore:
             # fewest votes (counting cases others hold on screen) first; among equals, an order
             # of its own for each annotator, so that not everybody starts with the same cases
             pick = conn.execute(text(
-                "SELECT c.id FROM cases c LEFT JOIN (SELECT case_id, COUNT(*) AS n FROM assignments "
-                "WHERE shown_at > :fresh GROUP BY case_id) r ON r.case_id = c.id "
-                "WHERE c.kind = 'case' AND c.votes + COALESCE(r.n, 0) < :n "
+                "SELECT c.id, c.kind, c.record FROM cases c LEFT JOIN (SELECT case_id, COUNT(*) AS n "
+                "FROM assignments WHERE shown_at > :fresh GROUP BY case_id) r ON r.case_id = c.id "
+                "WHERE c.kind = 'case' AND c.votes < :n AND c.votes + COALESCE(r.n, 0) < :n "
                 "AND NOT EXISTS (SELECT 1 FROM votes v WHERE v.case_id = c.id AND v.annotator_id = :me) "
                 + same_query +
                 "ORDER BY c.votes + COALESCE(r.n, 0), (c.id * 7919 + :salt) % 10007, c.id LIMIT 1"),
                 {"fresh": now - s.reserve_seconds, "n": s.votes_per_case, "me": annotator,
                  "salt": zlib.crc32(annotator.encode()) % 10007},
-            ).scalar()
+            ).first()
         if pick is None:
             return Finished(done)
-        conn.execute(assignments_t.insert().values(annotator_id=annotator, case_id=pick, shown_at=now, done=done))
-        row = conn.execute(select(cases_t.c.kind, cases_t.c.record).where(cases_t.c.id == pick)).one()
-        return Shown(int(pick), row.kind, json.loads(row.record), done, total)
+        conn.execute(assignments_t.insert().values(annotator_id=annotator, case_id=pick.id, shown_at=now, done=done))
+        return Shown(int(pick.id), pick.kind, json.loads(pick.record), done, total)
 
     def record_vote(self, annotator: str, case_id: int, vote: int) -> VoteOutcome:
         """Record one vote and reserve the annotator's next case, in one transaction; or say why
@@ -495,32 +509,43 @@ class VoteStore:
     def _record_vote(self, annotator: str, case_id: int, vote: int) -> VoteOutcome:
         now = time.time()
         with self._tx() as conn:
-            kind = conn.execute(select(cases_t.c.kind).where(cases_t.c.id == case_id)).scalar()
-            if kind is None:
+            # the case, this annotator's vote on it and their assignment, in one look
+            row = conn.execute(text(
+                "SELECT c.kind, v.vote, a.case_id AS held, a.shown_at, a.done FROM cases c "
+                "LEFT JOIN votes v ON v.case_id = c.id AND v.annotator_id = :me "
+                "LEFT JOIN assignments a ON a.annotator_id = :me WHERE c.id = :c"),
+                {"me": annotator, "c": case_id}).first()
+            if row is None:
                 return VoteOutcome.UNKNOWN_CASE
-            prior = conn.execute(select(votes_t.c.vote).where(
-                votes_t.c.case_id == case_id, votes_t.c.annotator_id == annotator)).scalar()
-            if prior is not None:
-                return VoteOutcome.REPEATED if prior == vote else VoteOutcome.CONFLICT
-            shown_at = conn.execute(select(assignments_t.c.shown_at).where(
-                assignments_t.c.annotator_id == annotator, assignments_t.c.case_id == case_id)).scalar()
-            if shown_at is None:
+            if row.vote is not None:
+                return VoteOutcome.REPEATED if row.vote == vote else VoteOutcome.CONFLICT
+            if row.held != case_id:
                 return VoteOutcome.NOT_ASSIGNED
             bump = cases_t.update().where(cases_t.c.id == case_id).values(votes=cases_t.c.votes + 1)
-            if kind == "case":
+            if row.kind == "case":
                 bump = bump.where(cases_t.c.votes < self.settings.votes_per_case)
             if conn.execute(bump).rowcount != 1:
                 return VoteOutcome.FINISHED
             conn.execute(votes_t.insert().values(case_id=case_id, annotator_id=annotator, vote=vote,
-                                                 shown_at=shown_at, voted_at=now))
+                                                 shown_at=row.shown_at, voted_at=now))
             conn.execute(assignments_t.delete().where(assignments_t.c.annotator_id == annotator))
-            conn.execute(annotators_t.update().where(annotators_t.c.id == annotator).values(last_seen=now))
             # the next case is chosen in the same transaction: one commit per vote, and the page
             # after the redirect only reads
             if not self.sqlite:
                 conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _ASSIGN_LOCK_KEY})
-            self._assign(conn, annotator, now, after_vote=True)
+            if row.kind == "case":
+                counts = (row.done + 1, self._attention_done(conn, annotator))
+            else:
+                counts = (row.done, self._attention_done(conn, annotator))
+            self._assign(conn, annotator, now, after_vote=counts)
             return VoteOutcome.RECORDED
+
+    def _attention_done(self, conn: Connection, annotator: str) -> int:
+        if not self._attention_checks(conn):
+            return 0
+        return int(conn.execute(
+            select(func.count()).select_from(votes_t.join(cases_t, cases_t.c.id == votes_t.c.case_id))
+            .where(votes_t.c.annotator_id == annotator, cases_t.c.kind == "attention")).scalar_one())
 
     # ------------------------------------------------------------------ reading everything
 

@@ -32,7 +32,7 @@ def annotate_group() -> None:
     """
 
 
-def _open_store(db: str, settings: Any = None, create: bool = True) -> Any:
+def _open_store(db: str, settings: Any = None, create: bool = True, sqlite_sync: str = "full") -> Any:
     """Check the extra, connect, create/upgrade the schema; every failure is exit 2 with a message."""
     from ..annotate import require_web
 
@@ -43,7 +43,7 @@ def _open_store(db: str, settings: Any = None, create: bool = True) -> Any:
     from ..annotate.db import StoreError, VoteStore, safe_url
 
     try:
-        return VoteStore.open(db, settings, create=create)
+        return VoteStore.open(db, settings, create=create, sqlite_sync=sqlite_sync)
     except StoreError as e:
         raise BadInput(f"{safe_url(db)}: {e}") from None
     except ArgumentError:
@@ -122,11 +122,14 @@ def _bind(host: str, port: int) -> socket.socket:
               help="Token for /admin (env CASEBENCH_ADMIN_TOKEN; default: a new random one, printed).")
 @click.option("--reserve-minutes", type=click.FloatRange(min=0.05), default=20.0, show_default=True,
               help="How long a case shown to an annotator is held for them.")
+@click.option("--sqlite-sync", type=click.Choice(["full", "normal"]), default="full", show_default=True,
+              help="SQLite only. full: every vote is on disk before the next case is shown (survives a power "
+                   "cut); normal: faster, survives a server crash but not a power cut.")
 @click.option("--access-log", is_flag=True, help="Log every request (off by default).")
 def serve_cmd(data: str, db: str, votes_per_case: int | None, host: str, port: int, one_context_per_query: bool,
               attention_checks: str | None, attention_every: int, cases_per_annotator: int | None,
               completion_code: str | None, completion_url: str | None, admin_token: str | None,
-              reserve_minutes: float, access_log: bool) -> None:
+              reserve_minutes: float, sqlite_sync: str, access_log: bool) -> None:
     """Serve DATA to annotators, one case at a time, and store their votes in --db.
 
     Annotators open /?PROLIFIC_PID=ID (or /?annotator=ID). Restarting with the same DATA and --db
@@ -154,7 +157,7 @@ def serve_cmd(data: str, db: str, votes_per_case: int | None, host: str, port: i
     settings = Settings(votes_per_case=votes_per_case, one_context_per_query=one_context_per_query,
                         attention_every=attention_every, cases_per_annotator=cases_per_annotator,
                         reserve_seconds=reserve_minutes * 60.0)
-    store = _open_store(db, settings)
+    store = _open_store(db, settings, sqlite_sync=sqlite_sync)
     try:
         records = []
         for c in ds:
