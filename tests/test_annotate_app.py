@@ -158,6 +158,7 @@ def test_cli_errors_exit_2(tmp_path):
     assert r.returncode == 2 and "pip install 'casebench[web]'" in r.stderr and "Traceback" not in r.stderr
 
 
+@pytest.mark.slow
 def test_fifty_annotators_lose_and_duplicate_nothing(db_url, tmp_path):
     """50 concurrent annotators (threads, own connections) cast 1,000 votes (the bench casts
     5,000): every vote the clients saw recorded is in the database, none twice, N per case."""

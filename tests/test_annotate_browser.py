@@ -90,6 +90,7 @@ class Annotator:
         self.context.close()
 
 
+@pytest.mark.slow
 def test_annotation_sessions_in_chromium(browser, db_url, tmp_path):
     data = write_dataset(tmp_path / "d.json", CASES, xss=True)
     with AnnotateServer(data, db_url, "--votes-per-case", str(N), "--completion-code", "THANKS-7") as srv:
