@@ -23,7 +23,8 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 # Test-only parts: pytest & co, a real OpenAI-compatible server (llama.cpp, compiles ~6 min the
-# first time, cached by pip after that) and Debian's headless Chromium for the report test.
+# first time, cached by pip after that), Debian's headless Chromium for the report and annotation
+# tests, and Debian's PostgreSQL server binaries (the annotation tests start their own server).
 test-deps: $(VENV)/.test-installed
 
 $(VENV)/.test-installed: $(VENV)/.installed
@@ -32,6 +33,9 @@ $(VENV)/.test-installed: $(VENV)/.installed
 	@command -v chromium >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
 	  else echo "note: chromium not installed (needs root: apt-get install chromium); the browser test will skip"; fi; }
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
+	  else echo "note: postgresql not installed (needs root: apt-get install postgresql); the PostgreSQL tests will skip"; fi; }
 	touch $@
 
 # The main job: the embedded model judges the dataset ($$CASEBENCH_DATA, the cache, a download,
@@ -48,6 +52,7 @@ bench: venv
 	$(BIN)/python bench/bench_runner.py
 	$(BIN)/python bench/bench_compare.py
 	$(BIN)/python bench/bench_hf_prob.py
+	$(BIN)/python bench/bench_annotate.py
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info

@@ -46,4 +46,4 @@ def small_data_path() -> Path:
 
 
 # Real servers on loopback: a scripted OpenAI-compatible fault server and a llama.cpp server.
-from conftest_servers import fault_server, llama_server  # noqa: E402,F401
+from conftest_servers import fault_server, llama_server, postgres_server  # noqa: E402,F401

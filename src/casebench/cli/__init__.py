@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "ablate": ("compare", "ablate_cmd", "CI-parameter ablation study: run or re-analyse removals."),
     "report": ("report", "report_cmd", "Write a self-contained HTML report."),
     "refusal-eval": ("refusal_eval", "refusal_eval_cmd", "Score a refusal classifier on human-labelled answers (XSTest format)."),
+    "annotate": ("annotate", "annotate_group", "Collect human votes in a web app; export them as a dataset."),
 }
 
 

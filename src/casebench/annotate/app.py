@@ -1,0 +1,262 @@
+"""The annotation web app (Starlette, server-rendered Jinja2 pages, no JavaScript at all).
+
+Pages: ``/`` (instructions), ``/case`` (one case, the Safe and Unsafe buttons, progress; or the
+completion page), ``POST /vote`` (records one vote, then redirects to ``/case``: the vote is
+committed before the next case is shown, and reloading the next page never posts again),
+``/admin`` (token required), ``/healthz``, ``/style.css``.
+
+An annotator is named by ``?annotator=ID`` or ``?PROLIFIC_PID=ID`` (1 to 64 letters, digits, '_',
+'-', '.'). Every user-supplied text is escaped by Jinja2's autoescaping, and the pages forbid
+scripts outright (Content-Security-Policy ``script-src 'none'``), so a query holding a script tag
+is shown as text and never runs. Database errors (a PostgreSQL restart, SQLite locked for too
+long) give a 503 page saying the vote was not recorded; the engine reconnects on the next request.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+from urllib.parse import parse_qs, urlencode
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from sqlalchemy.exc import DBAPIError, OperationalError
+from starlette.applications import Starlette
+import anyio
+import anyio.to_thread
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from ..data import CI_PARAMETERS
+from .db import VOTE_SAFE, VOTE_UNSAFE, Finished, Shown, VoteOutcome, VoteStore, valid_annotator_id
+
+log = logging.getLogger("casebench.annotate")
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+MAX_BODY = 4096
+SECURITY_HEADERS = {
+    "Content-Security-Policy": ("default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "
+                                "base-uri 'none'; frame-ancestors 'none'"),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "X-Frame-Options": "DENY",
+    "Cache-Control": "no-store",
+}
+DOWN = object()  # what ``guarded`` returns when the database cannot be reached
+VOTE_WORDS = {"safe": VOTE_SAFE, "unsafe": VOTE_UNSAFE, "1": VOTE_SAFE, "2": VOTE_UNSAFE}
+
+
+@dataclass(frozen=True)
+class AppConfig:
+    """What the pages need besides the database."""
+
+    admin_token: str
+    completion_code: str
+    completion_url: str | None = None
+    title: str = "Is it safe to answer?"
+    db_threads: int = 0  # worker threads for database calls; 0: 2 for SQLite, 8 for PostgreSQL
+
+
+def label(key: str) -> str:
+    """'nature_of_the_interaction' -> 'Nature of the interaction'."""
+    words = str(key).replace("_", " ").strip()
+    return words[:1].upper() + words[1:]
+
+
+def context_fields(context: Any) -> list[dict[str, Any]]:
+    """A context as labelled groups of labelled fields (CI parameters in their published order,
+    then anything else), for the template; values that are objects become nested fields."""
+    if not isinstance(context, Mapping):
+        return [{"label": "Context", "fields": [{"label": "", "value": str(context)}]}]
+
+    def text(v: Any) -> str:
+        """A value as plain words: objects deeper than the page shows become 'Key: value; ...'."""
+        if isinstance(v, Mapping):
+            return "; ".join(f"{label(k)}: {text(x)}" for k, x in v.items())
+        if isinstance(v, list):
+            return "; ".join(text(x) for x in v)
+        return "" if v is None else str(v)
+
+    def fields(obj: Mapping[str, Any], order: tuple[str, ...] = (), depth: int = 0) -> list[dict[str, Any]]:
+        keys = [k for k in order if k in obj] + [k for k in obj if k not in order]
+        out = []
+        for k in keys:
+            v = obj[k]
+            if isinstance(v, Mapping) and depth == 0:
+                out.append({"label": label(k), "fields": fields(v, depth=1)})
+            else:
+                out.append({"label": label(k), "value": text(v)})
+        return out
+
+    groups = []
+    keys = [k for k in CI_PARAMETERS if k in context] + [k for k in context if k not in CI_PARAMETERS]
+    for k in keys:
+        v = context[k]
+        if isinstance(v, Mapping):
+            groups.append({"label": label(k), "fields": fields(v, CI_PARAMETERS.get(k, ()))})
+        else:
+            groups.append({"label": label(k), "fields": [{"label": "", "value": str(v)}]})
+    return groups
+
+
+def create_app(store: VoteStore, config: AppConfig) -> Starlette:
+    """The Starlette app over one vote store."""
+    env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=select_autoescape(default=True),
+                      trim_blocks=True, lstrip_blocks=True)
+    env.filters["qs"] = lambda d: urlencode(d)
+    css = (TEMPLATES / "style.css").read_bytes()
+    # Database calls run in worker threads, but few of them: SQLite takes one writer at a time
+    # anyway, and every extra thread competing for the GIL delays the event loop's socket work
+    # (measured: p95 per vote several times higher with Starlette's default 40 threads).
+    limiter_box: list[anyio.CapacityLimiter] = []
+
+    def limiter() -> anyio.CapacityLimiter:
+        if not limiter_box:  # made inside the running event loop
+            limiter_box.append(anyio.CapacityLimiter(config.db_threads or (2 if store.sqlite else 8)))
+        return limiter_box[0]
+
+    def page(name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
+        body = env.get_template(name).render(title=config.title, **ctx)
+        return HTMLResponse(body, status_code=status, headers=SECURITY_HEADERS)
+
+    def error(status: int, message: str, annotator: str | None = None) -> HTMLResponse:
+        return page("error.html", status=status, message=message, annotator=annotator)
+
+    def annotator_of(params: Mapping[str, str]) -> tuple[str | None, HTMLResponse | None]:
+        """The annotator id from ?annotator= or ?PROLIFIC_PID=, or an error page."""
+        given = [params[k] for k in ("annotator", "PROLIFIC_PID") if params.get(k)]
+        if not given:
+            return None, None
+        if len(set(given)) > 1:
+            return None, error(400, "The link names two different participants (annotator and PROLIFIC_PID).")
+        if not valid_annotator_id(given[0]):
+            return None, error(400, "The participant id in this link is not valid: it must be 1 to 64 "
+                                    "letters, digits, '_', '-' or '.'.")
+        return given[0], None
+
+    async def guarded(fn: Any, *args: Any) -> Any:
+        """Run a database call in a worker thread; a database outage becomes ``DOWN`` + a log line."""
+        try:
+            return await anyio.to_thread.run_sync(fn, *args, limiter=limiter())
+        except (OperationalError, DBAPIError) as e:
+            if isinstance(e, DBAPIError) and not (isinstance(e, OperationalError) or e.connection_invalidated):
+                raise
+            log.error("database unavailable: %s", type(e.orig).__name__ if e.orig is not None else type(e).__name__)
+            return DOWN
+
+    def unavailable(annotator: str | None) -> HTMLResponse:
+        return error(503, "The database cannot be reached at the moment, so nothing was recorded. "
+                          "Please wait a little and try again; your earlier answers are safe.", annotator)
+
+    async def index(request: Request) -> Response:
+        annotator, bad = annotator_of(request.query_params)
+        if bad:
+            return bad
+        return page("index.html", annotator=annotator)
+
+    async def show_case(request: Request) -> Response:
+        annotator, bad = annotator_of(request.query_params)
+        if bad:
+            return bad
+        if annotator is None:
+            return page("index.html", status=400, annotator=None)
+        got = await guarded(store.next_case, annotator)
+        if got is DOWN:
+            return unavailable(annotator)
+        if isinstance(got, Finished):
+            return page("done.html", annotator=annotator, done=got.done, code=config.completion_code,
+                        completion_url=config.completion_url)
+        assert isinstance(got, Shown)
+        rec = got.record
+        return page("case.html", annotator=annotator, case_id=got.case_id, query=str(rec.get("query", "")),
+                    groups=context_fields(rec.get("context", {})), number=got.done + 1, total=got.total,
+                    percent=int(100 * got.done / got.total) if got.total else 0)
+
+    async def vote(request: Request) -> Response:
+        try:
+            length = int(request.headers.get("content-length", "0"))
+        except ValueError:
+            return error(400, "Bad request.")
+        if length > MAX_BODY:
+            return error(413, "Request too large.")
+        body = await request.body()
+        if len(body) > MAX_BODY:
+            return error(413, "Request too large.")
+        try:
+            form = {k: v[0] for k, v in parse_qs(body.decode("utf-8"), max_num_fields=8, strict_parsing=False).items()}
+        except (UnicodeDecodeError, ValueError):
+            return error(400, "The form could not be read.")
+        annotator, bad = annotator_of(form)
+        if bad:
+            return bad
+        if annotator is None:
+            return error(400, "The form does not say who is answering (annotator).")
+        case_text, vote_text = form.get("case", ""), form.get("vote", "").strip().lower()
+        if not (case_text.isascii() and case_text.isdigit() and len(case_text) <= 9):
+            return error(400, "The form names no valid case.", annotator)
+        if vote_text not in VOTE_WORDS:
+            return error(400, "A vote is Safe or Unsafe.", annotator)
+        outcome = await guarded(store.record_vote, annotator, int(case_text), VOTE_WORDS[vote_text])
+        if outcome is DOWN:
+            return unavailable(annotator)
+        if outcome in (VoteOutcome.RECORDED, VoteOutcome.REPEATED):
+            return RedirectResponse("/case?" + urlencode({"annotator": annotator}), status_code=303,
+                                    headers=SECURITY_HEADERS)
+        status, message = {
+            VoteOutcome.UNKNOWN_CASE: (404, "There is no such case."),
+            VoteOutcome.FINISHED: (409, "This case already has all the answers it needs, so your answer was "
+                                        "not recorded. Please continue with the next case."),
+            VoteOutcome.NOT_ASSIGNED: (409, "This is not the case you are being shown now (perhaps you went "
+                                            "back a page), so your answer was not recorded."),
+            VoteOutcome.CONFLICT: (409, "You have already answered this case; your first answer stands."),
+        }[outcome]
+        return error(status, message, annotator)
+
+    def admin_allowed(request: Request) -> bool:
+        given = request.query_params.get("token", "")
+        auth = request.headers.get("authorization", "")
+        if auth.lower().startswith("bearer "):
+            given = auth[7:].strip()
+        return bool(given) and secrets.compare_digest(given.encode(), config.admin_token.encode())
+
+    async def admin(request: Request) -> Response:
+        if not admin_allowed(request):
+            return error(403, "The admin page needs the admin token printed when the server started.")
+        summary = await guarded(store.admin_summary)
+        if summary is DOWN:
+            return unavailable(None)
+        if request.query_params.get("format") == "json":
+            return JSONResponse(summary, headers=SECURITY_HEADERS)
+        return page("admin.html", s=summary)
+
+    async def healthz(request: Request) -> Response:
+        if await guarded(store.ping) is DOWN:
+            return JSONResponse({"database": "unavailable"}, status_code=503, headers=SECURITY_HEADERS)
+        return JSONResponse({"database": "ok"}, headers=SECURITY_HEADERS)
+
+    async def style(request: Request) -> Response:
+        return Response(css, media_type="text/css", headers={"Cache-Control": "max-age=3600",
+                                                            "X-Content-Type-Options": "nosniff"})
+
+    async def favicon(request: Request) -> Response:
+        return Response(status_code=204, headers={"Cache-Control": "max-age=86400"})
+
+    async def not_found(request: Request, exc: Exception) -> Response:
+        return error(404, "There is no such page.")
+
+    async def not_allowed(request: Request, exc: Exception) -> Response:
+        return error(405, "Method not allowed.")
+
+    routes = [
+        Route("/", index, methods=["GET"]),
+        Route("/case", show_case, methods=["GET"]),
+        Route("/vote", vote, methods=["POST"]),
+        Route("/admin", admin, methods=["GET"]),
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/style.css", style, methods=["GET"]),
+        Route("/favicon.ico", favicon, methods=["GET"]),
+    ]
+    return Starlette(routes=routes, exception_handlers={404: not_found, 405: not_allowed})

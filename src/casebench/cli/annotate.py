@@ -1,0 +1,259 @@
+"""``casebench annotate``: collect human votes in a web app; export them as a dataset.
+
+    casebench annotate serve DATA --db URL [--votes-per-case N] [--host H] [--port P] ...
+    casebench annotate export --db URL -o OUT.json [--safe-rate with-intent|votes-only]
+
+Needs the ``web`` extra (Starlette, uvicorn, Jinja2, SQLAlchemy; psycopg for PostgreSQL).
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ._common import BadInput, bad_input_errors
+
+DEFAULT_DB = "sqlite:///votes.db"
+
+
+@click.group("annotate", context_settings={"help_option_names": ["-h", "--help"]})
+def annotate_group() -> None:
+    """Collect human votes in a web app; export them as a dataset.
+
+    \b
+      casebench annotate serve DATA --db sqlite:///votes.db      # or --db postgresql://user@host/db
+      casebench annotate export --db sqlite:///votes.db -o OUT.json
+    """
+
+
+def _open_store(db: str, settings: Any = None, create: bool = True, sqlite_sync: str = "full") -> Any:
+    """Check the extra, connect, create/upgrade the schema; every failure is exit 2 with a message."""
+    from ..annotate import require_web
+
+    with bad_input_errors():
+        require_web(postgres=db.startswith(("postgresql", "postgres:")))
+    from sqlalchemy.exc import ArgumentError, DBAPIError
+
+    from ..annotate.db import StoreError, VoteStore, safe_url
+
+    try:
+        return VoteStore.open(db, settings, create=create, sqlite_sync=sqlite_sync)
+    except StoreError as e:
+        raise BadInput(f"{safe_url(db)}: {e}") from None
+    except ArgumentError:
+        raise BadInput(f"--db {db!r} is not a database URL (sqlite:///FILE or postgresql://USER@HOST/DB)") from None
+    except DBAPIError as e:
+        reason = str(e.orig).strip().splitlines()[0] if e.orig is not None else type(e).__name__
+        raise BadInput(f"cannot open the database {safe_url(db)}: {reason}") from None
+
+
+def _attention_cases(path: str) -> list[tuple[dict[str, Any], int]]:
+    """Attention checks: records with a query, a context and ``expected`` ("safe" or "unsafe")."""
+    from ..data import DatasetError, read_records
+
+    records = read_records(path)
+    problems: list[tuple[int | None, str | None, str]] = []
+    out = []
+    for i, rec in enumerate(records):
+        if not isinstance(rec, dict):
+            problems.append((i, None, "must be a JSON object"))
+            continue
+        if not (isinstance(rec.get("query"), str) and rec["query"].strip()):
+            problems.append((i, "query", "must be a non-empty string"))
+        if not isinstance(rec.get("context"), dict):
+            problems.append((i, "context", "must be an object"))
+        exp = rec.get("expected")
+        if exp not in ("safe", "unsafe"):
+            problems.append((i, "expected", f"must be \"safe\" or \"unsafe\" (the right answer), found {exp!r}"))
+            continue
+        out.append(({k: v for k, v in rec.items() if k != "expected"}, 1 if exp == "safe" else 2))
+    if not records:
+        problems.append((None, None, "the file holds no attention checks"))
+    if problems:
+        raise DatasetError(path, problems)
+    return out
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """Bind the listening socket ourselves, so --port 0 works and the printed URL is the real one."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # proto given explicitly: asyncio sets TCP_NODELAY only on sockets that say IPPROTO_TCP, and
+    # without it every response on a kept-alive connection waits ~40 ms for a delayed ACK
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as e:
+        sock.close()
+        raise BadInput(f"cannot listen on {host}:{port}: {e.strerror}") from None
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+@annotate_group.command("serve")
+@click.argument("data", type=click.Path(dir_okay=False))
+@click.option("--db", default=DEFAULT_DB, show_default=True,
+              help="SQLAlchemy URL: sqlite:///FILE, or postgresql://USER:PASS@HOST:PORT/DB for a team.")
+@click.option("--votes-per-case", type=click.IntRange(min=1), default=None,
+              help="Votes each case gets. Default: annotators per context for 80% power on the paper's "
+                   "context effect (casebench human power --p1 0.63 --p2 0.25).")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True, help="0: any free port.")
+@click.option("--one-context-per-query", is_flag=True,
+              help="Never show one annotator two contexts of the same query.")
+@click.option("--attention-checks", type=click.Path(dir_okay=False), default=None,
+              help="JSON/JSONL records with query, context and expected (\"safe\"/\"unsafe\"); wrong answers "
+                   "are flagged in the export.")
+@click.option("--attention-every", type=click.IntRange(min=1), default=10, show_default=True,
+              help="Show the next attention check after every this many votes.")
+@click.option("--cases-per-annotator", type=click.IntRange(min=1), default=None,
+              help="At most this many cases per annotator (default: as many as need them).")
+@click.option("--completion-code", default=None,
+              help="Code shown when an annotator is done (default: one made on first start, kept in the database).")
+@click.option("--completion-url", default=None, help="A link shown on the completion page (e.g. Prolific's).")
+@click.option("--admin-token", envvar="CASEBENCH_ADMIN_TOKEN", default=None,
+              help="Token for /admin (env CASEBENCH_ADMIN_TOKEN; default: a new random one, printed).")
+@click.option("--reserve-minutes", type=click.FloatRange(min=0.05), default=20.0, show_default=True,
+              help="How long a case shown to an annotator is held for them.")
+@click.option("--sqlite-sync", type=click.Choice(["full", "normal"]), default="full", show_default=True,
+              help="SQLite only. full: every vote is on disk before the next case is shown (survives a power "
+                   "cut); normal: faster, survives a server crash but not a power cut.")
+@click.option("--access-log", is_flag=True, help="Log every request (off by default).")
+def serve_cmd(data: str, db: str, votes_per_case: int | None, host: str, port: int, one_context_per_query: bool,
+              attention_checks: str | None, attention_every: int, cases_per_annotator: int | None,
+              completion_code: str | None, completion_url: str | None, admin_token: str | None,
+              reserve_minutes: float, sqlite_sync: str, access_log: bool) -> None:
+    """Serve DATA to annotators, one case at a time, and store their votes in --db.
+
+    Annotators open /?PROLIFIC_PID=ID (or /?annotator=ID). Restarting with the same DATA and --db
+    carries on where the study stopped.
+    """
+    from ..annotate import PAPER_SAFE_SHARE, default_votes_per_case
+    from ..data import load_dataset
+
+    with bad_input_errors():
+        ds = load_dataset(data)
+        attention = _attention_cases(attention_checks) if attention_checks else []
+    if completion_code is not None and not (0 < len(completion_code) <= 64 and completion_code.isprintable()):
+        raise BadInput("--completion-code must be 1 to 64 printable characters")
+    if completion_url is not None and not completion_url.startswith(("https://", "http://")):
+        raise BadInput("--completion-url must be an http(s) URL")
+    power_note = ""
+    if votes_per_case is None:
+        votes_per_case, pw = default_votes_per_case()
+        power_note = (f" (80% power, alpha 0.05, for the paper's context effect: {PAPER_SAFE_SHARE[0]:g} vs "
+                      f"{PAPER_SAFE_SHARE[1]:g} safe votes, Cohen's h {pw['effect_size_h']:.3f}; "
+                      f"casebench human power --p1 {PAPER_SAFE_SHARE[0]:g} --p2 {PAPER_SAFE_SHARE[1]:g})")
+
+    from ..annotate.db import Settings, StoreError, safe_url
+
+    settings = Settings(votes_per_case=votes_per_case, one_context_per_query=one_context_per_query,
+                        attention_every=attention_every, cases_per_annotator=cases_per_annotator,
+                        reserve_seconds=reserve_minutes * 60.0)
+    store = _open_store(db, settings, sqlite_sync=sqlite_sync)
+    try:
+        records = []
+        for c in ds:
+            rec = c.to_record()
+            rec.pop("scores", None)
+            rec.pop("safe_rate", None)
+            records.append(rec)
+        try:
+            new = store.load_cases(records, attention, dataset_path=str(Path(data).resolve()))
+        except StoreError as e:
+            raise BadInput(f"{safe_url(db)}: {e}") from None
+        meta = store.meta()
+        previous_n = meta.get("votes_per_case")
+        code = completion_code or meta.get("completion_code") or secrets.token_hex(4).upper()
+        store.set_meta({"votes_per_case": str(votes_per_case), "completion_code": code})
+        summary = store.admin_summary()
+        token = admin_token or secrets.token_urlsafe(18)
+
+        sock = _bind(host, port)
+        real_port = sock.getsockname()[1]
+        shown_host = f"[{host}]" if ":" in host else host
+        base = f"http://{shown_host}:{real_port}"
+        state = "new study" if new else f"resuming: {summary['votes']} votes so far, {summary['cases_complete']} cases complete"
+        echo = lambda s: click.echo(s)  # noqa: E731
+        echo(f"casebench annotate: {len(records)} cases from {data} ({state}); database {safe_url(db)}, "
+             f"schema version {meta['schema_version']}")
+        if attention:
+            echo(f"attention checks: {len(attention)}, one after every {attention_every} votes")
+        echo(f"votes per case: {votes_per_case}{power_note}")
+        if previous_n and previous_n != str(votes_per_case):
+            echo(f"note: votes per case changed from {previous_n} to {votes_per_case}")
+        echo(f"annotators: {base}/?PROLIFIC_PID=<id>   (or {base}/?annotator=<id>)")
+        echo(f"admin:      {base}/admin?token={token}")
+        echo(f"completion code: {code}")
+        sys.stdout.flush()
+
+        import uvicorn
+
+        from ..annotate.app import AppConfig, create_app
+
+        logging.basicConfig(level=logging.INFO, format="casebench annotate: %(levelname)s %(message)s",
+                            stream=sys.stderr)
+        app = create_app(store, AppConfig(admin_token=token, completion_code=code, completion_url=completion_url))
+        config = uvicorn.Config(app, log_level="warning", access_log=access_log, lifespan="off",
+                                timeout_keep_alive=30, server_header=False)
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        store.close()
+
+
+@annotate_group.command("export")
+@click.option("--db", default=DEFAULT_DB, show_default=True, help="The database given to `annotate serve`.")
+@click.option("-o", "--output", "out", type=click.Path(dir_okay=False), required=True,
+              help="The dataset file to write (CASE-Bench JSON).")
+@click.option("--safe-rate", "rule", type=click.Choice(["with-intent", "votes-only"]), default="with-intent",
+              show_default=True,
+              help="with-intent: (safe votes + intended safe) / (votes + 1), as the published data; "
+                   "votes-only: safe votes / votes.")
+@click.option("--min-votes", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Leave out cases with fewer votes (they cannot have a safe_rate).")
+@click.option("--exclude-flagged", is_flag=True, help="Drop the votes of annotators who failed an attention check.")
+@click.option("--annotations", type=click.Path(dir_okay=False), default=None,
+              help="Side file with annotators, attention checks and every vote (default OUT.annotations.json).")
+def export_cmd(db: str, out: str, rule: str, min_votes: int, exclude_flagged: bool, annotations: str | None) -> None:
+    """Write the votes in --db as a CASE-Bench dataset that every casebench command reads."""
+    if db.startswith("sqlite:///"):
+        path = db[len("sqlite:///"):]
+        if path and path != ":memory:" and not Path(path).is_file():
+            raise BadInput(f"--db {db}: no such database file")
+    store = _open_store(db, create=False)
+    try:
+        from ..annotate.export import export_votes
+
+        doc = export_votes(store, out, rule=rule, min_votes=min_votes,  # type: ignore[arg-type]
+                           exclude_flagged=exclude_flagged, side=annotations)
+    finally:
+        store.close()
+    n = doc["votes_per_case"]
+    flagged = sum(1 for a in doc["annotators"] if a["flagged"])
+    short = 0
+    if n:
+        short = sum(1 for v in _votes_per_record(doc) if v < n)
+    click.echo(f"wrote {doc['records']} cases ({len(doc['votes'])} votes from {len(doc['annotators'])} annotators; "
+               f"safe_rate {rule}) to {out}")
+    if doc["cases_left_out"]:
+        click.echo(f"left out {len(doc['cases_left_out'])} cases with fewer than {min_votes} votes", err=True)
+    if short:
+        click.echo(f"note: {short} cases hold fewer than the {n} votes asked for", err=True)
+    if flagged:
+        what = "their votes left out" if exclude_flagged else "their votes kept; --exclude-flagged drops them"
+        click.echo(f"note: {flagged} annotators failed an attention check ({what})", err=True)
+    click.echo(f"annotators, attention checks and every vote: {doc['side_file']}")
+
+
+def _votes_per_record(doc: dict[str, Any]) -> list[int]:
+    counts = [0] * doc["records"]
+    for v in doc["votes"]:
+        counts[v["record"]] += 1
+    return counts
