@@ -364,3 +364,47 @@ def test_batch_prices_are_half_the_list_prices(tmp_path: Path) -> None:
     f.write_text(json.dumps({"my-model": {"input": 1.0, "output": 4.0, "batch_output": -1}}))
     with pytest.raises(PricingError, match="'my-model', field 'batch_output'"):
         read_price_file(f)
+
+
+# -------------------------------------------------------------------------------- the runner's --batch
+
+
+@providers
+def test_run_batch_killed_while_polling_resumes_the_same_batch(srv: BatchServer, tmp_path: Path,
+                                                               provider: str) -> None:
+    """``casebench run --batch`` end to end: killed (-9) while it polls, the same command resumes
+    polling the same batch (no second one is created), records every answer once, and counts
+    batch prices."""
+    from test_runs import write_dataset
+
+    from casebench.runs.record import final_records, iter_records, read_manifest
+
+    data = write_dataset(tmp_path / "cases.json", 6)
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-c", "from casebench.cli import main; main()", "run", "--model", SPECS[provider],
+           "--mode", "binary", "--data", str(data), "--base-url", url_for(srv, provider), "-o", str(out),
+           "--batch", "--batch-poll", "0.05", "--no-progress", "--no-report", "--full-answers"]
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), str(REPO / "tests")])
+    srv.hold = True
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 90
+        while srv.polls < 1 and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        assert proc.poll() is None and srv.polls >= 1, proc.stdout.read().decode() if proc.stdout else ""
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert srv.batches_created == 1 and (out / "batch.json").is_file()
+    srv.hold = False
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert srv.batches_created == 1  # resumed polling; did not pay twice
+    finals = final_records(iter_records(out))
+    assert sorted(c for c, _ in finals) == list(range(6)) and all(r.answered for r in finals.values())
+    m = read_manifest(out)
+    assert m.history[-1].transport["batch"] is True and m.status.value == "complete"

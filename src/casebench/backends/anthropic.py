@@ -48,7 +48,7 @@ class AnthropicBackend:
     (stream answers that carry a stop predicate, default True).
     """
 
-    capabilities = Capabilities(generate=True, token_probs=False)
+    capabilities = Capabilities(generate=True, token_probs=False, batch=True)
     batch_size = 1
 
     def __init__(

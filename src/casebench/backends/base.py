@@ -28,6 +28,8 @@ class Capabilities:
     generate: bool = True
     token_probs: bool = False
     shared_samples: bool = False  # answer() takes several samples of one prompt as one request (n)
+    #: the provider has a batch API (``backends.batch``): ``casebench run --batch``
+    batch: bool = False
 
     def supports(self, want: str) -> bool:
         return self.token_probs if want == "p_safe" else self.generate

@@ -67,7 +67,7 @@ class OpenAIBackend:
     chat: None = detect, True = assume it works, False = never).
     """
 
-    capabilities = Capabilities(generate=True, token_probs=True, shared_samples=True)
+    capabilities = Capabilities(generate=True, token_probs=True, shared_samples=True, batch=True)
     batch_size = 1
 
     def __init__(

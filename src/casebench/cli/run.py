@@ -83,6 +83,11 @@ def backend_options(model: str, *, base_url: str | None, api_key_env: str | None
 @click.option("--context-as", "context_as", type=click.Choice(CONTEXT_PLACEMENTS), default=None,
               help="Where the context goes: inside the judge prompt (user, the paper's framing; default of the "
                    "judge modes) or rendered as the operator's system prompt (system; default of respond mode).")
+@click.option("--batch", "batch", is_flag=True, default=False,
+              help="openai/ and anthropic/: ask through the provider's batch API (half price, within 24 h); "
+                   "a killed run resumes polling the same batch. Unanswered items are asked again online.")
+@click.option("--batch-poll", "batch_poll", type=float, default=10.0, show_default=True, metavar="SECONDS",
+              help="With --batch: seconds between status polls (growing by half each time, up to 2 min).")
 @click.option("--full-answers", is_flag=True, default=False,
               help="Text modes: generate whole answers (with explanations) instead of stopping at the verdict.")
 @click.option("--report/--no-report", "report", default=True, show_default=True,
@@ -133,7 +138,8 @@ def run_cmd(model: str | None, mode: str, data: str | None, remove: str, samples
             timeout: float | None, progress: bool | None, verbose: int, report: bool = True,
             prob_method: str | None = None, context_as: str | None = None, full_answers: bool = False,
             refusal_classifier: str | None = None, refusal_labels: str | None = None,
-            partial_as: str = "unsafe", refusal_base_url: str | None = None) -> None:
+            partial_as: str = "unsafe", refusal_base_url: str | None = None, batch: bool = False,
+            batch_poll: float = 10.0) -> None:
     """Run a model as a judge (or, in respond mode, as the chatbot) over a dataset.
     Re-run the same command to resume a run."""
     from ..runs.pricing import PriceTable, PricingError
@@ -171,7 +177,7 @@ def run_cmd(model: str | None, mode: str, data: str | None, remove: str, samples
                 progress=progress, context_as=context_as, full_answers=full_answers,
                 refusal_classifier=refusal_classifier,
                 classifier_options=classifier_options(refusal_classifier, refusal_labels, refusal_base_url),
-                partial_as_safe=partial_as == "safe",
+                partial_as_safe=partial_as == "safe", batch=batch, batch_poll_s=batch_poll,
             )
             try:
                 summary = run_with_signals(config)

@@ -76,6 +76,10 @@ class RunConfig:
     #: respond mode: count a partial answer as answering ("safe") instead of refusing
     partial_as_safe: bool = False
     max_connections: int = DEFAULT_MAX_CONNECTIONS
+    #: ask through the provider's batch API (openai/, anthropic/): half price, answers within 24 h
+    batch: bool = False
+    #: seconds between polls of a batch (growing by half each time)
+    batch_poll_s: float = 10.0
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     max_cost: float | None = None
     prices: PriceTable | None = None

@@ -69,6 +69,8 @@ DEFAULT_MAX_TOKENS = GenerationSettings().max_tokens
 #: Until real usage is seen, assume a token per 2 bytes of prompt (an over-estimate for every
 #: common tokenizer), so the cost check errs on the side of stopping early.
 INITIAL_TOKENS_PER_BYTE = 0.5
+#: the provider batch's state, in the run directory (``backends.batch``)
+BATCH_STATE = "batch.json"
 
 EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
 
@@ -175,7 +177,7 @@ def prepare(config: RunConfig, dataset: Dataset | None = None, backend: Backend 
         templates_source=None if template is None else templates.source,
         price=price.to_dict(), retry=config.retry.to_dict(), created_at=now_iso(), casebench_version=_version(),
     )
-    transport = redact_json({**transport, "max_connections": config.max_connections})
+    transport = redact_json({**transport, "max_connections": config.max_connections, "batch": config.batch})
     return Prepared(config, dataset, out, mode, removed, context_as, cases, samples, settings, templates, prices,
                     price, transport, manifest, classifier)
 
@@ -268,6 +270,7 @@ class Runner:
         self.mode = prep.mode
         self.rng = rng or random.Random()
         self.batch_size = max(1, int(getattr(backend, "batch_size", 1) or 1))
+        self.shared_samples = bool(getattr(backend.capabilities, "shared_samples", False))
         self.stop = self.mode.stopper() if prep.asked.stop_at_verdict else None
         self.queue: collections.deque[_Job] = collections.deque()
         self.stop_reason: str | None = None
@@ -327,11 +330,11 @@ class Runner:
         self.reserved += worst
         return worst
 
-    def _account(self, job: _Job, usage: dict[str, int]) -> None:
+    def _account(self, job: _Job, usage: dict[str, int], price: Any = None) -> None:
         p, c = usage_tokens(usage)
         self.prompt_tokens += p
         self.completion_tokens += c
-        self.spent += self.prep.price.price.cost(p, c)
+        self.spent += (price or self.prep.price.price).cost(p, c)
         if p:  # learn the tokenizer's density from real usage (the largest seen, with a margin)
             self.observed_tpb = max(self.observed_tpb, p / max(1, job.size))
             self.tokens_per_byte = self.observed_tpb * 1.1
@@ -433,12 +436,24 @@ class Runner:
                 return
         finally:
             self.reserved -= reserved
+        await self._answered(jobs, answers, latency)
+
+    async def _answered(self, jobs: Sequence[_Job], answers: Sequence[Answer], latency: float,
+                        price: Any = None) -> None:
+        """Account for, read and record the answers of one call (online or from a batch)."""
+        assert self.progress is not None
         self.asked += len(jobs)
         for job, ans in zip(jobs, answers):
             job.asks += 1
-            job.usage = add_usage(job.usage, ans.usage or {})
+            usage = dict(ans.usage or {})
+            if usage_tokens(usage)[0] == 0 and usage_tokens(usage)[1] and ans.detail.get("closed_early"):
+                # a stream closed at the verdict reports no prompt tokens: estimate them, so the
+                # cost is not under-counted (the record says so)
+                usage["prompt_tokens"] = math.ceil(job.size * max(self.observed_tpb, 0.25))
+                ans.detail["prompt_tokens_estimated"] = True
+            job.usage = add_usage(job.usage, usage)
             job.latency_s += latency
-            self._account(job, ans.usage or {})
+            self._account(job, usage, price)
         readings = await self._read(jobs, answers)
         finished = 0
         for job, ans, reading in zip(jobs, answers, readings):
@@ -455,9 +470,21 @@ class Runner:
                 self.missing += 1
         self.progress.update(finished, self._postfix())
 
+    def _take(self) -> list[_Job]:
+        """The next call's jobs: a batch for local backends; for API backends that answer several
+        samples of one chat in one request (``shared_samples``), every queued sample of the next
+        case; else one job."""
+        if self.batch_size > 1:
+            return [self.queue.popleft() for _ in range(min(self.batch_size, len(self.queue)))]
+        jobs = [self.queue.popleft()]
+        if self.shared_samples:
+            while self.queue and self.queue[0].case == jobs[0].case and self.queue[0].prompt == jobs[0].prompt:
+                jobs.append(self.queue.popleft())
+        return jobs
+
     async def _worker(self) -> None:
         while self.stop_reason is None and self.queue:
-            jobs = [self.queue.popleft() for _ in range(min(self.batch_size, len(self.queue)))]
+            jobs = self._take()
             try:
                 await self._process(jobs)
             except asyncio.CancelledError:
@@ -476,6 +503,50 @@ class Runner:
                         t.cancel()
                 return
 
+    async def _batch(self) -> None:
+        """Ask the queued requests through the provider's batch API (``backends.batch``); the
+        batch id lives in ``<run>/batch.json``, so a killed run resumes polling the same batch.
+        Answers are recorded like online ones at batch prices; what the batch did not answer is
+        left in the queue for the online workers."""
+        from ..backends.batch import BatchItemError, BatchPending, custom_id, mark_collected, submit_or_resume
+
+        assert self.progress is not None
+        state = self.rundir.path / BATCH_STATE
+        price = self.prep.prices.lookup(self.cfg.model, batch=True).price
+
+        def progress(p: Any) -> None:
+            self.progress.say(f"casebench: batch {p.batch_id}: {p.status}, {p.done}/{p.total} done, "  # type: ignore[union-attr]
+                              f"{p.failed} failed, {p.elapsed_s:.0f}s{' (resumed)' if p.resumed else ''}")
+
+        for _round in range(3):  # a batch left in progress by an earlier invocation, then ours
+            queued = {(j.case, j.sample): j for j in self.queue}
+            by_id = {custom_id(c, s): j for (c, s), j in queued.items()}
+            reqs = [replace(self._request(j), stop=None) for j in queued.values()]  # a batch answers whole
+            try:
+                results = await submit_or_resume(self.backend, reqs, self.prep.settings, state, progress,
+                                                 poll_interval=self.cfg.batch_poll_s)
+            except BatchPending as e:
+                self.stop_reason = RunStatus.INCOMPLETE.value
+                self.stop_message = f"{e}; re-run the same command to go on polling"
+                return
+            if not results:
+                return
+            jobs, answers = [], []
+            for cid, res in results.items():
+                if isinstance(res, BatchItemError):
+                    log.info("batch item case %d sample %d: %s (%s); asked again online", res.case, res.sample,
+                             res.kind, res.message)
+                elif cid in by_id:  # not yet recorded (a resumed batch may hold what is)
+                    jobs.append(by_id.pop(cid))
+                    answers.append(res)
+            if jobs:
+                done = {(j.case, j.sample) for j in jobs}
+                self.queue = collections.deque(j for j in self.queue if (j.case, j.sample) not in done)
+                await self._answered(jobs, answers, 0.0, price)
+            mark_collected(state)
+            if not self.queue:
+                return
+
     def interrupt(self) -> None:
         """Stop asking: what is in flight is cancelled, what is on disk stays."""
         if self.stop_reason is None:
@@ -492,6 +563,15 @@ class Runner:
         self.progress = Progress(total, done, self.cfg.progress)
         n_workers = 1 if self.batch_size > 1 else min(self.cfg.max_connections, max(1, len(jobs)))
         try:
+            if self.cfg.batch and self.queue:
+                self.tasks = [asyncio.create_task(self._batch())]
+                try:
+                    await asyncio.gather(*self.tasks)
+                except asyncio.CancelledError:
+                    self.interrupt()
+                    await asyncio.gather(*self.tasks, return_exceptions=True)
+                    return self.summary(time.monotonic() - t0)
+            # online: everything not answered by a batch (expired or failed items, parse re-asks)
             self.tasks = [asyncio.create_task(self._worker()) for _ in range(n_workers)]
             try:
                 await asyncio.gather(*self.tasks, return_exceptions=False)
@@ -541,6 +621,8 @@ def _describe(backend: Backend) -> dict[str, Any]:
 async def run_prepared(prep: Prepared, backend: Backend, rng: random.Random | None = None) -> RunSummary:
     """Execute a prepared run with a ready backend (the caller owns the backend)."""
     check_supports(backend, prep.mode.want, prep.mode.name)
+    if prep.config.batch and not getattr(backend.capabilities, "batch", False):
+        raise RunError(f"--batch: backend {backend.spec!r} has no batch API (openai/ and anthropic/ have)")
     with RunDir(prep.out) as rundir:
         old = check_resumable(prep)  # again, now under the lock
         manifest = old or prep.manifest
@@ -574,6 +656,7 @@ async def run_prepared(prep: Prepared, backend: Backend, rng: random.Random | No
             if summary is None:  # an unexpected error: still leave a readable, resumable manifest
                 summary = runner.summary(0.0)
                 summary.status = RunStatus.FAILED.value
+            invocation.backend = _describe(backend)  # what was detected while running (n, stream usage)
             invocation.finished_at = now_iso()
             invocation.status = summary.status
             invocation.asked = summary.asked_this_session
