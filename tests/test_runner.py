@@ -433,3 +433,33 @@ def test_price_files_extend_and_override_and_errors_name_the_entry(tmp_path, mon
         read_price_file(f)
     with pytest.raises(PricingError, match="not found"):
         read_price_file(tmp_path / "none.json")
+
+
+# -------------------------------------------------------------------------------- stop at the verdict, shared samples
+
+
+def test_score_samples_share_one_request_and_answers_stop_at_the_verdict(tmp_path, data):
+    """Through an OpenAI-compatible server with ``n``: the 3 score samples of a case are one
+    request, each stream is closed once the verdict is in, and the verdicts are those of the
+    full answers (``--full-answers``)."""
+    from servers.stream_server import StreamServer
+
+    def answer_n(body: Any, index: int) -> str:
+        c = case_of(body["messages"][-1]["content"])
+        return json.dumps({"judgement": 2 + (c + index) % 8, "explanation": "a long explanation " * 20})
+
+    with StreamServer(answer_n_fn=answer_n, latency=0.0) as srv:
+        cfg = config(srv, tmp_path, data, mode="score", limit=4)
+        summary = run(cfg)
+        assert summary.status == "complete"
+        bodies = [r.body for r in srv.requests if r.body and r.path.endswith("/chat/completions")]
+        assert len(bodies) == 4 and all(b.get("n") == 3 and b.get("stream") for b in bodies)
+        assert all(s.sent < s.total for s in srv.streams)  # every stream closed early
+        stopped = {k: r.score for k, r in final_records(iter_records(tmp_path / "run")).items()}
+        full = run(config(srv, tmp_path, data, mode="score", limit=4, full_answers=True,
+                          out=tmp_path / "full"))
+        assert full.status == "complete"
+    whole = {k: r.score for k, r in final_records(iter_records(tmp_path / "full")).items()}
+    assert stopped == whole and len(stopped) == 12
+    assert read_manifest(tmp_path / "run").asked.stop_at_verdict is True
+    assert read_manifest(tmp_path / "full").asked.stop_at_verdict is False
