@@ -16,8 +16,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from casebench.present.tables import format_ablation
 from casebench.stats.ablation import (
-    AblationStudyError, ablation_conditions, ablation_run_dir, analyse_ablation, canonical, format_ablation,
+    AblationStudyError, ablation_conditions, ablation_run_dir, analyse_ablation, canonical,
 )
 from casebench.cli import cli
 from casebench.data import load_dataset
