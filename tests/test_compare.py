@@ -269,3 +269,53 @@ def test_benjamini_hochberg_runs_over_every_pair_and_metric(gpt4o, llama):
     np.testing.assert_allclose(got, adj)
     text = format_comparison(res)
     assert text.count(" vs ") == 3 and "Williams' t" in text
+
+
+# ------------------------------------------------------------------------------ labels, layering
+
+
+def test_compare_scores_against_votes_only_labels(gpt4o, exp_dir):
+    """``--label-source votes`` labels both inputs by their votes alone, exactly as ``score`` does."""
+    a, b = gpt4o
+    res = compare([a, b], n_boot=100, label_source="votes")
+    published = compare([a, b], n_boot=100)
+    sa = score_predictions(a, n_boot=0, label_source="votes")
+    sb = score_predictions(b, n_boot=0, label_source="votes")
+    for m, d in res.pairs[0].metrics.items():
+        assert (d.a, d.b) == (sa.values[m], sb.values[m]), m
+    assert res.settings["label_source"] == "votes"
+    assert res.pairs[0].metrics["accuracy"].a != published.pairs[0].metrics["accuracy"].a
+    files = [str(exp_dir / "safety_gpt-4o" / n) for n in ("output_binary.json", "output_score.json")]
+    r = CliRunner().invoke(cli, ["compare", *files, "--label-source", "votes", "--bootstrap", "100", "--json"])
+    assert r.exit_code == 0, r.output
+    acc = json.loads(r.stdout)["pairs"][0]["metrics"]["accuracy"]
+    assert acc["a"] == sa.values["accuracy"] and acc["b"] == sb.values["accuracy"]
+    text = CliRunner().invoke(cli, ["compare", *files, "--label-source", "votes", "--bootstrap", "50"]).stdout
+    assert "labels: the majority of each case's votes alone" in text
+    r = CliRunner().invoke(cli, ["compare", *files, "--label-source", "votes", "--paper-compat"])
+    assert r.exit_code == 2 and "--paper-compat uses the published labels" in r.output
+
+
+def test_votes_only_labels_need_votes(small_data_path):
+    from casebench.data import Case, load_dataset
+    from casebench.stats.metrics import LabelSourceError
+
+    cases = [Case(c.index, c.query, c.context, c.intended_safe, (), c.safe_rate, c.category)
+             for c in load_dataset(small_data_path)]
+    pa = Predictions.from_values("a.json", "m", "binary", cases, ["safe"] * len(cases))
+    pb = Predictions.from_values("b.json", "m", "binary", cases, ["unsafe"] * len(cases))
+    assert compare([pa, pb], n_boot=10).pairs[0].n_paired == len(cases)  # the published labels still work
+    with pytest.raises(LabelSourceError, match=r"a\.json: --label-source votes needs the votes of every case"):
+        compare([pa, pb], n_boot=10, label_source="votes")
+
+
+def test_statistics_import_no_presentation():
+    """Data flows forward: no module under casebench.stats imports casebench.present (or matplotlib)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, casebench.stats.metrics, casebench.stats.bootstrap, casebench.stats.compare, "
+            "casebench.stats.ablation, casebench.stats.human; "
+            "print(sorted(m for m in sys.modules if m.startswith(('casebench.present', 'matplotlib'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
