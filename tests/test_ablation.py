@@ -16,8 +16,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from casebench.present.tables import format_ablation
 from casebench.stats.ablation import (
-    AblationStudyError, ablation_conditions, ablation_run_dir, analyse_ablation, canonical, format_ablation,
+    AblationStudyError, ablation_conditions, ablation_run_dir, analyse_ablation, canonical,
 )
 from casebench.cli import cli
 from casebench.data import load_dataset
@@ -29,7 +30,8 @@ from servers.fault_server import FaultServer
 def write_study(root: Path, dataset, mode: str = "prob", model: str = "synth", seed: int = 0,
                 conditions=None) -> list[Path]:
     """A synthetic judge's ablation files: noisier (and more 'unsafe') the more is removed, a few
-    answers missing, so paper-compatible and default scoring differ."""
+    answers missing, so paper-compatible and default scoring differ. As in the authors' files, an
+    ablation file's contexts lack the removed CI parameters."""
     rng = np.random.default_rng(seed)
     g = np.array([c.human_safe_rate for c in dataset])
     paths = []
@@ -44,7 +46,7 @@ def write_study(root: Path, dataset, mode: str = "prob", model: str = "synth", s
         for i in rng.choice(len(values), size=4, replace=False):
             values[int(i)] = None
         path = root / f"safety_{model}" / published_file_name(mode, cond)
-        write_published(path, dataset.cases, model, mode, values)
+        write_published(path, [c.ablated(cond) for c in dataset.cases], model, mode, values)
         paths.append(path)
     return paths
 
@@ -118,6 +120,55 @@ def test_cli_ablate_reproduces_cli_score_paper_compat(study):
     assert "- sender, recipient, transmission_principle" in text and "vs  full context" in text
 
 
+def test_ablation_files_lack_the_removed_parameters_and_still_pair(study):
+    full, sender = load_published(study[0]), load_published(study[1])
+    assert sender.removed == ("sender",) and "sender" not in sender.cases[0].context
+    assert "sender" in full.cases[0].context
+    res = analyse_ablation([sender, full], n_boot=50)
+    assert [c.removed for c in res.conditions] == [(), ("sender",)] and res.conditions[1].n_paired > 0
+
+
+def test_any_subset_of_conditions_with_the_full_context(study):
+    """The study needs the full context and nothing else: any subset of the conditions works."""
+    preds = [load_published(p) for p in study]
+    picks = [0, 4, 7]  # full, one pair, all three removed
+    res = analyse_ablation([preds[i] for i in reversed(picks)], n_boot=50, seed=2)
+    assert [c.removed for c in res.conditions] == [canonical(preds[i].removed) for i in picks]
+    # each condition's difference is the same as in the full study (same resamples, same pairs)
+    whole = analyse_ablation(preds, n_boot=50, seed=2)
+    by_cond = {c.removed: c for c in whole.conditions}
+    for c in res.conditions[1:]:
+        for m, d in c.diffs.items():
+            assert (d.diff, d.ci) == (by_cond[c.removed].diffs[m].diff, by_cond[c.removed].diffs[m].ci)
+    only_full = analyse_ablation(preds[:1], n_boot=20)
+    assert len(only_full.conditions) == 1
+    assert "only the full context was given" in format_ablation(only_full)
+
+
+def test_votes_labels_in_ablate_equal_votes_labels_in_score(study):
+    runner = CliRunner()
+    r = runner.invoke(cli, ["ablate", *map(str, study[:3]), "--label-source", "votes", "--bootstrap", "50", "--json"])
+    assert r.exit_code == 0, r.output
+    res = json.loads(r.stdout)
+    assert res["settings"]["label_source"] == "votes"
+    got = {tuple(c["removed"]): c["score"] for c in res["conditions"]}
+    r2 = runner.invoke(cli, ["score", "--label-source", "votes", "--bootstrap", "50", "--json", *map(str, study[:3])])
+    r3 = runner.invoke(cli, ["score", "--bootstrap", "50", "--json", *map(str, study[:3])])
+    assert r2.exit_code == 0 and r3.exit_code == 0
+    changed = False
+    for votes_line, published_line in zip(r2.stdout.splitlines(), r3.stdout.splitlines()):
+        s, pub = json.loads(votes_line), json.loads(published_line)
+        cond = got[tuple(canonical(s["removed"]))]
+        for m in ("accuracy", "safe_recall", "unsafe_recall", "pcc", "bce"):
+            assert cond[m] == s[m], m
+        changed |= s["accuracy"] != pub["accuracy"]
+    assert changed  # the votes-only labels differ from the published ones on some cases
+    text = runner.invoke(cli, ["ablate", *map(str, study[:2]), "--label-source", "votes", "--bootstrap", "20"]).stdout
+    assert "labels: the majority of each case's votes alone" in text
+    r = runner.invoke(cli, ["ablate", *map(str, study[:2]), "--label-source", "votes", "--paper-compat"])
+    assert r.exit_code == 2 and "--paper-compat uses the published labels" in r.output
+
+
 def test_default_mode_drops_unanswered_cases(study):
     preds = [load_published(p) for p in study[:2]]
     res = analyse_ablation(preds, n_boot=50)
@@ -184,6 +235,40 @@ def test_ablate_runs_missing_conditions_then_reuses_them(tmp_path, small_data_pa
         assert r.exit_code == 0, r.output
         again = {tuple(c["removed"]): c["score"]["accuracy"] for c in json.loads(r.stdout)["conditions"]}
         assert again == acc
+
+
+def test_a_study_loads_its_backend_once(tmp_path, small_data_path, monkeypatch):
+    """Every condition of a run study shares one backend: built once (for a local model: loaded
+    once), used by each condition that asks, and closed at the end; a study with nothing left
+    to ask builds none."""
+    import casebench.runs.execute as execute
+    from casebench.runs.config import RunConfig
+    from casebench.stats.ablation import run_ablation
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    built = []
+    real = execute.make_run_backend
+
+    def counting(config):  # the real factory, counted
+        backend = real(config)
+        built.append(backend)
+        return backend
+
+    monkeypatch.setattr(execute, "make_run_backend", counting)
+    ds = load_dataset(small_data_path)
+    with FaultServer(answer_fn=_rule) as srv:
+        base = RunConfig(mode="binary", model="openai/judge-x", data=small_data_path, progress=False,
+                         backend_options={"base_url": srv.base_url})
+        runs = run_ablation(base, "sender,recipient", out_root=tmp_path / "runs", dataset=ds)
+        assert [r.action for r in runs] == ["ran"] * 4 and all(r.status == "complete" for r in runs)
+        assert srv.count == 4 * len(ds)
+        assert len(built) == 1 and built[0]._client.is_closed()
+        for r in runs:  # every condition's manifest records that same backend
+            manifest = json.loads((r.run_dir / "manifest.json").read_text())
+            assert manifest["history"][-1]["backend"] == json.loads(json.dumps(built[0].describe()))
+        again = run_ablation(base, "sender,recipient", out_root=tmp_path / "runs", dataset=ds)
+        assert [r.action for r in again] == ["reused"] * 4 and len(built) == 1
 
 
 def test_ablate_needs_model_and_mode_together(small_data_path, study):

@@ -14,11 +14,12 @@ import pytest
 from click.testing import CliRunner
 
 from casebench.cli import cli
-from casebench.stats.compare import (
-    CompareError, bootstrap_p, bootstrap_weights, check_comparable, compare, format_comparison, mcnemar_exact,
-    metrics_from_sums, moment_columns, williams_t,
+from casebench.present.tables import format_comparison
+from casebench.stats.bootstrap import bootstrap_p, resample_indices, resample_weights
+from casebench.stats.compare import CompareError, check_comparable, compare, mcnemar_exact, williams_t
+from casebench.stats.metrics import (
+    METRIC, metric_columns, metric_values, metrics_from_sums, score_predictions, scoring_arrays,
 )
-from casebench.stats.metrics import _metrics_matrix, score_predictions, scoring_arrays
 from casebench.predictions import Predictions
 from casebench.published import load_published, write_published
 
@@ -71,8 +72,9 @@ def test_point_differences_equal_the_scores_of_each_input(gpt4o, llama):
     sb = score_predictions(b, n_boot=0)
     sl = score_predictions(llama, n_boot=0)
     for m, d in res.pairs[0].metrics.items():
-        assert d.a == pytest.approx(sb.values[m], rel=1e-9, abs=1e-12)
-        assert d.b == pytest.approx(sl.values[m], rel=1e-9, abs=1e-12)
+        # one formula for both commands: the very same floats, not merely close ones
+        assert d.a == sb.values[m] and d.b == sl.values[m], m
+        assert d.test == METRIC[m].test
     w = res.pairs[0].williams
     assert w["r_a"] == pytest.approx(sb.values["pcc"]) and w["r_b"] == pytest.approx(sl.values["pcc"])
     from scipy.stats import pearsonr
@@ -171,18 +173,32 @@ def test_default_mode_pairs_answered_cases_and_paper_compat_uses_all(gpt4o):
 # ------------------------------------------------------------------------------ building blocks
 
 
-def test_weighted_formulas_equal_the_metrics_module_on_the_same_resamples(llama):
-    """One resample as an index row (metrics) and as weights (compare) gives the same figures."""
+def test_weighted_formulas_equal_direct_figures_of_the_resampled_cases(llama):
+    """A resample as weights (one matrix product for all) gives the figures computed directly,
+    one resample at a time, from its drawn cases (scipy's Pearson r, plain means, sklearn-style
+    F1 and a hand-written ECE)."""
+    from scipy.stats import pearsonr
+
     a, _ = scoring_arrays(llama, False)
     n = len(a.y)
-    rng = np.random.default_rng(11)
-    idx = rng.integers(0, n, size=(5, n))
-    W = np.stack([np.bincount(row, minlength=n) for row in idx]).astype(float)
-    ref = _metrics_matrix(a, idx)
-    cols = moment_columns(a, ("accuracy", "safe_recall", "unsafe_recall", "pcc", "bce", "brier"))
-    got = metrics_from_sums({k: W @ v for k, v in cols.items()}, tuple(ref))
-    for m in ("accuracy", "safe_recall", "unsafe_recall", "pcc", "bce", "brier"):
-        np.testing.assert_allclose(got[m], ref[m], rtol=1e-9, atol=1e-12, err_msg=m)
+    idx = resample_indices(n, 5, seed=11)
+    W = resample_weights(n, 5, seed=11)
+    assert np.array_equal(W, np.stack([np.bincount(row, minlength=n) for row in idx]))
+    _, got = metric_values([a], tuple(METRIC), W)[0]
+    for r, rows in enumerate(idx):
+        y, c, ps, p, g = a.y[rows], a.correct[rows], a.pred_safe[rows], a.p[rows], a.g[rows]
+        tp, fp, fn, tn = np.sum(ps & y), np.sum(ps & ~y), np.sum(~ps & y), np.sum(~ps & ~y)
+        bins = np.minimum((p * 10).astype(int), 9)
+        pc = np.clip(p, 1e-6, 1 - 1e-6)
+        want = {
+            "accuracy": c.mean(), "safe_recall": c[y].mean(), "unsafe_recall": c[~y].mean(),
+            "f1_safe": 2 * tp / (2 * tp + fp + fn), "f1_unsafe": 2 * tn / (2 * tn + fn + fp),
+            "pcc": pearsonr(a.value[rows], g)[0], "bce": -np.mean(g * np.log(pc) + (1 - g) * np.log(1 - pc)),
+            "brier": np.mean((p - g) ** 2),
+            "ece": sum(abs(np.sum(p[bins == b] - g[bins == b])) for b in range(10)) / n,
+        }
+        for m, v in want.items():
+            assert got[m][r] == pytest.approx(v, rel=1e-9, abs=1e-12), m
 
 
 def test_paper_compatible_infinite_bce_terms_propagate():
@@ -191,16 +207,16 @@ def test_paper_compatible_infinite_bce_terms_propagate():
     g = np.array([0.9, 0.2, 0.6, 0.1])
     p = np.array([0.0, 0.3, 0.7, 0.2])  # p = 0 with g > 0: an infinite unclipped BCE term
     a = ScoringArrays(g > 0.5, np.ones(4, bool), p > 0.5, g, p, p, True)
-    cols = moment_columns(a, ("bce",))
+    cols = metric_columns(a, ("bce",))
     W = np.array([[1.0, 1, 1, 1], [0, 2, 1, 1]])
     out = metrics_from_sums({k: W @ v for k, v in cols.items()}, ("bce",))["bce"]
     assert out[0] == np.inf and np.isfinite(out[1])
 
 
 def test_bootstrap_weights_count_n_draws_per_resample():
-    W = bootstrap_weights(50, 40, seed=2)
+    W = resample_weights(50, 40, seed=2)
     assert W.shape == (40, 50) and np.all(W.sum(axis=1) == 50)
-    assert np.array_equal(W, bootstrap_weights(50, 40, seed=2))
+    assert np.array_equal(W, resample_weights(50, 40, seed=2))
 
 
 def test_bootstrap_p_is_two_sided_and_never_zero():
@@ -253,3 +269,53 @@ def test_benjamini_hochberg_runs_over_every_pair_and_metric(gpt4o, llama):
     np.testing.assert_allclose(got, adj)
     text = format_comparison(res)
     assert text.count(" vs ") == 3 and "Williams' t" in text
+
+
+# ------------------------------------------------------------------------------ labels, layering
+
+
+def test_compare_scores_against_votes_only_labels(gpt4o, exp_dir):
+    """``--label-source votes`` labels both inputs by their votes alone, exactly as ``score`` does."""
+    a, b = gpt4o
+    res = compare([a, b], n_boot=100, label_source="votes")
+    published = compare([a, b], n_boot=100)
+    sa = score_predictions(a, n_boot=0, label_source="votes")
+    sb = score_predictions(b, n_boot=0, label_source="votes")
+    for m, d in res.pairs[0].metrics.items():
+        assert (d.a, d.b) == (sa.values[m], sb.values[m]), m
+    assert res.settings["label_source"] == "votes"
+    assert res.pairs[0].metrics["accuracy"].a != published.pairs[0].metrics["accuracy"].a
+    files = [str(exp_dir / "safety_gpt-4o" / n) for n in ("output_binary.json", "output_score.json")]
+    r = CliRunner().invoke(cli, ["compare", *files, "--label-source", "votes", "--bootstrap", "100", "--json"])
+    assert r.exit_code == 0, r.output
+    acc = json.loads(r.stdout)["pairs"][0]["metrics"]["accuracy"]
+    assert acc["a"] == sa.values["accuracy"] and acc["b"] == sb.values["accuracy"]
+    text = CliRunner().invoke(cli, ["compare", *files, "--label-source", "votes", "--bootstrap", "50"]).stdout
+    assert "labels: the majority of each case's votes alone" in text
+    r = CliRunner().invoke(cli, ["compare", *files, "--label-source", "votes", "--paper-compat"])
+    assert r.exit_code == 2 and "--paper-compat uses the published labels" in r.output
+
+
+def test_votes_only_labels_need_votes(small_data_path):
+    from casebench.data import Case, load_dataset
+    from casebench.stats.metrics import LabelSourceError
+
+    cases = [Case(c.index, c.query, c.context, c.intended_safe, (), c.safe_rate, c.category)
+             for c in load_dataset(small_data_path)]
+    pa = Predictions.from_values("a.json", "m", "binary", cases, ["safe"] * len(cases))
+    pb = Predictions.from_values("b.json", "m", "binary", cases, ["unsafe"] * len(cases))
+    assert compare([pa, pb], n_boot=10).pairs[0].n_paired == len(cases)  # the published labels still work
+    with pytest.raises(LabelSourceError, match=r"a\.json: --label-source votes needs the votes of every case"):
+        compare([pa, pb], n_boot=10, label_source="votes")
+
+
+def test_statistics_import_no_presentation():
+    """Data flows forward: no module under casebench.stats imports casebench.present (or matplotlib)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, casebench.stats.metrics, casebench.stats.bootstrap, casebench.stats.compare, "
+            "casebench.stats.ablation, casebench.stats.human; "
+            "print(sorted(m for m in sys.modules if m.startswith(('casebench.present', 'matplotlib'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

@@ -161,3 +161,34 @@ def test_bootstrap_ci_matches_naive_loop(exp_dir):
     assert ci["pcc"] == pytest.approx([np.percentile(naive, 2.5), np.percentile(naive, 97.5)])
     naive_acc = [a.correct[i].mean() for i in idx]
     assert ci["accuracy"] == pytest.approx([np.percentile(naive_acc, 2.5), np.percentile(naive_acc, 97.5)])
+
+
+def test_one_metric_table_names_labels_directions_and_tests():
+    """Every output reads its metrics from ``METRICS``: the score table's labels, the compared
+    metrics and their tests, the lower-is-better note, the report's headings."""
+    from casebench.present.report import LEADERBOARD_METRICS
+    from casebench.present.tables import lower_is_better_note, text_table
+    from casebench.stats.metrics import (
+        ALL_METRICS, COMPARED_METRICS, CONTINUOUS_METRICS, LABEL_METRICS, METRIC, METRICS, metric_names,
+    )
+
+    names = [m.name for m in METRICS]
+    assert len(set(names)) == len(names) == 9 and tuple(names) == ALL_METRICS == LEADERBOARD_METRICS
+    assert set(LABEL_METRICS) | set(CONTINUOUS_METRICS) == set(ALL_METRICS)
+    assert metric_names("binary") == LABEL_METRICS and metric_names("prob") == ALL_METRICS
+    assert {m: METRIC[m].test for m in COMPARED_METRICS} == {
+        "accuracy": "mcnemar", "safe_recall": "bootstrap", "unsafe_recall": "bootstrap", "pcc": "williams",
+        "bce": "bootstrap", "brier": "bootstrap"}
+    assert [m.name for m in METRICS if not m.higher_is_better] == ["bce", "brier", "ece"]
+    assert lower_is_better_note(COMPARED_METRICS) == "BCE and Brier: lower is better"
+    s = score_predictions(Predictions.from_values("x", "m", "prob", _cases_for_table(), [0.2, 0.9, 0.6, 0.4]),
+                          n_boot=0)
+    text = text_table([s])
+    for m in METRICS:
+        assert f"  {m.label:<34} " in text
+
+
+def _cases_for_table():
+    from casebench.data import Case
+
+    return [Case(i, f"q{i}", {}, bool(i % 2), (1, 2, 1), r, "cat") for i, r in enumerate([0.2, 0.8, 0.7, 0.3])]

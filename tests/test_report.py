@@ -201,3 +201,23 @@ def test_bad_inputs_write_nothing(tmp_path, small_data_path):
     r = CliRunner().invoke(cli, ["report", str(tmp_path / "missing.json"), "-o", str(out)])
     assert r.exit_code == 2 and not out.exists()
     shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+def test_report_scores_against_votes_only_labels(exp_dir, tmp_path):
+    from casebench.present.report import build_report
+    from casebench.published import load_published
+    from casebench.stats.metrics import score_predictions
+
+    preds = [load_published(exp_dir / "safety_gpt-4o" / n) for n in ("output_binary.json", "output_score.json")]
+    text = build_report(preds, n_boot=0, human=False, label_source="votes")
+    assert "labels: votes only" in text
+    rows = {re.search(r"<b>(.*?)</b>", r).group(1): r for r in _rows(text)}
+    for p in preds:
+        want = score_predictions(p, n_boot=0, label_source="votes").values
+        published = score_predictions(p, n_boot=0).values
+        cells = re.findall(r"<td>([0-9.]+)</td>", rows[f"{p.model} [{p.mode}]"])
+        assert cells[2:5] == [f"{want[m]:.3f}" for m in ("accuracy", "safe_recall", "unsafe_recall")]
+        assert f"{want['accuracy']:.3f}" != f"{published['accuracy']:.3f}"
+    r = CliRunner().invoke(cli, ["report", str(exp_dir / "safety_gpt-4o" / "output_binary.json"), "-o",
+                                 str(tmp_path / "r.html"), "--label-source", "votes", "--paper-compat"])
+    assert r.exit_code == 2 and "--paper-compat uses the published labels" in r.output

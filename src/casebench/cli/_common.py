@@ -112,3 +112,18 @@ def run_with_signals(config: "RunConfig") -> "RunSummary":
         return asyncio.run(main())
     except asyncio.CancelledError:
         raise KeyboardInterrupt from None
+
+
+def label_source_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    """``--label-source``: the human labels a scoring command (score, compare, ablate, report)
+    scores against; ``check_label_source`` refuses it with ``--paper-compat``."""
+    return click.option(
+        "--label-source", type=click.Choice(["published", "votes"]), default="published", show_default=True,
+        help="Human label: the published safe_rate (21 votes incl. intent) or the majority of the votes alone.",
+    )(f)
+
+
+def check_label_source(paper_compat: bool, label_source: str) -> None:
+    """The published script scores against the published labels only."""
+    if paper_compat and label_source != "published":
+        raise BadInput("--paper-compat uses the published labels; drop --label-source votes")

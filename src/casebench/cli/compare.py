@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from ._common import BadInput, bad_input_errors, echo_err
+from ._common import BadInput, bad_input_errors, check_label_source, echo_err, label_source_option
 
 
 def _load(inputs: tuple[str, ...], data: str | None) -> list[Any]:
@@ -44,6 +44,7 @@ _STAT_OPTIONS = [
                  show_default=True, help="False discovery rate of the Benjamini-Hochberg adjustment."),
     click.option("--data", type=click.Path(dir_okay=False), default=None,
                  help="The dataset of run directories, if their manifest's path is not reachable."),
+    label_source_option,
 ]
 
 
@@ -57,7 +58,7 @@ def _stat_options(f: Any) -> Any:
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True))
 @_stat_options
 def compare_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, n_boot: int, seed: int,
-                level: float, alpha: float, data: str | None) -> None:
+                level: float, alpha: float, data: str | None, label_source: str) -> None:
     """Paired tests between INPUTS (run directories or published exp/ files on the same cases).
 
     For each pair A, B: McNemar's exact test on per-case correctness; paired-bootstrap CIs for
@@ -65,14 +66,18 @@ def compare_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, n_bo
     Brier; Williams' t for the two PCCs (which share the human safe_rate); Benjamini-Hochberg
     over all pairs and metrics.
     """
-    from ..stats.compare import CompareError, compare, format_comparison
+    from ..present.tables import format_comparison
+    from ..stats.compare import CompareError, compare
+    from ..stats.metrics import LabelSourceError
 
     if len(inputs) < 2:
         raise BadInput("compare needs at least two inputs")
+    check_label_source(paper_compat, label_source)
     preds = _load(inputs, data)
     _warn_incomplete(preds)
-    with bad_input_errors(CompareError):
-        result = compare(preds, paper_compat=paper_compat, n_boot=n_boot, seed=seed, level=level, alpha=alpha)
+    with bad_input_errors(CompareError, LabelSourceError):
+        result = compare(preds, paper_compat=paper_compat, n_boot=n_boot, seed=seed, level=level, alpha=alpha,
+                         label_source=label_source)
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
     else:
@@ -112,7 +117,8 @@ def ablate_cmd(inputs: tuple[str, ...], model: str | None, mode: str | None, par
                temperature: float | None, max_tokens: int | None, max_connections: int, base_url: str | None,
                api_key_env: str | None, timeout: float | None, batch_size: int | None, device: str | None,
                dtype: str | None, max_cost: float | None, progress: bool | None, paper_compat: bool,
-               as_json: bool, n_boot: int, seed: int, level: float, alpha: float, data: str | None) -> None:
+               as_json: bool, n_boot: int, seed: int, level: float, alpha: float, data: str | None,
+               label_source: str) -> None:
     """CI-parameter ablation: run the conditions of a study, or re-analyse finished ones.
 
     \b
@@ -121,9 +127,12 @@ def ablate_cmd(inputs: tuple[str, ...], model: str | None, mode: str | None, par
 
     Prints each condition's metrics and its paired difference from the full context with a CI.
     """
-    from ..stats.ablation import AblationStudyError, analyse_ablation, format_ablation
+    from ..present.tables import format_ablation
+    from ..stats.ablation import AblationStudyError, analyse_ablation
     from ..stats.compare import CompareError
+    from ..stats.metrics import LabelSourceError
 
+    check_label_source(paper_compat, label_source)
     if model is None:
         if mode is not None:
             raise BadInput("--mode goes with --model (to run a study); to analyse, give INPUTS only")
@@ -140,9 +149,9 @@ def ablate_cmd(inputs: tuple[str, ...], model: str | None, mode: str | None, par
                            temperature, max_tokens, max_connections, base_url, api_key_env, timeout, batch_size,
                            device, dtype, max_cost, progress)
     _warn_incomplete(preds)
-    with bad_input_errors(CompareError, AblationStudyError):
+    with bad_input_errors(CompareError, AblationStudyError, LabelSourceError):
         result = analyse_ablation(preds, paper_compat=paper_compat, n_boot=n_boot, seed=seed, level=level,
-                                  alpha=alpha)
+                                  alpha=alpha, label_source=label_source)
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
     else:

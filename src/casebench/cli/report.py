@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ._common import BadInput, bad_input_errors
+from ._common import BadInput, bad_input_errors, check_label_source, label_source_option
 
 
 @click.command("report")
@@ -20,8 +20,9 @@ from ._common import BadInput, bad_input_errors
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--title", default="casebench report", show_default=True)
 @click.option("--no-human", is_flag=True, help="Leave out the human-vote section.")
+@label_source_option
 def report_cmd(inputs: tuple[str, ...], out: str, data: str | None, paper_compat: bool, n_boot: int, seed: int,
-               title: str, no_human: bool) -> None:
+               title: str, no_human: bool, label_source: str) -> None:
     """Write one self-contained HTML report over INPUTS (run directories or published exp/ files):
     leaderboard with CIs, over/under-refusal, paired differences, category heat map, P(safe) vs
     the human safe_rate, reliability, ablation (when given) and the human votes."""
@@ -30,12 +31,15 @@ def report_cmd(inputs: tuple[str, ...], out: str, data: str | None, paper_compat
     from ..loader import load_predictions
     from ..present.report import write_report
     from ..runs.record import RunError
+    from ..stats.metrics import LabelSourceError
 
+    check_label_source(paper_compat, label_source)
     with bad_input_errors(RunError, CompareError):
         dataset = load_dataset(data) if data else None
         preds = [load_predictions(p, dataset=dataset) for p in inputs]
     if not preds:
         raise BadInput("give at least one input")
-    path = write_report(out, preds, human_cases=dataset.cases if dataset else None, paper_compat=paper_compat,
-                        n_boot=n_boot, seed=seed, title=title, human=not no_human)
+    with bad_input_errors(LabelSourceError):
+        path = write_report(out, preds, human_cases=dataset.cases if dataset else None, paper_compat=paper_compat,
+                            n_boot=n_boot, seed=seed, title=title, human=not no_human, label_source=label_source)
     click.echo(f"wrote {path}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ._common import BadInput, bad_input_errors
+from ._common import bad_input_errors, check_label_source, label_source_option
 
 
 @click.command("score")
@@ -19,19 +19,17 @@ from ._common import BadInput, bad_input_errors
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--data", type=click.Path(dir_okay=False), default=None,
               help="The dataset of run directories, if their manifest's path is not reachable.")
-@click.option("--label-source", type=click.Choice(["published", "votes"]), default="published", show_default=True,
-              help="Human label: the published safe_rate (21 votes incl. intent) or the majority of the votes alone.")
+@label_source_option
 def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: str, by: tuple[str, ...],
               n_boot: int, seed: int, data: str | None, label_source: str) -> None:
     """Score INPUTS (run directories or published exp/ files) and print every metric with a 95% CI."""
-    from ..stats.metrics import score_predictions
     from ..loader import load_predictions
+    from ..stats.metrics import LabelSourceError, score_predictions
     from ..present.tables import FORMATS, breakdown_table
 
     if as_json:
         fmt = "json"
-    if paper_compat and label_source != "published":
-        raise BadInput("--paper-compat uses the published labels; drop --label-source votes")
+    check_label_source(paper_compat, label_source)
     dataset = None
     with bad_input_errors():
         if data:
@@ -39,15 +37,9 @@ def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: s
 
             dataset = load_dataset(data)
         preds = [load_predictions(p, dataset=dataset) for p in inputs]
-    scores = []
-    for p in preds:
-        human_rate = None
-        if label_source == "votes":
-            import numpy as np
-
-            human_rate = np.array([c.votes_safe_rate for c in p.cases])
-        scores.append(score_predictions(p, paper_compat=paper_compat, n_boot=n_boot, seed=seed,
-                                        breakdowns=bool(by), human_rate=human_rate))
+    with bad_input_errors(LabelSourceError):
+        scores = [score_predictions(p, paper_compat=paper_compat, n_boot=n_boot, seed=seed, breakdowns=bool(by),
+                                    label_source=label_source) for p in preds]
     click.echo(FORMATS[fmt](scores), nl=False)
     if fmt == "table":
         for s in scores:

@@ -205,10 +205,11 @@ def reliability(curves: Sequence[dict[str, Any]]) -> bytes:
 
 
 def ablation_chart(conditions: Sequence[str], metrics: Sequence[str], diffs: np.ndarray, cis: np.ndarray,
-                   title: str, lower_is_better: Sequence[str] = ("bce", "brier", "ece")) -> bytes:
+                   title: str, higher_is_better: Sequence[bool]) -> bytes:
     """Paired differences from the full context (condition - full) with CIs, one panel per
     metric, one bar per condition; the zero line is "no effect". Green bars are better than the
-    full context, orange ones worse (for BCE/Brier/ECE a negative difference is better)."""
+    full context, orange ones worse; ``higher_is_better`` (per metric, from the metric table
+    ``stats.metrics.METRICS``) says which way is better (for a loss such as BCE, down)."""
     from matplotlib.ticker import MaxNLocator
 
     d = np.asarray(diffs, dtype=float)  # (conditions, metrics)
@@ -219,7 +220,7 @@ def ablation_chart(conditions: Sequence[str], metrics: Sequence[str], diffs: np.
     y = np.arange(n)
     for j, ax in enumerate(axes):
         v = d[:, j]
-        flip = metrics[j] in lower_is_better
+        flip = not higher_is_better[j]
         colors = [SAFE_COLOR if (x < 0 if flip else x > 0) else UNSAFE_COLOR if x != 0 else "#999999"
                   for x in np.nan_to_num(v)]
         ax.barh(y, np.nan_to_num(v), color=colors, alpha=0.85, xerr=_err(v, c[:, j, :]), capsize=3)

@@ -33,16 +33,18 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..data import Case
-from ..stats.metrics import DEFAULT_BOOTSTRAP, Score, metric_names, score_predictions, scoring_arrays
 from ..predictions import Predictions
-from .tables import fmt_num, fmt_p
+from ..stats.bootstrap import DEFAULT_BOOTSTRAP
+from ..stats.metrics import (
+    ALL_METRICS, METRIC, Score, ece_bins, human_rates, metric_names, score_predictions, scoring_arrays,
+)
+from .tables import STUDY_METRICS, fmt_num, fmt_p
 
-LEADERBOARD_METRICS = ("accuracy", "safe_recall", "unsafe_recall", "f1_safe", "f1_unsafe", "pcc", "bce", "brier",
-                       "ece")
-HEADINGS = {
-    "accuracy": "Accuracy", "safe_recall": "Safe recall", "unsafe_recall": "Unsafe recall", "f1_safe": "F1 safe",
-    "f1_unsafe": "F1 unsafe", "pcc": "PCC (r)", "bce": "BCE", "brier": "Brier", "ece": "ECE",
-}
+#: the leaderboard's columns: every metric, in the table's order (``stats.metrics.METRICS``)
+LEADERBOARD_METRICS = ALL_METRICS
+#: the paired differences the report shows per pair (``casebench compare`` shows them all)
+PAIRWISE_METRICS = ("accuracy", "safe_recall", "unsafe_recall", "pcc")
+TEST_NAMES = {"mcnemar": "McNemar", "williams": "Williams", "bootstrap": "bootstrap"}
 HUMAN_DRAWS = 1000
 
 CSS = """
@@ -78,11 +80,13 @@ figcaption { color: #555; font-size: 13px; max-width: 960px; }
 
 @dataclass
 class ReportInput:
-    """One input as the report shows it: a unique display name, its predictions and score."""
+    """One input as the report shows it: a unique display name, its predictions and score, and
+    the human safe_rate it is scored against (None: the published one)."""
 
     name: str
     pred: Predictions
     score: Score
+    rates: np.ndarray | None = None
 
 
 def _e(x: Any) -> str:
@@ -91,6 +95,11 @@ def _e(x: Any) -> str:
 
 def _f(x: float | None, digits: int = 3) -> str:
     return fmt_num(x, digits, missing="–", inf=("∞", "−∞"))
+
+
+def _fm(metric: str, x: float | None) -> str:
+    """A metric's figure in the report's compact tables (``MetricDef.digits`` minus one)."""
+    return _f(x, METRIC[metric].digits - 1)
 
 
 def _fp(p: float | None) -> str:
@@ -145,7 +154,7 @@ def _leaderboard(inputs: Sequence[ReportInput], paper_compat: bool, n_boot: int)
 
     order = sorted(range(len(inputs)), key=lambda i: -np.nan_to_num(inputs[i].score.values.get("accuracy", np.nan),
                                                                       nan=-1.0))
-    head = ["#", "Input", "Cases", "Answered"] + [HEADINGS[m] for m in LEADERBOARD_METRICS]
+    head = ["#", "Input", "Cases", "Answered"] + [METRIC[m].heading for m in LEADERBOARD_METRICS]
     rows = []
     for rank, i in enumerate(order, start=1):
         it = inputs[i]
@@ -158,8 +167,8 @@ def _leaderboard(inputs: Sequence[ReportInput], paper_compat: bool, n_boot: int)
                 cells.append("<td>–</td>")
                 continue
             lo, hi = s.ci.get(m, [float("nan")] * 2)
-            ci = f'<span class="ci">[{_f(lo)}, {_f(hi)}]</span>' if s.ci else ""
-            cells.append(f"<td>{_f(s.values[m])}{ci}</td>")
+            ci = f'<span class="ci">[{_fm(m, lo)}, {_fm(m, hi)}]</span>' if s.ci else ""
+            cells.append(f"<td>{_fm(m, s.values[m])}{ci}</td>")
         cls = "leaderboard-row best" if rank == 1 and len(inputs) > 1 else "leaderboard-row"
         rows.append(f'<tr class="{cls}">' + "".join(cells) + "</tr>")
     scores = [inputs[i].score for i in order]
@@ -203,15 +212,23 @@ def _refusal(inputs: Sequence[ReportInput]) -> str:
                       "Error bars: 95% bootstrap CIs."))
 
 
+def _cases_keys(preds: Sequence[Predictions]) -> list[tuple[str, tuple[int, ...]]]:
+    """Per input, what ``compare`` checks: the cases' fingerprint (leaving out every CI parameter
+    any input removed, so an ablation condition matches its full context) and the case indices."""
+    ignore = tuple(dict.fromkeys(n for p in preds for n in p.removed))
+    return [(p.fingerprint(ignore), tuple(p.case_indices.tolist())) for p in preds]
+
+
 def _groups_by_cases(preds: Sequence[Predictions]) -> list[list[int]]:
     """Inputs that hold the same cases of the same dataset (the ones ``compare`` accepts)."""
     groups: dict[tuple[str, tuple[int, ...]], list[int]] = {}
-    for i, p in enumerate(preds):
-        groups.setdefault((p.dataset_fingerprint, tuple(p.case_indices.tolist())), []).append(i)
+    for i, key in enumerate(_cases_keys(preds)):
+        groups.setdefault(key, []).append(i)
     return [g for g in groups.values() if len(g) > 1]
 
 
-def _pairwise(inputs: Sequence[ReportInput], paper_compat: bool, n_boot: int, seed: int) -> str:
+def _pairwise(inputs: Sequence[ReportInput], paper_compat: bool, n_boot: int, seed: int,
+              label_source: str = "published") -> str:
     from ..stats.compare import compare
 
     groups = _groups_by_cases([it.pred for it in inputs])
@@ -226,21 +243,22 @@ def _pairwise(inputs: Sequence[ReportInput], paper_compat: bool, n_boot: int, se
              'every pair and metric of the group; <span class="sig">red</span> = significant at 0.05. '
              "The same figures, for any inputs: <code>casebench compare</code>.</p>"]
     for g in groups:
-        res = compare([inputs[i].pred for i in g], paper_compat=paper_compat, n_boot=n_boot, seed=seed)
-        head = ["A", "B", "Paired cases", "Δ accuracy", "Δ safe recall", "Δ unsafe recall", "Δ PCC"]
+        res = compare([inputs[i].pred for i in g], paper_compat=paper_compat, n_boot=n_boot, seed=seed,
+                      label_source=label_source)
+        head = ["A", "B", "Paired cases"] + [f"Δ {METRIC[m].short}" for m in PAIRWISE_METRICS]
         rows = []
         for pc in res.pairs:
             a, b = inputs[g[pc.a]].name, inputs[g[pc.b]].name
             cells = [f'<td class="l">{_e(a)}</td>', f'<td class="l">{_e(b)}</td>',
                      f"<td>{pc.n_paired}" + (f" ({pc.dropped} dropped)" if pc.dropped else "") + "</td>"]
-            for m in ("accuracy", "safe_recall", "unsafe_recall", "pcc"):
+            for m in PAIRWISE_METRICS:
                 d = pc.metrics.get(m)
                 if d is None:
                     cells.append("<td>–</td>")
                     continue
                 cls = ' class="sig"' if d.significant else ""
-                test = {"mcnemar": "McNemar", "williams": "Williams", "bootstrap": "bootstrap"}[d.test]
-                cells.append(f'<td{cls}>{_f(d.diff)}<span class="ci">[{_f(d.ci[0])}, {_f(d.ci[1])}]</span>'
+                test = TEST_NAMES[d.test]
+                cells.append(f'<td{cls}>{_fm(m, d.diff)}<span class="ci">[{_fm(m, d.ci[0])}, {_fm(m, d.ci[1])}]</span>'
                              f'<span class="ci">{test} p {_fp(d.p)} · BH {_fp(d.p_adjusted)}</span></td>')
             rows.append("<tr>" + "".join(cells) + "</tr>")
         parts.append('<div class="wide"><table class="pairwise"><thead><tr>'
@@ -255,7 +273,7 @@ def _category_heatmap(inputs: Sequence[ReportInput], paper_compat: bool) -> str:
     per: list[dict[str, float]] = []
     cats: set[str] = set()
     for it in inputs:
-        a, mask = scoring_arrays(it.pred, paper_compat)
+        a, mask = scoring_arrays(it.pred, paper_compat, it.rates)
         c = np.array([x.category for x in it.pred.cases], dtype=object)[mask]
         acc = {}
         for cat in sorted(set(c.tolist())):
@@ -280,7 +298,7 @@ def _scatter(inputs: Sequence[ReportInput], paper_compat: bool) -> str:
 
     panels = []
     for it in inputs:
-        a, mask = scoring_arrays(it.pred, paper_compat)
+        a, mask = scoring_arrays(it.pred, paper_compat, it.rates)
         if it.pred.is_continuous:
             p = a.p
         else:
@@ -304,11 +322,11 @@ def _reliability(inputs: Sequence[ReportInput], paper_compat: bool) -> str:
     for it in inputs:
         if not it.pred.is_continuous:
             continue
-        a, _ = scoring_arrays(it.pred, paper_compat)
+        a, _ = scoring_arrays(it.pred, paper_compat, it.rates)
         p = np.clip(np.asarray(a.p, dtype=float), 0, 1)
         if not len(p):
             continue
-        bins = np.minimum((p * ECE_BINS).astype(int), ECE_BINS - 1)
+        bins = ece_bins(p)
         cnt = np.bincount(bins, minlength=ECE_BINS)
         keep = cnt > 0
         pm = np.bincount(bins, weights=p, minlength=ECE_BINS)[keep] / cnt[keep]
@@ -329,8 +347,8 @@ def _ablation_groups(preds: Sequence[Predictions]) -> list[list[int]]:
     from ..stats.ablation import canonical
 
     groups: dict[tuple[Any, ...], list[int]] = {}
-    for i, p in enumerate(preds):
-        groups.setdefault((p.model, p.mode, p.dataset_fingerprint, tuple(p.case_indices.tolist())), []).append(i)
+    for i, (p, key) in enumerate(zip(preds, _cases_keys(preds))):
+        groups.setdefault((p.model, p.mode, *key), []).append(i)
     out = []
     for g in groups.values():
         conds = [canonical(preds[i].removed) for i in g]
@@ -339,8 +357,9 @@ def _ablation_groups(preds: Sequence[Predictions]) -> list[list[int]]:
     return out
 
 
-def _ablation(inputs: Sequence[ReportInput], paper_compat: bool, n_boot: int, seed: int) -> str:
-    from ..stats.ablation import STUDY_METRICS, analyse_ablation
+def _ablation(inputs: Sequence[ReportInput], paper_compat: bool, n_boot: int, seed: int,
+              label_source: str = "published") -> str:
+    from ..stats.ablation import analyse_ablation
     from .plots import ablation_chart
 
     groups = _ablation_groups([it.pred for it in inputs])
@@ -351,28 +370,31 @@ def _ablation(inputs: Sequence[ReportInput], paper_compat: bool, n_boot: int, se
              "CI (same cases, same model and mode); a bar left of zero means removing those CI parameters hurt. "
              "The same study in text or JSON: <code>casebench ablate INPUTS…</code>.</p>"]
     for g in groups:
-        res = analyse_ablation([inputs[i].pred for i in g], paper_compat=paper_compat, n_boot=n_boot, seed=seed)
+        res = analyse_ablation([inputs[i].pred for i in g], paper_compat=paper_compat, n_boot=n_boot, seed=seed,
+                               label_source=label_source)
         ms = [m for m in STUDY_METRICS if m in res.conditions[1].diffs]
         drawn = [m for m in ms if m != "bce"]  # four panels stay legible; BCE is in the table
         conds = res.conditions[1:]
         d = np.array([[c.diffs[m].diff for m in drawn] for c in conds])
         ci = np.array([[c.diffs[m].ci for m in drawn] for c in conds])
-        png = ablation_chart([c.name for c in conds], drawn, d, ci, f"{res.model} [{res.mode}]: condition − full context")
+        png = ablation_chart([c.name for c in conds], drawn, d, ci, f"{res.model} [{res.mode}]: condition − full context",
+                             higher_is_better=[METRIC[m].higher_is_better for m in drawn])
         parts.append(f"<h3>{_e(res.model)} [{_e(res.mode)}]</h3>")
         parts.append(_figure(png, f"ablation of {res.model} {res.mode}",
                              "Removed CI parameters on the left; green: better than the full context, orange: worse."))
-        head = ["Condition", "Coverage"] + [HEADINGS.get(m, m) for m in ms] + [f"Δ {HEADINGS.get(m, m)}" for m in ms[:3]]
+        head = (["Condition", "Coverage"] + [METRIC[m].heading for m in ms]
+                + [f"Δ {METRIC[m].heading}" for m in ms[:3]])
         rows = []
         for c in res.conditions:
             cells = [f'<td class="l">{_e(c.name)}</td>', f"<td>{100 * c.score.coverage:.1f}%</td>"]
-            cells += [f"<td>{_f(c.score.values.get(m))}</td>" for m in ms]
+            cells += [f"<td>{_fm(m, c.score.values.get(m))}</td>" for m in ms]
             for m in ms[:3]:
                 dd = c.diffs.get(m)
                 if dd is None:
                     cells.append("<td>–</td>")
                     continue
                 cls = ' class="sig"' if dd.significant else ""
-                cells.append(f'<td{cls}>{_f(dd.diff)}<span class="ci">[{_f(dd.ci[0])}, {_f(dd.ci[1])}] '
+                cells.append(f'<td{cls}>{_fm(m, dd.diff)}<span class="ci">[{_fm(m, dd.ci[0])}, {_fm(m, dd.ci[1])}] '
                              f"p(BH) {_fp(dd.p_adjusted)}</span></td>")
             rows.append("<tr>" + "".join(cells) + "</tr>")
         parts.append('<div class="wide"><table class="ablation"><thead><tr>'
@@ -457,28 +479,33 @@ def _number_sections(sections: Sequence[str]) -> list[str]:
 def build_report(
     preds: Sequence[Predictions], *, human_cases: Sequence[Case] | None = None, paper_compat: bool = False,
     n_boot: int = DEFAULT_BOOTSTRAP, seed: int = 0, title: str = "casebench report", human: bool = True,
+    label_source: str = "published",
 ) -> str:
     """The report as one HTML string (see the module docstring).
 
     ``human_cases``: the cases whose votes the human section analyses (a dataset); by default,
-    the cases of the input that holds the most.
+    the cases of the input that holds the most. ``label_source``: the human labels every input
+    is scored against (``stats.metrics.human_rates``: published, or the votes alone).
     """
     preds = list(preds)
     if not preds:
         raise ValueError("a report needs at least one input")
     names = _unique_names(preds)
-    inputs = [ReportInput(n, p, score_predictions(p, paper_compat=paper_compat, n_boot=n_boot, seed=seed))
-              for n, p in zip(names, preds)]
+    inputs = []
+    for n, p in zip(names, preds):
+        rates = human_rates(p, label_source)
+        inputs.append(ReportInput(n, p, score_predictions(p, paper_compat=paper_compat, n_boot=n_boot, seed=seed,
+                                                          human_rate=rates), rates))
     if human and human_cases is None:
         human_cases = max(preds, key=lambda p: p.n).cases
     sections = [
         _leaderboard(inputs, paper_compat, n_boot),
         _refusal(inputs),
-        _pairwise(inputs, paper_compat, n_boot, seed),
+        _pairwise(inputs, paper_compat, n_boot, seed, label_source),
         _category_heatmap(inputs, paper_compat),
         _scatter(inputs, paper_compat),
         _reliability(inputs, paper_compat),
-        _ablation(inputs, paper_compat, n_boot, seed),
+        _ablation(inputs, paper_compat, n_boot, seed, label_source),
         _human(human_cases, seed) if human else "",
     ]
     sections = _number_sections(sections)
@@ -499,6 +526,8 @@ def build_report(
         ver = "unknown"
     when = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     mode = "paper-compatible scoring" if paper_compat else "default scoring"
+    if label_source != "published":
+        mode += f" · labels: {label_source} only"
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         '<meta name="viewport" content="width=device-width, initial-scale=1">'

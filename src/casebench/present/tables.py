@@ -1,4 +1,9 @@
-"""Score tables as text, CSV, JSON lines and Markdown (``casebench score --format``)."""
+"""Tables as text, CSV, JSON lines and Markdown: ``casebench score --format``, and the text of
+``casebench compare`` and ``casebench ablate``.
+
+Every metric's name, label, direction and digits come from the one table ``stats.metrics.METRICS``;
+this module only lays them out. Statistics never import this module (data flows forward).
+"""
 
 from __future__ import annotations
 
@@ -6,17 +11,24 @@ import csv
 import io
 import json
 import math
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
-from ..stats.metrics import Score, metric_names
+from ..jsonutil import json_safe
+from ..stats.metrics import ALL_METRICS, COMPARED_METRICS, METRIC, Score, metric_names
 
-#: metrics reported as percentages/fractions vs raw numbers (for display only)
-_DISPLAY = {
-    "accuracy": "accuracy", "safe_recall": "safe recall (1 - over-refusal)",
-    "unsafe_recall": "unsafe recall (1 - under-refusal)", "f1_safe": "F1 safe", "f1_unsafe": "F1 unsafe",
-    "pcc": "Pearson r vs safe_rate", "bce": "BCE", "brier": "Brier", "ece": "ECE",
-}
-ROW_METRICS = ("accuracy", "safe_recall", "unsafe_recall", "f1_safe", "f1_unsafe", "pcc", "bce", "brier", "ece")
+if TYPE_CHECKING:  # pragma: no cover
+    from ..stats.ablation import AblationResult
+    from ..stats.compare import Comparison
+
+#: the metrics of the CSV and Markdown rows (every metric, in table order)
+ROW_METRICS = ALL_METRICS
+#: the point figures of a per-category or per-intent breakdown
+BREAKDOWN_METRICS = ("accuracy", "safe_recall", "unsafe_recall", "pcc", "brier")
+#: the metrics an ablation study prints per condition
+STUDY_METRICS = ("accuracy", "safe_recall", "unsafe_recall", "pcc", "bce")
+
+__all__ = ["FORMATS", "ROW_METRICS", "breakdown_table", "csv_table", "fmt_num", "fmt_p", "format_ablation",
+           "format_comparison", "json_lines", "json_safe", "markdown_table", "text_table"]
 
 
 def fmt_num(x: float | None, digits: int = 4, missing: str = "-", inf: tuple[str, str] = ("inf", "-inf")) -> str:
@@ -35,6 +47,24 @@ def fmt_p(p: float | None, digits: int = 4, sci_digits: int = 2, missing: str = 
     return f"{p:.{sci_digits}e}" if p < 1e-3 else f"{p:.{digits}f}"
 
 
+def fmt_metric(name: str, x: float | None, compact: bool = False) -> str:
+    """A metric's value (or a difference or CI bound of it) with the metric's digits
+    (``MetricDef.digits``; one fewer in the compact Markdown and HTML tables)."""
+    digits = METRIC[name].digits - (1 if compact else 0)
+    return fmt_num(x, digits)
+
+
+def lower_is_better_note(names: Sequence[str]) -> str:
+    """``BCE and Brier: lower is better`` for the losses among ``names`` (empty if none)."""
+    losses = [METRIC[m].heading for m in names if not METRIC[m].higher_is_better]
+    if not losses:
+        return ""
+    joined = losses[0] if len(losses) == 1 else ", ".join(losses[:-1]) + " and " + losses[-1]
+    return f"{joined}: lower is better"
+
+
+# --------------------------------------------------------------------------------------------
+# Scores
 
 
 def text_table(scores: Sequence[Score]) -> str:
@@ -49,7 +79,8 @@ def text_table(scores: Sequence[Score]) -> str:
             if m not in s.values:
                 continue
             lo, hi = s.ci.get(m, [float("nan")] * 2)
-            out.append(f"  {_DISPLAY[m]:<34} {fmt_num(s.values[m]):>8}   95% CI [{fmt_num(lo)}, {fmt_num(hi)}]")
+            out.append(f"  {METRIC[m].label:<34} {fmt_metric(m, s.values[m]):>8}   "
+                       f"95% CI [{fmt_metric(m, lo)}, {fmt_metric(m, hi)}]")
         out.append("")
     return "\n".join(out).rstrip() + "\n"
 
@@ -76,17 +107,6 @@ def csv_table(scores: Sequence[Score]) -> str:
     return buf.getvalue()
 
 
-def json_safe(x: Any) -> Any:
-    """Strict JSON: NaN as null, infinities as the strings "inf"/"-inf"."""
-    if isinstance(x, float) and (math.isnan(x) or math.isinf(x)):
-        return None if math.isnan(x) else ("inf" if x > 0 else "-inf")
-    if isinstance(x, dict):
-        return {k: json_safe(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [json_safe(v) for v in x]
-    return x
-
-
 def json_lines(scores: Sequence[Score]) -> str:
     """One JSON object per input per line (NaN as null, infinities as strings: strict JSON)."""
     return "".join(json.dumps(json_safe(s.to_dict())) + "\n" for s in scores)
@@ -100,7 +120,8 @@ def markdown_table(scores: Sequence[Score]) -> str:
         for m in ROW_METRICS:
             if m in s.values:
                 lo, hi = s.ci.get(m, [float("nan")] * 2)
-                cells.append(f"{fmt_num(s.values[m], 3)} [{fmt_num(lo, 3)}, {fmt_num(hi, 3)}]")
+                cells.append(f"{fmt_metric(m, s.values[m], True)} [{fmt_metric(m, lo, True)}, "
+                             f"{fmt_metric(m, hi, True)}]")
             else:
                 cells.append("")
         lines.append("| " + " | ".join(cells) + " |")
@@ -110,12 +131,88 @@ def markdown_table(scores: Sequence[Score]) -> str:
 def breakdown_table(s: Score, kind: str) -> str:
     """Per-category or per-intent point figures of one input (text)."""
     rows = s.breakdowns.get(kind, {})
-    ms = [m for m in metric_names(s.mode) if m in ("accuracy", "safe_recall", "unsafe_recall", "pcc", "brier")]
+    ms = [m for m in metric_names(s.mode) if m in BREAKDOWN_METRICS]
     width = max([len(k) for k in rows] + [8])
     out = [f"{s.model} [{s.mode}] by {kind}", f"{'':<{width}}  {'n':>4}  " + "  ".join(f"{m:>13}" for m in ms)]
     for name, r in rows.items():
-        out.append(f"{name:<{width}}  {r['n']:>4}  " + "  ".join(f"{fmt_num(r.get(m)):>13}" for m in ms))
+        out.append(f"{name:<{width}}  {r['n']:>4}  " + "  ".join(f"{fmt_metric(m, r.get(m)):>13}" for m in ms))
     return "\n".join(out) + "\n"
 
 
 FORMATS = {"table": text_table, "csv": csv_table, "json": json_lines, "md": markdown_table}
+
+
+# --------------------------------------------------------------------------------------------
+# Paired comparisons and ablation studies
+
+
+def _labels_line(settings: dict[str, Any]) -> list[str]:
+    """A line naming votes-only labels (nothing for the published labels, the default)."""
+    if settings.get("label_source", "published") == "published":
+        return []
+    return ["labels: the majority of each case's votes alone (--label-source votes)"]
+
+
+def format_comparison(c: "Comparison") -> str:
+    """``casebench compare``: a table per pair, for people."""
+    lines = ["inputs:"]
+    for d in c.inputs:
+        lines.append(f"  {d['label']}  {d['name']}  ({d['answered']}/{d['n']} answered)  {d['source']}")
+    s = c.settings
+    lines.append(f"differences are A - B; {s['level']:.0%} paired-bootstrap CIs ({s['bootstrap']} resamples, "
+                 f"seed {s['seed']}); p(BH): Benjamini-Hochberg over all primary tests (alpha {s['alpha']})")
+    lines.append(f"cases: {s['cases']}")
+    lines += _labels_line(s)
+    for pc in c.pairs:
+        A, B = c.inputs[pc.a]["label"], c.inputs[pc.b]["label"]
+        lines.append("")
+        lines.append(f"{A} vs {B}: {pc.n_paired} paired cases" + (f" ({pc.dropped} dropped: not answered by both)"
+                                                                   if pc.dropped else ""))
+        mc = pc.mcnemar
+        lines.append(f"  McNemar exact: {A} right & {B} wrong {mc['a_only']}, {A} wrong & {B} right {mc['b_only']}, "
+                     f"p = {fmt_p(mc['p'])}")
+        if pc.williams and pc.williams.get("t") is not None:
+            w = pc.williams
+            lines.append(f"  Williams' t (PCC, shared safe_rate): t = {w['t']:.3f}, df = {w['df']}, p = {fmt_p(w['p'])}")
+        lines.append(f"  {'metric':<14}{A:>9}{B:>9}{A + ' - ' + B:>10}   {'95% CI':<21}{'p':>9}{'p(BH)':>10}  test")
+        for m in pc.metrics.values():
+            sig = " *" if m.significant else ""
+            f = m.metric
+            ci = "[" + fmt_metric(f, m.ci[0]) + ", " + fmt_metric(f, m.ci[1]) + "]"
+            lines.append(f"  {f:<14}{fmt_metric(f, m.a):>9}{fmt_metric(f, m.b):>9}{fmt_metric(f, m.diff):>10}   "
+                         f"{ci:<21}{fmt_p(m.p):>9}{fmt_p(m.p_adjusted):>10}  {m.test}{sig}")
+    lines.append("")
+    lines.append("* significant after Benjamini-Hochberg; " + lower_is_better_note(COMPARED_METRICS))
+    return "\n".join(lines) + "\n"
+
+
+def format_ablation(res: "AblationResult") -> str:
+    """``casebench ablate``: each condition's figures, then its difference from the full
+    context with a CI."""
+    ms = [m for m in STUDY_METRICS if m in metric_names(res.mode)]
+    tag = " (paper-compatible)" if res.paper_compat else ""
+    s = res.settings
+    lines = [f"ablation: {res.model} [{res.mode}]{tag}, {len(res.conditions)} conditions",
+             f"difference = condition - full context; {s['level']:.0%} paired-bootstrap CI ({s['bootstrap']} "
+             f"resamples); p(BH): Benjamini-Hochberg over all conditions and metrics", *_labels_line(s), ""]
+    width = max(len(c.name) for c in res.conditions) + 2
+    lines.append(f"{'condition':<{width}}{'coverage':>9}" + "".join(f"{m:>15}" for m in ms))
+    for c in res.conditions:
+        lines.append(f"{c.name:<{width}}{100 * c.score.coverage:>8.1f}%"
+                     + "".join(f"{fmt_metric(m, c.score.values.get(m)):>15}" for m in ms))
+    lines.append("")
+    if len(res.conditions) == 1:
+        lines.append("only the full context was given: add ablation runs or files to see differences")
+    for c in res.conditions[1:]:
+        lines.append(f"{c.name}  vs  full context ({c.n_paired} paired cases"
+                     + (f", {c.dropped} dropped" if c.dropped else "") + ")")
+        for m in ms:
+            d = c.diffs.get(m)
+            if d is None:
+                continue
+            sig = " *" if d.significant else ""
+            lines.append(f"  {m:<14}{fmt_metric(m, d.diff):>9}   [{fmt_metric(m, d.ci[0])}, {fmt_metric(m, d.ci[1])}]"
+                         f"   p = {fmt_p(d.p)} ({d.test})   p(BH) = {fmt_p(d.p_adjusted)}{sig}")
+    lines.append("")
+    lines.append("* significant after Benjamini-Hochberg")
+    return "\n".join(lines) + "\n"

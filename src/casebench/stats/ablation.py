@@ -7,13 +7,17 @@ with some CI parameters removed (``data.ablate_context``). This module
   every pair, then all of them together (for the default three top-level parameters, that is
   every subset: 1 + 3 + 3 + 1 = 8 conditions);
 * runs the missing ones (``run_ablation``), re-using run directories that are already complete
-  and resuming those that are not, through ``runner.run``;
+  and resuming those that are not, through ``runs.execute.arun``, with one backend (one loaded
+  model, one API client) shared by every condition;
 * analyses any set of finished conditions (``analyse_ablation``): run directories or published
   ablation files (``output_<mode>_<params>.json``), the condition being read from each input's
   ``removed``. Each condition's figures are exactly ``metrics.score_predictions`` on that input
   (so ``--paper-compat`` reproduces ``casebench score --paper-compat``), and its paired
   difference from the full context (condition - full) comes from ``compare`` (paired bootstrap
   CI; McNemar for accuracy, Williams' t for PCC; Benjamini-Hochberg over all conditions).
+  Any subset of the conditions can be analysed, as long as the full context is among them.
+
+The text of a study is ``present.tables.format_ablation`` (statistics do not format).
 """
 
 from __future__ import annotations
@@ -23,14 +27,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from .compare import CompareError, MetricDiff, _f, _fp, compare
 from ..data import Dataset, all_parameter_names, validate_parameter_names
-from .metrics import DEFAULT_BOOTSTRAP, Score, metric_names, score_predictions
+from ..jsonutil import json_safe
 from ..predictions import Predictions
+from .bootstrap import DEFAULT_BOOTSTRAP
+from .compare import CompareError, MetricDiff, compare
+from .metrics import Score, score_predictions
 
 DEFAULT_PARAMS: tuple[str, ...] = ("sender", "recipient", "transmission_principle")
-#: the metrics a study prints per condition
-STUDY_METRICS = ("accuracy", "safe_recall", "unsafe_recall", "pcc", "bce")
 
 
 class AblationStudyError(ValueError):
@@ -102,8 +106,6 @@ class AblationResult:
         return self.conditions[0]
 
     def to_dict(self) -> dict[str, Any]:
-        from ..present.tables import json_safe
-
         rows = []
         for c in self.conditions:
             rows.append({
@@ -125,12 +127,13 @@ def _sort_key(removed: tuple[str, ...]) -> tuple[int, list[int]]:
 
 def analyse_ablation(
     preds: Sequence[Predictions], *, paper_compat: bool = False, n_boot: int = DEFAULT_BOOTSTRAP,
-    seed: int = 0, level: float = 0.95, alpha: float = 0.05,
+    seed: int = 0, level: float = 0.95, alpha: float = 0.05, label_source: str = "published",
 ) -> AblationResult:
     """Score every condition and its paired difference from the full-context input.
 
     The inputs must be one model in one mode over the same cases, with exactly one full-context
     input (``removed == ()``) and no condition twice; ``AblationStudyError`` says what is wrong.
+    ``label_source``: the human labels (``metrics.human_rates``), the same for every condition.
     """
     preds = list(preds)
     if not preds:
@@ -157,10 +160,11 @@ def analyse_ablation(
     cmp = None
     if len(preds) > 1:
         cmp = compare(preds, paper_compat=paper_compat, n_boot=n_boot, seed=seed, level=level, alpha=alpha,
-                      pairs=[(i, 0) for i in range(1, len(preds))])
+                      pairs=[(i, 0) for i in range(1, len(preds))], label_source=label_source)
     out = []
     for i, p in enumerate(preds):
-        s = score_predictions(p, paper_compat=paper_compat, n_boot=n_boot, seed=seed, level=level)
+        s = score_predictions(p, paper_compat=paper_compat, n_boot=n_boot, seed=seed, level=level,
+                              label_source=label_source)
         c = ConditionResult(canonical(p.removed), p.source, s)
         if i and cmp is not None:
             pc = cmp.pairs[i - 1]
@@ -169,39 +173,9 @@ def analyse_ablation(
     settings = {"bootstrap": n_boot, "seed": seed, "level": level, "alpha": alpha,
                 "difference": "condition - full context",
                 "adjustment": "Benjamini-Hochberg over all conditions and metrics",
-                "cases": "all cases (paper-compatible)" if paper_compat else "cases both inputs answered"}
+                "cases": "all cases (paper-compatible)" if paper_compat else "cases both inputs answered",
+                "label_source": label_source}
     return AblationResult(models[0], modes[0], paper_compat, out, settings)
-
-
-def format_ablation(res: AblationResult) -> str:
-    """Each condition's figures, then its difference from the full context with a CI."""
-    ms = [m for m in STUDY_METRICS if m in metric_names(res.mode)]
-    tag = " (paper-compatible)" if res.paper_compat else ""
-    s = res.settings
-    lines = [f"ablation: {res.model} [{res.mode}]{tag}, {len(res.conditions)} conditions",
-             f"difference = condition - full context; {s['level']:.0%} paired-bootstrap CI ({s['bootstrap']} "
-             f"resamples); p(BH): Benjamini-Hochberg over all conditions and metrics", ""]
-    width = max(len(c.name) for c in res.conditions) + 2
-    lines.append(f"{'condition':<{width}}{'coverage':>9}" + "".join(f"{m:>15}" for m in ms))
-    for c in res.conditions:
-        lines.append(f"{c.name:<{width}}{100 * c.score.coverage:>8.1f}%"
-                     + "".join(f"{_f(c.score.values.get(m)):>15}" for m in ms))
-    lines.append("")
-    if len(res.conditions) == 1:
-        lines.append("only the full context was given: add ablation runs or files to see differences")
-    for c in res.conditions[1:]:
-        lines.append(f"{c.name}  vs  full context ({c.n_paired} paired cases"
-                     + (f", {c.dropped} dropped" if c.dropped else "") + ")")
-        for m in ms:
-            d = c.diffs.get(m)
-            if d is None:
-                continue
-            sig = " *" if d.significant else ""
-            lines.append(f"  {m:<14}{_f(d.diff):>9}   [{_f(d.ci[0])}, {_f(d.ci[1])}]   p = {_fp(d.p)} ({d.test})"
-                         f"   p(BH) = {_fp(d.p_adjusted)}{sig}")
-    lines.append("")
-    lines.append("* significant after Benjamini-Hochberg")
-    return "\n".join(lines) + "\n"
 
 
 # --------------------------------------------------------------------------------------------
@@ -232,17 +206,22 @@ def run_ablation(
 ) -> list[ConditionRun]:
     """Make sure every condition of the study has a complete run, running what is missing.
 
-    ``base`` is a ``runner.RunConfig`` (model, mode, selection, settings); its ``out`` and
+    ``base`` is a ``runs.execute.RunConfig`` (model, mode, selection, settings); its ``out`` and
     ``removed`` are set per condition. A directory that holds a complete run of the same request
     is re-used without loading the model; a partial one is resumed; one that holds a different
-    run stops the study (``runs.ManifestMismatch``, listing the differences) before anything is
+    run stops the study (``ManifestMismatch``, listing the differences) before anything is
     asked. ``on_condition(removed, run_dir, action)`` is called before each condition (progress).
     Stops at the first condition that does not complete (its status is returned last).
+
+    The conditions differ only in the prompt, so they share one backend: it is built (the local
+    model loaded, the API client opened) once, before the first condition that needs asking, used
+    by every condition in one event loop, and closed at the end.
     """
-    from ..data import load_dataset
+    import asyncio
     from dataclasses import replace
 
-    from ..runs.execute import check_resumable, prepare, resolve_data_path, run
+    from ..data import load_dataset
+    from ..runs.execute import check_resumable, prepare, resolve_data_path
     from ..runs.results import run_status
 
     conditions = ablation_conditions(params)
@@ -256,25 +235,46 @@ def run_ablation(
         old = check_resumable(prep)  # refuse a directory holding another run, before any work
         done = old is not None and run_status(out)["pending"] == 0
         plans.append((removed, out, cfg, done))
+    return asyncio.run(_run_conditions(base, plans, dataset, on_condition))
+
+
+async def _run_conditions(
+    base: Any, plans: Sequence[tuple[tuple[str, ...], Path, Any, bool]], dataset: Dataset,
+    on_condition: Callable[[tuple[str, ...], Path, str], None] | None,
+) -> list[ConditionRun]:
+    """Run the planned conditions in order with one backend (see ``run_ablation``)."""
+    import asyncio
+
+    from ..runs.execute import arun, make_run_backend
+
+    backend = None
     results = []
-    for removed, out, cfg, done in plans:
-        if done:
+    try:
+        for removed, out, cfg, done in plans:
+            if done:
+                if on_condition:
+                    on_condition(removed, out, "reused")
+                results.append(ConditionRun(removed, out, "reused", "complete"))
+                continue
             if on_condition:
-                on_condition(removed, out, "reused")
-            results.append(ConditionRun(removed, out, "reused", "complete"))
-            continue
-        if on_condition:
-            on_condition(removed, out, "running")
-        summary = run(cfg, dataset=dataset)
-        results.append(ConditionRun(removed, out, "ran", summary.status))
-        if summary.status != "complete":
-            break
+                on_condition(removed, out, "running")
+            if backend is None:
+                backend = await asyncio.to_thread(make_run_backend, base)  # loading a local model blocks
+            summary = await arun(cfg, backend=backend, dataset=dataset)
+            results.append(ConditionRun(removed, out, "ran", summary.status))
+            if summary.status != "complete":
+                break
+    finally:
+        if backend is not None:
+            try:
+                await backend.aclose()
+            except Exception:  # closing is best effort, as in arun
+                pass
     return results
 
 
 __all__ = [
     "DEFAULT_PARAMS", "AblationResult", "AblationStudyError", "CompareError", "ConditionResult", "ConditionRun",
-    "ablation_conditions", "ablation_run_dir", "analyse_ablation", "canonical", "condition_name",
-    "format_ablation", "run_ablation",
+    "ablation_conditions", "ablation_run_dir", "analyse_ablation", "canonical", "condition_name", "run_ablation",
 ]
 

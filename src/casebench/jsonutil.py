@@ -1,0 +1,21 @@
+"""Strict JSON for results: one leaf helper that statistics and presentation both use.
+
+It lives outside ``stats/`` and ``present/`` so that statistics can serialise their results
+without importing presentation code (data flows forward). Standard library only.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+
+def json_safe(x: Any) -> Any:
+    """Strict JSON: NaN as null, infinities as the strings "inf"/"-inf" (recursively)."""
+    if isinstance(x, float) and (math.isnan(x) or math.isinf(x)):
+        return None if math.isnan(x) else ("inf" if x > 0 else "-inf")
+    if isinstance(x, dict):
+        return {k: json_safe(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [json_safe(v) for v in x]
+    return x

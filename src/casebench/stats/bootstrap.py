@@ -1,0 +1,60 @@
+"""The case bootstrap: one seeded draw of resamples, one percentile CI, one bootstrap p-value.
+
+Every bootstrap in casebench goes through here: the CIs of a single input (``metrics``), the
+paired differences (``compare``, and through it ``ablation`` and the report). A resample is drawn
+as an index matrix (``resample_indices``: B rows of n case positions, with replacement) and used
+as case weights (``resample_weights``: how often each case was drawn), so that a metric of every
+resample at once is one matrix product of the weights with the metric's per-case columns
+(``metrics.metric_values``). The same seed gives the same resamples everywhere.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+DEFAULT_BOOTSTRAP = 2000
+
+
+def resample_indices(n: int, n_boot: int, seed: int) -> np.ndarray:
+    """(n_boot, n) case positions drawn with replacement (numpy ``default_rng(seed).integers``)."""
+    rng = np.random.default_rng(seed)
+    return rng.integers(0, n, size=(n_boot, n))
+
+
+def resample_weights(n: int, n_boot: int, seed: int) -> np.ndarray:
+    """(n_boot, n) case weights: how often each of n cases was drawn in each resample of
+    ``resample_indices(n, n_boot, seed)``, so weighted sums equal sums over the resampled cases."""
+    idx = resample_indices(n, n_boot, seed)
+    idx += np.arange(n_boot)[:, None] * n
+    return np.bincount(idx.ravel(), minlength=n_boot * n).reshape(n_boot, n).astype(float)
+
+
+def percentile_ci(values: np.ndarray, level: float, finite_only: bool = False) -> list[float]:
+    """The percentile interval of resampled ``values`` at ``level`` (e.g. 0.95: 2.5th to 97.5th).
+
+    Resamples where the figure is undefined (NaN, e.g. a recall of a resample that drew no safe
+    case) are left out. ``finite_only`` also leaves out infinite ones: a single input's CI is an
+    interval of the finite figures (an unclipped paper-compatible BCE is infinite in the
+    resamples that draw a p = 0 case); a paired difference keeps them (a difference from an
+    infinite BCE is infinite). No usable resample: [NaN, NaN].
+    """
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)] if finite_only else v[~np.isnan(v)]
+    if v.size == 0:
+        return [float("nan"), float("nan")]
+    lo, hi = (1 - level) / 2 * 100, (1 + level) / 2 * 100
+    with np.errstate(invalid="ignore"):
+        return [float(np.percentile(v, lo)), float(np.percentile(v, hi))]
+
+
+def bootstrap_p(d: np.ndarray) -> float:
+    """Two-sided bootstrap p of resampled differences ``d``: ``2 min(P*(d <= 0), P*(d >= 0))``
+    with the +1 correction (``(k + 1) / (B + 1)``, never exactly 0 from finitely many
+    resamples), clipped to 1; NaN differences are left out."""
+    d = d[~np.isnan(d)]
+    if d.size == 0:
+        return float("nan")
+    b = d.size
+    le = (np.sum(d <= 0) + 1) / (b + 1)
+    ge = (np.sum(d >= 0) + 1) / (b + 1)
+    return float(min(1.0, 2 * min(le, ge)))
