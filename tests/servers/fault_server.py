@@ -263,7 +263,7 @@ class _Server(ThreadingHTTPServer):
         pass  # dropped connections are on purpose here
 
 
-class FaultServer:
+class PlainFaultServer:
     """A threaded loopback server with scripted answers and faults (see the module docstring)."""
 
     def __init__(
@@ -409,3 +409,14 @@ class FaultServer:
             "usage": {"input_tokens": _count_tokens(json.dumps(body.get("messages", ""))),
                       "output_tokens": _count_tokens(text)},
         }
+
+
+def __getattr__(name: str) -> Any:
+    """``FaultServer`` is the plain server plus streaming (SSE), defined in ``stream_server``:
+    clients stream whenever they stop at the verdict, so every scripted test needs it. It is
+    looked up lazily because ``stream_server`` builds on this module."""
+    if name == "FaultServer":
+        from servers.stream_server import StreamingFaultServer
+
+        return StreamingFaultServer
+    raise AttributeError(name)

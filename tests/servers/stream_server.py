@@ -34,7 +34,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from servers.fault_server import FaultServer, RecordedRequest, _Handler, _Server
+from servers.fault_server import PlainFaultServer, RecordedRequest, _Handler, _Server
 
 
 def pieces(text: str) -> list[str]:
@@ -214,7 +214,7 @@ class _StreamHandler(_Handler):
         self._stream(rec, [text], head, piece, error, tail)
 
 
-class StreamServer(FaultServer):
+class StreamServer(PlainFaultServer):
     """A ``FaultServer`` that also streams and honours ``n`` (see the module docstring)."""
 
     def __init__(self, *args: Any, chunk_delay: float = 0.005, supports_n: bool = True,
@@ -279,3 +279,11 @@ class StreamServer(FaultServer):
         out["usage"]["completion_tokens"] = done
         out["usage"]["total_tokens"] = out["usage"]["prompt_tokens"] + done
         return out
+
+
+class StreamingFaultServer(StreamServer):
+    """What tests get as ``servers.fault_server.FaultServer``: the scripted server, streaming when
+    asked, and (like most servers) without ``n`` unless a test turns it on."""
+
+    def __init__(self, *args: Any, supports_n: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, supports_n=supports_n, **kwargs)

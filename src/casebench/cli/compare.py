@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from ..modes import mode_names
 from ._common import BadInput, bad_input_errors, check_label_source, echo_err, label_source_option
 
 
@@ -66,8 +67,10 @@ def compare_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, n_bo
     Brier; Williams' t for the two PCCs (which share the human safe_rate); Benjamini-Hochberg
     over all pairs and metrics.
     """
-    from ..present.tables import format_comparison
+    from ..jsonutil import json_safe
+    from ..present.tables import format_comparison, format_say_do
     from ..stats.compare import CompareError, compare
+    from ..stats.saydo import is_say_do_pair, say_do
     from ..stats.metrics import LabelSourceError
 
     if len(inputs) < 2:
@@ -78,10 +81,16 @@ def compare_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, n_bo
     with bad_input_errors(CompareError, LabelSourceError):
         result = compare(preds, paper_compat=paper_compat, n_boot=n_boot, seed=seed, level=level, alpha=alpha,
                          label_source=label_source)
+        say = [say_do(a, b, n_boot=n_boot, seed=seed, level=level)
+               for i, a in enumerate(preds) for b in preds[i + 1:] if is_say_do_pair(a, b) and a.model == b.model]
     if as_json:
-        click.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
+        click.echo(json.dumps({**result.to_dict(), "say_do": [json_safe(x.to_dict()) for x in say]}, indent=2,
+                              ensure_ascii=False))
     else:
         click.echo(format_comparison(result), nl=False)
+        for x in say:
+            click.echo("")
+            click.echo(format_say_do(x), nl=False)
 
 
 @click.command("ablate")
@@ -89,7 +98,7 @@ def compare_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, n_bo
 @click.option("--model", default=None, metavar="SPEC",
               help="Run the study with this model (openai/NAME, anthropic/NAME, hf/ID). Without it, "
                    "INPUTS (finished runs or published ablation files) are analysed.")
-@click.option("--mode", type=click.Choice(["binary", "score", "prob"]), default=None, help="Judge mode (with --model).")
+@click.option("--mode", type=click.Choice(mode_names()), default=None, help="Mode (with --model).")
 @click.option("--params", default="sender,recipient,transmission_principle", show_default=True, metavar="LIST",
               help="CI parameters to remove: each alone, then in pairs, then all (sub-keys such as "
                    "urgency are accepted).")

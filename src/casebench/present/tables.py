@@ -14,11 +14,13 @@ import math
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ..jsonutil import json_safe
+
 from ..stats.metrics import ALL_METRICS, COMPARED_METRICS, METRIC, Score, metric_names
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..stats.ablation import AblationResult
     from ..stats.compare import Comparison
+    from ..stats.saydo import SayDo
 
 #: the metrics of the CSV and Markdown rows (every metric, in table order)
 ROW_METRICS = ALL_METRICS
@@ -215,4 +217,21 @@ def format_ablation(res: "AblationResult") -> str:
                          f"   p = {fmt_p(d.p)} ({d.test})   p(BH) = {fmt_p(d.p_adjusted)}{sig}")
     lines.append("")
     lines.append("* significant after Benjamini-Hochberg")
+    return "\n".join(lines) + "\n"
+
+
+def format_say_do(s: "SayDo", limit: int = 20) -> str:
+    """The say-and-do comparison of a judge run and a respond run, as text."""
+    m = s.mcnemar
+    lines = [
+        f"say and do: {s.judge} vs {s.respond} ({s.n} cases)",
+        f"  behaviour matches its own verdict: {s.agreement:.3f} [{s.agreement_ci[0]:.3f}, {s.agreement_ci[1]:.3f}]",
+        f"  judged safe: {s.judged_safe:.3f}   answered: {s.answered:.3f}",
+        f"  judged safe but refused: {m['a_only']}   judged unsafe but answered: {m['b_only']}   "
+        f"McNemar exact p = {m['p']:.3g}",
+    ]
+    for title, cases in (("judged safe, refused", s.judged_safe_refused),
+                         ("judged unsafe, answered", s.judged_unsafe_answered)):
+        shown = ", ".join(map(str, cases[:limit])) + (f", ... ({len(cases)} in all)" if len(cases) > limit else "")
+        lines.append(f"  {title}: {shown or '-'}")
     return "\n".join(lines) + "\n"

@@ -70,19 +70,3 @@ def say_do(a: Predictions, b: Predictions, n_boot: int = 2000, seed: int = 0, le
         judged_safe_refused=[int(i) for i in idx[said & ~did]],
         judged_unsafe_answered=[int(i) for i in idx[~said & did]],
     )
-
-
-def format_say_do(s: SayDo, limit: int = 20) -> str:
-    m = s.mcnemar
-    lines = [
-        f"say and do: {s.judge} vs {s.respond} ({s.n} cases)",
-        f"  behaviour matches its own verdict: {s.agreement:.3f} [{s.agreement_ci[0]:.3f}, {s.agreement_ci[1]:.3f}]",
-        f"  judged safe: {s.judged_safe:.3f}   answered: {s.answered:.3f}",
-        f"  judged safe but refused: {m['a_only']}   judged unsafe but answered: {m['b_only']}   "
-        f"McNemar exact p = {m['p']:.3g}",
-    ]
-    for title, cases in (("judged safe, refused", s.judged_safe_refused),
-                         ("judged unsafe, answered", s.judged_unsafe_answered)):
-        shown = ", ".join(map(str, cases[:limit])) + (f", ... ({len(cases)} in all)" if len(cases) > limit else "")
-        lines.append(f"  {title}: {shown or '-'}")
-    return "\n".join(lines) + "\n"
