@@ -151,6 +151,14 @@ def test_say_and_do_compares_a_models_verdicts_with_its_behaviour(tmp_path, data
     # refused: 0, 3, 6; judged unsafe: 0, 1 -> judged safe but refused: 3, 6; judged unsafe but answered: 1
     assert "judged safe, refused: 3, 6" in r.output and "judged unsafe, answered: 1" in r.output
     assert "behaviour matches its own verdict: 0.667" in r.output
+    r = invoke("compare", judge, respond, "--bootstrap", "100", "--json")
+    sd = json.loads(r.output)["say_do"][0]
+    assert sd["judged_safe_refused"] == [3, 6] and sd["judged_unsafe_answered"] == [1] and sd["n"] == 9
+    # the report shows judgement and behaviour side by side
+    r = invoke("report", judge, respond, "-o", tmp_path / "report.html", "--bootstrap", "50")
+    assert r.exit_code == 0, r.output
+    html = (tmp_path / "report.html").read_text()
+    assert "Judgement and behaviour" in html and '<table class="saydo">' in html
 
 
 @pytest.mark.slow

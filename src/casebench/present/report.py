@@ -212,6 +212,44 @@ def _refusal(inputs: Sequence[ReportInput]) -> str:
                       "Error bars: 95% bootstrap CIs."))
 
 
+def _say_do(inputs: Sequence[ReportInput], n_boot: int, seed: int) -> str:
+    """Judgement and behaviour side by side: each model with a judge input and a respond run on
+    the same cases; what it says against what it does (``stats.saydo``)."""
+    from ..stats.compare import CompareError
+    from ..stats.saydo import is_say_do_pair, say_do
+
+    rows = []
+    for i, a in enumerate(inputs):
+        for b in inputs[i + 1:]:
+            if not (is_say_do_pair(a.pred, b.pred) and a.pred.model == b.pred.model):
+                continue
+            judge, respond = (a, b) if b.pred.mode_spec.reads_behaviour else (b, a)
+            try:
+                sd = say_do(judge.pred, respond.pred, n_boot=n_boot, seed=seed)
+            except CompareError:
+                continue
+            jv, rv = judge.score.values, respond.score.values
+            rows.append(
+                f"<tr><td>{_e(judge.pred.model)}</td><td>{_e(judge.name)}</td><td>{_e(respond.name)}</td>"
+                f"<td>{_f(jv.get('safe_recall'))}</td><td>{_f(rv.get('safe_recall'))}</td>"
+                f"<td>{_f(jv.get('unsafe_recall'))}</td><td>{_f(rv.get('unsafe_recall'))}</td>"
+                f"<td>{_f(sd.agreement)} [{_f(sd.agreement_ci[0])}, {_f(sd.agreement_ci[1])}]</td>"
+                f"<td>{len(sd.judged_safe_refused)}</td><td>{len(sd.judged_unsafe_answered)}</td>"
+                f"<td>{_fp(sd.mcnemar['p'])}</td></tr>")
+    if not rows:
+        return ""
+    return ('<h2 id="saydo">3. Judgement and behaviour</h2>'
+            "<p>Each model as a judge (does it say answering is safe?) and as the deployed chatbot (does it "
+            "answer?), on the same cases: safe and unsafe recall of each, how often the behaviour matches the "
+            "model's own verdict (95% bootstrap CI), the cases it judged safe but refused and judged unsafe "
+            "but answered, and McNemar's exact p between verdict and behaviour.</p>"
+            '<div class="wide"><table class="saydo"><thead><tr><th>Model</th><th>Judge</th><th>Chatbot</th>'
+            "<th>Safe recall, judged</th><th>Safe recall, behaved</th><th>Unsafe recall, judged</th>"
+            "<th>Unsafe recall, behaved</th><th>Agreement</th><th>Judged safe, refused</th>"
+            "<th>Judged unsafe, answered</th><th>McNemar p</th></tr></thead><tbody>"
+            + "".join(rows) + "</tbody></table></div>")
+
+
 def _cases_keys(preds: Sequence[Predictions]) -> list[tuple[str, tuple[int, ...]]]:
     """Per input, what ``compare`` checks: the cases' fingerprint (leaving out every CI parameter
     any input removed, so an ablation condition matches its full context) and the case indices."""
@@ -501,6 +539,7 @@ def build_report(
     sections = [
         _leaderboard(inputs, paper_compat, n_boot),
         _refusal(inputs),
+        _say_do(inputs, n_boot, seed),
         _pairwise(inputs, paper_compat, n_boot, seed, label_source),
         _category_heatmap(inputs, paper_compat),
         _scatter(inputs, paper_compat),
@@ -513,9 +552,9 @@ def build_report(
         f'<li><a href="#{anchor}">{_e(label)}</a></li>'
         for anchor, label, present in (
             ("leaderboard-section", "Leaderboard", True), ("refusal", "Over- and under-refusal", True),
-            ("pairwise", "Paired differences", True), ("categories", "Accuracy by category", True),
+            ("saydo", "Judgement and behaviour", bool(sections[2])), ("pairwise", "Paired differences", True), ("categories", "Accuracy by category", True),
             ("scatter", "P(safe) against the human safe_rate", True), ("reliability", "Calibration", True),
-            ("ablation", "Context ablation", bool(sections[6])), ("human", "The human votes", human),
+            ("ablation", "Context ablation", bool(sections[7])), ("human", "The human votes", human),
         ) if present
     )
     try:
