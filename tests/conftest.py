@@ -45,5 +45,18 @@ def small_data_path() -> Path:
     return FIXTURES / "small_cases.json"
 
 
+@pytest.fixture(scope="session")
+def embedded_model() -> Path:
+    """The embedded SmolLM2's converted folder (converted once per machine); skips with the reason
+    when torch or the model package is missing."""
+    pytest.importorskip("torch")
+    from casebench.backends.embedded import EmbeddedModelError, embedded_model_path
+
+    try:
+        return embedded_model_path()
+    except EmbeddedModelError as e:
+        pytest.skip(str(e))
+
+
 # Real servers on loopback: a scripted OpenAI-compatible fault server and a llama.cpp server.
 from conftest_servers import fault_server, llama_server, postgres_server  # noqa: E402,F401

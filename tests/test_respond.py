@@ -162,14 +162,7 @@ def test_say_and_do_compares_a_models_verdicts_with_its_behaviour(tmp_path, data
 
 
 @pytest.mark.slow
-def test_respond_with_the_embedded_model_offline(tmp_path, data):
-    pytest.importorskip("torch")
-    from casebench.backends.embedded import EmbeddedModelError, embedded_model_path
-
-    try:
-        embedded_model_path()
-    except EmbeddedModelError as e:
-        pytest.skip(str(e))
+def test_respond_with_the_embedded_model_offline(tmp_path, data, embedded_model):
     out = tmp_path / "run"
     r = invoke("run", "--mode", "respond", "--data", data, "--limit", "3", "--max-tokens", "24", "-o", out,
                "--no-progress", "--no-report")

@@ -71,14 +71,7 @@ def test_every_answer_changing_option_is_compared_on_resume(tmp_path, data):
 
 
 @pytest.mark.slow
-def test_prob_method_change_of_a_finished_local_run_is_refused(tmp_path, data):
-    pytest.importorskip("torch")
-    from casebench.backends.embedded import EmbeddedModelError, embedded_model_path
-
-    try:
-        embedded_model_path()
-    except EmbeddedModelError as e:
-        pytest.skip(str(e))
+def test_prob_method_change_of_a_finished_local_run_is_refused(tmp_path, data, embedded_model):
     out = tmp_path / "run"
     base = ["run", "--mode", "prob", "--data", data, "--limit", "2", "-o", out, "--no-progress", "--no-report"]
     r = invoke(*base)
