@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "compare": ("compare", "compare_cmd", "Paired significance tests between runs or published files."),
     "ablate": ("compare", "ablate_cmd", "CI-parameter ablation study: run or re-analyse removals."),
     "report": ("report", "report_cmd", "Write a self-contained HTML report."),
+    "contexts": ("contexts", "contexts_group", "Write CI contexts for your own queries and domain (a dataset without votes)."),
 }
 
 
