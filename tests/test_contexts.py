@@ -36,7 +36,7 @@ from click.testing import CliRunner
 
 from casebench.cli import cli
 from casebench.contexts.generate import (
-    ContextsMode, QueriesError, failures_path, generation_template, load_queries, queries_dataset,
+    ContextsMode, QueriesError, answer_schema, failures_path, generation_template, load_queries, queries_dataset,
 )
 from casebench.data import CI_PARAMETERS, load_dataset
 from casebench.runs.record import final_records, iter_records, manifest_bytes, read_manifest
@@ -213,6 +213,17 @@ def test_mode_reads_valid_contexts_and_names_every_problem() -> None:
         json.dumps(wrong_type)).error
 
 
+def test_answer_schema_follows_the_dataset_schema() -> None:
+    """The schema for servers that constrain generation: urgency optional, nothing else."""
+    schema = answer_schema()
+    assert schema["required"] == ["safe_context", "unsafe_context"]
+    ctx = schema["properties"]["safe_context"]
+    assert list(ctx["properties"]) == list(CI_PARAMETERS)
+    tp = ctx["properties"]["transmission_principle"]
+    assert "urgency" in tp["properties"] and "urgency" not in tp["required"]
+    assert ContextsMode(DOMAIN).read_text(valid_answer("s")).ok
+
+
 def test_domain_is_in_the_prompt_and_its_hash() -> None:
     a, b = ContextsMode(DOMAIN), ContextsMode("a bank's {customer} chat")
     case = queries_dataset(QUERIES)[0]
@@ -303,6 +314,20 @@ def test_refuses_to_overwrite_a_file_it_did_not_write(tmp_path: Path) -> None:
         assert same.exit_code == 2 and "the queries file itself" in same.stderr
         assert srv.count == 0
     assert out.read_text() == "[]"
+
+
+def test_a_changed_queries_file_is_refused_on_resume(tmp_path: Path) -> None:
+    queries = tmp_path / "q.csv"
+    queries.write_text(QUERIES_CSV.read_text())
+    out = tmp_path / "new.json"
+    with FaultServer(answer_fn=Script({})) as srv:
+        assert invoke(gen_args(srv, out, queries=queries)).exit_code == 0
+        with open(queries, "a") as f:
+            f.write("Can I bring flowers to the ward?,visiting,our own wording\n")
+        res = invoke(gen_args(srv, out, queries=queries))
+        assert res.exit_code == 2 and "dataset_sha256" in res.stderr, res.stderr
+        assert srv.count == 2
+    assert len(load_dataset(out)) == 4
 
 
 def test_cost_is_tracked_and_max_cost_stops_before_passing_it(tmp_path: Path) -> None:

@@ -101,7 +101,8 @@ def _setup_logging(verbose: int) -> None:
               help="Name of the environment variable holding the API key (the key itself is never logged).")
 @click.option("--timeout", type=float, default=None, help="Seconds per API request (default 60).")
 @click.option("--extra-body", default=None, metavar="JSON",
-              help="Server-specific request fields for openai/ models (e.g. a JSON schema for llama.cpp or vLLM).")
+              help="Server-specific request fields for openai/ models, e.g. to constrain the answer to the JSON "
+                   "schema of casebench.contexts.answer_schema() on llama.cpp or vLLM.")
 @click.option("--max-connections", type=int, default=8, show_default=True, help="Requests in flight (API models).")
 @click.option("--parse-retries", type=int, default=2, show_default=True,
               help="Re-asks of an answer whose contexts are invalid, before the query is listed and left out.")

@@ -8,11 +8,11 @@ mode that asks for contexts and reads them, the query loader and the dataset wri
 from __future__ import annotations
 
 from .generate import (
-    ContextsMode, Failure, GenerateResult, QueriesError, generate, load_queries, queries_dataset,
+    ContextsMode, Failure, answer_schema, GenerateResult, QueriesError, generate, load_queries, queries_dataset,
     read_generated, write_generated,
 )
 
 __all__ = [
-    "ContextsMode", "Failure", "GenerateResult", "QueriesError", "generate", "load_queries", "queries_dataset",
+    "ContextsMode", "Failure", "answer_schema", "GenerateResult", "QueriesError", "generate", "load_queries", "queries_dataset",
     "read_generated", "write_generated",
 ]

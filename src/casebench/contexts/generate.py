@@ -33,7 +33,6 @@ from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Sequence
 
 from ..data import CI_PARAMETERS, OPTIONAL_CI_KEYS, Case, Dataset, DatasetError, file_sha256, validate_record
 from ..modes import Mode, Reading
-from ..parse import find_json_object
 from ..prompts import Templates
 
 if TYPE_CHECKING:
@@ -139,22 +138,37 @@ def answer_schema() -> dict[str, Any]:
 
 def _find_contexts(text: str) -> tuple[dict[str, Any] | None, str | None]:
     """The first JSON object in ``text`` that holds both context keys (also one level down,
-    e.g. ``{"contexts": {...}}``), or ``(None, reason)``."""
-    first, reason = find_json_object(text)
-    if first is None:
-        return None, reason
-    decoder = json.JSONDecoder()
+    e.g. ``{"contexts": {...}}``), or ``(None, reason)``.
+
+    Like ``parse.find_json_object`` it tries each ``{`` with a real JSON decoder (code fences and
+    text around the object are fine), but it accepts raw line breaks inside strings (models write
+    them), and it looks for the two context keys rather than a verdict.
+    """
+    decoder = json.JSONDecoder(strict=False)
     pos = text.find("{")
+    if pos < 0:
+        return None, "no JSON object in the answer"
+    outermost = pos
+    outer_error: str | None = None  # why the outermost object (the answer proper) does not decode
+    first: dict[str, Any] | None = None
     while pos >= 0:
         try:
             obj, end = decoder.raw_decode(text, pos)
-        except (json.JSONDecodeError, RecursionError):
+        except (json.JSONDecodeError, RecursionError) as e:
+            if pos == outermost:
+                outer_error = (f"{e.msg} at character {e.pos}" if isinstance(e, json.JSONDecodeError)
+                               else "nested too deeply")
             pos = text.find("{", pos + 1)
             continue
         for cand in [obj, *(obj.values() if isinstance(obj, dict) else [])]:
             if isinstance(cand, dict) and all(k in cand for k, _ in INTENTS):
                 return cand, None
+        if first is None and isinstance(obj, dict):
+            first = obj
         pos = text.find("{", end)
+    if outer_error is not None:
+        return None, f"the JSON in the answer does not decode ({outer_error})"
+    assert first is not None
     keys = ", ".join(repr(k) for k in list(first)[:8]) or "none"
     missing = [k for k, _ in INTENTS if k not in first]
     return None, f"the JSON object lacks {' and '.join(repr(k) for k in missing)} (its keys: {keys})"
@@ -203,7 +217,7 @@ def context_problems(ctx: Any, key: str, intended_safe: bool) -> list[str]:
                     if (isinstance(v, str) and not v.strip()) or (isinstance(v, dict) and not v):
                         out.append(f"{key}.{group}.{sub}: empty")
                     elif isinstance(v, str) and not any(ch.isalnum() for ch in v):
-                        out.append(f"{key}.{group}.{sub}: no text, only {v!r} (the prompt's placeholder?)")
+                        out.append(f"{key}.{group}.{sub}: no text, only {v!r}")
     return out
 
 
