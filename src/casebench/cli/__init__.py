@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "report": ("report", "report_cmd", "Write a self-contained HTML report."),
     "refusal-eval": ("refusal_eval", "refusal_eval_cmd", "Score a refusal classifier on human-labelled answers (XSTest format)."),
     "annotate": ("annotate", "annotate_group", "Collect human votes in a web app; export them as a dataset."),
+    "contexts": ("contexts", "contexts_group", "Write CI contexts for your own queries and domain (a dataset without votes)."),
 }
 
 

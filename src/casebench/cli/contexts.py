@@ -1,0 +1,166 @@
+"""``casebench contexts generate``: a thin wrapper over ``casebench.contexts.generate``."""
+
+from __future__ import annotations
+
+import json
+import logging
+import shlex
+import sys
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
+
+import click
+
+from ._common import BadInput, bad_input_errors, echo_err
+
+if TYPE_CHECKING:
+    from ..contexts.generate import GenerateResult
+
+API_PREFIXES = ("openai/", "anthropic/")
+
+
+@click.group("contexts")
+def contexts_group() -> None:
+    """Write CI contexts for your own queries and domain (a dataset without votes)."""
+
+
+def _backend_options(model: str, base_url: str | None, api_key_env: str | None, timeout: float | None,
+                     extra_body: str | None) -> dict[str, Any]:
+    """Backend options from the flags; flags that do not apply to the model are refused."""
+    given = {"--base-url": base_url, "--api-key-env": api_key_env, "--timeout": timeout, "--extra-body": extra_body}
+    if not model.startswith(API_PREFIXES):
+        wrong = [k for k, v in given.items() if v is not None]
+        if wrong:
+            raise BadInput(f"{', '.join(wrong)} apply to openai/ and anthropic/ models, not {model!r}")
+        return {}
+    opts: dict[str, Any] = {"base_url": base_url, "api_key_env": api_key_env, "timeout": timeout}
+    if extra_body is not None:
+        if not model.startswith("openai/"):
+            raise BadInput(f"--extra-body applies to openai/ models only, not {model!r}")
+        try:
+            body = json.loads(extra_body)
+        except json.JSONDecodeError as e:
+            raise BadInput(f"--extra-body: not valid JSON ({e.msg} at column {e.colno})") from None
+        if not isinstance(body, dict):
+            raise BadInput("--extra-body: must be a JSON object")
+        opts["extra_body"] = body
+    return {k: v for k, v in opts.items() if v is not None}
+
+
+def _under_signals(make: Callable[[], Awaitable["GenerateResult"]]) -> "GenerateResult":
+    """Run under SIGINT/SIGTERM handlers that cancel cleanly (the run engine then writes its
+    manifest with status ``interrupted``), as ``casebench run`` does."""
+    import asyncio
+    import signal
+
+    async def main() -> "GenerateResult":
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        assert task is not None
+        handled = []
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                loop.add_signal_handler(sig, task.cancel)
+                handled.append(sig)
+            except (RuntimeError, NotImplementedError, ValueError):  # pragma: no cover - not the main thread
+                pass
+        try:
+            return await make()
+        finally:
+            for sig in handled:
+                loop.remove_signal_handler(sig)
+
+    try:
+        return asyncio.run(main())
+    except asyncio.CancelledError:
+        raise KeyboardInterrupt from None
+
+
+def _setup_logging(verbose: int) -> None:
+    logger = logging.getLogger("casebench")
+    if not logger.handlers:
+        h = logging.StreamHandler(sys.stderr)
+        h.setFormatter(logging.Formatter("casebench: %(message)s"))
+        logger.addHandler(h)
+        logger.propagate = False
+    logger.setLevel(logging.DEBUG if verbose > 1 else logging.INFO if verbose else logging.WARNING)
+
+
+@contexts_group.command("generate")
+@click.option("--queries", "queries", required=True, type=click.Path(dir_okay=False), metavar="FILE",
+              help="Queries: a JSON list, JSON Lines or CSV file with 'query' and 'category' fields.")
+@click.option("--domain", required=True, metavar="TEXT",
+              help="The deployment the contexts are for, e.g. \"a hospital's patient-facing assistant\".")
+@click.option("--model", required=True, metavar="SPEC", help="Model spec: openai/NAME, anthropic/NAME, hf/ID-or-path.")
+@click.option("-o", "--out", required=True, type=click.Path(dir_okay=False), metavar="NEW.json",
+              help="The dataset to write (two records per query, no votes), once the run is complete.")
+@click.option("--run-dir", default=None, type=click.Path(file_okay=False), metavar="DIR",
+              help="The run directory (default: NEW.json.run next to the output). Re-running the same command "
+                   "resumes it.")
+@click.option("--base-url", default=None, help="API endpoint (OpenAI-compatible servers, Anthropic proxies).")
+@click.option("--api-key-env", default=None, metavar="VAR",
+              help="Name of the environment variable holding the API key (the key itself is never logged).")
+@click.option("--timeout", type=float, default=None, help="Seconds per API request (default 60).")
+@click.option("--extra-body", default=None, metavar="JSON",
+              help="Server-specific request fields for openai/ models, e.g. to constrain the answer to the JSON "
+                   "schema of casebench.contexts.answer_schema() on llama.cpp or vLLM.")
+@click.option("--max-connections", type=int, default=8, show_default=True, help="Requests in flight (API models).")
+@click.option("--parse-retries", type=int, default=2, show_default=True,
+              help="Re-asks of an answer whose contexts are invalid, before the query is listed and left out.")
+@click.option("--max-cost", type=float, default=None, metavar="USD",
+              help="Stop before the run's total cost (all sessions) would pass this.")
+@click.option("--prices", "prices_path", default=None, metavar="FILE.json",
+              help="Extra prices, USD per 1M tokens: {\"model\": {\"input\": x, \"output\": y}}.")
+@click.option("--temperature", type=float, default=None, help="Sampling temperature (default 0.7).")
+@click.option("--max-tokens", type=int, default=None, help="Answer length limit (default 900).")
+@click.option("--limit", type=int, default=None, help="Only the first N queries.")
+@click.option("--progress/--no-progress", default=None, help="Progress bar (default: on a terminal).")
+@click.option("-v", "--verbose", count=True, help="Log retries (-v) and details (-vv).")
+def generate_cmd(queries: str, domain: str, model: str, out: str, run_dir: str | None, base_url: str | None,
+                 api_key_env: str | None, timeout: float | None, extra_body: str | None, max_connections: int,
+                 parse_retries: int, max_cost: float | None, prices_path: str | None, temperature: float | None,
+                 max_tokens: int | None, limit: int | None, progress: bool | None, verbose: int) -> None:
+    """For each query, a model writes one context meant to be safe and one meant to be unsafe
+    (CI schema) for the domain. Writes NEW.json, a dataset without votes; queries whose contexts
+    stay invalid after the re-asks are listed (stderr, NEW.failures.json) and left out.
+    Re-run the same command to resume."""
+    from ..backends.base import PermanentError, UnsupportedModeError
+    from ..contexts.generate import ContextsError, agenerate, failures_path
+    from ..runs.pricing import PriceTable, PricingError
+    from ..runs.record import RunLocked
+
+    _setup_logging(verbose)
+    opts = _backend_options(model, base_url, api_key_env, timeout, extra_body)
+    call_timeout = 2 * (timeout or 60.0) + 10 if model.startswith(API_PREFIXES) else None
+    try:
+        with bad_input_errors(ContextsError, PricingError, ValueError, UnsupportedModeError, PermanentError):
+            prices = PriceTable.load(prices_path)
+            try:
+                result = _under_signals(lambda: agenerate(
+                    queries, domain, model, out, run_dir, max_connections=max_connections,
+                    parse_retries=parse_retries, max_cost=max_cost, prices=prices, temperature=temperature,
+                    max_tokens=max_tokens, limit=limit, progress=progress, backend_options=opts,
+                    call_timeout=call_timeout))
+            except RunLocked as e:
+                raise click.ClickException(str(e)) from None
+    except KeyboardInterrupt:
+        echo_err("casebench: interrupted before the run started; nothing was asked")
+        sys.exit(130)
+    summary = result.summary
+    click.echo(summary.line())
+    if summary.message:
+        echo_err(f"casebench: {summary.message}")
+    if summary.status != "complete":
+        echo_err(f"to resume: casebench {shlex.join(sys.argv[1:])}")
+        click.echo(f"run: {summary.run_dir}")
+        sys.exit(result.exit_code)
+    if result.failures:
+        echo_err(f"{len(result.failures)} of {result.queries} queries got no valid contexts after "
+                 f"{parse_retries} re-ask(s); left out, listed in {failures_path(out)}:")
+        for f in result.failures:
+            echo_err(f"  query {f.index} ({f.category}): {f.error}")
+    click.echo(f"run: {summary.run_dir}")
+    if result.out is None:
+        echo_err("casebench: no query got valid contexts; no dataset was written")
+        sys.exit(result.exit_code)
+    click.echo(f"contexts: {result.generated} of {result.queries} queries, {2 * result.generated} records "
+               f"(no votes) -> {result.out}")
