@@ -8,7 +8,6 @@ tooling can read casebench runs.
 
 from __future__ import annotations
 
-import math
 import re
 from pathlib import Path
 from typing import Any, Sequence
@@ -18,7 +17,7 @@ from .data import (
     VOTE_SAFE, VOTE_UNSAFE, AblationError, Case, DatasetError, cases_from_records, read_records,
     validate_parameter_names,
 )
-from .modes import Mode, detect_mode, get_mode, mode_from_file_name, mode_names
+from .modes import Mode, detect_mode, get_mode, mode_from_file_name
 from .predictions import Predictions
 
 _NAME_RE = re.compile(r"^output_([A-Za-z]+)(?:_(.+))?\.json$")

@@ -257,7 +257,7 @@ class _Server(ThreadingHTTPServer):
     block_on_close = False
     request_queue_size = 256
     allow_reuse_address = True
-    owner: "FaultServer"
+    owner: "PlainFaultServer"
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         pass  # dropped connections are on purpose here
@@ -294,7 +294,7 @@ class PlainFaultServer:
         self._thread: threading.Thread | None = None
 
     # ------------------------------------------------------------------ lifecycle
-    def start(self) -> "FaultServer":
+    def start(self) -> "PlainFaultServer":
         if self._httpd is not None:
             return self
         self._stopping.clear()
@@ -315,7 +315,7 @@ class PlainFaultServer:
             self._thread.join(timeout=5)
             self._thread = None
 
-    def __enter__(self) -> "FaultServer":
+    def __enter__(self) -> "PlainFaultServer":
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:

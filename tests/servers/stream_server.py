@@ -272,7 +272,11 @@ class StreamServer(PlainFaultServer):
         body = rec.body if isinstance(rec.body, dict) else {}
         if body.get("logprobs"):
             return out
-        texts = self._texts(rec, body)
+        n = body.get("n")
+        if self.answer_n_fn is None and not (isinstance(n, int) and n > 1 and self.supports_n):
+            texts = [out["choices"][0]["message"]["content"]]  # the answer the plain server gave (asked once)
+        else:
+            texts = self._texts(rec, body)
         out["choices"] = [{"index": i, "finish_reason": "stop", "logprobs": None,
                            "message": {"role": "assistant", "content": t}} for i, t in enumerate(texts)]
         done = sum(len(pieces(t)) for t in texts)

@@ -248,9 +248,9 @@ class OpenAIBackend:
             params["stream_options"] = {"include_usage": True}
         try:
             stream = await self._create(params)
-        except PermanentError:
-            if self.stream_usage is not None or n > 1:
-                raise  # with n > 1, n is the first suspect: the caller retries without it
+        except PermanentError as e:
+            if self.stream_usage is not None or n > 1 or getattr(e, "status", None) not in (400, 422):
+                raise  # with n > 1, n is the first suspect: the caller retries without it; 401/403/404 are final
             # Some servers refuse stream_options; try once without. If that works, remember.
             params.pop("stream_options")
             stream = await self._create(params)

@@ -31,7 +31,9 @@ def status_error(exc: Any, *, where: str, model: str, secret: str | None) -> Exc
     message = f"HTTP {status} from {where} for model {model!r}: {excerpt}"
     if status_is_transient(status):
         return TransientError(message, retry_after=retry_after_from_headers(exc.response.headers))
-    return PermanentError(message)
+    err = PermanentError(message)
+    err.status = status  # type: ignore[attr-defined]  # which refusal it was (400 vs 401, ...)
+    return err
 
 
 async def call(sdk: ModuleType, request: Awaitable[T], *, where: str, model: str, secret: str | None,

@@ -5,8 +5,10 @@ other."""
 from __future__ import annotations
 
 import contextlib
+import json
+import logging
 import sys
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterator, TypeVar
 
 import click
 
@@ -15,6 +17,7 @@ if TYPE_CHECKING:
     from ..runs.execute import RunSummary
 
 EXIT_BAD_INPUT = 2
+T = TypeVar("T")
 
 
 class BadInput(click.ClickException):
@@ -40,6 +43,64 @@ def bad_input_errors(*types: type[BaseException]) -> Iterator[None]:
         yield
     except catch as e:  # type: ignore[misc]
         raise BadInput(str(e)) from None
+
+
+API_PREFIXES = ("openai/", "anthropic/")
+LOCAL_PREFIXES = ("hf/",)
+
+
+class _TqdmHandler(logging.Handler):
+    """Log lines that do not tear the progress bar."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            from tqdm import tqdm
+
+            tqdm.write(self.format(record), file=sys.stderr)
+        except Exception:  # pragma: no cover - logging must never raise
+            self.handleError(record)
+
+
+def setup_logging(verbose: int) -> None:
+    logger = logging.getLogger("casebench")
+    if not any(isinstance(h, _TqdmHandler) for h in logger.handlers):
+        h = _TqdmHandler()
+        h.setFormatter(logging.Formatter("casebench: %(message)s"))
+        logger.addHandler(h)
+        logger.propagate = False
+    logger.setLevel(logging.DEBUG if verbose > 1 else logging.INFO if verbose else logging.WARNING)
+
+
+def backend_options(model: str, *, base_url: str | None, api_key_env: str | None, timeout: float | None,
+                    batch_size: int | None, device: str | None, dtype: str | None,
+                    extra_body: str | None = None, prob_method: str | None = None) -> dict[str, Any]:
+    """The options a backend takes, from the flags the user gave; refuse flags that do not
+    apply to the model's backend instead of silently ignoring them."""
+    api: dict[str, Any] = {"base_url": base_url, "api_key_env": api_key_env, "timeout": timeout}
+    if extra_body is not None:
+        if not model.startswith("openai/"):
+            raise BadInput(f"--extra-body applies to openai/ models only, not {model!r}")
+        try:
+            body = json.loads(extra_body)
+        except json.JSONDecodeError as e:
+            raise BadInput(f"--extra-body: not valid JSON ({e.msg} at column {e.colno})") from None
+        if not isinstance(body, dict):
+            raise BadInput("--extra-body: must be a JSON object")
+        api["extra_body"] = body
+    local = {"batch_size": batch_size, "device": device, "dtype": dtype, "prob_method": prob_method}
+    flag = {"base_url": "--base-url", "api_key_env": "--api-key-env", "timeout": "--timeout",
+            "batch_size": "--batch-size", "device": "--device", "dtype": "--dtype", "extra_body": "--extra-body",
+            "prob_method": "--prob-method"}
+    if model.startswith(API_PREFIXES):
+        use, other = api, local
+    elif model.startswith(LOCAL_PREFIXES):
+        use, other = local, api
+    else:
+        return {}  # make_backend explains what is wrong with the spec
+    wrong = [flag[k] for k, v in other.items() if v is not None]
+    if wrong:
+        raise BadInput(f"{', '.join(wrong)} do(es) not apply to model {model!r}")
+    return {k: v for k, v in use.items() if v is not None}
 
 
 def echo_err(msg: str) -> None:
@@ -83,15 +144,14 @@ def classifier_options(spec: str | None, labels: str | None, base_url: str | Non
         raise BadInput(f"--refusal-labels: {e}") from None
 
 
-def run_with_signals(config: "RunConfig") -> "RunSummary":
-    """Run under SIGINT/SIGTERM handlers that cancel the run cleanly (status ``interrupted``,
-    manifest written, exit 130); the library's ``arun`` itself installs no handlers."""
+def run_under_signals(make: Callable[[], Awaitable[T]]) -> T:
+    """Run ``make()`` under SIGINT/SIGTERM handlers that cancel it cleanly (the run engine then
+    writes its manifest with status ``interrupted``; exit 130); the library itself installs no
+    handlers. A cancellation before the engine took over becomes ``KeyboardInterrupt``."""
     import asyncio
     import signal
 
-    from ..runs.execute import arun
-
-    async def main() -> "RunSummary":
+    async def main() -> T:
         loop = asyncio.get_running_loop()
         task = asyncio.current_task()
         assert task is not None
@@ -103,7 +163,7 @@ def run_with_signals(config: "RunConfig") -> "RunSummary":
             except (RuntimeError, NotImplementedError, ValueError):  # pragma: no cover - not the main thread
                 pass
         try:
-            return await arun(config)
+            return await make()
         finally:
             for sig in handled:
                 loop.remove_signal_handler(sig)
@@ -112,6 +172,13 @@ def run_with_signals(config: "RunConfig") -> "RunSummary":
         return asyncio.run(main())
     except asyncio.CancelledError:
         raise KeyboardInterrupt from None
+
+
+def run_with_signals(config: "RunConfig") -> "RunSummary":
+    """``casebench.arun(config)`` under ``run_under_signals``."""
+    from ..runs.execute import arun
+
+    return run_under_signals(lambda: arun(config))
 
 
 def label_source_option(f: Callable[..., Any]) -> Callable[..., Any]:

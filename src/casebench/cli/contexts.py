@@ -2,87 +2,17 @@
 
 from __future__ import annotations
 
-import json
-import logging
 import shlex
 import sys
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 import click
 
-from ._common import BadInput, bad_input_errors, echo_err
-
-if TYPE_CHECKING:
-    from ..contexts.generate import GenerateResult
-
-API_PREFIXES = ("openai/", "anthropic/")
+from ._common import API_PREFIXES, backend_options, bad_input_errors, echo_err, run_under_signals, setup_logging
 
 
 @click.group("contexts")
 def contexts_group() -> None:
     """Write CI contexts for your own queries and domain (a dataset without votes)."""
-
-
-def _backend_options(model: str, base_url: str | None, api_key_env: str | None, timeout: float | None,
-                     extra_body: str | None) -> dict[str, Any]:
-    """Backend options from the flags; flags that do not apply to the model are refused."""
-    given = {"--base-url": base_url, "--api-key-env": api_key_env, "--timeout": timeout, "--extra-body": extra_body}
-    if not model.startswith(API_PREFIXES):
-        wrong = [k for k, v in given.items() if v is not None]
-        if wrong:
-            raise BadInput(f"{', '.join(wrong)} apply to openai/ and anthropic/ models, not {model!r}")
-        return {}
-    opts: dict[str, Any] = {"base_url": base_url, "api_key_env": api_key_env, "timeout": timeout}
-    if extra_body is not None:
-        if not model.startswith("openai/"):
-            raise BadInput(f"--extra-body applies to openai/ models only, not {model!r}")
-        try:
-            body = json.loads(extra_body)
-        except json.JSONDecodeError as e:
-            raise BadInput(f"--extra-body: not valid JSON ({e.msg} at column {e.colno})") from None
-        if not isinstance(body, dict):
-            raise BadInput("--extra-body: must be a JSON object")
-        opts["extra_body"] = body
-    return {k: v for k, v in opts.items() if v is not None}
-
-
-def _under_signals(make: Callable[[], Awaitable["GenerateResult"]]) -> "GenerateResult":
-    """Run under SIGINT/SIGTERM handlers that cancel cleanly (the run engine then writes its
-    manifest with status ``interrupted``), as ``casebench run`` does."""
-    import asyncio
-    import signal
-
-    async def main() -> "GenerateResult":
-        loop = asyncio.get_running_loop()
-        task = asyncio.current_task()
-        assert task is not None
-        handled = []
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            try:
-                loop.add_signal_handler(sig, task.cancel)
-                handled.append(sig)
-            except (RuntimeError, NotImplementedError, ValueError):  # pragma: no cover - not the main thread
-                pass
-        try:
-            return await make()
-        finally:
-            for sig in handled:
-                loop.remove_signal_handler(sig)
-
-    try:
-        return asyncio.run(main())
-    except asyncio.CancelledError:
-        raise KeyboardInterrupt from None
-
-
-def _setup_logging(verbose: int) -> None:
-    logger = logging.getLogger("casebench")
-    if not logger.handlers:
-        h = logging.StreamHandler(sys.stderr)
-        h.setFormatter(logging.Formatter("casebench: %(message)s"))
-        logger.addHandler(h)
-        logger.propagate = False
-    logger.setLevel(logging.DEBUG if verbose > 1 else logging.INFO if verbose else logging.WARNING)
 
 
 @contexts_group.command("generate")
@@ -128,14 +58,15 @@ def generate_cmd(queries: str, domain: str, model: str, out: str, run_dir: str |
     from ..runs.pricing import PriceTable, PricingError
     from ..runs.record import RunLocked
 
-    _setup_logging(verbose)
-    opts = _backend_options(model, base_url, api_key_env, timeout, extra_body)
+    setup_logging(verbose)
+    opts = backend_options(model, base_url=base_url, api_key_env=api_key_env, timeout=timeout, batch_size=None,
+                           device=None, dtype=None, extra_body=extra_body)
     call_timeout = 2 * (timeout or 60.0) + 10 if model.startswith(API_PREFIXES) else None
     try:
         with bad_input_errors(ContextsError, PricingError, ValueError, UnsupportedModeError, PermanentError):
             prices = PriceTable.load(prices_path)
             try:
-                result = _under_signals(lambda: agenerate(
+                result = run_under_signals(lambda: agenerate(
                     queries, domain, model, out, run_dir, max_connections=max_connections,
                     parse_retries=parse_retries, max_cost=max_cost, prices=prices, temperature=temperature,
                     max_tokens=max_tokens, limit=limit, progress=progress, backend_options=opts,

@@ -3,76 +3,19 @@
 
 from __future__ import annotations
 
-import json
-import logging
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
 
 import click
 
 from ..backends.hf import DEVICES, DTYPES
 from ..modes import MODES, mode_names
 from ..prompts import CONTEXT_PLACEMENTS
-from ._common import BadInput, bad_input_errors, classifier_options, refusal_classifier_options, run_with_signals
-
-API_PREFIXES = ("openai/", "anthropic/")
-LOCAL_PREFIXES = ("hf/",)
-
-
-class _TqdmHandler(logging.Handler):
-    """Log lines that do not tear the progress bar."""
-
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            from tqdm import tqdm
-
-            tqdm.write(self.format(record), file=sys.stderr)
-        except Exception:  # pragma: no cover - logging must never raise
-            self.handleError(record)
-
-
-def setup_logging(verbose: int) -> None:
-    logger = logging.getLogger("casebench")
-    if not any(isinstance(h, _TqdmHandler) for h in logger.handlers):
-        h = _TqdmHandler()
-        h.setFormatter(logging.Formatter("casebench: %(message)s"))
-        logger.addHandler(h)
-        logger.propagate = False
-    logger.setLevel(logging.DEBUG if verbose > 1 else logging.INFO if verbose else logging.WARNING)
-
-
-def backend_options(model: str, *, base_url: str | None, api_key_env: str | None, timeout: float | None,
-                    batch_size: int | None, device: str | None, dtype: str | None,
-                    extra_body: str | None = None, prob_method: str | None = None) -> dict[str, Any]:
-    """The options a backend takes, from the flags the user gave; refuse flags that do not
-    apply to the model's backend instead of silently ignoring them."""
-    api: dict[str, Any] = {"base_url": base_url, "api_key_env": api_key_env, "timeout": timeout}
-    if extra_body is not None:
-        if not model.startswith("openai/"):
-            raise BadInput(f"--extra-body applies to openai/ models only, not {model!r}")
-        try:
-            body = json.loads(extra_body)
-        except json.JSONDecodeError as e:
-            raise BadInput(f"--extra-body: not valid JSON ({e.msg} at column {e.colno})") from None
-        if not isinstance(body, dict):
-            raise BadInput("--extra-body: must be a JSON object")
-        api["extra_body"] = body
-    local = {"batch_size": batch_size, "device": device, "dtype": dtype, "prob_method": prob_method}
-    flag = {"base_url": "--base-url", "api_key_env": "--api-key-env", "timeout": "--timeout",
-            "batch_size": "--batch-size", "device": "--device", "dtype": "--dtype", "extra_body": "--extra-body",
-            "prob_method": "--prob-method"}
-    if model.startswith(API_PREFIXES):
-        use, other = api, local
-    elif model.startswith(LOCAL_PREFIXES):
-        use, other = local, api
-    else:
-        return {}  # make_backend explains what is wrong with the spec
-    wrong = [flag[k] for k, v in other.items() if v is not None]
-    if wrong:
-        raise BadInput(f"{', '.join(wrong)} do(es) not apply to model {model!r}")
-    return {k: v for k, v in use.items() if v is not None}
+from ._common import (
+    API_PREFIXES, BadInput, backend_options, bad_input_errors, classifier_options, refusal_classifier_options,
+    run_with_signals, setup_logging,
+)
 
 
 @click.command("run")
@@ -244,6 +187,10 @@ def score_and_report(run_dir: Path) -> None:
     from ..present.tables import text_table
 
     pred = load_run(run_dir)
+    if not all(c.has_votes for c in pred.cases):
+        click.echo("no scores: the dataset has no human votes to score against (collect them with "
+                   "casebench annotate)", err=True)
+        return
     click.echo("")
     click.echo(text_table([score_predictions(pred, breakdowns=False)]), nl=False)
     try:
