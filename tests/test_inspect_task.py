@@ -1,0 +1,261 @@
+"""CASE-Bench inside inspect_ai (``casebench.integrations.inspect_task``).
+
+The main check runs ``inspect eval casebench/case_bench`` as a user would (the inspect CLI in a
+subprocess, the task found through casebench's ``inspect_ai`` entry point) against the real
+llama.cpp server, then ``casebench run`` + ``casebench score`` on the same cases with the same
+generation settings, and asserts the same per-case verdicts and the same figures. The other
+tests check the task's options, the metric's aggregation and the missing-extra message without
+a model.
+"""
+
+from __future__ import annotations
+
+import configparser
+import json
+import math
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+INSTALL = "pip install 'casebench[inspect]'"
+
+inspect_ai = pytest.importorskip(
+    "inspect_ai", reason=f"inspect_ai is not installed ({INSTALL}; the test extra installs it)")
+
+from inspect_ai.scorer import SampleScore, Score  # noqa: E402
+
+from casebench.data import AblationError, load_dataset  # noqa: E402
+from casebench.integrations.inspect_task import (  # noqa: E402
+    case_bench, case_bench_metrics, case_from_metadata, case_metadata, verdict,
+)
+from casebench.predictions import Predictions  # noqa: E402
+from casebench.run.execute import stratified_indices  # noqa: E402
+from casebench.stats.metrics import score_predictions  # noqa: E402
+
+CASEBENCH = [sys.executable, "-c", "from casebench.cli import main; main()"]
+INSPECT = [sys.executable, "-m", "inspect_ai"]
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "CASEBENCH_PRICES", "CASEBENCH_DATA")
+           and not k.startswith("INSPECT_")}
+    env.update(PYTHONUNBUFFERED="1", **extra)
+    return env
+
+
+# ------------------------------------------------------------------------------ task options
+
+
+def test_samples_are_the_cases_casebench_run_selects(real_data_path):
+    ds = load_dataset(real_data_path)
+    t = case_bench(data=str(real_data_path), stratified=45, seed=3)
+    assert [s.id for s in t.dataset] == stratified_indices(ds, 45, 3)
+    assert len({s.metadata["category"] for s in t.dataset}) == 45
+    t = case_bench(data=str(real_data_path), limit=7, remove="urgency,sender")
+    assert [s.id for s in t.dataset] == list(range(7))
+    for s in t.dataset:
+        case = ds[s.id]
+        assert case_from_metadata(s.metadata) == case  # the original case, not the ablated one
+        assert s.metadata["removed"] == ["urgency", "sender"]
+        assert s.input == case.query
+        assert s.target == ("safe" if case.human_safe else "unsafe")
+    meta = t.metadata["casebench"]
+    assert meta["dataset"]["fingerprint"] == ds.fingerprint and meta["selection"]["how"] == "limit=7"
+
+
+def test_defaults_follow_casebench_run(small_data_path):
+    binary = case_bench(data=str(small_data_path))
+    assert len(binary.dataset) == 8
+    assert binary.config.temperature == 0.0 and binary.config.max_tokens == 256 and binary.epochs == 1
+    score = case_bench(data=str(small_data_path), mode="score")
+    assert score.config.temperature == 1.0 and score.epochs == 3
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"mode": "prob"}, "casebench run --mode prob"),
+    ({"mode": "vibes"}, "mode must be one of binary, score"),
+    ({"context_as": "assistant"}, "context_as must be one of user, system"),
+    ({"limit": 3, "stratified": 3}, "not both"),
+    ({"limit": 0}, "at least 1"),
+])
+def test_bad_options_are_refused_with_the_reason(small_data_path, kwargs, message):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(")):
+        case_bench(data=str(small_data_path), **kwargs)
+
+
+def test_an_unknown_ci_parameter_names_the_valid_ones(small_data_path):
+    with pytest.raises(AblationError, match="valid names: sender, recipient"):
+        case_bench(data=str(small_data_path), remove=["urgency", "mood"])
+
+
+def test_no_dataset_and_no_download_is_a_clear_error(tmp_path, monkeypatch):
+    from casebench.sources import FetchError
+
+    monkeypatch.delenv("CASEBENCH_DATA", raising=False)
+    monkeypatch.setenv("CASEBENCH_OFFLINE", "1")
+    monkeypatch.setenv("CASEBENCH_CACHE", str(tmp_path))  # an empty user cache
+    with pytest.raises(FetchError, match="casebench data fetch"):
+        case_bench()
+
+
+# ------------------------------------------------------------------------------ the metric
+
+
+def _sample_score(case, value) -> SampleScore:
+    score = Score.unscored(reason="invalid_response_format") if value is None else Score(value=value)
+    return SampleScore(score=score, sample_id=case.index, sample_metadata=case_metadata(case, ()))
+
+
+def test_metric_is_casebench_score_over_the_scored_cases(real_dataset):
+    cases = [real_dataset[i] for i in stratified_indices(real_dataset, 30, 1)]
+    verdicts = ["safe" if (c.index * 7) % 3 else "unsafe" for c in cases]
+    verdicts[::5] = [None] * len(verdicts[::5])  # unparseable: left out, never a guess
+    expected = score_predictions(Predictions.from_values("x", "x", "binary", cases, verdicts))
+    assert expected.answered == 24
+    scored = [_sample_score(c, {"safe": 1.0 if v == "safe" else 0.0})
+              for c, v in zip(cases, verdicts) if v is not None]
+    got = case_bench_metrics(mode="binary")(list(reversed(scored)))  # order does not matter
+    for name in ("accuracy", "safe_recall", "unsafe_recall"):
+        assert got[name] == expected.values[name]
+        assert [got[f"{name}_ci_low"], got[f"{name}_ci_high"]] == expected.ci[name]
+    assert "pcc" not in got
+
+
+def test_metric_in_score_mode_averages_epochs_as_casebench_does(real_dataset):
+    cases = [real_dataset[i] for i in range(12)]
+    scores = [float(1 + (i * 5) % 10) for i in range(12)]
+    expected = score_predictions(Predictions.from_values("x", "x", "score", cases, scores))
+    # inspect's mean reducer hands the metric the epoch mean of each key
+    got = case_bench_metrics()([_sample_score(c, {"safe": float(s > 5.5), "score": s}) for c, s in zip(cases, scores)])
+    for name in ("accuracy", "safe_recall", "unsafe_recall", "pcc", "bce"):
+        assert got[name] == pytest.approx(expected.values[name], nan_ok=True)
+
+
+def test_binary_epochs_tie_is_unsafe(real_dataset):
+    case = real_dataset[0]
+    one = case_bench_metrics(mode="binary", n_boot=0)
+    # a 1-1 split over two epochs has mean 0.5: the majority rule calls it unsafe
+    acc = one([_sample_score(case, {"safe": 0.5})])["accuracy"]
+    assert acc == (0.0 if case.human_safe else 1.0)
+
+
+# ------------------------------------------------------------------------------ packaging
+
+
+def test_entry_point_is_declared_and_loads_the_task():
+    ep = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["entry-points"]["inspect_ai"]
+    assert ep == {"casebench": "casebench.integrations._inspect_registry"}
+    import importlib
+
+    mod = importlib.import_module(ep["casebench"])
+    assert mod.case_bench is case_bench and mod.verdict is verdict
+
+
+def test_import_casebench_does_not_load_inspect_and_a_missing_extra_is_named():
+    code = ("import sys, casebench, casebench.integrations; assert 'inspect_ai' not in sys.modules\n"
+            "sys.modules['inspect_ai'] = None\n"
+            "try:\n    import casebench.integrations.inspect_task\nexcept ImportError as e:\n    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert INSTALL in out.stdout
+
+
+# ------------------------------------------------------------------------------ against llama.cpp
+
+#: Small enough for 2 CPU cores, long enough that SmolLM2 finishes some JSON objects.
+CASES, SEED, MAX_TOKENS = 10, 5, 64
+
+
+def _entry_point_env(tmp_path: Path) -> dict[str, str]:
+    """PYTHONPATH for a subprocess that must find casebench's inspect entry point.
+
+    ``pip install -e .`` writes the entry point into the installed metadata; a checkout whose
+    installed metadata predates it (a developer's venv) gets a dist-info folder carrying the
+    same entry point as pyproject.toml declares, which importlib.metadata finds on the path.
+    """
+    from importlib.metadata import entry_points
+
+    paths = [str(REPO / "src"), str(REPO / "tests")]
+    if not any(ep.name == "casebench" for ep in entry_points(group="inspect_ai")):
+        ep = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["entry-points"]["inspect_ai"]
+        info = tmp_path / "ep" / "casebench_inspect_entry_point-0.dist-info"
+        info.mkdir(parents=True)
+        (info / "METADATA").write_text("Metadata-Version: 2.1\nName: casebench-inspect-entry-point\nVersion: 0\n")
+        cp = configparser.ConfigParser()
+        cp["inspect_ai"] = ep
+        with open(info / "entry_points.txt", "w") as f:
+            cp.write(f)
+        paths.insert(0, str(info.parent))
+    old = os.environ.get("PYTHONPATH")
+    return {"PYTHONPATH": os.pathsep.join(paths + ([old] if old else []))}
+
+
+def _same(a: float, b: float) -> bool:
+    return (math.isnan(a) and math.isnan(b)) or a == pytest.approx(b, abs=1e-12)
+
+
+@pytest.mark.slow
+def test_inspect_eval_equals_casebench_run_and_score(tmp_path, llama_server, real_data_path):
+    from inspect_ai.log import read_eval_log
+
+    from casebench.run.rundir import final_records, iter_records
+
+    env = clean_env(**_entry_point_env(tmp_path))
+    # inspect's OpenAI provider insists on a key; the local server ignores it
+    inspect_env = {**env, "OPENAI_API_KEY": "local-server-needs-no-key"}
+    logs = tmp_path / "logs"
+    cmd = [*INSPECT, "eval", "casebench/case_bench", "--model", f"openai/{llama_server.model}",
+           "--model-base-url", llama_server.base_url, "-T", f"data={real_data_path}", "-T", "mode=binary",
+           "-T", f"stratified={CASES}", "-T", f"seed={SEED}", "-T", "remove=urgency",
+           "--temperature", "0", "--max-tokens", str(MAX_TOKENS), "--max-connections", "1",
+           "--log-dir", str(logs), "--log-format", "json", "--display", "none", "--no-log-realtime"]
+    done = subprocess.run(cmd, env=inspect_env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (log_file,) = logs.glob("*.json")
+    log = read_eval_log(str(log_file))
+    assert log.status == "success", log.error
+    assert log.eval.task == "casebench/case_bench"
+
+    run_dir = tmp_path / "run"
+    cmd = [*CASEBENCH, "run", "--model", f"openai/{llama_server.model}", "--base-url", llama_server.base_url,
+           "--mode", "binary", "--data", str(real_data_path), "--stratified", str(CASES), "--seed", str(SEED),
+           "--remove", "urgency", "--temperature", "0", "--max-tokens", str(MAX_TOKENS), "--parse-retries", "0",
+           "--max-connections", "1", "--timeout", "120", "-o", str(run_dir), "--no-progress", "--no-report"]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    scored = subprocess.run([*CASEBENCH, "score", str(run_dir), "--json"], env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert scored.returncode == 0, scored.stderr
+    cb = json.loads(scored.stdout.splitlines()[0])
+
+    # the same cases, the same prompts, the same verdicts
+    records = {c: r for (c, _), r in final_records(iter_records(run_dir)).items()}
+    assert sorted(s.id for s in log.samples) == sorted(records)
+    from casebench.prompts import render_prompt
+
+    ds = load_dataset(real_data_path)
+    for s in log.samples:
+        user = [m for m in s.messages if m.role == "user"]
+        assert [m.role for m in s.messages if m.role != "assistant"] == ["user"]  # no system message
+        assert user[0].text == render_prompt(ds[s.id].ablated(["urgency"]), "binary")
+        score = s.scores["verdict"]
+        inspect_label = None if isinstance(score.value, float) and math.isnan(score.value) else score.answer
+        assert inspect_label == records[s.id].label, (s.id, s.output.completion, records[s.id])
+        assert s.output.completion == records[s.id].text
+
+    # the same figures: the scored cases, accuracy, safe and unsafe recall and their CIs
+    (result,) = log.results.scores
+    assert result.scored_samples == cb["answered"] and result.unscored_samples == CASES - cb["answered"]
+    if cb["answered"]:
+        for name in ("accuracy", "safe_recall", "unsafe_recall"):
+            assert _same(result.metrics[name].value, cb[name]), name
+            low, high = cb["ci"][name]
+            assert _same(result.metrics[f"{name}_ci_low"].value, low)
+            assert _same(result.metrics[f"{name}_ci_high"].value, high)
