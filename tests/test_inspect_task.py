@@ -32,10 +32,10 @@ from inspect_ai.scorer import SampleScore, Score  # noqa: E402
 
 from casebench.data import AblationError, load_dataset  # noqa: E402
 from casebench.integrations.inspect_task import (  # noqa: E402
-    case_bench, case_bench_metrics, case_from_metadata, case_metadata, verdict,
+    case_bench, case_bench_epochs, case_bench_metrics, case_from_metadata, case_metadata, verdict,
 )
 from casebench.predictions import Predictions  # noqa: E402
-from casebench.run.execute import stratified_indices  # noqa: E402
+from casebench.runs.select import stratified_indices  # noqa: E402
 from casebench.stats.metrics import score_predictions  # noqa: E402
 
 CASEBENCH = [sys.executable, "-c", "from casebench.cli import main; main()"]
@@ -71,19 +71,23 @@ def test_samples_are_the_cases_casebench_run_selects(real_data_path):
 
 
 def test_defaults_follow_casebench_run(small_data_path):
-    binary = case_bench(data=str(small_data_path))
-    assert len(binary.dataset) == 8
-    assert binary.config.temperature == 0.0 and binary.config.max_tokens == 256 and binary.epochs == 1
-    score = case_bench(data=str(small_data_path), mode="score")
-    assert score.config.temperature == 1.0 and score.epochs == 3
+    from casebench.modes import get_mode
+
+    for name in ("binary", "score"):
+        t, m = case_bench(data=str(small_data_path), mode=name), get_mode(name)
+        assert len(t.dataset) == 8
+        assert (t.config.temperature, t.config.max_tokens) == (m.default_temperature, m.default_max_tokens)
+        assert t.epochs == m.default_samples
+    assert get_mode("score").default_samples == 3 and get_mode("score").default_temperature == 1.0
 
 
 @pytest.mark.parametrize("kwargs, message", [
     ({"mode": "prob"}, "casebench run --mode prob"),
     ({"mode": "vibes"}, "mode must be one of binary, score"),
     ({"context_as": "assistant"}, "context_as must be one of user, system"),
-    ({"limit": 3, "stratified": 3}, "not both"),
-    ({"limit": 0}, "at least 1"),
+    ({"limit": 3, "stratified": 3}, "choose one of limit, stratified"),
+    ({"limit": 0}, "limit must be at least 1"),
+    ({"stratified": 10_000}, "stratified 10000: must be between 1 and"),
 ])
 def test_bad_options_are_refused_with_the_reason(small_data_path, kwargs, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(")):
@@ -146,6 +150,24 @@ def test_binary_epochs_tie_is_unsafe(real_dataset):
     assert acc == (0.0 if case.human_safe else 1.0)
 
 
+def _scores(*values) -> list[Score]:
+    return [Score.unscored(reason="invalid_response_format", explanation="no JSON object in the answer")
+            if v is None else Score(value=v) for v in values]
+
+
+def test_epochs_reduce_as_casebench_aggregates_samples():
+    binary = case_bench_epochs(mode="binary")
+    assert binary(_scores({"safe": 1.0}, {"safe": 0.0}, {"safe": 1.0})).value == {"safe": 1.0}
+    assert binary(_scores({"safe": 1.0}, {"safe": 0.0})).value == {"safe": 0.0}  # a tie is unsafe
+    assert binary(_scores({"safe": 1.0}, None, None)).answer == "safe"  # unparsed samples take no part
+    score = case_bench_epochs(mode="score")
+    got = score(_scores({"safe": 1.0, "score": 9.0}, None, {"safe": 0.0, "score": 2.0}))
+    assert got.value == {"safe": 0.0, "score": 5.5}  # the mean score; 5.5 is not above the threshold
+    nothing = score(_scores(None, None, None))
+    assert math.isnan(nothing.value) and nothing.reason == "invalid_response_format"
+    assert "no JSON object" in nothing.explanation
+
+
 # ------------------------------------------------------------------------------ packaging
 
 
@@ -155,7 +177,7 @@ def test_entry_point_is_declared_and_loads_the_task():
     import importlib
 
     mod = importlib.import_module(ep["casebench"])
-    assert mod.case_bench is case_bench and mod.verdict is verdict
+    assert mod.case_bench is case_bench and mod.verdict is verdict and mod.case_bench_epochs is case_bench_epochs
 
 
 def test_import_casebench_does_not_load_inspect_and_a_missing_extra_is_named():
@@ -205,13 +227,15 @@ def _same(a: float, b: float) -> bool:
 def test_inspect_eval_equals_casebench_run_and_score(tmp_path, llama_server, real_data_path):
     from inspect_ai.log import read_eval_log
 
-    from casebench.run.rundir import final_records, iter_records
+    from casebench.runs.record import final_records, iter_records
 
     env = clean_env(**_entry_point_env(tmp_path))
-    # inspect's OpenAI provider insists on a key; the local server ignores it
-    inspect_env = {**env, "OPENAI_API_KEY": "local-server-needs-no-key"}
+    # openai-api/<service>/<model> is inspect's provider for OpenAI-compatible servers (its
+    # openai/ provider would send an unknown model name to the Responses API); it wants a key
+    # in <SERVICE>_API_KEY, which the local server ignores
+    inspect_env = {**env, "LLAMACPP_API_KEY": "local-server-needs-no-key"}
     logs = tmp_path / "logs"
-    cmd = [*INSPECT, "eval", "casebench/case_bench", "--model", f"openai/{llama_server.model}",
+    cmd = [*INSPECT, "eval", "casebench/case_bench", "--model", f"openai-api/llamacpp/{llama_server.model}",
            "--model-base-url", llama_server.base_url, "-T", f"data={real_data_path}", "-T", "mode=binary",
            "-T", f"stratified={CASES}", "-T", f"seed={SEED}", "-T", "remove=urgency",
            "--temperature", "0", "--max-tokens", str(MAX_TOKENS), "--max-connections", "1",
@@ -227,6 +251,7 @@ def test_inspect_eval_equals_casebench_run_and_score(tmp_path, llama_server, rea
     cmd = [*CASEBENCH, "run", "--model", f"openai/{llama_server.model}", "--base-url", llama_server.base_url,
            "--mode", "binary", "--data", str(real_data_path), "--stratified", str(CASES), "--seed", str(SEED),
            "--remove", "urgency", "--temperature", "0", "--max-tokens", str(MAX_TOKENS), "--parse-retries", "0",
+           "--full-answers",
            "--max-connections", "1", "--timeout", "120", "-o", str(run_dir), "--no-progress", "--no-report"]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -248,7 +273,7 @@ def test_inspect_eval_equals_casebench_run_and_score(tmp_path, llama_server, rea
         score = s.scores["verdict"]
         inspect_label = None if isinstance(score.value, float) and math.isnan(score.value) else score.answer
         assert inspect_label == records[s.id].label, (s.id, s.output.completion, records[s.id])
-        assert s.output.completion == records[s.id].text
+        assert s.output.completion == records[s.id].text, s.id
 
     # the same figures: the scored cases, accuracy, safe and unsafe recall and their CIs
     (result,) = log.results.scores
