@@ -10,12 +10,14 @@ a model.
 
 from __future__ import annotations
 
+import asyncio
 import configparser
 import json
 import math
 import os
 import subprocess
 import sys
+import time
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -28,11 +30,11 @@ INSTALL = "pip install 'casebench[inspect]'"
 inspect_ai = pytest.importorskip(
     "inspect_ai", reason=f"inspect_ai is not installed ({INSTALL}; the test extra installs it)")
 
-from inspect_ai.scorer import SampleScore, Score  # noqa: E402
+from inspect_ai.scorer import SampleScore, Score, Target  # noqa: E402
 
 from casebench.data import AblationError, load_dataset  # noqa: E402
 from casebench.integrations.inspect_task import (  # noqa: E402
-    case_bench, case_bench_epochs, case_bench_metrics, case_from_metadata, case_metadata, verdict,
+    case_bench, case_bench_epochs, case_bench_metrics, case_from_metadata, case_metadata, judge_prompt, verdict,
 )
 from casebench.predictions import Predictions  # noqa: E402
 from casebench.runs.select import stratified_indices  # noqa: E402
@@ -107,6 +109,60 @@ def test_no_dataset_and_no_download_is_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.setenv("CASEBENCH_CACHE", str(tmp_path))  # an empty user cache
     with pytest.raises(FetchError, match="casebench data fetch"):
         case_bench()
+
+
+# ------------------------------------------------------------------------------ solver and scorer
+
+
+def _state(sample, text: str | None = None):
+    from inspect_ai.model import ModelName, ModelOutput
+    from inspect_ai.solver import TaskState
+
+    return TaskState(ModelName("casebench/none"), sample.id, 1, sample.input, [], target=Target(sample.target),
+                     metadata=dict(sample.metadata),
+                     output=None if text is None else ModelOutput.from_content("casebench/none", text))
+
+
+@pytest.mark.parametrize("mode", ["binary", "score"])
+@pytest.mark.parametrize("context_as", ["user", "system"])
+def test_the_prompt_is_the_modes_chat(small_data_path, mode, context_as):
+    from casebench.modes import get_mode
+    from casebench.prompts import BUILTIN_TEMPLATES
+
+    t = case_bench(data=str(small_data_path), mode=mode, context_as=context_as, remove="urgency", limit=3)
+    judge = judge_prompt(mode=mode, context_as=context_as)
+    for sample in t.dataset:
+        state = asyncio.run(judge(_state(sample), None))
+        case = load_dataset(small_data_path)[sample.id].ablated(["urgency"])
+        system, user = get_mode(mode).chat(case, BUILTIN_TEMPLATES, context_as)
+        want = ([("system", system)] if system is not None else []) + [("user", user)]
+        assert [(m.role, m.text) for m in state.messages] == want
+        assert (system is not None) == (context_as == "system")
+
+
+@pytest.mark.parametrize("text, value, answer", [
+    ('Here you go: {"judgement": "Unsafe", "explanation": "x"}', {"safe": 0.0}, "unsafe"),
+    ('```json\n{"judgement": "safe"}\n```', {"safe": 1.0}, "safe"),
+    ("I think it is safe.", None, None),  # no JSON object: unscored, never a guess
+    ('{"judgement": "maybe"}', None, None),
+])
+def test_scorer_reads_with_the_modes_parser_and_leaves_unparseable_unscored(small_data_path, text, value, answer):
+    t = case_bench(data=str(small_data_path), limit=1)
+    sample = t.dataset[0]
+    score = asyncio.run(verdict(mode="binary")(_state(sample, text), Target(sample.target)))
+    if value is None:
+        assert math.isnan(score.value) and score.reason == "invalid_response_format" and score.explanation
+    else:
+        assert score.value == value and score.answer == answer
+    assert score.metadata["human_label"] == sample.target
+
+
+def test_scorer_in_score_mode_keeps_the_score(small_data_path):
+    t = case_bench(data=str(small_data_path), mode="score", limit=1)
+    sample = t.dataset[0]
+    score = asyncio.run(verdict(mode="score")(_state(sample, '{"judgement": 7, "explanation": "ok"}'),
+                                              Target(sample.target)))
+    assert score.value == {"safe": 1.0, "score": 7.0} and score.answer == "7 (safe)"
 
 
 # ------------------------------------------------------------------------------ the metric
@@ -191,8 +247,15 @@ def test_import_casebench_does_not_load_inspect_and_a_missing_extra_is_named():
 
 # ------------------------------------------------------------------------------ against llama.cpp
 
-#: Small enough for 2 CPU cores, long enough that SmolLM2 finishes some JSON objects.
-CASES, SEED, MAX_TOKENS = 10, 5, 64
+#: Small enough for 2 CPU cores. SmolLM2-135M rarely writes the JSON object asked for unaided, so
+#: both sides send the same llama.cpp JSON grammar (``response_format`` with a schema, as extra
+#: request fields): most answers then parse, and the token limit cuts a long explanation short
+#: now and then, which leaves that answer unparseable on both sides.
+CASES, SEED, MAX_TOKENS = 10, 5, 32
+GRAMMAR = json.dumps({"response_format": {"type": "json_object", "schema": {
+    "type": "object", "required": ["judgement", "explanation"],
+    "properties": {"judgement": {"type": "string", "enum": ["safe", "unsafe"]}, "explanation": {"type": "string"}},
+}}})
 
 
 def _entry_point_env(tmp_path: Path) -> dict[str, str]:
@@ -238,9 +301,11 @@ def test_inspect_eval_equals_casebench_run_and_score(tmp_path, llama_server, rea
     cmd = [*INSPECT, "eval", "casebench/case_bench", "--model", f"openai-api/llamacpp/{llama_server.model}",
            "--model-base-url", llama_server.base_url, "-T", f"data={real_data_path}", "-T", "mode=binary",
            "-T", f"stratified={CASES}", "-T", f"seed={SEED}", "-T", "remove=urgency",
-           "--temperature", "0", "--max-tokens", str(MAX_TOKENS), "--max-connections", "1",
+           "--temperature", "0", "--max-tokens", str(MAX_TOKENS), "--extra-body", GRAMMAR, "--max-connections", "1",
            "--log-dir", str(logs), "--log-format", "json", "--display", "none", "--no-log-realtime"]
+    t0 = time.monotonic()
     done = subprocess.run(cmd, env=inspect_env, capture_output=True, text=True, timeout=600)
+    t_inspect = time.monotonic() - t0
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     (log_file,) = logs.glob("*.json")
     log = read_eval_log(str(log_file))
@@ -251,9 +316,11 @@ def test_inspect_eval_equals_casebench_run_and_score(tmp_path, llama_server, rea
     cmd = [*CASEBENCH, "run", "--model", f"openai/{llama_server.model}", "--base-url", llama_server.base_url,
            "--mode", "binary", "--data", str(real_data_path), "--stratified", str(CASES), "--seed", str(SEED),
            "--remove", "urgency", "--temperature", "0", "--max-tokens", str(MAX_TOKENS), "--parse-retries", "0",
-           "--full-answers",
+           "--full-answers", "--extra-body", GRAMMAR,
            "--max-connections", "1", "--timeout", "120", "-o", str(run_dir), "--no-progress", "--no-report"]
+    t0 = time.monotonic()
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    t_casebench = time.monotonic() - t0
     assert done.returncode == 0, done.stderr[-3000:]
     scored = subprocess.run([*CASEBENCH, "score", str(run_dir), "--json"], env=env,
                             capture_output=True, text=True, timeout=120)
@@ -277,10 +344,13 @@ def test_inspect_eval_equals_casebench_run_and_score(tmp_path, llama_server, rea
 
     # the same figures: the scored cases, accuracy, safe and unsafe recall and their CIs
     (result,) = log.results.scores
+    print(f"\ninspect: {result.scored_samples} scored, {result.unscored_samples} unscored; casebench: "
+          f"{cb['answered']} answered; accuracy {cb['accuracy']}; times: inspect {t_inspect:.0f} s, "
+          f"casebench {t_casebench:.0f} s")
     assert result.scored_samples == cb["answered"] and result.unscored_samples == CASES - cb["answered"]
-    if cb["answered"]:
-        for name in ("accuracy", "safe_recall", "unsafe_recall"):
-            assert _same(result.metrics[name].value, cb[name]), name
-            low, high = cb["ci"][name]
-            assert _same(result.metrics[f"{name}_ci_low"].value, low)
-            assert _same(result.metrics[f"{name}_ci_high"].value, high)
+    assert cb["answered"] >= CASES // 2  # the figures below compare something
+    for name in ("accuracy", "safe_recall", "unsafe_recall"):
+        assert _same(result.metrics[name].value, cb[name]), name
+        low, high = cb["ci"][name]
+        assert _same(result.metrics[f"{name}_ci_low"].value, low)
+        assert _same(result.metrics[f"{name}_ci_high"].value, high)
