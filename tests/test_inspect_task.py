@@ -20,7 +20,6 @@ import sys
 import time
 import tomllib
 from pathlib import Path
-from typing import Any
 
 import pytest
 
