@@ -113,7 +113,9 @@ def test_system_prompt_goes_through_the_chat_template(tiny):
     text = tiny.tokenizer.decode(tiny.render("hello there", "Be brief, judge."))
     assert "Be brief, judge." in text and "hello there" in text
     assert text.rstrip().endswith("assistant")  # the generation prompt opens the assistant turn
-    with_sys = _run(tiny, _requests("prob", ["hello there"]), GenerationSettings(system="Be brief, judge."))[0]
+    # The request carries its own system message (the runner has combined --system and context).
+    request = Request(case=0, sample=0, prompt="hello there", want="p_safe", system="Be brief, judge.")
+    with_sys = _run(tiny, [request])[0]
     assert with_sys.p_safe == pytest.approx(_reference_first_token(tiny, "hello there", "Be brief, judge.")[0], abs=1e-5)
 
 
@@ -177,7 +179,7 @@ def test_mixed_modes_in_one_call_keep_order(tiny):
     reqs = [Request(case=i, sample=0, prompt=p, want="p_safe" if i % 2 else "text") for i, p in enumerate(PROMPTS)]
     answers = _run(tiny, reqs, GenerationSettings(max_tokens=4))
     for r, a in zip(reqs, answers):
-        assert (a.p_safe is not None) == (r.mode == "prob")
+        assert (a.p_safe is not None) == (r.want == "p_safe")
 
 
 def test_event_loop_stays_responsive(tiny):
