@@ -26,15 +26,26 @@ Prob mode, two methods (``prob_method``):
 a user can see when the model puts little mass on either word; ``Answer.text`` is the most likely
 next token. The arithmetic is done in log space, so tiny masses never underflow to 0/0.
 
-Batches: sorted by prompt length (little padding), padded on the left with an attention mask and
-position ids counted from the first real token, so a prompt gets the same P(safe) whatever batch
-it is in (within float rounding: about 1e-6 in float32; half precision is far coarser).
+Batches: sorted by prompt length (little padding). A batch that needs padding is padded on the
+left with an attention mask and position ids counted from the first real token, so a prompt gets
+the same P(safe) whatever batch it is in (within float rounding: about 1e-6 in float32; half
+precision is far coarser). A batch without padding (batch 1 always) gets neither: exactly a
+bare forward pass. Prob mode and generation have their own batch sizes (``prob_batch_size``,
+``generation_batch_size``; ``batch_size`` sets both), each defaulting to what was measured
+fastest on the device.
 
-Binary and score modes: batched ``generate``, greedy when the temperature is 0, else sampling at
-that temperature (``Request.temperature`` overrides the run's setting, as score-mode samples do).
+Binary, score (and respond) modes: batched ``generate``, greedy when the temperature is 0, else
+sampling at that temperature (``Request.temperature`` overrides the run's setting, as score-mode
+samples do; ``Request.max_tokens`` the token budget). A request's ``stop`` predicate is checked
+after every new token on the text so far, each sequence of a batch on its own; the answer is cut
+exactly where it fired and ``completion_tokens`` counts the tokens that sequence really generated.
+Requests with the same chat (the samples of one case) are generated from one prefill: the prompt
+is run once and its key/value cache repeated per sample, each sample then drawn on its own; at
+temperature 0 the answer is generated once and copied (greedy decoding is deterministic).
 
-The blocking torch work runs in a worker thread (``asyncio.to_thread``) under a lock, so the
-event loop stays responsive and two batches never share the model at once.
+The blocking torch work runs in the backend's own worker thread (always the same one, so its
+OpenMP team and malloc arena stay warm between batches) under a lock, so the event loop stays
+responsive and two batches never share the model at once.
 """
 
 from __future__ import annotations
@@ -151,12 +162,16 @@ class HFBackend:
         )
         self.prob_method = prob_method
         self.system = system
+        #: Samples of one prompt share its prefill (False: one prefill per sample, for benches).
+        self.share_prefill = True
 
+        self.malloc = _keep_freed_memory() if device == "cpu" else None
         self.tokenizer, self.model = self._load()
         self.variants = verdict_variants(self.tokenizer)
         self.forms = continuation_forms(self.tokenizer)
         self._keep_arg = _logits_to_keep_arg(self.model)
         self._lock = threading.Lock()
+        self._worker: Any = None  # a one-thread executor, made on first use
 
     @property
     def batch_size(self) -> int:
@@ -242,7 +257,12 @@ class HFBackend:
     async def answer(self, requests: Sequence[Request], settings: GenerationSettings) -> list[Answer]:
         if not requests:
             return []
-        return await asyncio.to_thread(self._answer_blocking, list(requests), settings)
+        if self._worker is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="casebench-hf")
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._worker, self._answer_blocking, list(requests), settings)
 
     def _answer_blocking(self, requests: list[Request], settings: GenerationSettings) -> list[Answer]:
         system = self.system
@@ -469,7 +489,7 @@ class HFBackend:
         kwargs: dict[str, Any] = {"generation_config": config}
         if criterion is not None:
             kwargs["stopping_criteria"] = StoppingCriteriaList([criterion])
-        shared = len(row_prompt) > len(prompts) and width > 1
+        shared = self.share_prefill and len(row_prompt) > len(prompts) and width > 1
         pick = torch.tensor(list(row_prompt), device=ids.device)
         if not shared:
             # One row per prompt: a plain generate, with no mask at all when nothing is padded
@@ -524,6 +544,7 @@ class HFBackend:
             "system": self.system,
             "chat_template_sha256": hashlib.sha256(template.encode()).hexdigest() if template else None,
             "decoding": "greedy when temperature is 0, else sampling at the temperature",
+            "malloc": self.malloc,
             "torch": torch.__version__,
             "transformers": transformers.__version__,
         }
@@ -538,8 +559,54 @@ class HFBackend:
         """Drop the model so its memory can be freed (GPU memory especially)."""
         with self._lock:
             self.model = None
+            if self._worker is not None:
+                self._worker.shutdown(wait=False)
+                self._worker = None
             if self.device == "cuda":
                 self._torch.cuda.empty_cache()
+
+
+#: glibc mallopt parameters (malloc.h) and the values set by ``_keep_freed_memory``.
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+_MMAP_THRESHOLD = 32 * 1024 * 1024  # the largest glibc accepts on 64-bit (HEAP_MAX_SIZE / 2)
+_TRIM_THRESHOLD = 512 * 1024 * 1024
+_MALLOC_STATE: dict[str, Any] = {}
+
+
+def _keep_freed_memory() -> str | None:
+    """Make glibc keep the memory a forward pass frees, instead of handing it back to the kernel.
+
+    Why (found by profiling prob mode at batch 1, issue 13): a forward pass allocates and frees
+    tens of megabytes of activations. glibc's default thresholds adapt as it goes: blocks above
+    a moving mmap threshold are mapped and unmapped on every call, and free memory at the top
+    of a heap is trimmed back to the kernel, so the next pass touches fresh pages and takes a
+    page fault for each 4 KiB. How many depends on the thread and on the history (0 to ~46,000
+    faults per 512-token pass measured on one machine, ~3 us each in a VM): up to ~10% of a
+    pass here and more where faults cost more (virtual machines on other CPUs), which is why
+    the overhead against a bare pass differed between machines. Fixing both thresholds ends
+    the churn: after the first pass, a pass takes no page faults at all.
+
+    Process-wide and done once, on Linux with glibc only; ``CASEBENCH_MALLOC_TUNING=0`` leaves
+    malloc alone. Returns what was done (for the manifest), None when nothing was.
+    """
+    import os
+
+    if "done" in _MALLOC_STATE:
+        return _MALLOC_STATE["done"]
+    result = None
+    if os.environ.get("CASEBENCH_MALLOC_TUNING", "1") != "0":
+        try:
+            import ctypes
+            import platform
+
+            if platform.system() == "Linux" and platform.libc_ver()[0] == "glibc":
+                libc = ctypes.CDLL("libc.so.6")
+                if libc.mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD) and libc.mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD):
+                    result = f"glibc mmap threshold {_MMAP_THRESHOLD >> 20} MiB, trim threshold {_TRIM_THRESHOLD >> 20} MiB"
+        except (OSError, AttributeError):
+            result = None
+    _MALLOC_STATE["done"] = result
+    return result
 
 
 def _logits_to_keep_arg(model: Any) -> str | None:
