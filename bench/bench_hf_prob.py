@@ -12,17 +12,23 @@ identically, so every method sees the same token ids):
 
 The methods are interleaved block by block (8 prompts), so a busy machine slows all alike.
 
-Prints seconds per method and the ratios: speed-up of ours over (a), overhead of ours over (b).
+Prints the CPU model, thread count, torch version and load average, then per method: wall seconds,
+CPU seconds (user + system, all threads: less sensitive to other processes than wall time) and
+page faults per case (fresh memory the kernel had to map: the cost that made ours slower than (b)
+on some machines), and the ratios: speed-up of ours over (a), overhead of ours over (b).
 The prompts are the real dataset's first N cases (``../shared/casebench/CASEBench_data.json``)
 when present, else invented prompts of similar length (~350 tokens). Usage:
 
-    python bench/bench_hf_prob.py [--cases 100] [--batch-sizes 1,2,4,8] [--device cpu] [--continuation]
+    python bench/bench_hf_prob.py [--cases 24] [--batch-sizes 1,2,4,8] [--device cpu] [--continuation]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
+import platform
+import resource
 import statistics
 import time
 from pathlib import Path
@@ -59,6 +65,25 @@ def prompts(n: int) -> tuple[list[str], str]:
     return out, "synthetic prompts"
 
 
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine_line() -> str:
+    import torch
+    import transformers
+
+    return (f"CPU: {cpu_model()}, {os.cpu_count()} logical CPUs; torch {torch.__version__} with "
+            f"{torch.get_num_threads()} threads; transformers {transformers.__version__}; "
+            f"load average {os.getloadavg()[0]:.2f}")
+
+
 def timed(fn, label: str = ""):
     start = time.perf_counter()
     result = fn()
@@ -68,9 +93,19 @@ def timed(fn, label: str = ""):
     return seconds, result
 
 
+def measured(fn):
+    """(wall seconds, CPU seconds of the whole process, minor page faults, result)."""
+    t0, f0 = os.times(), resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    start = time.perf_counter()
+    result = fn()
+    wall = time.perf_counter() - start
+    t1, f1 = os.times(), resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    return wall, (t1.user - t0.user) + (t1.system - t0.system), f1 - f0, result
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--cases", type=int, default=100)
+    ap.add_argument("--cases", type=int, default=24)
     ap.add_argument("--batch-sizes", default="1,2,4,8")
     ap.add_argument("--device", default="auto")
     ap.add_argument("--continuation", action="store_true", help="also time the continuation method")
@@ -87,8 +122,8 @@ def main() -> None:
     encoded = [torch.tensor([backend.render(t, SYSTEM)], device=backend.device) for t in texts]
     lengths = [e.shape[1] for e in encoded]
     safe, unsafe = backend.variants["safe"], backend.variants["unsafe"]
-    print(f"model loaded in {load_s:.2f} s; device {backend.device}, dtype {backend.dtype}, "
-          f"torch threads {torch.get_num_threads()}", flush=True)
+    print(machine_line())
+    print(f"model loaded in {load_s:.2f} s; device {backend.device}, dtype {backend.dtype}", flush=True)
     print(f"{len(texts)} prompts ({source}); tokens: median {statistics.median(lengths):.0f}, "
           f"min {min(lengths)}, max {max(lengths)}")
 
@@ -111,9 +146,13 @@ def main() -> None:
     requests = [Request(case=i, sample=0, prompt=t, want="p_safe") for i, t in enumerate(texts)]
     settings = GenerationSettings(system=SYSTEM)
 
+    # Ours runs as the runner runs it: one event loop for the whole run, the model called
+    # through ``answer`` (which does the torch work in a worker thread).
+    loop = asyncio.new_event_loop()
+
     def ours(reqs, bs: int, method: str = "first-token"):
-        backend.batch_size, backend.prob_method = bs, method
-        return [a.p_safe for a in asyncio.run(backend.answer(reqs, settings))]
+        backend.prob_batch_size, backend.prob_method = bs, method
+        return [a.p_safe for a in loop.run_until_complete(backend.answer(reqs, settings))]
 
     with torch.inference_mode():
         for ids in encoded[:3]:  # warm-up: first calls allocate and pick kernels
@@ -124,13 +163,14 @@ def main() -> None:
     # so the ratios hold even on a busy machine.
     sizes = [int(s) for s in args.batch_sizes.split(",")]
     default_bs = DEFAULT_BATCH_SIZE[backend.device]
+    ours([requests[0]], 1)  # warm-up of the worker thread
     methods = {"(a) published: generate 8, one at a time": ("published", None),
                "(b) bare forward, logits_to_keep=1": ("bare", None)}
     for bs in sizes:
         methods[f"(c) ours, first-token, batch {bs}"] = ("first-token", bs)
     if args.continuation:
         methods[f"(c) ours, continuation, batch {default_bs}"] = ("continuation", default_bs)
-    results = {name: [0.0, []] for name in methods}
+    results = {name: [0.0, [], 0.0, 0] for name in methods}
     block = 8
     for round_, lo in enumerate(range(0, len(texts), block)):
         idx = list(range(lo, min(lo + block, len(texts))))
@@ -145,18 +185,25 @@ def main() -> None:
             else:
                 fn = lambda: ours([requests[i] for i in idx], bs, kind)
             with torch.inference_mode():
-                secs, ps = timed(fn)
+                secs, cpu, faults, ps = measured(fn)
             results[name][0] += secs
             results[name][1].extend(ps)
+            results[name][2] += cpu
+            results[name][3] += faults
         print(f"  {idx[-1] + 1}/{len(texts)} prompts", flush=True)
 
     pub_s = results["(a) published: generate 8, one at a time"][0]
     bare_s = results["(b) bare forward, logits_to_keep=1"][0]
     reference = results["(b) bare forward, logits_to_keep=1"][1]
-    print(f"\n{'method':48s} {'seconds':>8s} {'ms/case':>8s} {'vs (a)':>7s} {'vs (b)':>7s} {'max |dP| vs (b)':>16s}")
-    for name, (secs, ps) in results.items():
+    n = len(texts)
+    bare_cpu = results["(b) bare forward, logits_to_keep=1"][2]
+    print(f"\n{machine_line()}")
+    print(f"{'method':44s} {'seconds':>8s} {'ms/case':>8s} {'vs (a)':>7s} {'vs (b)':>7s} {'CPU ms/case':>11s} "
+          f"{'CPU vs (b)':>10s} {'faults/case':>11s} {'max |dP| vs (b)':>16s}")
+    for name, (secs, ps, cpu, faults) in results.items():
         diff = max(abs(x - y) for x, y in zip(ps, reference))
-        print(f"{name:48s} {secs:8.2f} {1000 * secs / len(texts):8.1f} {pub_s / secs:6.2f}x {secs / bare_s:6.2f}x {diff:16.2e}")
+        print(f"{name:44s} {secs:8.2f} {1000 * secs / n:8.1f} {pub_s / secs:6.2f}x {secs / bare_s:6.2f}x "
+              f"{1000 * cpu / n:11.1f} {cpu / bare_cpu:9.2f}x {faults / n:11.0f} {diff:16.2e}")
     best = min((results[f"(c) ours, first-token, batch {bs}"][0], bs) for bs in sizes)
     print(f"\nfastest batch size here: {best[1]} ({best[0]:.2f} s); "
           f"ours at batch 1: {pub_s / results['(c) ours, first-token, batch 1'][0]:.2f}x faster than published, "

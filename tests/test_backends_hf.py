@@ -113,7 +113,9 @@ def test_system_prompt_goes_through_the_chat_template(tiny):
     text = tiny.tokenizer.decode(tiny.render("hello there", "Be brief, judge."))
     assert "Be brief, judge." in text and "hello there" in text
     assert text.rstrip().endswith("assistant")  # the generation prompt opens the assistant turn
-    with_sys = _run(tiny, _requests("prob", ["hello there"]), GenerationSettings(system="Be brief, judge."))[0]
+    # The request carries its own system message (the runner has combined --system and context).
+    request = Request(case=0, sample=0, prompt="hello there", want="p_safe", system="Be brief, judge.")
+    with_sys = _run(tiny, [request])[0]
     assert with_sys.p_safe == pytest.approx(_reference_first_token(tiny, "hello there", "Be brief, judge.")[0], abs=1e-5)
 
 
@@ -177,7 +179,7 @@ def test_mixed_modes_in_one_call_keep_order(tiny):
     reqs = [Request(case=i, sample=0, prompt=p, want="p_safe" if i % 2 else "text") for i, p in enumerate(PROMPTS)]
     answers = _run(tiny, reqs, GenerationSettings(max_tokens=4))
     for r, a in zip(reqs, answers):
-        assert (a.p_safe is not None) == (r.mode == "prob")
+        assert (a.p_safe is not None) == (r.want == "p_safe")
 
 
 def test_event_loop_stays_responsive(tiny):
@@ -302,3 +304,153 @@ def test_embedded_text_modes_over_45_cases(smol, mode):
     parse = parse_binary if mode == "binary" else parse_score
     parsed = [parse(a.text) for a in answers]
     assert len(parsed) == len(prompts)  # the parser accepts whatever came back, readable or not
+
+
+# ---------------------------------------------------------------- issue 13 / 11: speed paths
+def _first_chars(n: int):
+    """A stand-in verdict parser: the verdict is the first ``n`` characters of the answer, and it
+    is known (stop) as soon as that many characters are there."""
+    return (lambda text: text[:n] if len(text) >= n else None), (lambda text: len(text) >= n)
+
+
+def _counting_stop(after: int):
+    """A predicate that fires on its ``after``-th call: generate calls it once per new token, so
+    the row must end after exactly ``after`` tokens."""
+    calls = {"n": 0}
+
+    def stop(text: str) -> bool:
+        calls["n"] += 1
+        return calls["n"] >= after
+
+    return stop
+
+
+def test_stop_keeps_the_verdict_and_cuts_a_prefix(tiny_model_dir):
+    backend = HFBackend(str(tiny_model_dir), device="cpu", batch_size=4)
+    settings = GenerationSettings(temperature=0.0, max_tokens=24)
+    verdict, stop = _first_chars(6)
+    full = _run(backend, _requests("binary"), settings)
+    stopped = _run(backend, [Request(case=i, sample=0, prompt=p, stop=stop) for i, p in enumerate(PROMPTS)], settings)
+    assert len(stopped) == len(full) == len(PROMPTS)
+    fired = 0
+    for f, s in zip(full, stopped):
+        assert f.text.startswith(s.text)  # the tokens before the stop are the same
+        assert verdict(s.text) == verdict(f.text)
+        assert s.usage["completion_tokens"] <= f.usage["completion_tokens"]
+        if s.detail["finish"] == "stop":
+            fired += 1
+            assert len(s.text) >= 6 and s.usage["completion_tokens"] < f.usage["completion_tokens"]
+        else:  # ended (end token or budget) before the verdict was complete: the full answer
+            assert s.text == f.text and s.usage == f.usage
+    assert fired >= 3  # a random model writes text, so most rows reach 6 characters early
+
+
+def test_completion_tokens_are_counted_per_sequence(tiny_model_dir):
+    settings = GenerationSettings(temperature=0.0, max_tokens=16)
+    backend = HFBackend(str(tiny_model_dir), device="cpu", batch_size=7)
+    full = _run(backend, _requests("binary"), settings)
+    afters = [1, 5, 2, 9, 3, 16, 4]
+    reqs = [Request(case=i, sample=0, prompt=p, stop=_counting_stop(n)) for i, (p, n) in enumerate(zip(PROMPTS, afters))]
+    answers = _run(backend, reqs, settings)  # one batch of 7 rows, each stopping at its own step
+    checked = 0
+    for prompt, n, f, a in zip(PROMPTS, afters, full, answers):
+        assert a.detail["batch_sequences"] == 7
+        if f.detail["finish"] == "eos" and f.usage["completion_tokens"] <= n:
+            assert a.usage == f.usage and a.text == f.text  # ended by itself before the stop
+            continue
+        assert a.usage["completion_tokens"] == n and a.detail["finish"] == "stop"
+        # The text is the answer's first n tokens, decoded alone: nothing of the batch's padding.
+        ids = torch.tensor([backend.render(prompt)])
+        with torch.no_grad():
+            ref = backend.model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=n,
+                                         do_sample=False, pad_token_id=backend.tokenizer.pad_token_id)
+        assert a.text == backend.tokenizer.decode(ref[0, ids.shape[1]:], skip_special_tokens=True)
+        checked += 1
+    assert checked >= 4
+
+
+def test_request_max_tokens_overrides_the_settings(tiny):
+    settings = GenerationSettings(temperature=0.0, max_tokens=3)
+    reqs = [Request(case=0, sample=0, prompt=PROMPTS[1], max_tokens=9), Request(case=1, sample=0, prompt=PROMPTS[1])]
+    long, short = _run(tiny, reqs, settings)
+    assert short.usage["completion_tokens"] <= 3 < long.usage["completion_tokens"] <= 9
+    assert long.text.startswith(short.text)
+
+
+def _samples(prompts, k: int, temperature: float) -> list[Request]:
+    return [Request(case=c, sample=s, prompt=p, temperature=temperature) for c, p in enumerate(prompts) for s in range(k)]
+
+
+def test_samples_share_a_prefill_and_stay_random(tiny_model_dir):
+    backend = HFBackend(str(tiny_model_dir), device="cpu", batch_size=8)
+    reqs = _samples(PROMPTS[:4], 3, 1.0)
+    answers = _run(backend, reqs, GenerationSettings(max_tokens=10, seed=3))
+    assert len(answers) == len(reqs)  # one answer per (case, sample)
+    for c in range(4):
+        texts = [a.text for r, a in zip(reqs, answers) if r.case == c]
+        assert len(texts) == 3 and len(set(texts)) == 3  # independent draws, not one copied
+    # Batches count sequences: 12 sample rows at a batch size of 8 -> two prompts' samples, then two.
+    assert sorted({a.detail["batch_sequences"] for a in answers}) == [6]
+
+
+def test_shared_prefill_generates_what_a_full_prefill_does(tiny_model_dir):
+    """Near temperature 0, sampling is the argmax: samples through the shared prefill must give
+    exactly the greedy answer of each prompt generated on its own."""
+    backend = HFBackend(str(tiny_model_dir), device="cpu", batch_size=16)
+    settings = GenerationSettings(max_tokens=8, seed=0)
+    greedy = _run(backend, _requests("binary"), settings)
+    cold = _run(backend, _samples(PROMPTS, 2, 1e-4), settings)
+    for c, g in enumerate(greedy):
+        for a in cold[2 * c : 2 * c + 2]:
+            assert a.text == g.text and a.usage == g.usage
+
+
+def test_greedy_samples_are_generated_once(tiny_model_dir):
+    backend = HFBackend(str(tiny_model_dir), device="cpu", batch_size=4)
+    answers = _run(backend, _samples(PROMPTS[:3], 3, 0.0), GenerationSettings(max_tokens=6))
+    assert len(answers) == 9
+    for c in range(3):
+        assert len({a.text for a in answers[3 * c : 3 * c + 3]}) == 1
+    assert all(a.detail["batch_sequences"] == 3 for a in answers)  # 3 prompts, one row each
+
+
+def test_unpadded_batches_run_mask_free_with_the_same_p_safe(tiny):
+    """Batch 1 (and any batch without padding) takes the bare forward pass; P(safe) must equal
+    the masked, position-id path's within float rounding."""
+    for prompt in PROMPTS:
+        e = tiny._encode_sorted([Request(case=0, sample=0, prompt=prompt, want="p_safe")], None)
+        ids, mask, pos = tiny._pad_left(e)
+        with torch.no_grad():
+            masked = tiny.model(input_ids=ids, attention_mask=mask, position_ids=pos).logits[0, -1]
+        lp = torch.log_softmax(masked.double(), dim=-1)
+        s = torch.logsumexp(lp[tiny.variants["safe"]], -1)
+        u = torch.logsumexp(lp[tiny.variants["unsafe"]], -1)
+        tiny.prob_batch_size = 1
+        got = _run(tiny, [Request(case=0, sample=0, prompt=prompt, want="p_safe")])[0].p_safe
+        tiny.prob_batch_size = 4
+        assert got == pytest.approx(torch.sigmoid(s - u).item(), abs=1e-5)
+    # Equal-length prompts batch without padding too (same prompt twice, different systems of equal length).
+    twins = [Request(case=i, sample=0, prompt="same length here", want="p_safe", system=s) for i, s in enumerate(["Judge A.", "Judge B."])]
+    assert len({len(tiny.render(r.prompt, r.system)) for r in twins}) == 1
+    pair = _run(tiny, twins)
+    for r, a in zip(twins, pair):
+        assert a.p_safe == pytest.approx(_reference_first_token(tiny, r.prompt, r.system)[0], abs=1e-5)
+
+
+def test_batch_size_defaults(tiny_model_dir):
+    from casebench.backends.hf import DEFAULT_BATCH_SIZE, DEFAULT_GENERATION_BATCH_SIZE
+
+    assert HFBackend.default_generation_batch_size is DEFAULT_GENERATION_BATCH_SIZE
+    backend = HFBackend(str(tiny_model_dir), device="cpu")
+    assert backend.prob_batch_size == DEFAULT_BATCH_SIZE["cpu"]
+    assert backend.generation_batch_size == DEFAULT_GENERATION_BATCH_SIZE["cpu"] > 1
+    assert backend.batch_size == max(backend.prob_batch_size, backend.generation_batch_size)
+    assert backend.batch_size_for("p_safe") == backend.prob_batch_size
+    assert backend.batch_size_for("text") == backend.generation_batch_size
+    assert backend.describe()["generation_batch_size"] == backend.generation_batch_size
+    both = HFBackend(str(tiny_model_dir), device="cpu", batch_size=3)
+    assert both.prob_batch_size == both.generation_batch_size == both.batch_size == 3
+    split = HFBackend(str(tiny_model_dir), device="cpu", batch_size=2, generation_batch_size=5)
+    assert (split.prob_batch_size, split.generation_batch_size, split.batch_size) == (2, 5, 5)
+    with pytest.raises(ValueError):
+        HFBackend(str(tiny_model_dir), device="cpu", generation_batch_size=0)

@@ -26,15 +26,26 @@ Prob mode, two methods (``prob_method``):
 a user can see when the model puts little mass on either word; ``Answer.text`` is the most likely
 next token. The arithmetic is done in log space, so tiny masses never underflow to 0/0.
 
-Batches: sorted by prompt length (little padding), padded on the left with an attention mask and
-position ids counted from the first real token, so a prompt gets the same P(safe) whatever batch
-it is in (within float rounding: about 1e-6 in float32; half precision is far coarser).
+Batches: sorted by prompt length (little padding). A batch that needs padding is padded on the
+left with an attention mask and position ids counted from the first real token, so a prompt gets
+the same P(safe) whatever batch it is in (within float rounding: about 1e-6 in float32; half
+precision is far coarser). A batch without padding (batch 1 always) gets neither: exactly a
+bare forward pass. Prob mode and generation have their own batch sizes (``prob_batch_size``,
+``generation_batch_size``; ``batch_size`` sets both), each defaulting to what was measured
+fastest on the device.
 
-Binary and score modes: batched ``generate``, greedy when the temperature is 0, else sampling at
-that temperature (``Request.temperature`` overrides the run's setting, as score-mode samples do).
+Binary, score (and respond) modes: batched ``generate``, greedy when the temperature is 0, else
+sampling at that temperature (``Request.temperature`` overrides the run's setting, as score-mode
+samples do; ``Request.max_tokens`` the token budget). A request's ``stop`` predicate is checked
+after every new token on the text so far, each sequence of a batch on its own; the answer is cut
+exactly where it fired and ``completion_tokens`` counts the tokens that sequence really generated.
+Requests with the same chat (the samples of one case) are generated from one prefill: the prompt
+is run once and its key/value cache repeated per sample, each sample then drawn on its own; at
+temperature 0 the answer is generated once and copied (greedy decoding is deterministic).
 
-The blocking torch work runs in a worker thread (``asyncio.to_thread``) under a lock, so the
-event loop stays responsive and two batches never share the model at once.
+The blocking torch work runs in the backend's own worker thread (always the same one, so its
+OpenMP team and malloc arena stay warm between batches) under a lock, so the event loop stays
+responsive and two batches never share the model at once.
 """
 
 from __future__ import annotations
@@ -58,6 +69,10 @@ DTYPES = ("auto", "float32", "bfloat16", "float16")
 #: 8: 1084. On CPU a padded batch loses the unmasked causal fast path and pays for padding, so 1.
 #: On a GPU, batching is where the speed lies (16 is a conventional choice, not measured here).
 DEFAULT_BATCH_SIZE = {"cpu": 1, "cuda": 16}
+#: Default batch size for text generation (binary, score, respond), in sequences, chosen by
+#: measurement (bench/bench_hf_generate.py): decoding is bound by reading the weights once per
+#: step, so a batch of rows costs little more per step than one row, even on a CPU.
+DEFAULT_GENERATION_BATCH_SIZE = {"cpu": 8, "cuda": 32}
 
 
 class ModelLoadError(PermanentError):
@@ -94,6 +109,9 @@ class HFBackend:
     """A transformers causal LM answering prompts locally, in sorted, left-padded batches."""
 
     capabilities = Capabilities(generate=True, token_probs=True)
+    #: Defaults the runner and the manifest can read without building a model.
+    default_batch_size = DEFAULT_BATCH_SIZE
+    default_generation_batch_size = DEFAULT_GENERATION_BATCH_SIZE
 
     def __init__(
         self,
@@ -102,6 +120,7 @@ class HFBackend:
         device: str = "auto",
         dtype: str = "auto",
         batch_size: int | None = None,
+        generation_batch_size: int | None = None,
         prob_method: str = "first-token",
         system: str | None = None,
     ) -> None:
@@ -111,8 +130,9 @@ class HFBackend:
             raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, not {dtype!r}")
         if prob_method not in PROB_METHODS:
             raise ValueError(f"prob_method must be one of {', '.join(PROB_METHODS)}, not {prob_method!r}")
-        if batch_size is not None and batch_size < 1:
-            raise ValueError(f"batch_size must be at least 1, not {batch_size}")
+        for name, value in (("batch_size", batch_size), ("generation_batch_size", generation_batch_size)):
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be at least 1, not {value}")
 
         import torch
 
@@ -133,15 +153,41 @@ class HFBackend:
             else:
                 dtype = "bfloat16" if torch.cuda.is_bf16_supported() else "float16"
         self.dtype = dtype
-        self.batch_size = batch_size if batch_size is not None else DEFAULT_BATCH_SIZE[device]
+        # An explicit batch_size sets both; otherwise each kind of work gets its measured default.
+        self.prob_batch_size = batch_size if batch_size is not None else DEFAULT_BATCH_SIZE[device]
+        self.generation_batch_size = (
+            generation_batch_size if generation_batch_size is not None
+            else batch_size if batch_size is not None
+            else DEFAULT_GENERATION_BATCH_SIZE[device]
+        )
         self.prob_method = prob_method
         self.system = system
+        #: Samples of one prompt share its prefill (False: one prefill per sample, for benches).
+        self.share_prefill = True
 
+        self.malloc = _keep_freed_memory() if device == "cpu" else None
         self.tokenizer, self.model = self._load()
         self.variants = verdict_variants(self.tokenizer)
         self.forms = continuation_forms(self.tokenizer)
         self._keep_arg = _logits_to_keep_arg(self.model)
         self._lock = threading.Lock()
+        self._worker: Any = None  # a one-thread executor, made on first use
+
+    @property
+    def batch_size(self) -> int:
+        """How many requests the runner should hand over at once: the larger of the two batch
+        sizes (the backend splits a call into batches of the right size for its kind of work)."""
+        return max(self.prob_batch_size, self.generation_batch_size)
+
+    @batch_size.setter
+    def batch_size(self, value: int) -> None:
+        if value < 1:
+            raise ValueError(f"batch_size must be at least 1, not {value}")
+        self.prob_batch_size = self.generation_batch_size = int(value)
+
+    def batch_size_for(self, want: str) -> int:
+        """The batch size used for requests that want ``want`` ("p_safe" or "text")."""
+        return self.prob_batch_size if want == "p_safe" else self.generation_batch_size
 
     # ------------------------------------------------------------------ loading
     def _load(self) -> tuple[Any, Any]:
@@ -211,7 +257,12 @@ class HFBackend:
     async def answer(self, requests: Sequence[Request], settings: GenerationSettings) -> list[Answer]:
         if not requests:
             return []
-        return await asyncio.to_thread(self._answer_blocking, list(requests), settings)
+        if self._worker is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="casebench-hf")
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._worker, self._answer_blocking, list(requests), settings)
 
     def _answer_blocking(self, requests: list[Request], settings: GenerationSettings) -> list[Answer]:
         system = self.system
@@ -222,13 +273,16 @@ class HFBackend:
             if prob:
                 for i, a in zip(prob, self._prob([requests[i] for i in prob], system)):
                     answers[i] = a
-            # Text requests are grouped by effective temperature: one generate call per setting.
-            groups: dict[float, list[int]] = {}
+            # Text requests are grouped by effective temperature and token budget: one pass per setting.
+            groups: dict[tuple[float, int], list[int]] = {}
             for i in text:
-                t = requests[i].temperature if requests[i].temperature is not None else settings.temperature
-                groups.setdefault(float(t), []).append(i)
-            for temperature, idx in groups.items():
-                for i, a in zip(idx, self._generate([requests[i] for i in idx], settings, temperature, system)):
+                r = requests[i]
+                t = r.temperature if r.temperature is not None else settings.temperature
+                n = r.max_tokens if r.max_tokens is not None else settings.max_tokens
+                groups.setdefault((float(t), int(n)), []).append(i)
+            for (temperature, max_tokens), idx in groups.items():
+                batch = [requests[i] for i in idx]
+                for i, a in zip(idx, self._generate(batch, settings, temperature, max_tokens, system)):
                     answers[i] = a
         return [a for a in answers if a is not None]
 
@@ -236,8 +290,8 @@ class HFBackend:
     def _prob(self, requests: Sequence[Request], system: str | None) -> list[Answer]:
         out: list[Answer | None] = [None] * len(requests)
         encoded = self._encode_sorted(requests, system)
-        for start in range(0, len(encoded), self.batch_size):
-            chunk = encoded[start : start + self.batch_size]
+        for start in range(0, len(encoded), self.prob_batch_size):
+            chunk = encoded[start : start + self.prob_batch_size]
             started = time.perf_counter()
             try:
                 if self.prob_method == "first-token":
@@ -263,7 +317,11 @@ class HFBackend:
 
     def _last_logits(self, chunk: Sequence[_Encoded], use_cache: bool = False) -> tuple[Any, Any, Any]:
         ids, mask, pos = self._pad_left(chunk)
-        kwargs: dict[str, Any] = {"input_ids": ids, "attention_mask": mask, "position_ids": pos, "use_cache": use_cache}
+        kwargs: dict[str, Any] = {"input_ids": ids, "use_cache": use_cache}
+        if any(len(e.ids) != ids.shape[1] for e in chunk):
+            # Padded: the mask hides the padding and positions count from each first real token.
+            # Unpadded (batch 1 always): neither is passed, exactly a bare forward pass.
+            kwargs["attention_mask"], kwargs["position_ids"] = mask, pos
         if self._keep_arg:
             kwargs[self._keep_arg] = 1
         output = self.model(**kwargs)
@@ -335,12 +393,12 @@ class HFBackend:
         return rows
 
     # ------------------------------------------------------------------ text modes
-    def _generation_config(self, settings: GenerationSettings, temperature: float) -> Any:
+    def _generation_config(self, max_tokens: int, settings: GenerationSettings, temperature: float) -> Any:
         from transformers import GenerationConfig
 
         sample = temperature > 0
         return GenerationConfig(
-            max_new_tokens=settings.max_tokens,
+            max_new_tokens=max_tokens,
             do_sample=sample,
             temperature=temperature if sample else None,
             top_p=(settings.top_p if settings.top_p is not None else 1.0) if sample else None,
@@ -351,38 +409,112 @@ class HFBackend:
         )
 
     def _generate(
-        self, requests: Sequence[Request], settings: GenerationSettings, temperature: float, system: str | None
+        self, requests: Sequence[Request], settings: GenerationSettings, temperature: float, max_tokens: int,
+        system: str | None,
     ) -> list[Answer]:
+        """Answer text requests that share a temperature and a token budget.
+
+        Requests with the same chat (the samples of one case) become one *unit*: at temperature 0
+        the unit is generated once and its answer copied (greedy decoding is deterministic); when
+        sampling, its prompt is prefilled once and the key/value cache repeated for each sample.
+        Units are packed into batches of at most ``generation_batch_size`` sequences.
+        """
         torch = self._torch
-        config = self._generation_config(settings, temperature)
+        config = self._generation_config(max_tokens, settings, temperature)
         eos = config.eos_token_id
         eos_ids = set(eos if isinstance(eos, list) else [eos]) - {None}
         out: list[Answer | None] = [None] * len(requests)
-        encoded = self._encode_sorted(requests, system)
-        for start in range(0, len(encoded), self.batch_size):
-            chunk = encoded[start : start + self.batch_size]
-            ids, mask, _ = self._pad_left(chunk)
-            if temperature > 0 and settings.seed is not None:
+        by_chat: dict[tuple[int, ...], _Unit] = {}
+        for e in self._encode_sorted(requests, system):  # shortest first
+            unit = by_chat.setdefault(tuple(e.ids), _Unit(encoded=e, members=[]))
+            unit.members.append(e.index)
+        greedy = temperature <= 0
+        cap = self.generation_batch_size
+        batches: list[list[_Unit]] = []
+        size = 0
+        for u in by_chat.values():
+            n = 1 if greedy else len(u.members)
+            if batches and size + n <= cap:
+                batches[-1].append(u)
+                size += n
+            else:
+                batches.append([u])
+                size = n
+        for batch in batches:
+            if not greedy and settings.seed is not None:
                 torch.manual_seed(settings.seed)
+            # One row per generated sequence: (position of its unit in the batch, the requests it answers).
+            rows: list[tuple[int, list[int]]] = []
+            for k, u in enumerate(batch):
+                rows.extend([(k, list(u.members))] if greedy else [(k, [m]) for m in u.members])
+            stops = [requests[members[0]].stop for _, members in rows]
             started = time.perf_counter()
             try:
-                generated = self.model.generate(input_ids=ids, attention_mask=mask, generation_config=config)
+                new, stopped_at = self._generate_rows([u.encoded for u in batch], [k for k, _ in rows], stops,
+                                                      config, eos_ids)
             except RuntimeError as e:
-                raise PermanentError(f"hf model failed to generate for a batch of {len(chunk)}: {e}") from None
+                raise PermanentError(f"hf model failed to generate for a batch of {len(rows)}: {e}") from None
             seconds = time.perf_counter() - started
-            new = generated[:, ids.shape[1] :].tolist()
-            for e, tokens in zip(chunk, new):
-                kept = []
-                for t in tokens:  # up to and including the first end token; the rest is padding
-                    kept.append(t)
-                    if t in eos_ids:
-                        break
-                out[e.index] = Answer(
-                    text=self.tokenizer.decode(kept, skip_special_tokens=True),
-                    usage={"prompt_tokens": len(e.ids), "completion_tokens": len(kept)},
-                    detail={"temperature": temperature, "batch_seconds": round(seconds, 4)},
-                )
+            for (k, members), tokens, at in zip(rows, new, stopped_at):
+                kept, finish = _cut(tokens, eos_ids, at)
+                for i in members:
+                    out[i] = Answer(
+                        text=self.tokenizer.decode(kept, skip_special_tokens=True),
+                        usage={"prompt_tokens": len(batch[k].encoded.ids), "completion_tokens": len(kept)},
+                        detail={
+                            "temperature": temperature,
+                            "finish": finish,
+                            "batch_seconds": round(seconds, 4),
+                            "batch_sequences": len(rows),
+                        },
+                    )
         return [a for a in out if a is not None]
+
+    def _generate_rows(
+        self, prompts: Sequence[_Encoded], row_prompt: Sequence[int], stops: Sequence[Any], config: Any,
+        eos_ids: set[int],
+    ) -> tuple[list[list[int]], list[int | None]]:
+        """Generate one sequence per row (``row_prompt[r]``: which prompt row r continues).
+
+        Returns the new tokens of each row (padded after its end) and, per row, after how many
+        new tokens its ``stop`` predicate fired (None: it did not).
+        """
+        from transformers import StoppingCriteriaList
+
+        torch = self._torch
+        ids, mask, pos = self._pad_left(prompts)
+        width = ids.shape[1]
+        padded = any(len(e.ids) != width for e in prompts)
+        criterion = _StopWhen(stops, self.tokenizer, eos_ids) if any(s is not None for s in stops) else None
+        kwargs: dict[str, Any] = {"generation_config": config}
+        if criterion is not None:
+            kwargs["stopping_criteria"] = StoppingCriteriaList([criterion])
+        shared = self.share_prefill and len(row_prompt) > len(prompts) and width > 1
+        pick = torch.tensor(list(row_prompt), device=ids.device)
+        if not shared:
+            # One row per prompt: a plain generate, with no mask at all when nothing is padded
+            # (generate drops an all-ones mask anyway; this keeps the two paths alike).
+            if len(row_prompt) != len(prompts) or list(row_prompt) != list(range(len(prompts))):
+                ids, mask = ids[pick], mask[pick]
+            if padded:
+                kwargs["attention_mask"] = mask
+            generated = self.model.generate(input_ids=ids, **kwargs)
+        else:
+            # Several samples of one prompt: prefill every prompt once (all but its last token),
+            # then repeat its cache once per sample; generate then runs only the last prompt
+            # token and what follows, independently per sample.
+            head: dict[str, Any] = {"input_ids": ids[:, :-1], "use_cache": True}
+            if padded:
+                head["attention_mask"], head["position_ids"] = mask[:, :-1], pos[:, :-1]
+            if self._keep_arg:
+                head[self._keep_arg] = 1
+            cache = self.model(**head).past_key_values
+            cache.reorder_cache(pick)
+            generated = self.model.generate(input_ids=ids[pick], attention_mask=mask[pick], past_key_values=cache,
+                                            **kwargs)
+        new = generated[:, width:].tolist()
+        stopped = criterion.stopped_at if criterion is not None else [None] * len(new)
+        return new, stopped
 
     # ------------------------------------------------------------------ manifest
     def describe(self) -> dict[str, Any]:
@@ -400,7 +532,8 @@ class HFBackend:
             "embedded": self.embedded,
             "device": self.device,
             "dtype": self.dtype,
-            "batch_size": self.batch_size,
+            "batch_size": self.prob_batch_size,
+            "generation_batch_size": self.generation_batch_size,
             "padding": "left, sorted by length",
             "prob_method": self.prob_method,
             "variants": variant_strings(self.tokenizer, self.variants),
@@ -411,6 +544,7 @@ class HFBackend:
             "system": self.system,
             "chat_template_sha256": hashlib.sha256(template.encode()).hexdigest() if template else None,
             "decoding": "greedy when temperature is 0, else sampling at the temperature",
+            "malloc": self.malloc,
             "torch": torch.__version__,
             "transformers": transformers.__version__,
         }
@@ -425,8 +559,54 @@ class HFBackend:
         """Drop the model so its memory can be freed (GPU memory especially)."""
         with self._lock:
             self.model = None
+            if self._worker is not None:
+                self._worker.shutdown(wait=False)
+                self._worker = None
             if self.device == "cuda":
                 self._torch.cuda.empty_cache()
+
+
+#: glibc mallopt parameters (malloc.h) and the values set by ``_keep_freed_memory``.
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+_MMAP_THRESHOLD = 32 * 1024 * 1024  # the largest glibc accepts on 64-bit (HEAP_MAX_SIZE / 2)
+_TRIM_THRESHOLD = 512 * 1024 * 1024
+_MALLOC_STATE: dict[str, Any] = {}
+
+
+def _keep_freed_memory() -> str | None:
+    """Make glibc keep the memory a forward pass frees, instead of handing it back to the kernel.
+
+    Why (found by profiling prob mode at batch 1, issue 13): a forward pass allocates and frees
+    tens of megabytes of activations. glibc's default thresholds adapt as it goes: blocks above
+    a moving mmap threshold are mapped and unmapped on every call, and free memory at the top
+    of a heap is trimmed back to the kernel, so the next pass touches fresh pages and takes a
+    page fault for each 4 KiB. How many depends on the thread and on the history (0 to ~46,000
+    faults per 512-token pass measured on one machine, ~3 us each in a VM): up to ~10% of a
+    pass here and more where faults cost more (virtual machines on other CPUs), which is why
+    the overhead against a bare pass differed between machines. Fixing both thresholds ends
+    the churn: after the first pass, a pass takes no page faults at all.
+
+    Process-wide and done once, on Linux with glibc only; ``CASEBENCH_MALLOC_TUNING=0`` leaves
+    malloc alone. Returns what was done (for the manifest), None when nothing was.
+    """
+    import os
+
+    if "done" in _MALLOC_STATE:
+        return _MALLOC_STATE["done"]
+    result = None
+    if os.environ.get("CASEBENCH_MALLOC_TUNING", "1") != "0":
+        try:
+            import ctypes
+            import platform
+
+            if platform.system() == "Linux" and platform.libc_ver()[0] == "glibc":
+                libc = ctypes.CDLL("libc.so.6")
+                if libc.mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD) and libc.mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD):
+                    result = f"glibc mmap threshold {_MMAP_THRESHOLD >> 20} MiB, trim threshold {_TRIM_THRESHOLD >> 20} MiB"
+        except (OSError, AttributeError):
+            result = None
+    _MALLOC_STATE["done"] = result
+    return result
 
 
 def _logits_to_keep_arg(model: Any) -> str | None:
@@ -436,3 +616,78 @@ def _logits_to_keep_arg(model: Any) -> str | None:
         if name in params:
             return name
     return None
+
+
+@dataclass
+class _Unit:
+    """Requests with the same chat (the samples of one case): one prompt, several answers."""
+
+    encoded: _Encoded
+    members: list[int]
+
+
+def _cut(tokens: Sequence[int], eos_ids: set[int], stopped_at: int | None) -> tuple[list[int], str]:
+    """The tokens a row really generated, and why it ended ("stop", "eos" or "length").
+
+    A row ends at its first end token (kept, as generated), or where its stop predicate fired;
+    whatever follows in the batch's output is padding.
+    """
+    limit = len(tokens) if stopped_at is None else min(stopped_at, len(tokens))
+    for n, t in enumerate(tokens[:limit]):
+        if t in eos_ids:
+            return list(tokens[: n + 1]), "eos"
+    if stopped_at is not None and stopped_at <= len(tokens):
+        return list(tokens[:limit]), "stop"
+    return list(tokens), "length"
+
+
+def _stop_criterion_class() -> Any:
+    """Built lazily: transformers is imported only when a model is loaded."""
+    from transformers import StoppingCriteria
+
+    class StopWhen(StoppingCriteria):
+        """Stops each row independently once its predicate holds for the text generated so far.
+
+        Called by ``generate`` after every step with all rows; returns one bool per row (rows
+        already finished are reported as done again, which generate ignores). Records, per row,
+        the number of new tokens at the step its predicate first fired, so the answer can be cut
+        exactly there.
+        """
+
+        def __init__(self, stops: Sequence[Any], tokenizer: Any, eos_ids: set[int]) -> None:
+            self.stops = list(stops)
+            self.tokenizer = tokenizer
+            self.eos_ids = eos_ids
+            self.tokens: list[list[int]] = [[] for _ in self.stops]
+            self.stopped_at: list[int | None] = [None] * len(self.stops)
+            self.ended = [s is None for s in self.stops]  # rows with no predicate are never checked
+
+        def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+            import torch
+
+            last = input_ids[:, -1].tolist()
+            done = []
+            for r, t in enumerate(last):
+                if not self.ended[r]:
+                    if t in self.eos_ids:
+                        self.ended[r] = True
+                    else:
+                        self.tokens[r].append(t)
+                        text = self.tokenizer.decode(self.tokens[r], skip_special_tokens=True)
+                        if self.stops[r](text):
+                            self.ended[r] = True
+                            self.stopped_at[r] = len(self.tokens[r])
+                done.append(self.stopped_at[r] is not None)
+            return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
+
+    return StopWhen
+
+
+def _StopWhen(stops: Sequence[Any], tokenizer: Any, eos_ids: set[int]) -> Any:
+    global _STOP_CLASS
+    if _STOP_CLASS is None:
+        _STOP_CLASS = _stop_criterion_class()
+    return _STOP_CLASS(stops, tokenizer, eos_ids)
+
+
+_STOP_CLASS: Any = None
