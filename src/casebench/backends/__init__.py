@@ -112,7 +112,8 @@ def backend_class(spec: str) -> type:
 
 #: Backend options that change how an answer is fetched, never what it says: they may differ
 #: between the invocations of one run (recorded per invocation, not compared on resume).
-TRANSPORT_OPTIONS: frozenset[str] = frozenset({"base_url", "api_key_env", "timeout", "batch_size", "max_retries"})
+TRANSPORT_OPTIONS: frozenset[str] = frozenset({"base_url", "api_key_env", "timeout", "batch_size", "generation_batch_size",
+                                              "max_retries"})
 
 
 def resolve_options(spec: str, options: dict[str, Any], cls: type | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
