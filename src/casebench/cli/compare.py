@@ -178,7 +178,7 @@ def _run_study(model: str, mode: str, params: str, out_root: str, data: str | No
     from ..runs.execute import RunConfig, resolve_data_path
     from ..runs.record import RunError, RunLocked
     from ..runs.results import load_run
-    from .run import API_PREFIXES, backend_options, setup_logging
+    from ._common import API_PREFIXES, backend_options, setup_logging
 
     setup_logging(0)
     opts = backend_options(model, base_url=base_url, api_key_env=api_key_env, timeout=timeout,
