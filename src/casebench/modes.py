@@ -92,9 +92,15 @@ class Mode:
 
         return render_chat(case, self.template(templates), context_as or self.default_context_as)
 
+    #: the answer is a JSON verdict that comes first: generation may stop once it is readable
+    stops_at_verdict: ClassVar[bool] = False
+
     def stopper(self) -> Callable[[str], bool] | None:
-        """The stop-at-verdict test handed to backends (None: nothing to stop early for)."""
-        return None
+        """The stop-at-verdict test handed to backends (None: nothing to stop early for): true
+        once ``parse_prefix`` reads a verdict from the text so far."""
+        if not self.stops_at_verdict:
+            return None
+        return lambda text: self.parse_prefix(text) is not None
 
     # ------------------------------------------------------------------ reading one answer
     def parse(self, text: str) -> Parsed:
@@ -114,7 +120,15 @@ class Mode:
         return self.reading_from(parsed)
 
     def parse_prefix(self, text: str) -> Parsed | None:
-        return None
+        """The verdict of an answer cut right after it (stop at the verdict): the completed
+        ``judgement`` value read as a whole answer would be, or None."""
+        if not self.stops_at_verdict:
+            return None
+        value = verdict_prefix(text)
+        if value is None:
+            return None
+        parsed = self.parse('{"judgement": ' + _json(value) + "}")
+        return parsed if parsed.ok else None
 
     def reading_from(self, parsed: Parsed) -> Reading:
         return Reading(label=parsed.label, score=parsed.score)
@@ -207,20 +221,11 @@ class BinaryMode(Mode):
     name = "binary"
     file_name = "binary"
     template_key = "judge"
+    stops_at_verdict = True
     help = "a JSON verdict, safe or unsafe"
 
     def parse(self, text: str) -> Parsed:
         return parse_binary(text)
-
-    def parse_prefix(self, text: str) -> Parsed | None:
-        value = verdict_prefix(text)
-        if value is None:
-            return None
-        parsed = parse_binary('{"judgement": ' + _json(value) + "}")
-        return parsed if parsed.ok else None
-
-    def stopper(self) -> Callable[[str], bool]:
-        return _stop_when(self.parse_prefix)
 
     def aggregate(self, readings: Sequence[Any]) -> Any:
         """The majority label of the samples (normally one); a tie is "unsafe", as the human label
@@ -248,6 +253,7 @@ class ScoreMode(_Continuous):
     name = "score"
     file_name = "score"
     template_key = "judgescore"
+    stops_at_verdict = True
     default_samples = 3
     default_temperature = 1.0
     threshold = 5.5
@@ -255,16 +261,6 @@ class ScoreMode(_Continuous):
 
     def parse(self, text: str) -> Parsed:
         return parse_score(text)
-
-    def parse_prefix(self, text: str) -> Parsed | None:
-        value = verdict_prefix(text)
-        if value is None:
-            return None
-        parsed = parse_score('{"judgement": ' + _json(value) + "}")
-        return parsed if parsed.ok else None
-
-    def stopper(self) -> Callable[[str], bool]:
-        return _stop_when(self.parse_prefix)
 
     def reading_from(self, parsed: Parsed) -> Reading:
         assert parsed.score is not None
@@ -379,13 +375,6 @@ def _json(value: Any) -> str:
     import json
 
     return json.dumps(value)
-
-
-def _stop_when(prefix_parser: Callable[[str], Parsed | None]) -> Callable[[str], bool]:
-    def stop(text: str) -> bool:
-        return prefix_parser(text) is not None
-
-    return stop
 
 
 # --------------------------------------------------------------------------------------------
