@@ -589,10 +589,10 @@ def _keep_freed_memory() -> str | None:
     a moving mmap threshold are mapped and unmapped on every call, and free memory at the top
     of a heap is trimmed back to the kernel, so the next pass touches fresh pages and takes a
     page fault for each 4 KiB. How many depends on the thread and on the history (0 to ~46,000
-    faults per 512-token pass measured on one machine, ~3 us each in a VM): up to ~10% of a
-    pass here and more where faults cost more (virtual machines on other CPUs), which is why
-    the overhead against a bare pass differed between machines. Fixing both thresholds ends
-    the churn: after the first pass, a pass takes no page faults at all.
+    faults per 512-token pass measured on one machine, ~3 us each in a VM, i.e. up to ~130 ms
+    of system time per pass), more where faults cost more. One of the two causes of the
+    prob-mode overhead (the other: torch work split across two threads, see ``__init__``).
+    Fixing both thresholds ends the churn: after the first pass, a pass takes no page faults.
 
     Process-wide and done once, on Linux with glibc only; ``CASEBENCH_MALLOC_TUNING=0`` leaves
     malloc alone. Returns what was done (for the manifest), None when nothing was.
