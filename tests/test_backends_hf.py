@@ -454,3 +454,37 @@ def test_batch_size_defaults(tiny_model_dir):
     assert (split.prob_batch_size, split.generation_batch_size, split.batch_size) == (2, 5, 5)
     with pytest.raises(ValueError):
         HFBackend(str(tiny_model_dir), device="cpu", generation_batch_size=0)
+
+
+@pytest.mark.slow
+def test_embedded_stop_at_verdict_keeps_binary_verdicts(smol):
+    """Greedy binary answers from the real model, with and without the stop: same verdicts, and
+    each stopped answer is the start of the full one."""
+    import json
+    import re
+
+    from casebench.parse import parse_binary
+
+    key = re.compile(r'"judgement"\s*:\s*"(safe|unsafe)"\s*[,}]')
+
+    def verdict(text: str):
+        parsed = parse_binary(text)
+        if parsed.ok:
+            return parsed.label
+        found = key.search(text)
+        return found.group(1) if found else None
+
+    def stop(text: str) -> bool:
+        return key.search(text) is not None
+
+    prompts = _real_prompts("binary", 6)
+    settings = GenerationSettings(temperature=0.0, max_tokens=48)
+    smol.generation_batch_size = 6
+    full = _run(smol, _requests("binary", prompts), settings)
+    cut = _run(smol, [Request(case=i, sample=0, prompt=p, stop=stop) for i, p in enumerate(prompts)], settings)
+    smol.generation_batch_size = 1
+    for f, c in zip(full, cut):
+        assert f.text.startswith(c.text)
+        assert verdict(c.text) == verdict(f.text)
+        assert c.usage["completion_tokens"] <= f.usage["completion_tokens"]
+    json.dumps([c.detail for c in cut])

@@ -166,12 +166,17 @@ class HFBackend:
         self.share_prefill = True
 
         self.malloc = _keep_freed_memory() if device == "cpu" else None
-        self.tokenizer, self.model = self._load()
+        # Every torch call of this backend, loading included, runs on one worker thread: a second
+        # thread doing torch work gets its own OpenMP thread pool, and on a small CPU two pools
+        # slow each other (measured: the same forward pass 10-15% slower on 2 cores).
+        from concurrent.futures import ThreadPoolExecutor
+
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="casebench-hf")
+        self.tokenizer, self.model = self._worker.submit(self._load).result()
         self.variants = verdict_variants(self.tokenizer)
         self.forms = continuation_forms(self.tokenizer)
         self._keep_arg = _logits_to_keep_arg(self.model)
         self._lock = threading.Lock()
-        self._worker: Any = None  # a one-thread executor, made on first use
 
     @property
     def batch_size(self) -> int:
@@ -253,14 +258,17 @@ class HFBackend:
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
         return ids.to(self.device), mask.to(self.device), positions.to(self.device)
 
+    def on_torch_thread(self, fn: Any, *args: Any) -> Any:
+        """Run ``fn(*args)`` on the backend's torch thread and return its result (for benches
+        that time other code against the backend's on equal terms)."""
+        return self._worker.submit(fn, *args).result()
+
     # ------------------------------------------------------------------ the protocol
     async def answer(self, requests: Sequence[Request], settings: GenerationSettings) -> list[Answer]:
         if not requests:
             return []
         if self._worker is None:
-            from concurrent.futures import ThreadPoolExecutor
-
-            self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="casebench-hf")
+            raise PermanentError("the hf backend was closed")
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._worker, self._answer_blocking, list(requests), settings)
 
@@ -581,10 +589,10 @@ def _keep_freed_memory() -> str | None:
     a moving mmap threshold are mapped and unmapped on every call, and free memory at the top
     of a heap is trimmed back to the kernel, so the next pass touches fresh pages and takes a
     page fault for each 4 KiB. How many depends on the thread and on the history (0 to ~46,000
-    faults per 512-token pass measured on one machine, ~3 us each in a VM): up to ~10% of a
-    pass here and more where faults cost more (virtual machines on other CPUs), which is why
-    the overhead against a bare pass differed between machines. Fixing both thresholds ends
-    the churn: after the first pass, a pass takes no page faults at all.
+    faults per 512-token pass measured on one machine, ~3 us each in a VM, i.e. up to ~130 ms
+    of system time per pass), more where faults cost more. One of the two causes of the
+    prob-mode overhead (the other: torch work split across two threads, see ``__init__``).
+    Fixing both thresholds ends the churn: after the first pass, a pass takes no page faults.
 
     Process-wide and done once, on Linux with glibc only; ``CASEBENCH_MALLOC_TUNING=0`` leaves
     malloc alone. Returns what was done (for the manifest), None when nothing was.
