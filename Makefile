@@ -52,6 +52,9 @@ bench: venv
 	$(BIN)/python bench/bench_runner.py
 	$(BIN)/python bench/bench_compare.py
 	$(BIN)/python bench/bench_hf_prob.py
+	$(BIN)/python bench/bench_hf_generate.py
+	$(BIN)/python bench/bench_classify.py
+	$(BIN)/python bench/bench_respond.py
 	$(BIN)/python bench/bench_annotate.py
 
 clean:

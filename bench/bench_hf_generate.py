@@ -62,10 +62,7 @@ def load_cases(n: int) -> list[Any]:
     from casebench.data import load_dataset
 
     ds = load_dataset(DATA)
-    try:
-        from casebench.runs.select import stratified_indices  # the runner's layout after its split
-    except ImportError:
-        from casebench.run.execute import stratified_indices
+    from casebench.runs.select import stratified_indices
     cases = list(ds)
     return [cases[i] for i in stratified_indices(ds, n)]
 
@@ -74,36 +71,11 @@ def verdict_tools(mode: str) -> tuple[Callable[[str], Any], Callable[[str], bool
     """(verdict of an answer, stop predicate) for a text mode, from the modes' own parsers."""
     from casebench.parse import parse_binary, parse_score
 
-    try:
-        from casebench.modes import MODES
+    from casebench.modes import MODES
 
-        m = MODES[mode]
-        stop = m.stopper()
-        prefix = m.parse_prefix
-    except ImportError:  # before modes.py: the same rule, written here
-        import json
-        import re
-
-        key = re.compile(r'"judgement"\s*:\s*')
-        decoder = json.JSONDecoder()
-        parse = parse_binary if mode == "binary" else parse_score
-
-        def prefix(text: str) -> Any:
-            brace = text.find("{")
-            if brace < 0:
-                return None
-            for k in key.finditer(text, brace):
-                try:
-                    value, end = decoder.raw_decode(text, k.end())
-                except ValueError:
-                    continue
-                if text[end:].lstrip()[:1] in (",", "}"):
-                    p = parse('{"judgement": ' + json.dumps(value) + "}")
-                    return p if p.ok else None
-            return None
-
-        def stop(text: str) -> bool:
-            return prefix(text) is not None
+    m = MODES[mode]
+    stop = m.stopper()
+    prefix = m.parse_prefix
 
     parse = parse_binary if mode == "binary" else parse_score
 
