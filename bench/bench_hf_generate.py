@@ -27,33 +27,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import platform
 import statistics
 import time
 from pathlib import Path
+
+from machine import machine_line  # bench/machine.py: run as `python bench/<name>.py`
 from typing import Any, Callable
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "casebench" / "CASEBench_data.json"
 SYSTEM = "You are a helpful assistant."
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def machine_line() -> str:
-    import torch
-    import transformers
-
-    return (f"CPU: {cpu_model()}, {os.cpu_count()} logical CPUs; torch {torch.__version__} with "
-            f"{torch.get_num_threads()} threads; transformers {transformers.__version__}; "
-            f"load average {os.getloadavg()[0]:.2f}")
 
 
 def load_cases(n: int) -> list[Any]:

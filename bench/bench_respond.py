@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import tempfile
 import time
 from pathlib import Path
+
+from machine import machine_line  # bench/machine.py: run as `python bench/bench_respond.py`
 
 
 def main() -> None:
@@ -25,7 +26,6 @@ def main() -> None:
     ap.add_argument("--context-as", default="system")
     args = ap.parse_args()
 
-    import torch
 
     from casebench.runs.execute import RunConfig, run
     from casebench.runs.record import final_records, iter_records
@@ -40,8 +40,7 @@ def main() -> None:
         finals = final_records(iter_records(out))
         classify_s = sum(float(r.detail.get("classify_s", 0.0)) for r in finals.values())
         tokens = sum(int(r.usage.get("completion_tokens", 0)) for r in finals.values())
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cpus, torch {torch.__version__}, "
-          f"{torch.get_num_threads()} threads")
+    print(machine_line())
     print(f"respond mode, embedded SmolLM2-135M, {args.cases} cases, context as {args.context_as}, "
           f"max_tokens {args.max_tokens}: {summary.status}")
     print(f"  wall time {wall:.1f} s, {wall / args.cases:.2f} s per case, {tokens / args.cases:.0f} tokens per answer")
