@@ -19,7 +19,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "score": ("score", "score_cmd", "Score runs or published output files; print metrics with CIs."),
     "export": ("run", "export_cmd", "Export a run directory to the published exp/ file format."),
     "data": ("data", "data_group", "Inspect, validate and fetch datasets."),
-    "prompts": ("data", "prompts_cmd", "Print the judge prompt of every case as JSON lines."),
+    "prompts": ("data", "prompts_cmd", "Print the chat (system and user messages) of every case as JSON lines."),
     "human": ("human", "human_group", "Statistics of the human votes (context effect, agreement, power)."),
     "compare": ("compare", "compare_cmd", "Paired significance tests between runs or published files."),
     "ablate": ("compare", "ablate_cmd", "CI-parameter ablation study: run or re-analyse removals."),
