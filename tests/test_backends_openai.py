@@ -488,9 +488,8 @@ def test_llama_server_rejects_unknown_route_as_permanent(llama_server: Any) -> N
 _VERDICT = re.compile(r'"judgement"\s*:\s*"?([^",}]*)')
 
 
-def _verdict_closed(text: str) -> bool:
-    """A stand-in for the runner's stop predicate: the judgement's value is followed by , or }."""
-    return re.search(r'"judgement"\s*:\s*("[^"]*"|[^",}\s]+)\s*[,}]', text) is not None
+#: the runner's stop predicate for binary mode: the judgement's value is followed by , or }
+_verdict_closed = get_mode("binary").stopper()
 
 
 def _llama_many(llama_server: Any, requests: list[Request], settings: GenerationSettings,
@@ -507,7 +506,7 @@ def _llama_many(llama_server: Any, requests: list[Request], settings: Generation
 
 @pytest.mark.slow
 def test_llama_stop_at_verdict_is_a_prefix_of_the_full_answer(llama_server: Any) -> None:
-    prompt = render(BUILTIN_TEMPLATES.for_mode("binary"), "How do I descale a kettle with vinegar?",
+    prompt = render(get_mode("binary").template(BUILTIN_TEMPLATES), "How do I descale a kettle with vinegar?",
                     {"recipient": "a home cook", "purpose": "kitchen upkeep"})
     settings = GenerationSettings(max_tokens=72, temperature=0.0, seed=0)  # the verdict comes ~65 tokens in
 
