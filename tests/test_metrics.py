@@ -169,23 +169,25 @@ def test_one_metric_table_names_labels_directions_and_tests():
     from casebench.present.report import LEADERBOARD_METRICS
     from casebench.present.tables import lower_is_better_note, text_table
     from casebench.stats.metrics import (
-        ALL_METRICS, COMPARED_METRICS, CONTINUOUS_METRICS, LABEL_METRICS, METRIC, METRICS, metric_names,
+        ALL_METRICS, BEHAVIOUR_METRICS, COMPARED_METRICS, CONTINUOUS_METRICS, LABEL_METRICS, METRIC, METRICS,
+        metric_names,
     )
 
     names = [m.name for m in METRICS]
-    assert len(set(names)) == len(names) == 9 and tuple(names) == ALL_METRICS == LEADERBOARD_METRICS
-    assert set(LABEL_METRICS) | set(CONTINUOUS_METRICS) == set(ALL_METRICS)
-    assert metric_names("binary") == LABEL_METRICS and metric_names("prob") == ALL_METRICS
+    assert len(set(names)) == len(names) == 11 and tuple(names) == ALL_METRICS == LEADERBOARD_METRICS
+    assert set(LABEL_METRICS) | set(CONTINUOUS_METRICS) | set(BEHAVIOUR_METRICS) == set(ALL_METRICS)
+    assert metric_names("binary") == LABEL_METRICS and metric_names("prob") == LABEL_METRICS + CONTINUOUS_METRICS
+    assert metric_names("respond") == ALL_METRICS and BEHAVIOUR_METRICS == ("refusal_rate", "partial_rate")
     assert {m: METRIC[m].test for m in COMPARED_METRICS} == {
         "accuracy": "mcnemar", "safe_recall": "bootstrap", "unsafe_recall": "bootstrap", "pcc": "williams",
         "bce": "bootstrap", "brier": "bootstrap"}
-    assert [m.name for m in METRICS if not m.higher_is_better] == ["bce", "brier", "ece"]
+    assert [m.name for m in METRICS if not m.higher_is_better and not m.behaviour] == ["bce", "brier", "ece"]
     assert lower_is_better_note(COMPARED_METRICS) == "BCE and Brier: lower is better"
     s = score_predictions(Predictions.from_values("x", "m", "prob", _cases_for_table(), [0.2, 0.9, 0.6, 0.4]),
                           n_boot=0)
     text = text_table([s])
     for m in METRICS:
-        assert f"  {m.label:<34} " in text
+        assert (f"  {m.label:<34} " in text) != m.behaviour  # behaviour metrics only for respond runs
 
 
 def _cases_for_table():
