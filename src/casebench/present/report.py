@@ -154,7 +154,10 @@ def _leaderboard(inputs: Sequence[ReportInput], paper_compat: bool, n_boot: int)
 
     order = sorted(range(len(inputs)), key=lambda i: -np.nan_to_num(inputs[i].score.values.get("accuracy", np.nan),
                                                                       nan=-1.0))
-    head = ["#", "Input", "Cases", "Answered"] + [METRIC[m].heading for m in LEADERBOARD_METRICS]
+    # behaviour columns (refusal rate, partial answers) only when some input is a respond run
+    shown = [m for m in LEADERBOARD_METRICS
+             if not METRIC[m].behaviour or any(it.pred.mode_spec.reads_behaviour for it in inputs)]
+    head = ["#", "Input", "Cases", "Answered"] + [METRIC[m].heading for m in shown]
     rows = []
     for rank, i in enumerate(order, start=1):
         it = inputs[i]
@@ -162,7 +165,7 @@ def _leaderboard(inputs: Sequence[ReportInput], paper_compat: bool, n_boot: int)
         src = f'<span class="src" title="{_e(s.source)}">{_e(_short_source(s.source))}</span>'
         cells = [f'<td>{rank}</td>', f'<td class="l name"><b>{_e(it.name)}</b>{src}</td>',
                  f"<td>{s.n}</td>", f"<td>{100 * s.coverage:.1f}%</td>"]
-        for m in LEADERBOARD_METRICS:
+        for m in shown:
             if m not in metric_names(s.mode) or m not in s.values:
                 cells.append("<td>–</td>")
                 continue
