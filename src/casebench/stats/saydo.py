@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 
 from ..predictions import Predictions
+from .bootstrap import percentile_ci, resample_indices
 from .compare import CompareError, mcnemar_exact
 
 
@@ -57,13 +57,9 @@ def say_do(a: Predictions, b: Predictions, n_boot: int = 2000, seed: int = 0, le
     n = int(both.sum())
     if n == 0:
         raise CompareError("no case has both a verdict and a read answer")
-    rng = np.random.default_rng(seed)
-    draws = rng.integers(0, n, size=(n_boot, n)) if n_boot else None
     ci = [float("nan"), float("nan")]
-    if draws is not None:
-        boot = agree[draws].mean(axis=1)
-        lo = (1 - level) / 2
-        ci = [float(np.quantile(boot, lo)), float(np.quantile(boot, 1 - lo))]
+    if n_boot:
+        ci = percentile_ci(agree[resample_indices(n, n_boot, seed)].mean(axis=1), level)
     return SayDo(
         judge=judge.name, respond=respond.name, n=n, agreement=float(agree.mean()), agreement_ci=ci,
         judged_safe=float(said.mean()), answered=float(did.mean()), mcnemar=mcnemar_exact(said, did),
