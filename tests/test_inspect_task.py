@@ -11,7 +11,6 @@ a model.
 from __future__ import annotations
 
 import asyncio
-import configparser
 import json
 import math
 import os
@@ -257,28 +256,42 @@ GRAMMAR = json.dumps({"response_format": {"type": "json_object", "schema": {
 }}})
 
 
-def _entry_point_env(tmp_path: Path) -> dict[str, str]:
-    """PYTHONPATH for a subprocess that must find casebench's inspect entry point.
+def _entry_point_env() -> dict[str, str]:
+    """Environment for an ``inspect`` subprocess that must find casebench/case_bench.
 
-    ``pip install -e .`` writes the entry point into the installed metadata; a checkout whose
-    installed metadata predates it (a developer's venv) gets a dist-info folder carrying the
-    same entry point as pyproject.toml declares, which importlib.metadata finds on the path.
+    inspect names a task ``casebench/...`` only when the module comes from an installed package
+    (site-packages or an editable install with its PEP 610 ``direct_url.json``), found through the
+    ``inspect_ai`` entry point. So the subprocess must import casebench from the editable install
+    of this checkout (``pip install -e '.[test]'``, as ``make test`` does): putting ``src`` on
+    PYTHONPATH would make ``src/casebench.egg-info`` shadow the installed metadata, and inspect
+    would register the task as plain ``case_bench``.
     """
-    from importlib.metadata import entry_points
+    from importlib.metadata import PackageNotFoundError, distribution, entry_points
 
-    paths = [str(REPO / "src"), str(REPO / "tests")]
-    if not any(ep.name == "casebench" for ep in entry_points(group="inspect_ai")):
-        ep = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["entry-points"]["inspect_ai"]
-        info = tmp_path / "ep" / "casebench_inspect_entry_point-0.dist-info"
-        info.mkdir(parents=True)
-        (info / "METADATA").write_text("Metadata-Version: 2.1\nName: casebench-inspect-entry-point\nVersion: 0\n")
-        cp = configparser.ConfigParser()
-        cp["inspect_ai"] = ep
-        with open(info / "entry_points.txt", "w") as f:
-            cp.write(f)
-        paths.insert(0, str(info.parent))
-    old = os.environ.get("PYTHONPATH")
-    return {"PYTHONPATH": os.pathsep.join(paths + ([old] if old else []))}
+    try:
+        direct_url = distribution("casebench").read_text("direct_url.json") or ""
+    except PackageNotFoundError:
+        direct_url = ""
+    installed_here = any(ep.name == "casebench" for ep in entry_points(group="inspect_ai")) and (
+        REPO.as_uri() in direct_url)
+    if not installed_here:
+        pytest.skip(f"casebench is not installed editable from {REPO} (pip install -e '.[test]'; "
+                    "make test does it), so inspect cannot name its tasks casebench/...")
+    env_path = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and Path(p) != REPO / "src"]
+    return {"PYTHONPATH": os.pathsep.join([str(REPO / "tests"), *env_path])}
+
+
+def _log_errors(logs: Path) -> str:
+    """What inspect's own logs say went wrong (with --display none it prints nothing)."""
+    out = []
+    for f in sorted(logs.glob("*.json")) if logs.is_dir() else []:
+        try:
+            error = json.loads(f.read_text()).get("error")
+        except (OSError, ValueError) as e:
+            error = f"unreadable log {f.name}: {e}"
+        if error:
+            out.append(f"{f.name}: {json.dumps(error)[-3000:]}")
+    return "\n".join(out) or f"(no eval log with an error under {logs})"
 
 
 def _same(a: float, b: float) -> bool:
@@ -291,7 +304,7 @@ def test_inspect_eval_equals_casebench_run_and_score(tmp_path, llama_server, rea
 
     from casebench.runs.record import final_records, iter_records
 
-    env = clean_env(**_entry_point_env(tmp_path))
+    env = clean_env(**_entry_point_env())
     # openai-api/<service>/<model> is inspect's provider for OpenAI-compatible servers (its
     # openai/ provider would send an unknown model name to the Responses API); it wants a key
     # in <SERVICE>_API_KEY, which the local server ignores
@@ -305,7 +318,7 @@ def test_inspect_eval_equals_casebench_run_and_score(tmp_path, llama_server, rea
     t0 = time.monotonic()
     done = subprocess.run(cmd, env=inspect_env, capture_output=True, text=True, timeout=600)
     t_inspect = time.monotonic() - t0
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:] + _log_errors(logs)
     (log_file,) = logs.glob("*.json")
     log = read_eval_log(str(log_file))
     assert log.status == "success", log.error

@@ -132,6 +132,9 @@ class LlamaServer:
             "--n_threads_batch", str(self.n_threads_batch),
             "--seed", "0",
             "--verbose", "False",
+            # By default the server ends a stream (with [DONE] and no finish_reason) whenever
+            # another request is waiting; casebench streams and sends requests in parallel.
+            "--interrupt_requests", "False",
             *self.extra_args,
         ]
         t0 = time.monotonic()

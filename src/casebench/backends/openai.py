@@ -308,7 +308,10 @@ class OpenAIBackend:
                 raise TransientError(f"stream from {where} carried no choices")
             if not closed_early and any(i not in finish for i in seen):
                 # The connection ended without the server ending the answer: cut off, not done.
-                raise TransientError(f"stream from {where} ended before the answer did (no finish_reason)")
+                raise TransientError(
+                    f"stream from {where} ended before the answer did (no finish_reason); if this is "
+                    "llama-cpp-python's server, start it with --interrupt_requests False, or it cuts "
+                    "a stream off whenever another request waits")
             answers = []
             for i in seen:
                 detail: dict[str, Any] = {"finish_reason": finish.get(i), "streamed": True}
