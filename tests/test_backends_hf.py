@@ -271,15 +271,15 @@ def smol() -> HFBackend:
 
 
 @pytest.mark.slow
-def test_embedded_prob_mode_over_45_cases_is_batch_invariant(smol):
-    prompts = _real_prompts("prob", 45)
+def test_embedded_prob_mode_over_real_cases_is_batch_invariant(smol):
+    prompts = _real_prompts("prob", 16)  # 16 categories: one padded batch of 16 against one by one
     reqs = _requests("prob", prompts)
     smol.batch_size = 1
     one = _run(smol, reqs)
-    smol.batch_size = 16  # one batch of 16 padded prompts against the same prompts one by one
-    sixteen = _run(smol, reqs[:16])
+    smol.batch_size = 16
+    sixteen = _run(smol, reqs)
     smol.batch_size = 1
-    assert len(one) == len(prompts) and len(sixteen) == 16
+    assert len(one) == len(sixteen) == len(prompts)
     assert max(abs(a.p_safe - b.p_safe) for a, b in zip(one, sixteen)) < 1e-4
     # The answers are real judgements: some mass on the verdict words, and a spread of values.
     assert all(0.0 <= a.p_safe <= 1.0 for a in one)
@@ -291,13 +291,21 @@ def test_embedded_prob_mode_over_45_cases_is_batch_invariant(smol):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", ["binary", "score"])
-def test_embedded_text_modes_over_45_cases(smol, mode):
+def test_embedded_text_modes_over_real_cases(smol, mode):
+    """Judge prompts of 8 categories, generated as one padded batch of 8. Greedy (binary) must
+    give the same text batched as one prompt at a time: generation batching may change speed,
+    never answers."""
     from casebench.parse import parse_binary, parse_score
 
-    prompts = _real_prompts(mode, 45)
+    prompts = _real_prompts(mode, 8)
     settings = GenerationSettings(temperature=0.0, max_tokens=16)
-    smol.batch_size = 16
-    answers = _run(smol, _requests(mode, prompts, temperature=1.0 if mode == "score" else None), settings)
+    reqs = _requests(mode, prompts, temperature=1.0 if mode == "score" else None)
+    smol.batch_size = 8
+    answers = _run(smol, reqs, settings)
+    if mode == "binary":
+        smol.batch_size = 1
+        one_by_one = _run(smol, reqs, settings)
+        assert [a.text for a in answers] == [a.text for a in one_by_one]
     smol.batch_size = 1
     assert len(answers) == len(prompts)
     assert all(a.text and a.usage["completion_tokens"] >= 1 for a in answers)

@@ -288,11 +288,12 @@ def llama(llama_server):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("mode,cases", [("prob", 45), ("binary", 9), ("score", 9)])
+@pytest.mark.parametrize("mode,cases", [("prob", 15), ("binary", 6), ("score", 6)])
 def test_stratified_cases_against_llama_cpp_then_score(tmp_path, llama, real_data_path, mode, cases):
-    """Prob mode over 45 cases, one per category; the text modes over 9 (their code path does not
-    depend on how many cases there are, and a judge prompt costs about 4 s of prompt processing on
-    2 CPU cores, so 45 text cases per mode would add 5 minutes to CI and test nothing more)."""
+    """A stratified subset, one case per category, through the real server, then scored. Small:
+    the code path does not depend on the number of cases, and a judge prompt costs the llama.cpp
+    server about 4 s of prompt processing on 2 CPU cores (45 cases per mode took 12 minutes of CI).
+    ``bench/`` and the closing note cover the full 45-category runs."""
     out = tmp_path / f"smollm2_{mode}"
     # Kept cheap for 2 CPU cores: short answers, no re-asks, one score sample (a 135M model rarely
     # writes the JSON asked for, so most text answers are recorded missing; prob mode reads token
@@ -315,7 +316,7 @@ def test_stratified_cases_against_llama_cpp_then_score(tmp_path, llama, real_dat
         assert (r.error is None) == (r.label is not None)
         assert r.error is None or not r.error.startswith("transport")  # every request was answered
     if mode == "prob":  # the server returns first-token alternatives: most hold a verdict variant
-        assert sum(r.p_safe is not None for r in finals.values()) >= 30
+        assert sum(r.p_safe is not None for r in finals.values()) >= cases * 2 // 3
     scored = subprocess.run([*CASEBENCH, "score", str(out), "--bootstrap", "200"], env=clean_env(),
                             capture_output=True, text=True, timeout=120)
     assert scored.returncode == 0, scored.stderr

@@ -249,7 +249,7 @@ def test_import_casebench_does_not_load_inspect_and_a_missing_extra_is_named():
 #: both sides send the same llama.cpp JSON grammar (``response_format`` with a schema, as extra
 #: request fields): most answers then parse, and the token limit cuts a long explanation short
 #: now and then, which leaves that answer unparseable on both sides.
-CASES, SEED, MAX_TOKENS = 10, 5, 32
+CASES, SEED, MAX_TOKENS = 6, 5, 32
 GRAMMAR = json.dumps({"response_format": {"type": "json_object", "schema": {
     "type": "object", "required": ["judgement", "explanation"],
     "properties": {"judgement": {"type": "string", "enum": ["safe", "unsafe"]}, "explanation": {"type": "string"}},
