@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 import tomllib
+import urllib.parse
 from pathlib import Path
 
 import pytest
@@ -269,11 +270,15 @@ def _entry_point_env() -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError, distribution, entry_points
 
     try:
-        direct_url = distribution("casebench").read_text("direct_url.json") or ""
-    except PackageNotFoundError:
-        direct_url = ""
-    installed_here = any(ep.name == "casebench" for ep in entry_points(group="inspect_ai")) and (
-        REPO.as_uri() in direct_url)
+        direct_url = json.loads(distribution("casebench").read_text("direct_url.json") or "{}")
+    except (PackageNotFoundError, ValueError):
+        direct_url = {}
+    source = urllib.parse.urlparse(direct_url.get("url", ""))
+    installed_here = (
+        any(ep.name == "casebench" for ep in entry_points(group="inspect_ai"))
+        and direct_url.get("dir_info", {}).get("editable", False)
+        and source.scheme == "file" and Path(urllib.parse.unquote(source.path)).resolve() == REPO
+    )
     if not installed_here:
         pytest.skip(f"casebench is not installed editable from {REPO} (pip install -e '.[test]'; "
                     "make test does it), so inspect cannot name its tasks casebench/...")
