@@ -71,9 +71,9 @@ DTYPES = ("auto", "float32", "bfloat16", "float16")
 DEFAULT_BATCH_SIZE = {"cpu": 1, "cuda": 16}
 #: Default batch size for text generation (binary, score, respond), in sequences, chosen by
 #: measurement (bench/bench_hf_generate.py): decoding is bound by reading the weights once per
-#: step, so a batch of rows costs little more per step than one row, even on a CPU. On an idle
-#: 2-core Xeon (16 real queries, 128 new tokens, greedy) batch 4, 8 and 16 gave 2.3x, 3.4x and
-#: 4.9x the tokens per second of batch 1.
+#: step, so a batch of rows costs little more per step than one row, even on a CPU. On 2 pinned
+#: cores of an otherwise idle Intel Xeon (16 real queries, 128 new tokens, greedy) batch 4, 8 and
+#: 16 gave 2.3x, 3.4x and 4.9x the tokens per second of batch 1.
 DEFAULT_GENERATION_BATCH_SIZE = {"cpu": 16, "cuda": 32}
 
 
