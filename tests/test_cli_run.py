@@ -293,7 +293,7 @@ def test_stratified_cases_against_llama_cpp_then_score(tmp_path, llama, real_dat
     """A stratified subset, one case per category, through the real server, then scored. Small:
     the code path does not depend on the number of cases, and a judge prompt costs the llama.cpp
     server about 4 s of prompt processing on 2 CPU cores (45 cases per mode took 12 minutes of CI).
-    ``bench/`` and the closing note cover the full 45-category runs."""
+    The same command with ``--stratified 45`` covers every category."""
     out = tmp_path / f"smollm2_{mode}"
     # Kept cheap for 2 CPU cores: short answers, no re-asks, one score sample (a 135M model rarely
     # writes the JSON asked for, so most text answers are recorded missing; prob mode reads token
