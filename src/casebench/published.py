@@ -180,7 +180,7 @@ def check_against_dataset(path: str | Path, cases: Sequence[Case], reference: Da
                 same = [j for j, r in enumerate(ref) if r["query"] == mine["query"] and r["context"] == mine["context"]]
                 if same and same[0] != i:
                     msg += f"; it is the dataset's record {same[0]}: the records are not in the dataset's order"
-                raise DatasetError(path, [(i, fld, msg + " (a file of other cases: score it without --data)")])
+                raise DatasetError(path, [(i, fld, msg)])
     if len(cases) != len(ref):
         raise DatasetError(path, [(min(len(cases), len(ref)), None,
                                    f"the file has {len(cases)} records, {where} has {len(ref)}: the first "
