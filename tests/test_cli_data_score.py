@@ -87,3 +87,62 @@ def test_score_bad_file_exits_2(tmp_path):
     f.write_text("[1, 2")
     r = run("score", f)
     assert r.exit_code == 2 and "not valid JSON" in r.output
+
+
+# ------------------------------------------------------------------ inputs checked (issue 18, item 2)
+
+
+def _dup_file(tmp_path, small_records):
+    f = tmp_path / "dup.json"
+    f.write_text(json.dumps(small_records + [small_records[3]]))
+    return f
+
+
+def test_validate_lists_duplicates_and_info_score_run_refuse_them(tmp_path, small_records):
+    f = _dup_file(tmp_path, small_records)
+    r = run("data", "validate", f)
+    assert r.exit_code == 2 and "record 3, field 'query+context': duplicated by record(s) 8" in r.output
+    r = run("data", "info", f)
+    assert r.exit_code == 2 and "duplicated by record(s) 8" in r.output
+    r = run("run", "--model", "openai/x", "--mode", "binary", "--data", f, "-o", tmp_path / "r")
+    assert r.exit_code == 2 and "duplicated by record(s) 8" in r.output and not (tmp_path / "r").exists()
+    pub = tmp_path / "output_binary.json"
+    pub.write_text(json.dumps([dict(rec, m="safe") for rec in json.loads(f.read_text())]))
+    r = run("score", pub)
+    assert r.exit_code == 2 and "duplicated by record(s) 8" in r.output
+
+
+def test_score_refuses_a_published_file_of_899_or_901_rows_beside_the_real_dataset(tmp_path, real_data_path, exp_dir):
+    records = json.loads((exp_dir / "safety_gpt-4o" / "output_binary.json").read_text())
+    (tmp_path / "CASEBench_data.json").symlink_to(real_data_path)
+    folder = tmp_path / "exp" / "safety_gpt-4o"
+    folder.mkdir(parents=True)
+    f = folder / "output_binary.json"
+    f.write_text(json.dumps(records))
+    assert run("score", f, "--bootstrap", "0").exit_code == 0
+    f.write_text(json.dumps(records[:899]))
+    r = run("score", f, "--bootstrap", "0")
+    assert r.exit_code == 2 and "record 899: the file has 899 records" in r.output and "has 900" in r.output
+    f.write_text(json.dumps(records + [dict(records[0], query=records[0]["query"] + " (again)")]))
+    r = run("score", f, "--bootstrap", "0")
+    assert r.exit_code == 2 and "record 900: the file has 901 records" in r.output
+    f.write_text(json.dumps([records[1], records[0], *records[2:]]))
+    r = run("score", f, "--bootstrap", "0")
+    assert r.exit_code == 2 and "record 0, field 'c" in r.output and "not in the dataset's order" in r.output
+
+
+def test_score_compare_report_ablate_take_mode_for_a_file_whose_name_does_not_say(tmp_path, exp_dir):
+    src = exp_dir / "safety_gpt-4o" / "output_binary.json"
+    mine = tmp_path / "output_binary_mine.json"
+    mine.write_text(src.read_text())
+    r = run("score", mine, "--bootstrap", "0")
+    assert r.exit_code == 2 and "unknown ablation" in r.output and "--mode" in r.output
+    r = run("score", mine, "--mode", "binary", "--bootstrap", "0", "--json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["mode"] == "binary"
+    r = run("compare", mine, src, "--mode", "binary", "--bootstrap", "0")
+    assert r.exit_code == 0, r.output
+    r = run("ablate", src, mine, "--mode", "binary", "--bootstrap", "0")
+    assert r.exit_code == 0 or "condition" in r.output
+    r = run("report", mine, "--mode", "score", "-o", tmp_path / "r.html")
+    assert r.exit_code == 2 and "says mode 'binary' but --mode says 'score'" in r.output

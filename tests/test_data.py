@@ -172,3 +172,23 @@ def test_votes_must_be_all_or_nothing(tmp_path, small_records):
     with pytest.raises(DatasetError) as e:
         load_dataset(f)
     assert "record 2" in str(e.value) and "'scores'" in str(e.value)
+
+
+def test_duplicated_records_are_listed_and_refused(tmp_path, small_records):
+    from casebench.data import duplicate_groups
+
+    recs = small_records + [dict(small_records[1]), dict(small_records[4], safe_rate=0.1)]
+    f = tmp_path / "dup.json"
+    f.write_text(json.dumps(recs))
+    ds = load_dataset(f, allow_duplicates=True)
+    assert duplicate_groups(ds.cases) == [(1, 8), (4, 9)]
+    with pytest.raises(DatasetError) as e:
+        load_dataset(f)
+    assert "record 1, field 'query+context': duplicated by record(s) 8" in str(e.value)
+    assert "record 4, field 'query+context': duplicated by record(s) 9" in str(e.value)
+
+
+def test_the_real_dataset_has_no_duplicated_records(real_dataset):
+    from casebench.data import duplicate_groups
+
+    assert len(real_dataset) == 900 and duplicate_groups(real_dataset.cases) == []

@@ -144,3 +144,89 @@ def test_shared_ablation_file_reproduces_the_official_figures(exp_dir):
     for metric, expected in official.items():
         got = s.values[metric] * (100 if metric == "pcc" else 1)
         assert round(got, 5) == pytest.approx(expected, abs=1e-9), metric
+
+
+# ------------------------------------------------------------------ checked against the dataset
+
+
+def _exp_layout(tmp_path, dataset_records, file_records, name="output_binary.json"):
+    """The authors' layout: <root>/CASEBench_data.json beside <root>/exp/safety_m/<name>."""
+    (tmp_path / "CASEBench_data.json").write_text(json.dumps(dataset_records))
+    folder = tmp_path / "exp" / "safety_m"
+    folder.mkdir(parents=True, exist_ok=True)
+    f = folder / name
+    f.write_text(json.dumps(file_records))
+    return f
+
+
+def test_a_published_file_shorter_or_longer_than_the_dataset_beside_it_is_refused(tmp_path, small_records):
+    from casebench.loader import load_predictions
+
+    values = ["safe", "unsafe"] * 4
+    ok = _exp_layout(tmp_path, small_records, _with_model(small_records, values))
+    assert load_predictions(ok).meta["checked_against"].endswith("CASEBench_data.json")
+    short = _exp_layout(tmp_path, small_records, _with_model(small_records[:7], values), "output_score.json")
+    with pytest.raises(DatasetError, match=r"record 7: the file has 7 records, the dataset .* has 8"):
+        load_predictions(short)
+    extra = dict(small_records[0], query="an extra query of our own")
+    long = _exp_layout(tmp_path, small_records, _with_model(small_records + [extra], values + ["safe"]),
+                       "output_logits.json")
+    with pytest.raises(DatasetError, match=r"record 8: the file has 9 records, the dataset .* has 8"):
+        load_predictions(long)
+
+
+def test_a_published_file_out_of_order_names_the_first_record_and_field(tmp_path, small_records):
+    from casebench.loader import load_predictions
+
+    swapped = [small_records[0], small_records[2], small_records[1], *small_records[3:]]
+    f = _exp_layout(tmp_path, small_records, _with_model(swapped, ["safe"] * 8))
+    with pytest.raises(DatasetError, match=r"record 1, field 'query': .* the dataset's record 2: the records are "
+                                           r"not in the dataset's order"):
+        load_predictions(f)
+    edited = [dict(r) for r in small_records]
+    edited[5]["category"] = "another category"
+    f = _exp_layout(tmp_path, small_records, _with_model(edited, ["safe"] * 8))
+    with pytest.raises(DatasetError, match=r"record 5, field 'category'"):
+        load_predictions(f)
+
+
+def test_an_explicit_dataset_is_the_reference_wherever_the_file_lies(tmp_path, small_records, small_data_path):
+    from casebench.loader import load_predictions
+
+    f = tmp_path / "output_binary.json"
+    f.write_text(json.dumps(_with_model(small_records[1:], ["safe"] * 7)))
+    assert load_predictions(f).n == 7  # nothing to check against: a subset export is a valid file
+    with pytest.raises(DatasetError, match=r"record 0, field 'context': .*it is the dataset's record 1"):
+        load_predictions(f, dataset=load_dataset(small_data_path))
+
+
+def test_duplicated_records_in_a_published_file_are_refused(tmp_path, small_records):
+    recs = _with_model(small_records + [small_records[2]], ["safe"] * 9)
+    f = tmp_path / "output_binary.json"
+    f.write_text(json.dumps(recs))
+    with pytest.raises(DatasetError, match=r"record 2, field 'query\+context': duplicated by record\(s\) 8"):
+        load_published(f)
+
+
+def test_mode_and_remove_name_what_a_file_holds_when_its_name_does_not(tmp_path, small_records):
+    from casebench.data import ablate_context
+
+    f = tmp_path / "output_binary_mine.json"
+    f.write_text(json.dumps(_with_model(small_records, ["safe", "unsafe"] * 4)))
+    with pytest.raises(DatasetError, match=r"unknown ablation.*name it with --mode \(and --remove\)"):
+        load_published(f)
+    p = load_published(f, mode="binary")
+    assert p.mode == "binary" and p.removed == () and p.n == 8
+    with pytest.raises(DatasetError, match="the file name says mode 'binary' but --mode says 'score'"):
+        load_published(f, mode="score")
+    ablated = [dict(r, context=ablate_context(r["context"], ("sender",))) for r in small_records]
+    g = tmp_path / "mine.json"
+    g.write_text(json.dumps(_with_model(ablated, [0.2, 0.9] * 4)))
+    with pytest.raises(DatasetError, match="sender"):  # without --remove, the absent sender is an error
+        load_published(g)
+    p = load_published(g, mode="prob", removed=["sender"])
+    assert p.mode == "prob" and p.removed == ("sender",)
+    # a name that says its removal keeps it (--remove is for names that do not say)
+    h = tmp_path / "output_logits_sender.json"
+    h.write_text(g.read_text())
+    assert load_published(h, removed=["urgency"]).removed == ("sender",)

@@ -44,6 +44,8 @@ RECORD_FIELDS = ("query", "context", "context_intended_to_be_safe", "scores", "s
 #: The human-vote fields. A dataset *without votes* (new contexts before annotation, e.g. from
 #: ``casebench contexts generate``) has neither; every record then has neither.
 VOTE_FIELDS = ("scores", "safe_rate")
+#: the dataset's file name in the authors' repository (beside its ``exp/`` folder of outputs)
+DATA_FILE_NAME_PUBLISHED = "CASEBench_data.json"
 
 
 def all_parameter_names() -> list[str]:
@@ -428,11 +430,44 @@ def cases_from_records(records: Sequence[Any], path: str | Path, removed: Sequen
     return cases
 
 
-def load_dataset(path: str | Path) -> Dataset:
-    """Load and validate a dataset (JSON list or JSONL). Raises ``DatasetError``."""
+def duplicate_groups(cases: Iterable[Case]) -> list[tuple[int, ...]]:
+    """Groups of cases that hold the same query and the same context (by case index, in order),
+    largest first then by first index. Such a case would be prompted, voted on and scored twice,
+    counting twice in every figure."""
+    seen: dict[str, list[int]] = {}
+    for c in cases:
+        key = json.dumps([c.query, c.context], sort_keys=True, ensure_ascii=False)
+        seen.setdefault(key, []).append(c.index)
+    groups = [tuple(v) for v in seen.values() if len(v) > 1]
+    return sorted(groups, key=lambda g: g[0])
+
+
+def duplicate_problems(cases: Iterable[Case]) -> list[tuple[int | None, str | None, str]]:
+    """One ``DatasetError`` problem per group of duplicated records (``duplicate_groups``)."""
+    out: list[tuple[int | None, str | None, str]] = []
+    for g in duplicate_groups(cases):
+        others = ", ".join(map(str, g[1:]))
+        out.append((g[0], "query+context", f"duplicated by record(s) {others} (same query and context): "
+                                           "each would count twice; remove the copies"))
+    return out
+
+
+def check_no_duplicates(cases: Sequence[Case], path: str | Path) -> None:
+    """Raise ``DatasetError`` naming every group of duplicated records (``duplicate_groups``)."""
+    problems = duplicate_problems(cases)
+    if problems:
+        raise DatasetError(path, problems)
+
+
+def load_dataset(path: str | Path, allow_duplicates: bool = False) -> Dataset:
+    """Load and validate a dataset (JSON list or JSONL). Raises ``DatasetError``, also for
+    duplicated records (same query and context: they would count twice) unless
+    ``allow_duplicates`` (``data validate`` lists them itself)."""
     p = Path(path)
     records = read_records(p)
     cases = cases_from_records(records, p)
+    if not allow_duplicates:
+        check_no_duplicates(cases, p)
     return Dataset(path=str(p), sha256=file_sha256(p), cases=tuple(cases))
 
 

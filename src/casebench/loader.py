@@ -7,25 +7,56 @@ and is what every scoring command (score, compare, ablate, report) calls.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 if TYPE_CHECKING:
     from .data import Dataset
     from .predictions import Predictions
 
 
-def load_predictions(path: str | Path, dataset: "Dataset | None" = None) -> "Predictions":
+def load_predictions(path: str | Path, dataset: "Dataset | None" = None, mode: str | None = None,
+                     removed: Sequence[str] | None = None) -> "Predictions":
     """Load a run directory (``runs.results.load_run``) or a published output file
     (``published.load_published``).
 
     ``dataset`` is needed by run directories whose manifest points at a dataset path that is not
-    reachable from here.
+    reachable from here. A published file is checked record for record against ``dataset`` or,
+    without one, against the dataset it sits beside in the authors' layout
+    (``published.reference_dataset_path``): a file of other length or order is refused.
+    ``mode`` and ``removed`` (``--mode``, ``--remove``) say what a published file holds when its
+    name does not (``published.load_published``); a run directory knows both (a contradicting
+    ``mode`` is refused; ``removed`` applies only to inputs that do not say).
     """
     p = Path(path)
     if p.is_dir():
+        from .data import DatasetError
         from .runs.results import load_run
 
-        return load_run(p, dataset=dataset)
-    from .published import load_published
+        pred = load_run(p, dataset=dataset)
+        if mode is not None and mode != pred.mode:
+            raise DatasetError(p, [(None, None, f"this run is in {pred.mode} mode, not {mode} (--mode)")])
+        return pred
+    from .published import load_published, reference_dataset_path
 
-    return load_published(p)
+    reference = dataset
+    if reference is None:
+        beside = reference_dataset_path(p)
+        if beside is not None:
+            reference = _dataset_beside(beside)
+    return load_published(p, mode=mode, removed=removed, reference=reference)
+
+
+_BESIDE: dict[tuple[str, int, int], "Dataset"] = {}
+
+
+def _dataset_beside(path: Path) -> "Dataset":
+    """The dataset beside published files, read once per process (a report reads dozens of
+    files beside the same dataset); keyed by path, size and mtime so an edited file is re-read."""
+    from .data import load_dataset
+
+    st = path.stat()
+    key = (str(path), st.st_size, st.st_mtime_ns)
+    if key not in _BESIDE:
+        _BESIDE.clear()
+        _BESIDE[key] = load_dataset(path)
+    return _BESIDE[key]

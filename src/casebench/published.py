@@ -14,8 +14,8 @@ from typing import Any, Sequence
 
 from .atomic import write_json_atomic
 from .data import (
-    VOTE_SAFE, VOTE_UNSAFE, AblationError, Case, DatasetError, cases_from_records, read_records,
-    validate_parameter_names,
+    DATA_FILE_NAME_PUBLISHED, VOTE_SAFE, VOTE_UNSAFE, AblationError, Case, Dataset, DatasetError, ablate_context,
+    cases_from_records, check_no_duplicates, read_records, validate_parameter_names,
 )
 from .modes import Mode, detect_mode, get_mode, mode_from_file_name
 from .predictions import Predictions
@@ -80,19 +80,54 @@ def _strip_intent_vote(c: Case) -> tuple[int, ...]:
     return v
 
 
-def load_published(path: str | Path, model: str | None = None, mode: str | Mode | None = None) -> Predictions:
+def _declared(p: Path, mode: str | Mode | None, removed: Sequence[str] | None) -> tuple[Mode | None, tuple[str, ...]]:
+    """The mode and removals a file holds. A name that says them (``output_score_sender.json``)
+    is read; ``mode`` and ``removed`` (``--mode``, ``--remove``) name them where the name does not
+    (``output_binary_mine.json``: "mine" is no CI parameter; ``mine.json``: no mode). A name that
+    does not parse is an error only when the user named neither, and the error says how to name
+    them; a mode the user named that contradicts the file name's is an error naming both."""
+    named_mode = get_mode(mode) if mode is not None else None
+    named_removed = validate_parameter_names(removed) if removed is not None else None
+    m = _NAME_RE.match(p.name)
+    try:
+        file_mode, file_removed = parse_file_name(p)
+        name_says_removal = file_mode is not None
+    except DatasetError as e:
+        if named_mode is None and named_removed is None:
+            raise DatasetError(p, [(None, None, f"{e.problems[0][2]}; if the name does not say what the file "
+                                                "holds, name it with --mode (and --remove)")]) from None
+        file_mode = mode_from_file_name(m.group(1)) if m else None
+        file_removed, name_says_removal = (), False
+    if named_mode is not None and file_mode is not None and named_mode.name != file_mode.name:
+        raise DatasetError(p, [(None, None, f"the file name says mode {file_mode.name!r} but --mode says "
+                                            f"{named_mode.name!r}; rename the file or drop --mode")])
+    if name_says_removal or named_removed is None:
+        return (named_mode or file_mode), file_removed
+    return (named_mode or file_mode), named_removed
+
+
+def load_published(path: str | Path, model: str | None = None, mode: str | Mode | None = None,
+                   removed: Sequence[str] | None = None, reference: Dataset | None = None) -> Predictions:
     """Read a published output file. The model key is the one key a record has beyond the
-    dataset fields; the mode comes from the file name (``output_<mode>...``) or, failing that,
-    from the values (strings: binary; numbers above 1: score; else prob).
+    dataset fields; the mode comes from ``mode`` (``--mode``), else the file name
+    (``output_<mode>...``), else the values (strings: binary; numbers above 1: score; else prob).
 
     An ablation file (``output_<mode>_<params>.json``) stores its contexts with the removed CI
     parameters already absent, as the authors' runs wrote them: exactly those absences are
     accepted (any other missing field is still an error), and the predictions carry the removal.
+    ``removed`` (``--remove``) names them when the file name does not.
+
+    Duplicated records (same query and context) are refused: they would count twice.
+    ``reference``: the dataset the file must hold, record for record and in order
+    (``check_against_dataset``); None: no such check.
     """
     p = Path(path)
     records = read_records(p)
-    file_mode, removed = parse_file_name(p)
-    cases = cases_from_records(records, p, removed=removed)
+    mode_obj, removed_t = _declared(p, mode, removed)
+    cases = cases_from_records(records, p, removed=removed_t)
+    check_no_duplicates(cases, p)
+    if reference is not None:
+        check_against_dataset(p, cases, reference, removed_t)
     extra_keys: list[str] = []
     for c in cases:
         for k in c.extra:
@@ -107,12 +142,60 @@ def load_published(path: str | Path, model: str | None = None, mode: str | Mode 
     if missing:
         raise DatasetError(p, missing)
     raw = [c.extra[model] for c in cases]
-    mode_obj = get_mode(mode) if mode is not None else (file_mode or detect_mode(raw))
+    mode_obj = mode_obj or detect_mode(raw)
     values, unrecognised = _check_values(p, model, mode_obj, raw)
     plain = [Case(c.index, c.query, c.context, c.intended_safe, _strip_intent_vote(c), c.safe_rate, c.category)
              for c in cases]
     meta = {"format": "published", "unrecognised_labels": unrecognised}
-    return Predictions.from_values(str(p), model, mode_obj, plain, values, removed, meta)
+    if reference is not None:
+        meta["checked_against"] = reference.path
+    return Predictions.from_values(str(p), model, mode_obj, plain, values, removed_t, meta)
+
+
+#: the fields ``check_against_dataset`` compares, in the order it reports them
+_CHECKED_FIELDS = ("query", "context", "category", "context_intended_to_be_safe", "safe_rate")
+
+
+def _field_values(c: Case, removed: Sequence[str]) -> dict[str, Any]:
+    rate = None if c.safe_rate != c.safe_rate else round(c.safe_rate, 9)
+    return {"query": c.query, "context": ablate_context(c.context, removed) if removed else dict(c.context),
+            "category": c.category, "context_intended_to_be_safe": c.intended_safe, "safe_rate": rate}
+
+
+def check_against_dataset(path: str | Path, cases: Sequence[Case], reference: Dataset,
+                          removed: Sequence[str] = ()) -> None:
+    """Refuse (``DatasetError``) a published file that is not ``reference``, record for record
+    and in order, naming the first difference: the record count, or the first record and field
+    that differ (and, when that record is another record of the dataset, that the order differs).
+    Removed CI parameters (an ablation file) are left out of the dataset's contexts first."""
+    where = f"the dataset {reference.path}"
+    ref = [_field_values(c, removed) for c in reference.cases]
+    for i, c in enumerate(cases):
+        if i >= len(ref):
+            break
+        mine = _field_values(c, removed)
+        for fld in _CHECKED_FIELDS:
+            if mine[fld] != ref[i][fld]:
+                msg = f"differs from record {i} of {where}"
+                same = [j for j, r in enumerate(ref) if r["query"] == mine["query"] and r["context"] == mine["context"]]
+                if same and same[0] != i:
+                    msg += f"; it is the dataset's record {same[0]}: the records are not in the dataset's order"
+                raise DatasetError(path, [(i, fld, msg)])
+    if len(cases) != len(ref):
+        raise DatasetError(path, [(min(len(cases), len(ref)), None,
+                                   f"the file has {len(cases)} records, {where} has {len(ref)}: the first "
+                                   f"{'missing' if len(cases) < len(ref) else 'extra'} record is this one")])
+
+
+def reference_dataset_path(path: str | Path) -> Path | None:
+    """The dataset a published file sits beside in the authors' layout
+    (``<root>/exp/safety_<model>/output_*.json`` beside ``<root>/CASEBench_data.json``), or None."""
+    p = Path(path).resolve()
+    if p.parent.name.startswith("safety_") and p.parent.parent.name == "exp":
+        cand = p.parent.parent.parent / DATA_FILE_NAME_PUBLISHED
+        if cand.is_file():
+            return cand
+    return None
 
 
 def published_records(cases: Sequence[Case], model: str, mode: str | Mode, values: Sequence[Any]) -> list[dict[str, Any]]:

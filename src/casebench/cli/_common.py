@@ -190,6 +190,27 @@ def label_source_option(f: Callable[..., Any]) -> Callable[..., Any]:
     )(f)
 
 
+#: the help of ``--mode`` and ``--remove`` on the scoring commands (``file_kind_options``)
+FILE_MODE_HELP = ("The mode of published INPUTS whose file name does not say it (e.g. output_binary_mine.json); "
+                  "a name that says another mode is refused.")
+FILE_REMOVE_HELP = ("CI parameters removed in published INPUTS whose file name does not say it, comma-separated "
+                    "(e.g. sender,urgency).")
+
+
+def remove_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    """``--remove`` of the scoring commands: what published inputs hold when their name does not say."""
+    return click.option("--remove", "remove", default=None, metavar="LIST", help=FILE_REMOVE_HELP)(f)
+
+
+def file_kind_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """``--mode`` and ``--remove`` of the scoring commands (score, compare, report): what a
+    published file holds when its name does not say (``loader.load_predictions``)."""
+    from ..modes import mode_names
+
+    f = remove_option(f)
+    return click.option("--mode", "mode", type=click.Choice(mode_names()), default=None, help=FILE_MODE_HELP)(f)
+
+
 def check_label_source(paper_compat: bool, label_source: str) -> None:
     """The published script scores against the published labels only."""
     if paper_compat and label_source != "published":

@@ -10,17 +10,20 @@ from typing import Any
 import click
 
 from ..modes import mode_names
-from ._common import BadInput, bad_input_errors, check_label_source, echo_err, label_source_option
+from ._common import (
+    FILE_MODE_HELP, BadInput, bad_input_errors, check_label_source, echo_err, file_kind_options, label_source_option,
+    remove_option,
+)
 
 
-def _load(inputs: tuple[str, ...], data: str | None) -> list[Any]:
+def _load(inputs: tuple[str, ...], data: str | None, mode: str | None = None, remove: str | None = None) -> list[Any]:
     from ..data import load_dataset
     from ..loader import load_predictions
     from ..runs.record import RunError
 
     with bad_input_errors(RunError):
         dataset = load_dataset(data) if data else None
-        return [load_predictions(p, dataset=dataset) for p in inputs]
+        return [load_predictions(p, dataset=dataset, mode=mode, removed=remove) for p in inputs]
 
 
 def _warn_incomplete(preds: list[Any]) -> None:
@@ -44,7 +47,8 @@ _STAT_OPTIONS = [
     click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05,
                  show_default=True, help="False discovery rate of the Benjamini-Hochberg adjustment."),
     click.option("--data", type=click.Path(dir_okay=False), default=None,
-                 help="The dataset of run directories, if their manifest's path is not reachable."),
+                 help="The dataset of run directories, if their manifest's path is not reachable; published files "
+                      "are checked against it record by record (default: the CASEBench_data.json beside their exp/)."),
     label_source_option,
 ]
 
@@ -58,8 +62,10 @@ def _stat_options(f: Any) -> Any:
 @click.command("compare")
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True))
 @_stat_options
+@file_kind_options
 def compare_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, n_boot: int, seed: int,
-                level: float, alpha: float, data: str | None, label_source: str) -> None:
+                level: float, alpha: float, data: str | None, label_source: str, mode: str | None,
+                remove: str | None) -> None:
     """Paired tests between INPUTS (run directories or published exp/ files on the same cases).
 
     For each pair A, B: McNemar's exact test on per-case correctness; paired-bootstrap CIs for
@@ -76,7 +82,7 @@ def compare_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, n_bo
     if len(inputs) < 2:
         raise BadInput("compare needs at least two inputs")
     check_label_source(paper_compat, label_source)
-    preds = _load(inputs, data)
+    preds = _load(inputs, data, mode, remove)
     _warn_incomplete(preds)
     with bad_input_errors(CompareError, LabelSourceError):
         result = compare(preds, paper_compat=paper_compat, n_boot=n_boot, seed=seed, level=level, alpha=alpha,
@@ -98,7 +104,9 @@ def compare_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, n_bo
 @click.option("--model", default=None, metavar="SPEC",
               help="Run the study with this model (openai/NAME, anthropic/NAME, hf/ID). Without it, "
                    "INPUTS (finished runs or published ablation files) are analysed.")
-@click.option("--mode", type=click.Choice(mode_names()), default=None, help="Mode (with --model).")
+@click.option("--mode", type=click.Choice(mode_names()), default=None,
+              help="Mode: of the study to run (with --model); else " + FILE_MODE_HELP[0].lower() + FILE_MODE_HELP[1:])
+@remove_option
 @click.option("--params", default="sender,recipient,transmission_principle", show_default=True, metavar="LIST",
               help="CI parameters to remove: each alone, then in pairs, then all (sub-keys such as "
                    "urgency are accepted).")
@@ -127,7 +135,7 @@ def ablate_cmd(inputs: tuple[str, ...], model: str | None, mode: str | None, par
                api_key_env: str | None, timeout: float | None, batch_size: int | None, device: str | None,
                dtype: str | None, max_cost: float | None, progress: bool | None, paper_compat: bool,
                as_json: bool, n_boot: int, seed: int, level: float, alpha: float, data: str | None,
-               label_source: str) -> None:
+               label_source: str, remove: str | None) -> None:
     """CI-parameter ablation: run the conditions of a study, or re-analyse finished ones.
 
     \b
@@ -143,17 +151,17 @@ def ablate_cmd(inputs: tuple[str, ...], model: str | None, mode: str | None, par
 
     check_label_source(paper_compat, label_source)
     if model is None:
-        if mode is not None:
-            raise BadInput("--mode goes with --model (to run a study); to analyse, give INPUTS only")
         if not inputs:
             raise BadInput("give INPUTS to analyse (run directories or published ablation files), "
                            "or --model and --mode to run a study")
-        preds = _load(inputs, data)
+        preds = _load(inputs, data, mode, remove)
     else:
         if inputs:
             raise BadInput("give either --model/--mode (run a study) or INPUTS (analyse finished runs), not both")
         if mode is None:
             raise BadInput("--mode is required with --model")
+        if remove is not None:
+            raise BadInput("--remove names what published INPUTS hold; a study's conditions are --params")
         preds = _run_study(model, mode, params, out_root, data, limit, stratified, stratified_seed, samples,
                            temperature, max_tokens, max_connections, base_url, api_key_env, timeout, batch_size,
                            device, dtype, max_cost, progress)

@@ -20,12 +20,16 @@ def data_group() -> None:
 @data_group.command("validate")
 @click.argument("path", type=click.Path(dir_okay=False))
 def validate_cmd(path: str) -> None:
-    """Check every record of PATH; list every problem (file, record, field); exit 2 if any."""
-    from ..data import load_dataset
+    """Check every record of PATH; list every problem (file, record, field), duplicated records (same
+    query and context) included; exit 2 if any."""
+    from ..data import DatasetError, duplicate_problems, load_dataset
 
     with bad_input_errors():
-        ds = load_dataset(path)
-    click.echo(f"{path}: {len(ds)} records, all valid (sha256 {ds.sha256})")
+        ds = load_dataset(path, allow_duplicates=True)
+        dups = duplicate_problems(ds.cases)
+        if dups:
+            raise DatasetError(path, dups)
+    click.echo(f"{path}: {len(ds)} records, all valid, no duplicates (sha256 {ds.sha256})")
     if not ds.has_votes:
         click.echo("note: this dataset has no human votes ('scores', 'safe_rate'): it can be prompted, run and "
                    "annotated (casebench annotate serve), not scored until votes are collected")

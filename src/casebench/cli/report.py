@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ._common import BadInput, bad_input_errors, check_label_source, label_source_option
+from ._common import BadInput, bad_input_errors, check_label_source, file_kind_options, label_source_option
 
 
 @click.command("report")
@@ -21,8 +21,9 @@ from ._common import BadInput, bad_input_errors, check_label_source, label_sourc
 @click.option("--title", default="casebench report", show_default=True)
 @click.option("--no-human", is_flag=True, help="Leave out the human-vote section.")
 @label_source_option
+@file_kind_options
 def report_cmd(inputs: tuple[str, ...], out: str, data: str | None, paper_compat: bool, n_boot: int, seed: int,
-               title: str, no_human: bool, label_source: str) -> None:
+               title: str, no_human: bool, label_source: str, mode: str | None, remove: str | None) -> None:
     """Write one self-contained HTML report over INPUTS (run directories or published exp/ files):
     leaderboard with CIs, over/under-refusal, paired differences, category heat map, P(safe) vs
     the human safe_rate, reliability, ablation (when given) and the human votes."""
@@ -36,7 +37,7 @@ def report_cmd(inputs: tuple[str, ...], out: str, data: str | None, paper_compat
     check_label_source(paper_compat, label_source)
     with bad_input_errors(RunError, CompareError):
         dataset = load_dataset(data) if data else None
-        preds = [load_predictions(p, dataset=dataset) for p in inputs]
+        preds = [load_predictions(p, dataset=dataset, mode=mode, removed=remove) for p in inputs]
     if not preds:
         raise BadInput("give at least one input")
     with bad_input_errors(LabelSourceError):

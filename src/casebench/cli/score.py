@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ._common import bad_input_errors, check_label_source, label_source_option
+from ._common import bad_input_errors, check_label_source, file_kind_options, label_source_option
 
 
 @click.command("score")
@@ -18,10 +18,13 @@ from ._common import bad_input_errors, check_label_source, label_source_option
 @click.option("--bootstrap", "n_boot", type=int, default=2000, show_default=True, help="Bootstrap resamples for CIs (0: none).")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--data", type=click.Path(dir_okay=False), default=None,
-              help="The dataset of run directories, if their manifest's path is not reachable.")
+              help="The dataset of run directories, if their manifest's path is not reachable; published files "
+                   "are checked against it record by record (default: the CASEBench_data.json beside their exp/).")
 @label_source_option
+@file_kind_options
 def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: str, by: tuple[str, ...],
-              n_boot: int, seed: int, data: str | None, label_source: str) -> None:
+              n_boot: int, seed: int, data: str | None, label_source: str, mode: str | None,
+              remove: str | None) -> None:
     """Score INPUTS (run directories or published exp/ files) and print every metric with a 95% CI."""
     from ..loader import load_predictions
     from ..stats.metrics import LabelSourceError, score_predictions
@@ -36,7 +39,7 @@ def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: s
             from ..data import load_dataset
 
             dataset = load_dataset(data)
-        preds = [load_predictions(p, dataset=dataset) for p in inputs]
+        preds = [load_predictions(p, dataset=dataset, mode=mode, removed=remove) for p in inputs]
     with bad_input_errors(LabelSourceError):
         scores = [score_predictions(p, paper_compat=paper_compat, n_boot=n_boot, seed=seed, breakdowns=bool(by),
                                     label_source=label_source) for p in preds]
