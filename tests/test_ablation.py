@@ -1,4 +1,4 @@
-"""The ablation study (``casebench.stats.ablation`` and ``casebench ablate``).
+"""The ablation study (``casebench.stats.ablation``, ``casebench.runs.study`` and ``casebench ablate``).
 
 Published ablation files do not exist locally, so the analysis tests write their own in the
 published format at run time: the real dataset's records plus a synthetic judge's prediction
@@ -17,9 +17,8 @@ import pytest
 from click.testing import CliRunner
 
 from casebench.present.tables import format_ablation
-from casebench.stats.ablation import (
-    AblationStudyError, ablation_conditions, ablation_run_dir, analyse_ablation, canonical,
-)
+from casebench.runs.study import ablation_run_dir
+from casebench.stats.ablation import AblationStudyError, ablation_conditions, analyse_ablation, canonical
 from casebench.cli import cli
 from casebench.data import load_dataset
 from casebench.stats.metrics import score_predictions
@@ -243,7 +242,7 @@ def test_a_study_loads_its_backend_once(tmp_path, small_data_path, monkeypatch):
     to ask builds none."""
     import casebench.runs.execute as execute
     from casebench.runs.config import RunConfig
-    from casebench.stats.ablation import run_ablation
+    from casebench.runs.study import run_ablation
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)

@@ -82,6 +82,15 @@ def test_text_answer_and_what_is_sent(fault_server: FaultServer) -> None:
         rec.headers.get("x-api-key") == LOCAL_PLACEHOLDER_KEY
 
 
+def test_earlier_turns_are_sent_as_messages(fault_server: FaultServer) -> None:
+    history = (("I am a nurse.", "Understood."),)
+    ask(fault_server.url, Request(case=0, sample=0, prompt="How much is too much?", history=history))
+    assert fault_server.requests[0].body["messages"] == [
+        {"role": "user", "content": "I am a nurse."}, {"role": "assistant", "content": "Understood."},
+        {"role": "user", "content": "How much is too much?"},
+    ]
+
+
 def test_send_sampling_puts_temperature_in_the_body(fault_server: FaultServer) -> None:
     req = Request(case=0, sample=1, prompt="rate", want="text", temperature=0.8)
     ask(fault_server.url, req, GenerationSettings(top_p=0.9), send_sampling=True)

@@ -193,6 +193,20 @@ def test_text_mode_sends_prompt_and_settings(fault_server: FaultServer) -> None:
     assert answer.usage["prompt_tokens"] > 0 and answer.usage["completion_tokens"] > 0
 
 
+def test_earlier_turns_are_sent_before_the_prompt(fault_server: FaultServer) -> None:
+    """Context as turns: the (user, assistant) turns go between the system message and the last
+    user message, in order, as they are."""
+    history = (("I am a nurse.", "Understood."), ("The ward is busy.", "Noted."))
+    ask(fault_server.base_url, Request(case=0, sample=0, prompt="How much is too much?", system="S.",
+                                       history=history))
+    assert fault_server.requests[0].body["messages"] == [
+        {"role": "system", "content": "S."},
+        {"role": "user", "content": "I am a nurse."}, {"role": "assistant", "content": "Understood."},
+        {"role": "user", "content": "The ward is busy."}, {"role": "assistant", "content": "Noted."},
+        {"role": "user", "content": "How much is too much?"},
+    ]
+
+
 def test_request_temperature_overrides_settings(fault_server: FaultServer) -> None:
     req = Request(case=3, sample=2, prompt="rate it", want="text", temperature=0.7)
     ask(fault_server.base_url, req, GenerationSettings(temperature=0.0))

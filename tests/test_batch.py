@@ -143,6 +143,19 @@ def test_anthropic_batch_params_carry_the_online_fields(srv: BatchServer, tmp_pa
     assert params["messages"] == [{"role": "user", "content": "case 2: plain question"}]
 
 
+@providers
+def test_batch_requests_carry_the_earlier_turns(srv: BatchServer, tmp_path: Path, provider: str) -> None:
+    """Context as turns through a batch API: the same messages as online."""
+    (req,) = requests_for([4])
+    req = Request(case=4, sample=0, prompt=req.prompt, system=req.system, history=(("I am a nurse.", "Noted."),))
+    run_batch(provider, srv, [req], tmp_path / "b.json")
+    (line,) = next(iter(srv.batches.values()))["lines"]
+    body = line["body"] if provider == "openai" else line["params"]
+    turns = [m for m in body["messages"] if m["role"] != "system"]
+    assert turns == [{"role": "user", "content": "I am a nurse."}, {"role": "assistant", "content": "Noted."},
+                     {"role": "user", "content": req.prompt}]
+
+
 # --------------------------------------------------------------------------- failures
 
 

@@ -127,5 +127,114 @@ def test_respond_chat_is_the_query_alone_with_a_system_context(small_data_path):
 
 def test_unknown_placement_is_refused(small_data_path):
     case = load_dataset(small_data_path)[0]
-    with pytest.raises(ValueError, match="user, system"):
+    with pytest.raises(ValueError, match="user, system, turns"):
         render_chat(case, None, "assistant")
+
+
+# ------------------------------------------------------------------------------ context as turns
+
+
+def _leaves(value):
+    """Every string value inside a CI value (objects and lists walked)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _leaves(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _leaves(v)
+
+
+def _check_turns_chat(messages, case, removed_values=()):
+    """The shape the issue asks for: earlier user/assistant turns, the query exactly as the last
+    user message, every CI value present verbatim before it, and no removed value anywhere."""
+    assert messages[-1] == {"role": "user", "content": case.query}
+    assert messages[-2]["role"] == "assistant"
+    roles = [m["role"] for m in messages]
+    assert roles == ["user", "assistant"] * ((len(messages) - 1) // 2) + ["user"]
+    earlier = "\n".join(m["content"] for m in messages[:-1])
+    for group in case.context.values():
+        for value in _leaves(group):
+            assert value in earlier, (case.index, value[:40])
+    for value in removed_values:
+        assert value not in earlier, (case.index, value[:40])
+
+
+def test_prompts_respond_turns_on_every_real_case(real_data_path, real_dataset):
+    """`casebench prompts --mode respond --context-as turns` on the 900 real cases."""
+    from click.testing import CliRunner
+
+    from casebench.cli import cli
+
+    r = CliRunner().invoke(cli, ["prompts", str(real_data_path), "--mode", "respond", "--context-as", "turns"])
+    assert r.exit_code == 0, r.output
+    lines = [json.loads(x) for x in r.stdout.splitlines()]
+    assert len(lines) == len(real_dataset) == 900
+    for line, case in zip(lines, real_dataset):
+        assert line["index"] == case.index and line["prompt"] == case.query
+        _check_turns_chat(line["messages"], case)
+
+
+def test_prompts_turns_with_remove_drop_the_removed_values(real_data_path, real_dataset):
+    """With --remove, none of the removed parameters' values is said (checked on every real case
+    whose removed values do not also occur in what is kept)."""
+    from click.testing import CliRunner
+
+    from casebench.cli import cli
+
+    for remove in ("sender", "recipient,urgency"):
+        r = CliRunner().invoke(cli, ["prompts", str(real_data_path), "--mode", "respond", "--context-as", "turns",
+                                     "--remove", remove])
+        assert r.exit_code == 0, r.output
+        lines = [json.loads(x) for x in r.stdout.splitlines()]
+        assert len(lines) == 900
+        checked = 0
+        for line, case in zip(lines, real_dataset):
+            kept = case.ablated(remove.split(","))
+            kept_text = json.dumps(kept.context)
+            gone = [v for name in remove.split(",") for g, sub in case.context.items() if isinstance(sub, dict)
+                    for k, val in sub.items() if name in (g, k) for v in _leaves(val)]
+            gone = [v for v in gone if json.dumps(v)[1:-1] not in kept_text and len(v.strip()) > 3]
+            _check_turns_chat(line["messages"], kept, gone)  # something is always left to say
+            checked += bool(gone)
+        assert checked > 700
+
+
+def test_turns_render_only_the_parameters_present(small_data_path):
+    from casebench.prompts import render_conversation, render_turns
+
+    case = load_dataset(small_data_path)[0]
+    full = render_turns(case.context)
+    assert len(full) >= 2 and all(isinstance(u, str) and isinstance(a, str) for u, a in full)
+    assert render_turns(case.context) == full  # deterministic
+    only_recipient = render_turns(case.ablated(["sender", "transmission_principle"]).context)
+    assert len(only_recipient) == 1 and only_recipient[0][0].startswith("Some background about me.")
+    assert render_turns({}) == ()
+    chat = render_conversation(case.ablated(["sender", "recipient", "transmission_principle"]), None, "turns")
+    assert chat.history == () and chat.prompt == case.query
+    # keys outside the CI schema are said too, under their own names
+    extra = render_turns({"recipient": {"type": "Nurse"}, "location": {"country": "Chile"}})
+    assert extra[-1][0].splitlines()[1] == "- Location, country: Chile"
+    # object values keep their strings verbatim (not stripped)
+    (user, _), = render_turns({"recipient": {"background": {"job": " welder ", "age": 40}}})
+    assert "- What is known about me: job:  welder ; age: 40" in user
+
+
+def test_judge_modes_get_the_conversation_in_the_prompt(small_data_path):
+    """In judge modes the judge is asked about the conversation's final query: one user message,
+    the template without its context block, the transcript ending with the query."""
+    from casebench.prompts import render_turns
+
+    case = load_dataset(small_data_path)[0]
+    for mode in ("binary", "score", "prob"):
+        chat = get_mode(mode).conversation(case, BUILTIN_TEMPLATES, "turns")
+        assert chat.system is None and chat.history == ()
+        assert "Situation (Contextual Integrity" not in chat.prompt
+        assert f"User: {case.query}" in chat.prompt
+        for user, assistant in render_turns(case.context):
+            assert f"User: {user}\nAssistant: {assistant}" in chat.prompt
+        # the two-message form is still there for chats without earlier turns
+        assert get_mode(mode).chat(case, BUILTIN_TEMPLATES, "turns") == (None, chat.prompt)
+    with pytest.raises(ValueError, match="render_conversation"):
+        render_chat(case, None, "turns")

@@ -34,7 +34,7 @@ _EXPORTS: dict[str, str] = {
     "export_run": "runs.results", "load_run": "runs.results", "Manifest": "runs.record",
     # statistics and presentation
     "Score": "stats.metrics", "score_predictions": "stats.metrics", "compare": "stats.compare",
-    "analyse_ablation": "stats.ablation", "run_ablation": "stats.ablation", "human_stats": "stats.human",
+    "analyse_ablation": "stats.ablation", "run_ablation": "runs.study", "run_placements": "runs.study", "human_stats": "stats.human",
     "label_safe": "stats.human", "power_analysis": "stats.human", "votes_majority_safe": "stats.human",
     "write_report": "present.report",
 }

@@ -275,6 +275,37 @@ def validate_parameter_names(remove: Iterable[str] | str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
+def canonical_removed(removed: Sequence[str]) -> tuple[str, ...]:
+    """A removal in the canonical parameter order, so ``recipient,sender`` == ``sender,recipient``."""
+    order = {n: i for i, n in enumerate(all_parameter_names())}
+    return tuple(sorted(dict.fromkeys(removed), key=lambda n: order.get(n, len(order))))
+
+
+def ablation_conditions(params: Sequence[str] | str = ("sender", "recipient", "transmission_principle")
+                        ) -> list[tuple[str, ...]]:
+    """The removals of an ablation study: nothing (the full context), each parameter alone, every
+    pair, then all together (deduplicated, each in canonical order).
+
+    Sub-parameters (``urgency``, ``confidentiality``, ...) are accepted as well as top-level
+    names. With more than three parameters the intermediate sizes (3 .. k-1) are left out on
+    purpose: the study grows as 2^k otherwise. It lives here, with the parameter names, because
+    both the runs of a study (``runs.study``) and its analysis (``stats.ablation``) need it.
+    """
+    import itertools
+
+    names = validate_parameter_names(params)
+    if not names:
+        raise AblationError("name at least one CI parameter to remove")
+    k = len(names)
+    out: list[tuple[str, ...]] = [()]
+    for size in sorted({1, min(2, k), k}):
+        for combo in itertools.combinations(names, size):
+            c = canonical_removed(combo)
+            if c not in out:
+                out.append(c)
+    return out
+
+
 # --------------------------------------------------------------------------------------------
 # Loading and validation
 

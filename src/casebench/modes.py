@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from .backends.base import Answer
-    from .prompts import Templates
+    from .prompts import Chat, Templates
 
 
 class ModeError(ValueError):
@@ -86,11 +86,20 @@ class Mode:
     def template(self, templates: "Templates") -> str | None:
         return None if self.template_key is None else templates.get(self.template_key)
 
-    def chat(self, case: Any, templates: "Templates", context_as: str | None = None) -> tuple[str | None, str]:
-        """(system message or None, user message) for one (already ablated) case."""
-        from .prompts import render_chat
+    def conversation(self, case: Any, templates: "Templates", context_as: str | None = None) -> "Chat":
+        """The chat of one (already ablated) case: system message, earlier turns, last user
+        message (``prompts.render_conversation``)."""
+        from .prompts import render_conversation
 
-        return render_chat(case, self.template(templates), context_as or self.default_context_as)
+        return render_conversation(case, self.template(templates), context_as or self.default_context_as)
+
+    def chat(self, case: Any, templates: "Templates", context_as: str | None = None) -> tuple[str | None, str]:
+        """(system message or None, user message) for one (already ablated) case; a chat with
+        earlier turns raises ``ModeError`` (use ``conversation``)."""
+        c = self.conversation(case, templates, context_as)
+        if c.history:
+            raise ModeError("this chat has earlier turns (context as turns); use Mode.conversation")
+        return c.system, c.prompt
 
     #: the answer is a JSON verdict that comes first: generation may stop once it is readable
     stops_at_verdict: ClassVar[bool] = False

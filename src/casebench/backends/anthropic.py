@@ -105,7 +105,7 @@ class AnthropicBackend:
         params: dict[str, Any] = {
             "model": self.model,
             "max_tokens": request.max_tokens or settings.max_tokens,
-            "messages": [{"role": "user", "content": request.prompt}],
+            "messages": request.messages(),  # the earlier turns, if any, then the user message
         }
         if request.system:
             params["system"] = request.system

@@ -54,8 +54,10 @@ class GenerationSettings:
 class Request:
     """One question to a model: which case and sample it answers, and the chat to send.
 
-    ``prompt`` is the user message; ``system`` the system message (None: none at all; the runner
-    has already combined ``--system`` with a context placed in the system prompt). ``stop``, when
+    ``prompt`` is the (last) user message; ``system`` the system message (None: none at all; the
+    runner has already combined ``--system`` with a context placed in the system prompt);
+    ``history`` the (user, assistant) turns before ``prompt`` (the context placed as the
+    conversation before the query), which every backend sends as they are. ``stop``, when
     given, is called with the text generated so far; once it returns True the backend may stop
     generating (the mode's parser already has the verdict), which never changes the verdict
     because the tokens before the stop are the same.
@@ -69,6 +71,15 @@ class Request:
     temperature: float | None = None  # per-request override (score mode samples)
     max_tokens: int | None = None  # per-request override
     stop: Callable[[str], bool] | None = field(default=None, compare=False, repr=False)
+    history: tuple[tuple[str, str], ...] = ()
+
+    def messages(self) -> list[dict[str, str]]:
+        """The chat without its system message: the earlier turns, then ``prompt`` as the last
+        user message (role/content dicts, as chat APIs and chat templates take them)."""
+        out: list[dict[str, str]] = []
+        for user, assistant in self.history:
+            out += [{"role": "user", "content": user}, {"role": "assistant", "content": assistant}]
+        return out + [{"role": "user", "content": self.prompt}]
 
 
 @dataclass

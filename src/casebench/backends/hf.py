@@ -229,20 +229,22 @@ class HFBackend:
         return tokenizer, model
 
     # ------------------------------------------------------------------ prompts
-    def render(self, prompt: str, system: str | None = None) -> list[int]:
-        """Token ids of the prompt as the model expects it: its chat template, if it has one."""
+    def render(self, prompt: str, system: str | None = None, history: Sequence[tuple[str, str]] = ()) -> list[int]:
+        """Token ids of the prompt as the model expects it: its chat template, if it has one
+        (``history``: the (user, assistant) turns before ``prompt``)."""
         tok = self.tokenizer
         if getattr(tok, "chat_template", None):
-            messages = ([{"role": "system", "content": system}] if system else []) + [
-                {"role": "user", "content": prompt}
-            ]
+            messages = ([{"role": "system", "content": system}] if system else []) + Request(
+                case=0, sample=0, prompt=prompt, history=tuple(history)).messages()
             text = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
             return list(tok.encode(text, add_special_tokens=False))
+        if history:  # no chat template: the conversation as plain text, the prompt last
+            prompt = "\n\n".join([*(f"User: {u}\n\nAssistant: {a}" for u, a in history), f"User: {prompt}"])
         return list(tok.encode(prompt, add_special_tokens=True))
 
     def _encode_sorted(self, requests: Sequence[Request], system: str | None) -> list[_Encoded]:
         """Encode each request's chat (its own system message, else ``system``), shortest first."""
-        encoded = [_Encoded(i, self.render(r.prompt, r.system if r.system is not None else system))
+        encoded = [_Encoded(i, self.render(r.prompt, r.system if r.system is not None else system, r.history))
                    for i, r in enumerate(requests)]
         encoded.sort(key=lambda e: len(e.ids))
         return encoded

@@ -154,7 +154,7 @@ class OpenAIBackend:
         messages: list[dict[str, str]] = []
         if request.system:
             messages.append({"role": "system", "content": request.system})
-        messages.append({"role": "user", "content": request.prompt})
+        messages.extend(request.messages())  # the earlier turns, if any, then the user message
         params: dict[str, Any] = {"model": self.model, "messages": messages}
         if request.want == "p_safe":
             # Greedy, one token: we read the distribution of the first token, not a sample.
@@ -403,7 +403,7 @@ def _shared_groups(requests: Sequence[Request]) -> list[list[int]]:
     other request is a group of its own."""
     groups: dict[Any, list[int]] = {}
     for i, r in enumerate(requests):
-        key = ("text", r.system, r.prompt, r.temperature, r.max_tokens) if r.want == "text" else ("one", i)
+        key = ("text", r.system, r.history, r.prompt, r.temperature, r.max_tokens) if r.want == "text" else ("one", i)
         groups.setdefault(key, []).append(i)
     return list(groups.values())
 

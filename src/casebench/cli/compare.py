@@ -1,5 +1,5 @@
-"""``casebench compare`` and ``casebench ablate``: thin wrappers over ``casebench.stats.compare`` and
-``casebench.stats.ablation``."""
+"""``casebench compare`` and ``casebench ablate``: thin wrappers over ``casebench.stats.compare``,
+``casebench.stats.ablation`` and (running a study) ``casebench.runs.study``."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from ..modes import mode_names
+from ..prompts import CONTEXT_PLACEMENTS
 from ._common import (
     FILE_MODE_HELP, BadInput, bad_input_errors, check_label_source, echo_err, file_kind_options, label_source_option,
     remove_option,
@@ -110,8 +111,11 @@ def compare_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, n_bo
 @click.option("--params", default="sender,recipient,transmission_principle", show_default=True, metavar="LIST",
               help="CI parameters to remove: each alone, then in pairs, then all (sub-keys such as "
                    "urgency are accepted).")
+@click.option("--context-as", "context_as", type=click.Choice(CONTEXT_PLACEMENTS), default=None,
+              help="Where the context goes in every condition (default: the mode's own).")
 @click.option("--out-root", default="runs", show_default=True, type=click.Path(file_okay=False),
-              help="Where condition runs live (<out-root>/<model>_<mode>[_<removed>]); existing ones are re-used.")
+              help="Where condition runs live (<out-root>/<model>_<mode>[_<removed>][_ctx-<placement>], the names "
+                   "`casebench run` gives); existing ones are re-used.")
 @click.option("--limit", type=int, default=None, help="Only the first N cases (with --model).")
 @click.option("--stratified", type=int, default=None, metavar="N",
               help="A seeded subset of N cases stratified by category x intent (with --model).")
@@ -129,7 +133,8 @@ def compare_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, n_bo
 @click.option("--max-cost", type=float, default=None, metavar="USD", help="Stop each condition before spending past this.")
 @click.option("--progress/--no-progress", default=None)
 @_stat_options
-def ablate_cmd(inputs: tuple[str, ...], model: str | None, mode: str | None, params: str, out_root: str,
+def ablate_cmd(inputs: tuple[str, ...], model: str | None, mode: str | None, params: str, context_as: str | None,
+               out_root: str,
                limit: int | None, stratified: int | None, stratified_seed: int, samples: int | None,
                temperature: float | None, max_tokens: int | None, max_connections: int, base_url: str | None,
                api_key_env: str | None, timeout: float | None, batch_size: int | None, device: str | None,
@@ -162,7 +167,7 @@ def ablate_cmd(inputs: tuple[str, ...], model: str | None, mode: str | None, par
             raise BadInput("--mode is required with --model")
         if remove is not None:
             raise BadInput("--remove names what published INPUTS hold; a study's conditions are --params")
-        preds = _run_study(model, mode, params, out_root, data, limit, stratified, stratified_seed, samples,
+        preds = _run_study(model, mode, params, context_as, out_root, data, limit, stratified, stratified_seed, samples,
                            temperature, max_tokens, max_connections, base_url, api_key_env, timeout, batch_size,
                            device, dtype, max_cost, progress)
     _warn_incomplete(preds)
@@ -175,14 +180,15 @@ def ablate_cmd(inputs: tuple[str, ...], model: str | None, mode: str | None, par
         click.echo(format_ablation(result), nl=False)
 
 
-def _run_study(model: str, mode: str, params: str, out_root: str, data: str | None, limit: int | None,
+def _run_study(model: str, mode: str, params: str, context_as: str | None, out_root: str, data: str | None, limit: int | None,
                stratified: int | None, stratified_seed: int, samples: int | None, temperature: float | None,
                max_tokens: int | None, max_connections: int, base_url: str | None, api_key_env: str | None,
                timeout: float | None, batch_size: int | None, device: str | None, dtype: str | None,
                max_cost: float | None, progress: bool | None) -> list[Any]:
-    from ..stats.ablation import AblationStudyError, condition_name, run_ablation
     from ..backends.base import UnsupportedModeError
-    from ..data import load_dataset
+    from ..data import AblationError, load_dataset
+    from ..runs.study import run_ablation
+    from ..stats.ablation import AblationStudyError, condition_name
     from ..runs.execute import RunConfig, resolve_data_path
     from ..runs.record import RunError, RunLocked
     from ..runs.results import load_run
@@ -197,9 +203,9 @@ def _run_study(model: str, mode: str, params: str, out_root: str, data: str | No
         echo_err(f"casebench: {condition_name(removed)}: {action} {run_dir}")
 
     try:
-        with bad_input_errors(RunError, AblationStudyError, UnsupportedModeError):
+        with bad_input_errors(RunError, AblationStudyError, AblationError, UnsupportedModeError):
             dataset = load_dataset(resolve_data_path(data))
-            base = RunConfig(mode=mode, model=model, data=dataset.path, limit=limit, stratified=stratified,
+            base = RunConfig(mode=mode, model=model, data=dataset.path, context_as=context_as, limit=limit, stratified=stratified,
                              seed=stratified_seed, samples=samples, temperature=temperature, max_tokens=max_tokens,
                              max_connections=max_connections, max_cost=max_cost, call_timeout=call_timeout,
                              backend_options=opts, progress=progress)

@@ -83,16 +83,18 @@ def fetch_cmd(url: str | None, output: str | None) -> None:
 @click.argument("data", type=click.Path(dir_okay=False), required=False)
 @click.option("--mode", type=click.Choice(mode_names()), required=True)
 @click.option("--context-as", "context_as", type=click.Choice(CONTEXT_PLACEMENTS), default=None,
-              help="Context inside the judge prompt (user) or as the operator's system prompt (system); "
-                   "default: the mode's.")
+              help="Context inside the judge prompt (user), as the operator's system prompt (system), or as "
+                   "the conversation before the query (turns); default: the mode's.")
 @click.option("--templates", type=click.Path(dir_okay=False), default=None,
               help="A template file in the published format (judge, judgescore, judgelogits).")
 @click.option("--remove", default="", help="CI parameters to drop, comma-separated (e.g. sender,urgency).")
 def prompts_cmd(data: str | None, mode: str, context_as: str | None, templates: str | None, remove: str) -> None:
-    """Print the chat of every case as JSON lines: {"index", "messages": [system?, user], "prompt"}.
+    """Print the chat of every case as JSON lines: {"index", "messages": [system?, (user, assistant)*,
+    user], "prompt"}.
 
     DATA defaults to $CASEBENCH_DATA, the user cache, then the demo set (the command says which).
-    "prompt" is the user message, as in earlier versions.
+    "prompt" is the last user message, as in earlier versions; with --context-as turns the
+    messages before it are the context as the conversation before the query.
     """
     from ..data import load_dataset, validate_parameter_names
     from ..modes import get_mode
@@ -111,7 +113,7 @@ def prompts_cmd(data: str | None, mode: str, context_as: str | None, templates: 
         ds = load_dataset(data)
     out = sys.stdout
     for case in ds:
-        system, user = m.chat(case.ablated(names), tpl, context_as)
-        messages = ([{"role": "system", "content": system}] if system is not None else []) + [
-            {"role": "user", "content": user}]
-        out.write(json.dumps({"index": case.index, "messages": messages, "prompt": user}) + "\n")
+        chat = m.conversation(case.ablated(names), tpl, context_as)
+        messages = ([{"role": "system", "content": chat.system}] if chat.system is not None else []) + [
+            msg for msg in chat.messages() if msg["role"] != "system"]
+        out.write(json.dumps({"index": case.index, "messages": messages, "prompt": chat.prompt}) + "\n")

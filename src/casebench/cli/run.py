@@ -25,7 +25,8 @@ from ._common import (
               help="How the model is asked: " + "; ".join(f"{m.name}: {m.help}" for m in MODES.values()) + ".")
 @click.option("--context-as", "context_as", type=click.Choice(CONTEXT_PLACEMENTS), default=None,
               help="Where the context goes: inside the judge prompt (user, the paper's framing; default of the "
-                   "judge modes) or rendered as the operator's system prompt (system; default of respond mode).")
+                   "judge modes), rendered as the operator's system prompt (system; default of respond mode), or "
+                   "as the conversation before the query (turns; a judge is asked about its final query).")
 @click.option("--batch", "batch", is_flag=True, default=False,
               help="openai/ and anthropic/: ask through the provider's batch API (half price, within 24 h); "
                    "a killed run resumes polling the same batch. Unanswered items are asked again online.")

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Sequence
 
 from ..data import CI_PARAMETERS, OPTIONAL_CI_KEYS, Case, Dataset, DatasetError, file_sha256, validate_record
 from ..modes import Mode, Reading
-from ..prompts import Templates
+from ..prompts import Chat, Templates
 
 if TYPE_CHECKING:
     from ..backends.base import Answer
@@ -248,9 +248,9 @@ class ContextsMode(Mode):
         """The templates a run of this mode must be given (``RunConfig.templates``)."""
         return Templates({self.template_key: self.prompt_template}, source="builtin:contexts")
 
-    def chat(self, case: Any, templates: Templates, context_as: str | None = None) -> tuple[str | None, str]:
+    def conversation(self, case: Any, templates: Templates, context_as: str | None = None) -> Chat:
         template = self.template(templates) or self.prompt_template
-        return None, template.format(query=case.query, category=case.category)
+        return Chat(None, template.format(query=case.query, category=case.category))
 
     def read(self, answer: "Answer", stopped_early: bool = False) -> Reading:
         return self.read_text(answer.text, answer.error, dict(answer.detail or {}))

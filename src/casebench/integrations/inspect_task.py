@@ -17,8 +17,10 @@ Task options (``-T name=value``):
 * ``mode``: ``binary`` (safe/unsafe verdict) or ``score`` (1-10 safety score): the modes whose
   answer is text read by a parser. ``prob`` needs the first answer token's probabilities, which
   inspect's ``generate()`` does not give for every provider; use ``casebench run --mode prob``.
-* ``context_as``: ``user`` (the context as JSON inside the judge prompt, the paper's framing) or
-  ``system`` (the context as the operator's system prompt); default: the mode's.
+* ``context_as``: ``user`` (the context as JSON inside the judge prompt, the paper's framing),
+  ``system`` (the context as the operator's system prompt) or ``turns`` (the context as the
+  conversation before the query; the judge is asked about its final query, the conversation
+  in the judge prompt); default: the mode's.
 * ``remove``: CI parameters to remove from every context (``-T remove=sender,urgency``).
 * ``limit``: the first N cases; ``stratified``: a seeded subset of N cases stratified by
   category x intent, with ``seed``. Inspect's own ``--limit`` also works, on top of these.
@@ -58,7 +60,7 @@ from ..extras import MissingExtra
 try:
     from inspect_ai import Epochs, Task, task
     from inspect_ai.dataset import Sample
-    from inspect_ai.model import ChatMessage, ChatMessageSystem, ChatMessageUser, GenerateConfig
+    from inspect_ai.model import ChatMessage, ChatMessageAssistant, ChatMessageSystem, ChatMessageUser, GenerateConfig
     from inspect_ai.scorer import (
         Metric, SampleScore, Score, ScoreReducer, Scorer, Target, metric, score_reducer, scorer,
     )
@@ -206,11 +208,13 @@ def judge_prompt(mode: str = "binary", context_as: str | None = None, templates:
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         md = state.metadata
         case = case_from_metadata(md).ablated(md.get("removed") or ())
-        system, user = m.chat(case, tpl, context_as)
+        chat = m.conversation(case, tpl, context_as)
         messages: list[ChatMessage] = []
-        if system is not None:
-            messages.append(ChatMessageSystem(content=system))
-        messages.append(ChatMessageUser(content=user))
+        if chat.system is not None:
+            messages.append(ChatMessageSystem(content=chat.system))
+        for user, assistant in chat.history:  # earlier turns, where a mode's chat has them
+            messages += [ChatMessageUser(content=user), ChatMessageAssistant(content=assistant)]
+        messages.append(ChatMessageUser(content=chat.prompt))
         state.messages = messages
         return state
 

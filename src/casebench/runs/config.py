@@ -55,7 +55,8 @@ class RunConfig:
     data: str | os.PathLike[str] | None = None
     out: str | os.PathLike[str] | None = None
     removed: Sequence[str] | str = ()
-    #: where the context goes: "user" (inside the judge prompt) or "system" (None: the mode's default)
+    #: where the context goes: "user" (inside the judge prompt), "system" (the system prompt) or
+    #: "turns" (the conversation before the query); None: the mode's default
     context_as: str | None = None
     samples: int | None = None
     temperature: float | None = None

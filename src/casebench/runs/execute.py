@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import hashlib
 import logging
 import math
 import os
@@ -44,7 +45,7 @@ from ..backends.base import (
 )
 from ..data import Dataset, load_dataset, validate_parameter_names
 from ..modes import Mode, Reading, get_mode
-from ..prompts import BUILTIN_TEMPLATES, CONTEXT_PLACEMENTS, Templates
+from ..prompts import BUILTIN_TEMPLATES, CONTEXT_PLACEMENTS, TURNS_WORDING, Templates
 from .config import (
     DEFAULT_MODEL, DEFAULT_PARSE_RETRIES, RetryPolicy, RunConfig, default_out_dir, resolve_data_path,
 )
@@ -170,6 +171,8 @@ def prepare(config: RunConfig, dataset: Dataset | None = None, backend: Backend 
         parse_retries=config.parse_retries,
         stop_at_verdict=bool(mode.stopper() is not None and not config.full_answers),
         backend_options=redact_json(answer_opts), classifier=classifier_desc,
+        context_wording_sha256=(hashlib.sha256(TURNS_WORDING.encode("utf-8")).hexdigest()
+                                if context_as == "turns" else None),
     )
     manifest = Manifest(
         dataset=DatasetRef(str(Path(dataset.path).resolve()), dataset.sha256, dataset.fingerprint, len(dataset)),
@@ -215,10 +218,12 @@ class _Job:
     asks: int = 0
     usage: dict[str, int] = field(default_factory=dict)
     latency_s: float = 0.0
+    #: the (user, assistant) turns before ``prompt`` (context as turns)
+    history: tuple[tuple[str, str], ...] = ()
 
     @property
     def size(self) -> int:
-        return len(self.prompt) + len(self.system or "")
+        return len(self.prompt) + len(self.system or "") + sum(len(u) + len(a) for u, a in self.history)
 
 
 class _GaveUp(Exception):
@@ -309,10 +314,10 @@ class Runner:
                     done += 1
                     continue
                 if chat is None:
-                    chat = self.mode.chat(ds[ci].ablated(prep.removed), prep.templates, prep.context_as)
+                    chat = self.mode.conversation(ds[ci].ablated(prep.removed), prep.templates, prep.context_as)
                     if prep.settings.system:  # --system comes first, a system-placed context after it
-                        chat = ("\n\n".join(x for x in (prep.settings.system, chat[0]) if x), chat[1])
-                jobs.append(_Job(ci, s, chat[0], chat[1]))
+                        chat = replace(chat, system="\n\n".join(x for x in (prep.settings.system, chat.system) if x))
+                jobs.append(_Job(ci, s, chat.system, chat.prompt, history=chat.history))
         if self.batch_size > 1:
             jobs.sort(key=lambda j: j.size)
         return jobs, done
@@ -342,7 +347,7 @@ class Runner:
     # -- asking
     def _request(self, j: _Job) -> Request:
         return Request(case=j.case, sample=j.sample, prompt=j.prompt, want=self.mode.want,  # type: ignore[arg-type]
-                       system=j.system, stop=self.stop)
+                       system=j.system, stop=self.stop, history=j.history)
 
     async def _call(self, jobs: Sequence[_Job]) -> tuple[list[Answer], float]:
         reqs = [self._request(j) for j in jobs]

@@ -146,6 +146,8 @@ class Asked:
     backend_options: dict[str, Any]
     #: respond mode: the refusal classifier's identity and version, and how partial answers count
     classifier: dict[str, Any] | None = None
+    #: context as turns: SHA-256 of the fixed wording of those turns (``prompts.TURNS_WORDING``)
+    context_wording_sha256: str | None = None
 
     def differences(self, other: "Asked") -> list[tuple[str, Any, Any]]:
         """(name, self's value, other's value) for each field that differs; dict fields are

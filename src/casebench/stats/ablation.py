@@ -6,9 +6,7 @@ with some CI parameters removed (``data.ablate_context``). This module
 * lists the conditions of a study (``ablation_conditions``): each requested parameter alone, then
   every pair, then all of them together (for the default three top-level parameters, that is
   every subset: 1 + 3 + 3 + 1 = 8 conditions);
-* runs the missing ones (``run_ablation``), re-using run directories that are already complete
-  and resuming those that are not, through ``runs.execute.arun``, with one backend (one loaded
-  model, one API client) shared by every condition;
+* (running the missing ones is ``runs.study.run_ablation``'s job: statistics never start runs);
 * analyses any set of finished conditions (``analyse_ablation``): run directories or published
   ablation files (``output_<mode>_<params>.json``), the condition being read from each input's
   ``removed``. Each condition's figures are exactly ``metrics.score_predictions`` on that input
@@ -22,12 +20,10 @@ The text of a study is ``present.tables.format_ablation`` (statistics do not for
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
-from ..data import Dataset, all_parameter_names, validate_parameter_names
+from ..data import ablation_conditions, all_parameter_names, canonical_removed
 from ..jsonutil import json_safe
 from ..predictions import Predictions
 from .bootstrap import DEFAULT_BOOTSTRAP
@@ -41,30 +37,9 @@ class AblationStudyError(ValueError):
     """Inputs that do not form one study (no full context, mixed models or modes, duplicates)."""
 
 
-def canonical(removed: Sequence[str]) -> tuple[str, ...]:
-    """A condition in the canonical parameter order, so ``recipient,sender`` == ``sender,recipient``."""
-    order = {n: i for i, n in enumerate(all_parameter_names())}
-    return tuple(sorted(dict.fromkeys(removed), key=lambda n: order.get(n, len(order))))
-
-
-def ablation_conditions(params: Sequence[str] | str = DEFAULT_PARAMS) -> list[tuple[str, ...]]:
-    """The full context, each parameter alone, every pair, then all together (deduplicated).
-
-    Sub-parameters (``urgency``, ``confidentiality``, ...) are accepted as well as top-level
-    names. With more than three parameters the intermediate sizes (3 .. k-1) are left out on
-    purpose: the study grows as 2^k otherwise.
-    """
-    names = validate_parameter_names(params)
-    if not names:
-        raise AblationStudyError("name at least one CI parameter to remove")
-    k = len(names)
-    out: list[tuple[str, ...]] = [()]
-    for size in sorted({1, min(2, k), k}):
-        for combo in itertools.combinations(names, size):
-            c = canonical(combo)
-            if c not in out:
-                out.append(c)
-    return out
+#: A removal in canonical order, and the conditions of a study: defined with the CI parameter
+#: names (``data``), because the runs of a study (``runs.study``) need them too.
+canonical = canonical_removed
 
 
 def condition_name(removed: Sequence[str]) -> str:
@@ -178,103 +153,8 @@ def analyse_ablation(
     return AblationResult(models[0], modes[0], paper_compat, out, settings)
 
 
-# --------------------------------------------------------------------------------------------
-# Running the missing conditions
-
-
-@dataclass
-class ConditionRun:
-    """What ``run_ablation`` did for one condition."""
-
-    removed: tuple[str, ...]
-    run_dir: Path
-    action: str  # "reused" (already complete), "ran" (new or resumed)
-    status: str  # the run's final status
-
-
-def ablation_run_dir(out_root: str | Path, model: str, mode: str, removed: Sequence[str]) -> Path:
-    """Where a condition's run lives: ``<out_root>/<model>_<mode>[_<removed>]``, the same name
-    ``casebench run`` gives by default, so runs made by hand are found and re-used."""
-    from ..runs.execute import default_out_dir
-
-    return Path(out_root) / default_out_dir(model, mode, tuple(removed)).name
-
-
-def run_ablation(
-    base: "Any", params: Sequence[str] | str = DEFAULT_PARAMS, out_root: str | Path = "runs",
-    dataset: Dataset | None = None, on_condition: Callable[[tuple[str, ...], Path, str], None] | None = None,
-) -> list[ConditionRun]:
-    """Make sure every condition of the study has a complete run, running what is missing.
-
-    ``base`` is a ``runs.execute.RunConfig`` (model, mode, selection, settings); its ``out`` and
-    ``removed`` are set per condition. A directory that holds a complete run of the same request
-    is re-used without loading the model; a partial one is resumed; one that holds a different
-    run stops the study (``ManifestMismatch``, listing the differences) before anything is
-    asked. ``on_condition(removed, run_dir, action)`` is called before each condition (progress).
-    Stops at the first condition that does not complete (its status is returned last).
-
-    The conditions differ only in the prompt, so they share one backend: it is built (the local
-    model loaded, the API client opened) once, before the first condition that needs asking, used
-    by every condition in one event loop, and closed at the end.
-    """
-    import asyncio
-    from dataclasses import replace
-
-    from ..data import load_dataset
-    from ..runs.execute import check_resumable, prepare, resolve_data_path
-    from ..runs.results import run_status
-
-    conditions = ablation_conditions(params)
-    if dataset is None:
-        dataset = load_dataset(resolve_data_path(base.data))
-    plans = []
-    for removed in conditions:
-        out = ablation_run_dir(out_root, base.model, base.mode, removed)
-        cfg = replace(base, removed=removed, out=out)
-        prep = prepare(cfg, dataset)
-        old = check_resumable(prep)  # refuse a directory holding another run, before any work
-        done = old is not None and run_status(out)["pending"] == 0
-        plans.append((removed, out, cfg, done))
-    return asyncio.run(_run_conditions(base, plans, dataset, on_condition))
-
-
-async def _run_conditions(
-    base: Any, plans: Sequence[tuple[tuple[str, ...], Path, Any, bool]], dataset: Dataset,
-    on_condition: Callable[[tuple[str, ...], Path, str], None] | None,
-) -> list[ConditionRun]:
-    """Run the planned conditions in order with one backend (see ``run_ablation``)."""
-    import asyncio
-
-    from ..runs.execute import arun, make_run_backend
-
-    backend = None
-    results = []
-    try:
-        for removed, out, cfg, done in plans:
-            if done:
-                if on_condition:
-                    on_condition(removed, out, "reused")
-                results.append(ConditionRun(removed, out, "reused", "complete"))
-                continue
-            if on_condition:
-                on_condition(removed, out, "running")
-            if backend is None:
-                backend = await asyncio.to_thread(make_run_backend, base)  # loading a local model blocks
-            summary = await arun(cfg, backend=backend, dataset=dataset)
-            results.append(ConditionRun(removed, out, "ran", summary.status))
-            if summary.status != "complete":
-                break
-    finally:
-        if backend is not None:
-            try:
-                await backend.aclose()
-            except Exception:  # closing is best effort, as in arun
-                pass
-    return results
-
-
 __all__ = [
-    "DEFAULT_PARAMS", "AblationResult", "AblationStudyError", "CompareError", "ConditionResult", "ConditionRun",
-    "ablation_conditions", "ablation_run_dir", "analyse_ablation", "canonical", "condition_name", "run_ablation",
+    "DEFAULT_PARAMS", "AblationResult", "AblationStudyError", "CompareError", "ConditionResult",
+    "ablation_conditions", "analyse_ablation", "canonical", "condition_name",
 ]
 

@@ -1,0 +1,189 @@
+"""Studies: several runs of one model that differ only in how each case is put to it.
+
+A study is one model in one mode under several *conditions*. A condition is a CI-parameter
+removal (the ablation study: ``data.ablation_conditions``) and a context placement
+(the placement study: ``user``, ``system``, ``turns``). This module owns running them; what the
+figures mean is ``stats/``'s business (``stats.ablation.analyse_ablation``,
+``stats.placement.analyse_placements``), which reads the finished runs like any other input.
+
+Why it is built this way:
+
+* **One backend for the whole study.** The conditions differ only in the prompt, so they share
+  one backend: it is built (the local model loaded, the API client opened) once, before the
+  first condition that needs asking, used by every condition in one event loop, and closed at
+  the end. A study with nothing left to ask builds none.
+* **Runs are ordinary runs.** Each condition lives in ``<out_root>/<name>``, where ``<name>`` is
+  the directory ``casebench run`` gives by default (``config.default_out_dir``: model, mode,
+  removals and, when it is not the mode's default, the placement), so runs made by hand are
+  found and re-used, and a study's runs can be scored, compared and resumed one by one.
+* **Nothing is asked twice, nothing is overwritten.** A directory holding a complete run of the
+  same request is re-used without loading the model; a partial one is resumed; one holding a
+  different run stops the study (``ManifestMismatch``, listing the differences) before
+  anything is asked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from ..data import Dataset, ablation_conditions, load_dataset, validate_parameter_names
+from ..modes import get_mode
+from ..prompts import CONTEXT_PLACEMENTS
+from .config import RunConfig, default_out_dir, resolve_data_path
+from .record import RunError
+
+__all__ = [
+    "Condition", "ConditionRun", "ablation_run_dir", "study_run_dir", "run_conditions", "run_ablation",
+    "run_placements", "parse_placements",
+]
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One condition of a study: the CI parameters removed and where the context goes."""
+
+    removed: tuple[str, ...] = ()
+    context_as: str | None = None  # None: the mode's default placement
+
+    def name(self) -> str:
+        parts = ["full context" if not self.removed else "- " + ", ".join(self.removed)]
+        if self.context_as:
+            parts.append(f"context as {self.context_as}")
+        return "; ".join(parts)
+
+
+@dataclass
+class ConditionRun:
+    """What a study did for one condition."""
+
+    removed: tuple[str, ...]
+    run_dir: Path
+    action: str  # "reused" (already complete), "ran" (new or resumed)
+    status: str  # the run's final status
+    context_as: str | None = None
+
+
+def study_run_dir(out_root: str | Path, model: str, mode: str, removed: Sequence[str] = (),
+                  context_as: str | None = None) -> Path:
+    """Where a condition's run lives: ``<out_root>/<model>_<mode>[_<removed>][_ctx-<placement>]``,
+    the same name ``casebench run`` gives by default (the placement only when it is not the
+    mode's default), so runs made by hand are found and re-used."""
+    default = get_mode(mode).default_context_as
+    return Path(out_root) / default_out_dir(model, mode, tuple(removed), context_as, default).name
+
+
+def ablation_run_dir(out_root: str | Path, model: str, mode: str, removed: Sequence[str],
+                     context_as: str | None = None) -> Path:
+    """The run directory of one ablation condition (``study_run_dir``)."""
+    return study_run_dir(out_root, model, mode, removed, context_as)
+
+
+def parse_placements(placements: Sequence[str] | str) -> tuple[str, ...]:
+    """``"user,system,turns"`` (or a sequence) -> checked, deduplicated placements."""
+    names = [p.strip() for p in placements.split(",")] if isinstance(placements, str) else [str(p).strip() for p in placements]
+    names = list(dict.fromkeys(n for n in names if n))
+    bad = [n for n in names if n not in CONTEXT_PLACEMENTS]
+    if bad:
+        raise RunError(f"unknown context placement(s) {', '.join(map(repr, bad))}; "
+                       f"choose from {', '.join(CONTEXT_PLACEMENTS)}")
+    if len(names) < 2:
+        raise RunError("a placement study needs at least two placements, e.g. user,system,turns")
+    return tuple(names)
+
+
+OnCondition = Callable[[Condition, Path, str], None]
+
+
+def run_conditions(
+    base: RunConfig, conditions: Sequence[Condition], out_root: str | Path = "runs",
+    dataset: Dataset | None = None, on_condition: OnCondition | None = None,
+) -> list[ConditionRun]:
+    """Make sure every condition has a complete run, running what is missing, with one backend.
+
+    ``base`` names the model, mode, selection and settings; its ``out``, ``removed`` and
+    ``context_as`` are set per condition. Every condition is prepared and its directory checked
+    before anything is asked or loaded. ``on_condition(condition, run_dir, action)`` is called
+    before each one ("reused" or "running"). Stops at the first condition that does not complete
+    (its status is returned last).
+    """
+    from .execute import check_resumable, prepare
+    from .results import run_status
+
+    if dataset is None:
+        dataset = load_dataset(resolve_data_path(base.data))
+    plans = []
+    for cond in conditions:
+        out = study_run_dir(out_root, base.model, base.mode, cond.removed, cond.context_as)
+        cfg = replace(base, removed=tuple(cond.removed), context_as=cond.context_as, out=out)
+        prep = prepare(cfg, dataset)
+        old = check_resumable(prep)  # refuse a directory holding another run, before any work
+        done = old is not None and run_status(out)["pending"] == 0
+        plans.append((cond, out, cfg, done))
+    return asyncio.run(_run_planned(base, plans, dataset, on_condition))
+
+
+async def _run_planned(
+    base: RunConfig, plans: Sequence[tuple[Condition, Path, RunConfig, bool]], dataset: Dataset,
+    on_condition: OnCondition | None,
+) -> list[ConditionRun]:
+    """Run the planned conditions in order with one backend (see ``run_conditions``)."""
+    from . import execute
+
+    backend = None
+    results = []
+    try:
+        for cond, out, cfg, done in plans:
+            if done:
+                if on_condition:
+                    on_condition(cond, out, "reused")
+                results.append(ConditionRun(tuple(cond.removed), out, "reused", "complete", cond.context_as))
+                continue
+            if on_condition:
+                on_condition(cond, out, "running")
+            if backend is None:  # loading a local model blocks
+                backend = await asyncio.to_thread(execute.make_run_backend, base)
+            summary = await execute.arun(cfg, backend=backend, dataset=dataset)
+            results.append(ConditionRun(tuple(cond.removed), out, "ran", summary.status, cond.context_as))
+            if summary.status != "complete":
+                break
+    finally:
+        if backend is not None:
+            try:
+                await backend.aclose()
+            except Exception:  # closing is best effort, as in arun
+                pass
+    return results
+
+
+def run_ablation(
+    base: RunConfig, params: Sequence[str] | str = ("sender", "recipient", "transmission_principle"),
+    out_root: str | Path = "runs", dataset: Dataset | None = None,
+    on_condition: Callable[[tuple[str, ...], Path, str], None] | None = None,
+) -> list[ConditionRun]:
+    """Every condition of the ablation study (``data.ablation_conditions``: the full
+    context, each parameter alone, every pair, all together) in ``base``'s placement, run with
+    one backend (``run_conditions``). ``on_condition(removed, run_dir, action)`` reports progress."""
+    conditions = [Condition(removed, base.context_as) for removed in ablation_conditions(params)]
+    note = None if on_condition is None else (lambda c, out, action: on_condition(c.removed, out, action))
+    return run_conditions(base, conditions, out_root, dataset, note)
+
+
+def run_placements(
+    base: RunConfig, placements: Sequence[str] | str = CONTEXT_PLACEMENTS, out_root: str | Path = "runs",
+    dataset: Dataset | None = None, on_condition: OnCondition | None = None,
+) -> list[ConditionRun]:
+    """The placement study: ``base`` (with its removals) once per context placement, with one
+    backend (``run_conditions``)."""
+    removed = validate_parameter_names(base.removed)
+    conditions = [Condition(removed, p) for p in parse_placements(placements)]
+    return run_conditions(base, conditions, out_root, dataset, on_condition)
+
+
+def load_study(runs: Sequence[ConditionRun], dataset: Dataset | None = None) -> list[Any]:
+    """The predictions of a study's runs, in order (``runs.results.load_run``)."""
+    from .results import load_run
+
+    return [load_run(r.run_dir, dataset=dataset) for r in runs]
