@@ -4,17 +4,38 @@ This is the hand-over point between producing answers (runs, published files) an
 (metrics, compare, report): whatever produced them, predictions are arrays aligned with a list of
 cases. Missing answers stay missing (NaN); only paper-compatible scoring fills them, as the
 published script did.
+
+Verdict mass (prob mode): the probability the model put on the verdict words at all (safe plus
+unsafe, before P(safe) is renormalised over the two). A model that answers in the verdict format
+puts nearly all of it there; one that wants to write "The ..." puts a few per cent, and its P(safe)
+is renormalised from that sliver: noise, not a judgement. Below ``min_verdict_mass`` (default
+``DEFAULT_MIN_VERDICT_MASS``) a case counts as not answered in default scoring (``answered``,
+``low_mass``); paper-compatible scoring reads the value as the authors' script did.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from .data import Case, cases_fingerprint
 from .modes import Mode, get_mode
+
+#: below this verdict mass a prob-mode case counts as missing in default scoring
+#: (``--min-verdict-mass``)
+DEFAULT_MIN_VERDICT_MASS = 0.5
+
+
+def verdict_mass_warning(model: str, summary: Mapping[str, Any]) -> str:
+    """What a median verdict mass below the threshold means, naming the model."""
+    med, thr = float(summary["median"]), float(summary["threshold"])
+    return (f"{model} puts a median of {100 * med:.1f}% of its first-token probability on the verdict words "
+            f"({summary['below']} of {summary['known']} cases below {100 * thr:.0f}%): its P(safe) is renormalised "
+            f"from that sliver, so prob-mode figures for this model measure noise, not its judgement. Default "
+            f"scoring counts those cases as missing (--min-verdict-mass); use a model that answers in the verdict "
+            f"format, or a text mode (--mode binary).")
 
 
 @dataclass
@@ -23,6 +44,9 @@ class Predictions:
 
     ``label``: 1.0 safe, 0.0 unsafe, NaN missing. ``value``: the raw continuous prediction (the
     mean 1-10 score in score mode, P(safe) in prob mode, NaN in binary mode or when missing).
+    ``verdict_mass``: prob mode, the probability mass on the verdict tokens per case (NaN where
+    unknown; None when the source records none, as in the published files); cases below
+    ``min_verdict_mass`` are not ``answered``.
     """
 
     source: str
@@ -33,23 +57,34 @@ class Predictions:
     value: np.ndarray
     removed: tuple[str, ...] = ()
     meta: dict = field(default_factory=dict)
+    verdict_mass: np.ndarray | None = None
+    min_verdict_mass: float = DEFAULT_MIN_VERDICT_MASS
 
     def __post_init__(self) -> None:
         self.label = np.asarray(self.label, dtype=float)
         self.value = np.asarray(self.value, dtype=float)
         if not (len(self.cases) == len(self.label) == len(self.value)):
             raise ValueError("cases, label and value must have the same length")
+        if self.verdict_mass is not None:
+            self.verdict_mass = np.asarray(self.verdict_mass, dtype=float)
+            if len(self.verdict_mass) != len(self.cases):
+                raise ValueError("verdict_mass must have one value per case")
+        if not 0.0 <= float(self.min_verdict_mass) <= 1.0:
+            raise ValueError(f"the minimum verdict mass must be in [0, 1], got {self.min_verdict_mass!r}")
 
     @classmethod
     def from_values(
         cls, source: str, model: str, mode: str | Mode, cases: Sequence[Case], values: Sequence[Any],
         removed: tuple[str, ...] = (), meta: dict | None = None,
+        verdict_mass: Sequence[float | None] | None = None,
     ) -> "Predictions":
         """Build from raw values, one per case, as the mode defines them (``modes``): e.g.
-        ``"safe"``/``"unsafe"``/None in binary mode, a score or P(safe) (or None) otherwise."""
+        ``"safe"``/``"unsafe"``/None in binary mode, a score or P(safe) (or None) otherwise;
+        ``verdict_mass`` per case (None: unknown)."""
         m = get_mode(mode)
+        mass = None if verdict_mass is None else [np.nan if v is None else float(v) for v in verdict_mass]
         return cls(source, model, m.name, list(cases), m.labels(values), m.numeric(values), tuple(removed),
-                   dict(meta or {}))
+                   dict(meta or {}), mass)
 
     @property
     def mode_spec(self) -> Mode:
@@ -61,9 +96,36 @@ class Predictions:
         return len(self.cases)
 
     @property
-    def answered(self) -> np.ndarray:
-        """Cases with a usable prediction for this mode."""
+    def has_value(self) -> np.ndarray:
+        """Cases with a prediction for this mode, whatever its verdict mass."""
         return self.mode_spec.answered(self.value, self.label)
+
+    @property
+    def low_mass(self) -> np.ndarray:
+        """Cases with a prediction whose verdict mass is below ``min_verdict_mass``."""
+        if self.verdict_mass is None:
+            return np.zeros(self.n, dtype=bool)
+        with np.errstate(invalid="ignore"):
+            return self.has_value & (self.verdict_mass < self.min_verdict_mass)
+
+    @property
+    def answered(self) -> np.ndarray:
+        """Cases with a usable prediction for this mode: a value, and (prob mode) a verdict mass
+        not below ``min_verdict_mass`` where one is known."""
+        return self.has_value & ~self.low_mass
+
+    def verdict_mass_summary(self) -> dict[str, Any] | None:
+        """The verdict mass over the cases with a value and a known mass: ``median``, ``below``
+        (how many under the threshold), ``known`` (how many have a mass), ``threshold``; None
+        when no case has one (text modes, published files)."""
+        if self.verdict_mass is None:
+            return None
+        known = self.has_value & ~np.isnan(self.verdict_mass)
+        if not known.any():
+            return None
+        masses = self.verdict_mass[known]
+        return {"median": float(np.median(masses)), "below": int(self.low_mass.sum()), "known": int(known.sum()),
+                "threshold": float(self.min_verdict_mass)}
 
     @property
     def coverage(self) -> float:

@@ -321,6 +321,7 @@ class HFBackend:
                     detail={
                         "p_safe_mass": s_mass,
                         "p_unsafe_mass": u_mass,
+                        "verdict_mass": min(1.0, s_mass + u_mass),
                         "method": self.prob_method,
                         "batch_seconds": round(seconds, 4),
                     },

@@ -151,6 +151,7 @@ class Tally:
             "safe_mass": self.safe_mass,
             "unsafe_mass": self.unsafe_mass,
             "covered_mass": self.covered,
+            "verdict_mass": min(1.0, self.safe_mass + self.unsafe_mass),
             "safe_tokens": list(self.safe_tokens),
             "unsafe_tokens": list(self.unsafe_tokens),
         }

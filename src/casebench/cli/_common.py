@@ -215,3 +215,29 @@ def check_label_source(paper_compat: bool, label_source: str) -> None:
     """The published script scores against the published labels only."""
     if paper_compat and label_source != "published":
         raise BadInput("--paper-compat uses the published labels; drop --label-source votes")
+
+
+def min_verdict_mass_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    """``--min-verdict-mass``: below it a prob-mode case counts as missing in default scoring."""
+    from ..predictions import DEFAULT_MIN_VERDICT_MASS
+
+    return click.option(
+        "--min-verdict-mass", "min_verdict_mass", type=click.FloatRange(0.0, 1.0),
+        default=DEFAULT_MIN_VERDICT_MASS, show_default=True,
+        help="Prob mode: a case whose verdict words get less first-token probability than this counts as "
+             "missing (coverage says so); --paper-compat scores it anyway, as the authors' script did.",
+    )(f)
+
+
+def apply_min_verdict_mass(preds: Any, value: float) -> None:
+    """Set the verdict-mass threshold on loaded predictions (a list, or one)."""
+    for p in preds if isinstance(preds, (list, tuple)) else [preds]:
+        p.min_verdict_mass = float(value)
+
+
+def warn_low_verdict_mass(scores: Any) -> None:
+    """One warning on stderr per input whose median verdict mass is below the threshold."""
+    for s in scores:
+        w = s.low_mass_warning
+        if w:
+            echo_err(f"casebench: warning: {w}")

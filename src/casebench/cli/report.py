@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from ._common import BadInput, bad_input_errors, check_label_source, file_kind_options, label_source_option
+from ._common import (BadInput, apply_min_verdict_mass, bad_input_errors, check_label_source, file_kind_options,
+                      label_source_option, min_verdict_mass_option)
 
 
 @click.command("report")
@@ -22,8 +23,10 @@ from ._common import BadInput, bad_input_errors, check_label_source, file_kind_o
 @click.option("--no-human", is_flag=True, help="Leave out the human-vote section.")
 @label_source_option
 @file_kind_options
+@min_verdict_mass_option
 def report_cmd(inputs: tuple[str, ...], out: str, data: str | None, paper_compat: bool, n_boot: int, seed: int,
-               title: str, no_human: bool, label_source: str, mode: str | None, remove: str | None) -> None:
+               title: str, no_human: bool, label_source: str, mode: str | None, remove: str | None,
+               min_verdict_mass: float = 0.5) -> None:
     """Write one self-contained HTML report over INPUTS (run directories or published exp/ files):
     leaderboard with CIs, over/under-refusal, paired differences, category heat map, P(safe) vs
     the human safe_rate, reliability, ablation (when given) and the human votes."""
@@ -40,6 +43,7 @@ def report_cmd(inputs: tuple[str, ...], out: str, data: str | None, paper_compat
         preds = [load_predictions(p, dataset=dataset, mode=mode, removed=remove) for p in inputs]
     if not preds:
         raise BadInput("give at least one input")
+    apply_min_verdict_mass(preds, min_verdict_mass)
     with bad_input_errors(LabelSourceError):
         path = write_report(out, preds, human_cases=dataset.cases if dataset else None, paper_compat=paper_compat,
                             n_boot=n_boot, seed=seed, title=title, human=not no_human, label_source=label_source)

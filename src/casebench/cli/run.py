@@ -6,6 +6,7 @@ from __future__ import annotations
 import shlex
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -13,9 +14,13 @@ from ..backends.hf import DEVICES, DTYPES
 from ..modes import MODES, mode_names
 from ..prompts import CONTEXT_PLACEMENTS
 from ._common import (
-    API_PREFIXES, BadInput, backend_options, bad_input_errors, classifier_options, refusal_classifier_options,
-    run_with_signals, setup_logging,
+    API_PREFIXES, BadInput, backend_options, bad_input_errors, classifier_options, min_verdict_mass_option,
+    refusal_classifier_options, run_with_signals, setup_logging,
 )
+from ..runs.results import EXIT_LOW_COVERAGE
+
+if TYPE_CHECKING:
+    from ..runs.results import RunCheck
 
 
 @click.command("run")
@@ -65,6 +70,12 @@ from ._common import (
                    "paper's reading) or the log-likelihood of the whole words ' safe' / ' unsafe'.")
 @click.option("--parse-retries", type=int, default=2, show_default=True,
               help="Re-asks of an unparseable answer before it is recorded as missing.")
+@click.option("--reask", type=click.Choice(["repair", "same"]), default="repair", show_default=True,
+              help="How an unreadable answer is asked again: 'repair' sends the answer back with a short message "
+                   "quoting the required format; 'same' asks the question again as it was (the paper's way).")
+@click.option("--min-coverage", type=click.FloatRange(0.0, 1.0), default=0.5, show_default=True,
+              help="A run that ends with fewer cases answered than this share exits with code 3, with advice.")
+@min_verdict_mass_option
 @click.option("--max-attempts", type=int, default=8, show_default=True,
               help="Transport attempts per request (429, 5xx, timeouts, dropped connections).")
 @click.option("--prices", "prices_path", default=None, metavar="FILE.json",
@@ -83,7 +94,8 @@ def run_cmd(model: str | None, mode: str, data: str | None, remove: str, samples
             prob_method: str | None = None, context_as: str | None = None, full_answers: bool = False,
             refusal_classifier: str | None = None, refusal_labels: str | None = None,
             partial_as: str = "unsafe", refusal_base_url: str | None = None, batch: bool = False,
-            batch_poll: float = 10.0) -> None:
+            batch_poll: float = 10.0, reask: str = "repair", min_coverage: float = 0.5,
+            min_verdict_mass: float = 0.5) -> None:
     """Run a model as a judge (or, in respond mode, as the chatbot) over a dataset.
     Re-run the same command to resume a run."""
     from ..runs.pricing import PriceTable, PricingError
@@ -121,7 +133,7 @@ def run_cmd(model: str | None, mode: str, data: str | None, remove: str, samples
                 progress=progress, context_as=context_as, full_answers=full_answers,
                 refusal_classifier=refusal_classifier,
                 classifier_options=classifier_options(refusal_classifier, refusal_labels, refusal_base_url),
-                partial_as_safe=partial_as == "safe", batch=batch, batch_poll_s=batch_poll,
+                partial_as_safe=partial_as == "safe", batch=batch, batch_poll_s=batch_poll, reask=reask,
             )
             try:
                 summary = run_with_signals(config)
@@ -140,9 +152,29 @@ def run_cmd(model: str | None, mode: str, data: str | None, remove: str, samples
     if summary.status != "complete":
         click.echo(f"to resume: casebench {shlex.join(sys.argv[1:])}", err=True)
     click.echo(f"run: {summary.run_dir}")
+    check = end_of_run_check(Path(summary.run_dir), min_coverage, min_verdict_mass) if summary.final else None
     if report and summary.status == "complete":
-        score_and_report(Path(summary.run_dir))
+        score_and_report(Path(summary.run_dir), min_verdict_mass)
+    if check is not None:
+        if check.verdict_mass_warning:
+            click.echo(f"casebench: warning: {check.verdict_mass_warning}", err=True)
+        if check.low_coverage and summary.status == "complete":
+            for line in check.advice:
+                click.echo(f"casebench: {line}", err=True)
+            sys.exit(EXIT_LOW_COVERAGE)
     sys.exit(summary.exit_code)
+
+
+def end_of_run_check(run_dir: Path, min_coverage: float, min_verdict_mass: float) -> "RunCheck | None":
+    """``runs.results.check_run`` of the finished run (None when it cannot be read: no dataset)."""
+    from ..runs.record import RunError
+    from ..runs.results import check_run
+
+    try:
+        return check_run(run_dir, min_coverage, min_verdict_mass)
+    except (RunError, OSError) as e:
+        click.echo(f"casebench: no coverage check: {e}", err=True)
+        return None
 
 
 #: The embedded model over the full 900 cases takes longer than the main job's 10-minute budget
@@ -181,13 +213,15 @@ def choose_data(data: str | None, model: str, limit: int | None, stratified: int
     return str(choice.path), stratified
 
 
-def score_and_report(run_dir: Path) -> None:
+def score_and_report(run_dir: Path, min_verdict_mass: float | None = None) -> None:
     """The end of the main job: the run's metrics with CIs, and a self-contained HTML report."""
     from ..stats.metrics import score_predictions
     from ..runs.results import load_run
     from ..present.tables import text_table
 
     pred = load_run(run_dir)
+    if min_verdict_mass is not None:
+        pred.min_verdict_mass = min_verdict_mass
     if not all(c.has_votes for c in pred.cases):
         click.echo("no scores: the dataset has no human votes to score against (collect them with "
                    "casebench annotate)", err=True)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from ._common import bad_input_errors, check_label_source, file_kind_options, label_source_option
+from ._common import (apply_min_verdict_mass, bad_input_errors, check_label_source, file_kind_options,
+                      label_source_option, min_verdict_mass_option, warn_low_verdict_mass)
 
 
 @click.command("score")
@@ -22,9 +23,10 @@ from ._common import bad_input_errors, check_label_source, file_kind_options, la
                    "are checked against it record by record (default: the CASEBench_data.json beside their exp/).")
 @label_source_option
 @file_kind_options
+@min_verdict_mass_option
 def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: str, by: tuple[str, ...],
               n_boot: int, seed: int, data: str | None, label_source: str, mode: str | None,
-              remove: str | None) -> None:
+              remove: str | None, min_verdict_mass: float = 0.5) -> None:
     """Score INPUTS (run directories or published exp/ files) and print every metric with a 95% CI."""
     from ..loader import load_predictions
     from ..stats.metrics import LabelSourceError, score_predictions
@@ -40,10 +42,12 @@ def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: s
 
             dataset = load_dataset(data)
         preds = [load_predictions(p, dataset=dataset, mode=mode, removed=remove) for p in inputs]
+    apply_min_verdict_mass(preds, min_verdict_mass)
     with bad_input_errors(LabelSourceError):
         scores = [score_predictions(p, paper_compat=paper_compat, n_boot=n_boot, seed=seed, breakdowns=bool(by),
                                     label_source=label_source) for p in preds]
     click.echo(FORMATS[fmt](scores), nl=False)
+    warn_low_verdict_mass(scores)
     if fmt == "table":
         for s in scores:
             for kind in by:

@@ -75,6 +75,7 @@ figcaption { color: #555; font-size: 13px; max-width: 960px; }
 .downloads a { margin-right: 14px; font-size: 13.5px; }
 .wide { overflow-x: auto; }
 .kv td { text-align: left; }
+.warn { color: #8a3b00; }
 """
 
 
@@ -164,7 +165,7 @@ def _leaderboard(inputs: Sequence[ReportInput], paper_compat: bool, n_boot: int)
         s = it.score
         src = f'<span class="src" title="{_e(s.source)}">{_e(_short_source(s.source))}</span>'
         cells = [f'<td>{rank}</td>', f'<td class="l name"><b>{_e(it.name)}</b>{src}</td>',
-                 f"<td>{s.n}</td>", f"<td>{100 * s.coverage:.1f}%</td>"]
+                 f"<td>{s.n}</td>", f"<td>{100 * s.coverage:.1f}%{_mass_cell(s)}</td>"]
         for m in shown:
             if m not in metric_names(s.mode) or m not in s.values:
                 cells.append("<td>–</td>")
@@ -194,7 +195,36 @@ def _leaderboard(inputs: Sequence[ReportInput], paper_compat: bool, n_boot: int)
         + "".join(f'<th class="{"l" if h == "Input" else ""}">{_e(h)}</th>' for h in head)
         + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>"
         f'<p class="downloads">Download this table: {downloads}</p>'
+        + _mass_notes(inputs)
     )
+
+
+def _mass_cell(s: Score) -> str:
+    """Under the coverage: the median verdict mass and how many cases fell below it (prob mode)."""
+    vm = s.verdict_mass
+    if not vm:
+        return ""
+    from .tables import mass_pct
+
+    return (f'<span class="ci" title="probability on the verdict words: median; cases below '
+            f'{mass_pct(vm["threshold"])}">mass {mass_pct(vm["median"])} · {vm["below"]} low</span>')
+
+
+def _mass_notes(inputs: Sequence[ReportInput]) -> str:
+    """The verdict-mass rule, and a warning per input whose median mass is below the threshold."""
+    with_mass = [it for it in inputs if it.score.verdict_mass]
+    if not with_mass:
+        return ""
+    thr = with_mass[0].score.verdict_mass["threshold"]
+    from .tables import mass_pct
+
+    rule = (f'<p class="note">Verdict mass ("mass" under Answered): the first-token probability a prob-mode input '
+            f"put on the verdict words at all; below {mass_pct(thr)} a case "
+            + ("is still scored, as the authors' script does (paper-compatible)." if inputs[0].score.paper_compat
+               else "counts as missing (its P(safe) is renormalised from a sliver).") + "</p>")
+    warnings = "".join(f'<p class="note warn"><b>Warning:</b> {_e(it.score.low_mass_warning)}</p>'
+                       for it in with_mass if it.score.low_mass_warning)
+    return rule + warnings
 
 
 def _refusal(inputs: Sequence[ReportInput]) -> str:

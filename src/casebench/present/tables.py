@@ -69,6 +69,30 @@ def lower_is_better_note(names: Sequence[str]) -> str:
 # Scores
 
 
+def mass_pct(x: float) -> str:
+    """A verdict mass as a percentage (one decimal below 10%)."""
+    return f"{100 * x:.1f}%" if x < 0.1 else f"{100 * x:.0f}%"
+
+
+def verdict_mass_line(s: Score) -> str:
+    """``verdict mass: median 3.1%, 12 of 12 cases below 50%`` (prob-mode runs)."""
+    vm = s.verdict_mass or {}
+    line = (f"verdict mass (probability on the verdict words): median {mass_pct(vm['median'])}, "
+            f"{vm['below']} of {vm['known']} cases below {mass_pct(vm['threshold'])}")
+    if s.paper_compat and vm["below"]:
+        line += " (scored anyway, as the authors' script does)"
+    return line
+
+
+def verdict_mass_cells(s: Score) -> dict[str, Any]:
+    """The verdict-mass columns of a CSV or Markdown row (empty where the input has no mass)."""
+    vm = s.verdict_mass
+    if not vm:
+        return {"verdict_mass_median": None, "verdict_mass_below": None, "low_mass_missing": None}
+    return {"verdict_mass_median": vm["median"], "verdict_mass_below": vm["below"],
+            "low_mass_missing": s.low_mass_missing}
+
+
 def text_table(scores: Sequence[Score]) -> str:
     """One block per input: every metric with its bootstrap CI."""
     out = []
@@ -76,7 +100,11 @@ def text_table(scores: Sequence[Score]) -> str:
         tag = " (paper-compatible)" if s.paper_compat else ""
         out.append(f"{s.model} [{s.mode}]" + (f" without {','.join(s.removed)}" if s.removed else "") + tag)
         out.append(f"  source: {s.source}")
-        out.append(f"  cases {s.n}, answered {s.answered} (coverage {100 * s.coverage:.1f}%)")
+        out.append(f"  cases {s.n}, answered {s.answered} (coverage {100 * s.coverage:.1f}%"
+                   + (f"; {s.low_mass_missing} left out: verdict mass below {mass_pct(s.verdict_mass['threshold'])}"
+                      if s.low_mass_missing else "") + ")")
+        if s.verdict_mass:
+            out.append("  " + verdict_mass_line(s))
         for m in metric_names(s.mode):
             if m not in s.values:
                 continue
@@ -99,9 +127,16 @@ def flat_row(s: Score) -> dict[str, Any]:
     return row
 
 
+def _with_mass(scores: Sequence[Score]) -> bool:
+    """Whether any input has a verdict mass (then the rows carry its columns)."""
+    return any(s.verdict_mass for s in scores)
+
+
 def csv_table(scores: Sequence[Score]) -> str:
     buf = io.StringIO()
     rows = [flat_row(s) for s in scores]
+    if _with_mass(scores):
+        rows = [{**r, **verdict_mass_cells(s)} for r, s in zip(rows, scores)]
     w = csv.DictWriter(buf, fieldnames=list(rows[0]) if rows else ["source"])
     w.writeheader()
     for r in rows:
@@ -115,10 +150,15 @@ def json_lines(scores: Sequence[Score]) -> str:
 
 
 def markdown_table(scores: Sequence[Score]) -> str:
-    cols = ["model", "mode", "removed", "coverage"] + list(ROW_METRICS)
+    mass = _with_mass(scores)
+    cols = ["model", "mode", "removed", "coverage"] + (["verdict mass (median, below)"] if mass else []) + list(ROW_METRICS)
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for s in scores:
         cells = [s.model, s.mode, ",".join(s.removed) or "-", f"{100 * s.coverage:.1f}%"]
+        if mass:
+            vm = s.verdict_mass
+            cells.append(f"{mass_pct(vm['median'])}, {vm['below']}/{vm['known']} below {mass_pct(vm['threshold'])}"
+                         if vm else "-")
         for m in ROW_METRICS:
             if m in s.values:
                 lo, hi = s.ci.get(m, [float("nan")] * 2)

@@ -69,6 +69,9 @@ class RunConfig:
     stratified: int | None = None
     seed: int = 0
     parse_retries: int = DEFAULT_PARSE_RETRIES
+    #: how an unreadable answer is asked again: "repair" (the answer, then a short message quoting
+    #: the required format) or "same" (the question as it was, as the paper did)
+    reask: str = "repair"
     #: text modes: keep generating after the verdict (the explanations), as the paper's runs did
     full_answers: bool = False
     #: respond mode: the refusal classifier spec (None: the offline default) and its options

@@ -53,7 +53,7 @@ from .pricing import ZERO, PriceMatch, PriceTable
 from .progress import Progress
 from .record import (
     Asked, DatasetRef, Invocation, Manifest, ManifestMismatch, Record, RunDir, RunError, RunStatus, Totals,
-    add_usage, final_records, iter_records, now_iso, read_manifest, usage_tokens,
+    add_usage, effective_reask, final_records, iter_records, now_iso, read_manifest, usage_tokens,
 )
 from .redact import redact_json, redact_text
 from .select import select_cases, stratified_indices
@@ -168,7 +168,7 @@ def prepare(config: RunConfig, dataset: Dataset | None = None, backend: Backend 
         dataset_sha256=dataset.sha256, model=config.model, mode=mode.name, context_as=context_as,
         removed=list(removed), cases=cases, samples=samples, settings=settings.to_dict(),
         template_sha256=None if mode.template_key is None else templates.sha256(mode.template_key),
-        parse_retries=config.parse_retries,
+        parse_retries=config.parse_retries, reask=effective_reask(mode.name, config.parse_retries, config.reask),
         stop_at_verdict=bool(mode.stopper() is not None and not config.full_answers),
         backend_options=redact_json(answer_opts), classifier=classifier_desc,
         context_wording_sha256=(hashlib.sha256(TURNS_WORDING.encode("utf-8")).hexdigest()
@@ -220,6 +220,8 @@ class _Job:
     latency_s: float = 0.0
     #: the (user, assistant) turns before ``prompt`` (context as turns)
     history: tuple[tuple[str, str], ...] = ()
+    #: the last unreadable answer and why (a re-ask with a repair message quotes it)
+    unread: tuple[str, str] | None = None
 
     @property
     def size(self) -> int:
@@ -346,8 +348,12 @@ class Runner:
 
     # -- asking
     def _request(self, j: _Job) -> Request:
-        return Request(case=j.case, sample=j.sample, prompt=j.prompt, want=self.mode.want,  # type: ignore[arg-type]
-                       system=j.system, stop=self.stop, history=j.history)
+        prompt, history = j.prompt, j.history
+        repair = self.mode.repair_message(j.unread[1]) if j.unread and self.prep.manifest.asked.reask == "repair" else None
+        if repair:  # a re-ask that can differ: the unreadable answer, then what was wrong and the format
+            prompt, history = repair, (*history, (j.prompt, j.unread[0]))
+        return Request(case=j.case, sample=j.sample, prompt=prompt, want=self.mode.want,  # type: ignore[arg-type]
+                       system=j.system, stop=self.stop, history=history)
 
     async def _call(self, jobs: Sequence[_Job]) -> tuple[list[Answer], float]:
         reqs = [self._request(j) for j in jobs]
@@ -408,6 +414,7 @@ class Runner:
             return Record(label=reading.label, score=reading.score, p_safe=reading.p_safe,
                           behaviour=reading.behaviour, **base)
         if reading.retry and job.asks <= self.cfg.parse_retries:
+            job.unread = (ans.text or "", str(reading.error))
             return None
         return Record(error=redact_text(str(reading.error)), behaviour=reading.behaviour, **base)
 

@@ -148,6 +148,10 @@ class Asked:
     classifier: dict[str, Any] | None = None
     #: context as turns: SHA-256 of the fixed wording of those turns (``prompts.TURNS_WORDING``)
     context_wording_sha256: str | None = None
+    #: how an unreadable answer is asked again (``effective_reask``): "repair" (the answer and a
+    #: short repair message quoting the format), "same" (the question as it was) or None (no
+    #: re-asks: prob mode, or ``--parse-retries 0``)
+    reask: str | None = None
 
     def differences(self, other: "Asked") -> list[tuple[str, Any, Any]]:
         """(name, self's value, other's value) for each field that differs; dict fields are
@@ -167,6 +171,38 @@ class Asked:
             else:
                 out.append((name, x, y))
         return out
+
+
+#: how a text mode asks again after an unreadable answer (``--reask``)
+REASK_CHOICES: tuple[str, ...] = ("repair", "same")
+
+
+def effective_reask(mode: str, parse_retries: int, reask: str) -> str | None:
+    """What ``--reask`` means for a run: None when nothing is ever re-asked for a parse failure
+    (prob mode reads no text; ``--parse-retries 0``); "same" for a mode with no repair message
+    (respond mode re-asks an empty answer as it was); else ``reask`` itself."""
+    from ..modes import get_mode
+
+    if reask not in REASK_CHOICES:
+        raise RunError(f"--reask must be one of {', '.join(REASK_CHOICES)}, got {reask!r}")
+    m = get_mode(mode)
+    if parse_retries <= 0 or m.want == "p_safe":
+        return None
+    if m.repair_message(None) is None:
+        return "same"
+    return reask
+
+
+def _asked(d: Mapping[str, Any]) -> "Asked":
+    """``Asked`` from the manifest; one written before re-asks were recorded re-asked the same
+    question, and says so now (so a resume with repair messages is refused)."""
+    asked = _build(Asked, d)
+    if "reask" not in d:
+        try:
+            asked.reask = effective_reask(asked.mode, int(asked.parse_retries), "same")
+        except (RunError, ValueError):
+            asked.reask = "same"
+    return asked
 
 
 @dataclass
@@ -260,7 +296,7 @@ class Manifest:
         try:
             return cls(
                 dataset=_build(DatasetRef, d["dataset"]),
-                asked=_build(Asked, d["asked"]),
+                asked=_asked(d["asked"]),
                 selection=_build(Selection, d.get("selection")),
                 templates_source=d.get("templates_source"),
                 price=dict(d.get("price") or {}),
@@ -294,6 +330,10 @@ def _from_v1(d: Mapping[str, Any]) -> Manifest:
         settings=dict(d.get("settings") or {}), template_sha256=(d.get("templates") or {}).get("sha256"),
         parse_retries=int(d.get("parse_retries", 2)), stop_at_verdict=False, backend_options={},
     )
+    try:
+        asked.reask = effective_reask(asked.mode, asked.parse_retries, "same")
+    except (RunError, ValueError):
+        asked.reask = "same"
     return Manifest(
         dataset=_build(DatasetRef, d["dataset"]), asked=asked,
         selection=Selection(sel.get("how", "?"), sel.get("limit"), sel.get("stratified"), sel.get("seed")),

@@ -6,6 +6,7 @@ mode decides how samples aggregate into one value per case (``modes.Mode.aggrega
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
@@ -32,6 +33,33 @@ def aggregate(mode: str, finals: Mapping[tuple[int, int], Record], cases: Sequen
     for c in cases:
         recs = [finals[(c, s)] for s in range(samples) if (c, s) in finals]
         out.append(m.aggregate([r for r in recs if r.answered]))
+    return out
+
+
+def record_verdict_mass(rec: Record) -> float | None:
+    """The probability mass a prob-mode answer put on the verdict tokens (safe plus unsafe), from
+    its detail: ``verdict_mass`` as the backends write it, or the two masses older runs recorded
+    (``p_safe_mass``/``p_unsafe_mass`` locally, ``safe_mass``/``unsafe_mass`` from API logprobs).
+    None when the record has none."""
+    d = rec.detail or {}
+    v = d.get("verdict_mass")
+    if v is None:
+        for s_key, u_key in (("p_safe_mass", "p_unsafe_mass"), ("safe_mass", "unsafe_mass")):
+            if isinstance(d.get(s_key), (int, float)) and isinstance(d.get(u_key), (int, float)):
+                v = float(d[s_key]) + float(d[u_key])
+                break
+    if not isinstance(v, (int, float)) or isinstance(v, bool) or v != v:
+        return None
+    return min(max(float(v), 0.0), 1.0)
+
+
+def verdict_masses(finals: Mapping[tuple[int, int], Record], cases: Sequence[int], samples: int) -> list[float | None]:
+    """Per case, the mean verdict mass of its answered samples (None: none recorded)."""
+    out: list[float | None] = []
+    for c in cases:
+        ms = [record_verdict_mass(finals[(c, s)]) for s in range(samples) if (c, s) in finals]
+        ms = [m for m in ms if m is not None]
+        out.append(sum(ms) / len(ms) if ms else None)
     return out
 
 
@@ -104,8 +132,80 @@ def load_run(run_path: str | Path, dataset: Dataset | None = None) -> "Predictio
     behaviours = [[finals[(c, s)].behaviour for s in range(m.samples) if (c, s) in finals] for c in cases]
     if any(b for bs in behaviours for b in bs):
         meta["behaviour"] = behaviours
+    mass = verdict_masses(finals, cases, m.samples) if get_mode(m.mode).want == "p_safe" else None
     return Predictions.from_values(str(run_path), model_short_name(m.model), m.mode, ds.subset(cases),
-                                   values, m.removed, meta)
+                                   values, m.removed, meta,
+                                   verdict_mass=mass if mass and any(v is not None for v in mass) else None)
+
+
+#: below this share of cases answered, ``casebench run`` exits with ``EXIT_LOW_COVERAGE``
+DEFAULT_MIN_COVERAGE = 0.5
+EXIT_LOW_COVERAGE = 3
+
+
+@dataclass
+class RunCheck:
+    """What the end of a run says beyond its status: coverage against ``--min-coverage`` (with
+    advice when below it) and, in prob mode, the verdict-mass warning."""
+
+    cases: int
+    answered: int
+    min_coverage: float
+    advice: list[str] = field(default_factory=list)
+    verdict_mass_warning: str | None = None
+
+    @property
+    def coverage(self) -> float:
+        return self.answered / self.cases if self.cases else 0.0
+
+    @property
+    def low_coverage(self) -> bool:
+        return self.cases > 0 and self.coverage < self.min_coverage
+
+
+def check_run(run_path: str | Path, min_coverage: float = DEFAULT_MIN_COVERAGE,
+              min_verdict_mass: float | None = None, dataset: Dataset | None = None, examples: int = 3) -> RunCheck:
+    """Coverage of a finished run (cases with a readable answer, whatever their verdict mass) and
+    what to do when it is below ``min_coverage``: the reasons answers could not be read, what the
+    model wrote (``examples`` answers, shortened) and what to try. Prob mode: the verdict-mass
+    warning when the median is below ``min_verdict_mass`` (default: ``Predictions``' own)."""
+    from collections import Counter
+
+    from ..predictions import verdict_mass_warning
+
+    pred = load_run(run_path, dataset)
+    if min_verdict_mass is not None:
+        pred.min_verdict_mass = float(min_verdict_mass)
+    check = RunCheck(pred.n, int(pred.has_value.sum()), float(min_coverage))
+    vm = pred.verdict_mass_summary()
+    if vm and vm["median"] < vm["threshold"]:
+        check.verdict_mass_warning = verdict_mass_warning(pred.model, vm)
+    if not check.low_coverage:
+        return check
+    m = read_manifest(run_path)
+    missing = [r for r in final_records(iter_records(run_path)).values() if not r.answered]
+    reasons = Counter((r.error or "no answer").split(":")[0][:80] for r in missing)
+    adv = [f"only {check.answered} of {check.cases} cases have a readable answer (coverage "
+           f"{100 * check.coverage:.0f}%, below --min-coverage {100 * check.min_coverage:.0f}%)"]
+    if reasons:
+        adv.append("why: " + "; ".join(f"{why} ({n})" for why, n in reasons.most_common(3)))
+    shown = [r for r in missing if r.text][:examples]
+    for r in shown:
+        text = " ".join(r.text.split())
+        adv.append(f"case {r.case} wrote: {text[:160]!r}" + (" ..." if len(text) > 160 else ""))
+    tries = []
+    mode = get_mode(m.mode)
+    if mode.want == "p_safe":
+        tries.append("a model that answers in the verdict format, or a text mode (--mode binary)")
+    else:
+        if m.asked.reask != "repair" and mode.repair_message(None):
+            tries.append("--reask repair (re-asks quote the answer format)")
+        tries.append("more --max-tokens if answers were cut off")
+        tries.append("--mode prob (reads token probabilities, no parsing) on a backend that gives them")
+        tries.append("a larger or instruction-tuned model")
+    adv.append("try: " + "; ".join(tries))
+    check.advice = adv
+    return check
 
 
 def export_run(run_path: str | Path, out_path: str | Path, dataset: Dataset | None = None,

@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from ..data import SAFE_THRESHOLD
-from ..predictions import Predictions
+from ..predictions import Predictions, verdict_mass_warning
 from .bootstrap import DEFAULT_BOOTSTRAP, percentile_ci, resample_weights
 
 #: clipping of P(safe) for the default BCE (paper-compatible BCE does not clip)
@@ -568,10 +568,28 @@ class Score:
     values: dict[str, float]
     ci: dict[str, list[float]]
     breakdowns: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    #: prob mode: the verdict mass (``Predictions.verdict_mass_summary``: median, below, known,
+    #: threshold) and whether cases below the threshold were left out (default scoring)
+    verdict_mass: dict[str, Any] | None = None
 
     @property
     def coverage(self) -> float:
         return self.answered / self.n if self.n else 0.0
+
+    @property
+    def low_mass_missing(self) -> int:
+        """Cases counted as missing because their verdict mass is below the threshold."""
+        vm = self.verdict_mass
+        return int(vm["below"]) if vm and not self.paper_compat else 0
+
+    @property
+    def low_mass_warning(self) -> str | None:
+        """A warning when the median verdict mass is below the threshold: the figures then rest
+        on a sliver of the model's probability (None otherwise)."""
+        vm = self.verdict_mass
+        if not vm or vm["median"] >= vm["threshold"]:
+            return None
+        return verdict_mass_warning(self.model, vm)
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -584,6 +602,8 @@ class Score:
             "answered": self.answered,
             "coverage": self.coverage,
         }
+        if self.verdict_mass is not None:
+            d["verdict_mass"] = dict(self.verdict_mass, missing=self.low_mass_missing)
         d.update(self.values)
         d["ci"] = self.ci
         if self.breakdowns:
@@ -610,8 +630,9 @@ def score_predictions(
     a, mask = scoring_arrays(pred, paper_compat, human_rate)
     values = point_metrics(a)
     ci = bootstrap_ci(a, n_boot, seed, level)
-    s = Score(pred.source, pred.model, pred.mode, pred.removed, pred.n, int(pred.answered.sum()),
-              paper_compat, values, ci)
+    answered = pred.has_value if paper_compat else pred.answered
+    s = Score(pred.source, pred.model, pred.mode, pred.removed, pred.n, int(answered.sum()),
+              paper_compat, values, ci, verdict_mass=pred.verdict_mass_summary())
     if breakdowns:
         cats = np.array([c.category for c in pred.cases])[mask]
         intents = np.array([c.intended_safe for c in pred.cases])[mask]
