@@ -130,7 +130,7 @@ def test_unparseable_answers_are_reasked_then_recorded_missing_with_their_text(s
         return binary_answer(body)
 
     server.answer_fn = answer
-    summary = run(config(server, tmp_path, data, parse_retries=2))
+    summary = run(config(server, tmp_path, data, parse_retries=2, reask="same"))  # the paper's re-ask
     assert summary.status == "complete"
     assert asked_cases(server)[0] == 3 and asked_cases(server)[1] == 3
     assert server.count == 12 + 2 + 2
@@ -266,7 +266,7 @@ class BatchEcho:
         self.batches.append(list(requests))
         out = []
         for r in requests:
-            c = case_of(r.prompt)
+            c = r.case  # a re-ask's last message is the repair message, without the case marker
             first = sum(1 for b in self.batches for q in b if q.case == c) == 1
             text = "garbled" if c == 2 and first else json.dumps({"judgement": expected_label(c)})
             out.append(Answer(text=text, usage={"prompt_tokens": 10, "completion_tokens": 3}))
