@@ -33,7 +33,10 @@ FAST_RETRY = RetryPolicy(max_attempts=8, base_s=0.02, cap_s=0.2)
 
 
 def prompt_of(body: Any) -> str:
-    return body["messages"][-1]["content"]
+    """The question's user message: the last one carrying a case marker (a repair re-ask ends
+    with the repair message, after the question and the unreadable answer)."""
+    users = [m["content"] for m in body["messages"] if m.get("role") == "user"]
+    return next((u for u in reversed(users) if "[case " in u), users[-1])
 
 
 def expected_label(case: int) -> str:
