@@ -1,7 +1,8 @@
 """The annotation web app (Starlette, server-rendered Jinja2 pages, no JavaScript at all).
 
 Pages: ``/`` (instructions), ``/case`` (one case, the Safe and Unsafe buttons, progress; or the
-completion page), ``POST /vote`` (records one vote, then redirects to ``/case``: the vote is
+completion page; or, for an annotator who answered nothing because every case already has its
+votes, a "study is full" page with no completion code, counted on the admin page), ``POST /vote`` (records one vote, then redirects to ``/case``: the vote is
 committed before the next case is shown, and reloading the next page never posts again),
 ``/admin`` (token required), ``/healthz``, ``/style.css``.
 
@@ -167,6 +168,8 @@ def create_app(store: VoteStore, config: AppConfig) -> Starlette:
         if got is DOWN:
             return unavailable(annotator)
         if isinstance(got, Finished):
+            if got.done == 0:  # nothing answered: no completion code (a platform would pay for it)
+                return page("full.html", annotator=annotator, full=got.full)
             return page("done.html", annotator=annotator, done=got.done, code=config.completion_code,
                         completion_url=config.completion_url)
         assert isinstance(got, Shown)

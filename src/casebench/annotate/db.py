@@ -134,9 +134,11 @@ class Shown:
 
 @dataclass(frozen=True)
 class Finished:
-    """No case needs this annotator any more."""
+    """No case needs this annotator any more. ``full``: every case has all its votes (an
+    annotator with ``done == 0`` then arrived too late, and is owed no completion code)."""
 
     done: int
+    full: bool = False
 
 
 @dataclass
@@ -485,7 +487,7 @@ class VoteStore:
                  "salt": zlib.crc32(annotator.encode()) % 10007},
             ).first()
         if pick is None:
-            return Finished(done)
+            return Finished(done, full=self._open_cases(conn) == 0)
         conn.execute(assignments_t.insert().values(annotator_id=annotator, case_id=pick.id, shown_at=now, done=done))
         return Shown(int(pick.id), pick.kind, json.loads(pick.record), done, total)
 
@@ -540,6 +542,11 @@ class VoteStore:
             self._assign(conn, annotator, now, after_vote=counts)
             return VoteOutcome.RECORDED
 
+    def _open_cases(self, conn: Connection) -> int:
+        """Real cases that still need votes (0: the study is full)."""
+        return int(conn.execute(select(func.count()).where(
+            cases_t.c.kind == "case", cases_t.c.votes < self.settings.votes_per_case)).scalar_one())
+
     def _attention_done(self, conn: Connection, annotator: str) -> int:
         if not self._attention_checks(conn):
             return 0
@@ -563,6 +570,9 @@ class VoteStore:
                 select(votes_t.c.case_id, func.count()).where(votes_t.c.vote == VOTE_SAFE)
                 .group_by(votes_t.c.case_id))}
             expected = {c["id"]: c["expected"] for c in cases if c["kind"] == "attention"}
+            filled_at = conn.execute(
+                select(func.max(votes_t.c.voted_at)).select_from(votes_t.join(cases_t, cases_t.c.id == votes_t.c.case_id))
+                .where(cases_t.c.kind == "case")).scalar()
             per: dict[str, dict[str, Any]] = {}
             all_secs: list[float] = []
             for aid, cid, v, shown, voted in conn.execute(
@@ -591,7 +601,15 @@ class VoteStore:
         for c in cases:
             c["safe_votes"] = safe_by_case.get(c["id"], 0)
         real = [c for c in cases if c["kind"] == "case"]
+        full = bool(real) and all(c["votes"] >= n for c in real)
+        # turned away: annotators with no vote on a real case seen since the vote that filled the
+        # study (they were shown the "study is full" page, without a completion code)
+        turned_away = 0
+        if full and filled_at is not None:
+            turned_away = sum(1 for a in annotators if a["votes"] == 0 and (a.get("last_seen") or 0) >= filled_at)
         return {
+            "full": full,
+            "turned_away": turned_away,
             "votes_per_case": n,
             "cases": len(real),
             "cases_complete": sum(1 for c in real if c["votes"] >= n),
