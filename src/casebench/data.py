@@ -221,7 +221,7 @@ def cases_fingerprint(cases: Iterable[Case], ignore: Iterable[str] = ()) -> str:
     names = tuple(ignore)
     h = hashlib.sha256()
     for c in cases:
-        ctx = ablate_context(c.context, names) if names else c.context
+        ctx = _without(c.context, names) if names else c.context
         rate = None if math.isnan(c.safe_rate) else round(c.safe_rate, 12)
         item = [c.query, ctx, c.category, c.intended_safe, rate]
         h.update(json.dumps(item, sort_keys=True, ensure_ascii=False).encode("utf-8"))
@@ -235,6 +235,21 @@ def file_sha256(path: str | Path) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+def _without(context: Mapping[str, Any], remove: Iterable[str]) -> dict[str, Any]:
+    """``ablate_context`` for hashing: the same content, copied only as deep as it removes
+    (a deep copy of every context made fingerprints the slowest part of a large report)."""
+    names = validate_parameter_names(remove)
+    out = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in context.items()}
+    for name in names:
+        if name in CI_PARAMETERS:
+            out.pop(name, None)
+            continue
+        for group, subs in CI_PARAMETERS.items():
+            if name in subs and isinstance(out.get(group), dict):
+                out[group].pop(name, None)
+    return out
 
 
 def ablate_context(context: Mapping[str, Any], remove: Iterable[str]) -> dict[str, Any]:

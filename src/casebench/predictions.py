@@ -161,7 +161,11 @@ class Predictions:
         """The cases' fingerprint with the CI parameters ``ignore`` (and this input's own
         removals) left out: two inputs hold the same cases when their fingerprints agree with
         the union of both inputs' removals."""
-        return cases_fingerprint(self.cases, tuple(dict.fromkeys([*self.removed, *ignore])))
+        key = tuple(dict.fromkeys([*self.removed, *ignore]))
+        cache = self.__dict__.setdefault("_fingerprints", {})
+        if key not in cache:  # hashing 900 contexts is slow; a report asks for it many times
+            cache[key] = cases_fingerprint(self.cases, key)
+        return cache[key]
 
     @property
     def name(self) -> str:

@@ -46,5 +46,6 @@ def report_cmd(inputs: tuple[str, ...], out: str, data: str | None, paper_compat
     apply_min_verdict_mass(preds, min_verdict_mass)
     with bad_input_errors(LabelSourceError):
         path = write_report(out, preds, human_cases=dataset.cases if dataset else None, paper_compat=paper_compat,
-                            n_boot=n_boot, seed=seed, title=title, human=not no_human, label_source=label_source)
+                            n_boot=n_boot, seed=seed, title=title, human=not no_human, label_source=label_source,
+                            progress=lambda line: click.echo(f"casebench: report: {line}", err=True))
     click.echo(f"wrote {path}")

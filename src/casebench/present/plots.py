@@ -21,6 +21,8 @@ DISPLAY_DPI = 100
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
           "#bcbd22", "#17becf")
 SAFE_COLOR, UNSAFE_COLOR = "#2a9d8f", "#e76f51"
+#: a heat map with more columns than this shows colours only (the numbers go in a CSV)
+HEATMAP_MAX_NUMBERED = 12
 #: the widest figure, in inches: at DISPLAY_DPI it fits the report's column without shrinking
 MAX_WIDTH = 12.0
 
@@ -34,12 +36,20 @@ def _figure(width: float, height: float) -> Any:
 
 
 def to_png(fig: Any) -> bytes:
-    """Render a figure to PNG bytes (Agg canvas; no pyplot, no display)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    """Render a figure to PNG bytes (Agg canvas; no pyplot, no display).
 
-    FigureCanvasAgg(fig)
+    The PNG holds a 256-colour palette (Pillow's fast octree quantiser): a chart has few colours
+    besides the anti-aliased edges, so it looks the same at a third of the bytes of a true-colour
+    PNG, and encodes faster (a report over 43 inputs stays under 2 MB)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from PIL import Image
+
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    width, height = canvas.get_width_height(physical=True)
+    rgb = Image.frombuffer("RGBA", (width, height), canvas.buffer_rgba(), "raw", "RGBA", 0, 1).convert("RGB")
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=DPI)
+    rgb.quantize(colors=256, method=Image.Quantize.FASTOCTREE).save(buf, format="PNG")
     return buf.getvalue()
 
 
@@ -95,8 +105,9 @@ def refusal_bars(names: Sequence[str], safe: Sequence[float], safe_ci: Sequence[
 
 def category_heatmap(categories: Sequence[str], names: Sequence[str], matrix: np.ndarray,
                      counts: Sequence[int] | None = None) -> bytes:
-    """Accuracy per category (rows) and input (columns), with the value in each cell; ``counts``
-    (cases scored per input) go under the input names.
+    """Accuracy per category (rows) and input (columns), with the value in each cell (up to
+    ``HEATMAP_MAX_NUMBERED`` columns; colours only beyond); ``counts`` (cases scored per input) go
+    under the input names.
 
     45 long category names need height: 0.3 in per row keeps 9 pt labels apart. Empty cells
     (an input without cases of that category) are grey and marked with a dash.
@@ -109,7 +120,7 @@ def category_heatmap(categories: Sequence[str], names: Sequence[str], matrix: np
     ax = fig.add_subplot()
     cmap = colormaps["RdYlGn"].with_extremes(bad="#dddddd")
     im = ax.imshow(np.ma.masked_invalid(m), cmap=cmap, vmin=0, vmax=1, aspect="auto")
-    for i in range(rows):
+    for i in range(rows if cols <= HEATMAP_MAX_NUMBERED else 0):  # many inputs: colours only
         for j in range(cols):
             v = m[i, j]
             ax.text(j, i, "–" if not np.isfinite(v) else f"{100 * v:.0f}", ha="center", va="center",

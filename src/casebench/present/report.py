@@ -26,9 +26,11 @@ from __future__ import annotations
 import base64
 import datetime as _dt
 import html
+import logging
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -40,10 +42,23 @@ from ..stats.metrics import (
 )
 from .tables import STUDY_METRICS, fmt_num, fmt_p
 
+log = logging.getLogger("casebench.report")
+
 #: the leaderboard's columns: every metric, in the table's order (``stats.metrics.METRICS``)
 LEADERBOARD_METRICS = ALL_METRICS
 #: the paired differences the report shows per pair (``casebench compare`` shows them all)
 PAIRWISE_METRICS = ("accuracy", "safe_recall", "unsafe_recall", "pcc")
+#: a group of inputs over the same cases with more inputs than this gets the compact view (a
+#: matrix of every pair's accuracy difference, the neighbours in the ranking, a CSV of every pair)
+#: instead of one table row per pair (43 inputs are 903 pairs)
+PAIRWISE_TABLE_MAX = 8
+#: the compact view's rows of neighbours in the ranking (each with paired-bootstrap CIs)
+NEIGHBOUR_ROWS = 12
+#: no significance mark in the matrix below these paired / discordant case counts
+MATRIX_MIN_PAIRED, MATRIX_MIN_DISCORDANT = 30, 10
+#: at most this many inputs get a panel in the scatter and a curve in the calibration plot (the
+#: best by accuracy); the caption names how many were left out
+PLOT_MAX_INPUTS = 12
 TEST_NAMES = {"mcnemar": "McNemar", "williams": "Williams", "bootstrap": "bootstrap"}
 HUMAN_DRAWS = 1000
 
@@ -76,6 +91,12 @@ figcaption { color: #555; font-size: 13px; max-width: 960px; }
 .wide { overflow-x: auto; }
 .kv td { text-align: left; }
 .warn { color: #8a3b00; }
+table.matrix { font-size: 11px; }
+table.matrix th, table.matrix td { padding: 1px 2px; min-width: 14px; text-align: center; border: 1px solid #eee; }
+table.matrix th.name { text-align: left; max-width: 230px; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+table.matrix td.better, .better-key { background: #d8f0e0; color: #0a6b2f; }
+table.matrix td.worse, .worse-key { background: #f8dcd6; color: #a3260f; }
+table.matrix td.self { background: #f5f5f7; color: #aaa; }
 """
 
 
@@ -303,6 +324,7 @@ def _pairwise(inputs: Sequence[ReportInput], paper_compat: bool, n_boot: int, se
     from ..stats.compare import compare
 
     groups = _groups_by_cases([it.pred for it in inputs])
+    rank = _ranks(inputs)
     if not groups:
         return ('<h2 id="pairwise">3. Paired differences</h2><p class="note">No two inputs hold the same cases, '
                 "so no paired comparison applies (casebench compare refuses different case sets).</p>")
@@ -314,6 +336,10 @@ def _pairwise(inputs: Sequence[ReportInput], paper_compat: bool, n_boot: int, se
              'every pair and metric of the group; <span class="sig">red</span> = significant at 0.05. '
              "The same figures, for any inputs: <code>casebench compare</code>.</p>"]
     for g in groups:
+        if len(g) > PAIRWISE_TABLE_MAX:  # one row per pair does not scale: a matrix, neighbours, a download
+            parts.append(_pairwise_matrix([inputs[i] for i in g], [rank[i] for i in g], paper_compat, n_boot, seed,
+                                          label_source))
+            continue
         res = compare([inputs[i].pred for i in g], paper_compat=paper_compat, n_boot=n_boot, seed=seed,
                       label_source=label_source)
         head = ["A", "B", "Paired cases"] + [f"Δ {METRIC[m].short}" for m in PAIRWISE_METRICS]
@@ -338,6 +364,114 @@ def _pairwise(inputs: Sequence[ReportInput], paper_compat: bool, n_boot: int, se
     return "".join(parts)
 
 
+def _ranks(inputs: Sequence[ReportInput]) -> list[int]:
+    """Each input's place in the leaderboard (1 = best accuracy), as ``_leaderboard`` sorts."""
+    order = sorted(range(len(inputs)), key=lambda i: -np.nan_to_num(inputs[i].score.values.get("accuracy", np.nan),
+                                                                      nan=-1.0))
+    rank = [0] * len(inputs)
+    for r, i in enumerate(order, start=1):
+        rank[i] = r
+    return rank
+
+
+def _pairwise_matrix(its: Sequence[ReportInput], ranks: Sequence[int], paper_compat: bool, n_boot: int, seed: int,
+                     label_source: str) -> str:
+    """Many inputs over the same cases: every pair's accuracy difference as one matrix (McNemar's
+    exact test, Benjamini-Hochberg over all pairs), each input against its neighbour in the
+    ranking with paired-bootstrap CIs, and every pair as a CSV download."""
+    import csv
+    import io
+
+    from ..stats.bootstrap import resample_weights
+    from ..stats.compare import accuracy_matrix, compare_pair
+
+    order = sorted(range(len(its)), key=lambda k: ranks[k])
+    its = [its[k] for k in order]
+    ranks = [ranks[k] for k in order]
+    n = its[0].pred.n
+    correct = np.zeros((len(its), n), dtype=bool)
+    scored = np.zeros((len(its), n), dtype=bool)
+    for k, it in enumerate(its):
+        a, mask = scoring_arrays(it.pred, paper_compat, it.rates)
+        scored[k] = mask
+        correct[k, np.flatnonzero(mask)] = a.correct
+    mx = accuracy_matrix(correct, scored)
+    sig = mx.significant & (mx.n_paired >= MATRIX_MIN_PAIRED) & ((mx.a_only + mx.a_only.T) >= MATRIX_MIN_DISCORDANT)
+
+    def title(i: int, j: int) -> str:  # short: a matrix of 43 inputs has 1,806 of them
+        return (f"#{ranks[i]} − #{ranks[j]}: Δ acc {_fm('accuracy', mx.diff[i, j])} ({mx.n_paired[i, j]} cases), "
+                f"p {_fp(mx.p[i, j])}, BH {_fp(mx.p_adjusted[i, j])}")
+
+    head = "".join(f'<th title="{_e(it.name)}">{r}</th>' for r, it in zip(ranks, its))
+    rows = []
+    for i, it in enumerate(its):
+        cells = []
+        for j in range(len(its)):
+            if i == j:
+                cells.append('<td class="self">·</td>')
+                continue
+            d = mx.diff[i, j]
+            cls, mark = ("better", "▲") if sig[i, j] and d > 0 else ("worse", "▼") if sig[i, j] and d < 0 else ("", "")
+            cells.append(f'<td class="{cls}" title="{_e(title(i, j))}">{mark}</td>')
+        wins, losses = int((sig[i] & (mx.diff[i] > 0)).sum()), int((sig[i] & (mx.diff[i] < 0)).sum())
+        rows.append(f'<tr><th class="l name" title="{_e(it.pred.source)}">{ranks[i]}. {_e(it.name)}</th>'
+                    + "".join(cells) + f"<td>{wins}</td><td>{losses}</td></tr>")
+    matrix = ('<div class="wide"><table class="matrix"><thead><tr><th class="l">Input (row) vs input (column)</th>'
+              + head + '<th title="significantly more accurate than">Better</th>'
+              '<th title="significantly less accurate than">Worse</th></tr></thead><tbody>' + "".join(rows)
+              + "</tbody></table></div>")
+
+    # neighbours in the ranking, with every compared metric's paired-bootstrap CI
+    W = resample_weights(n, n_boot, seed) if n_boot > 0 and n else None
+    nrows = []
+    for i in range(min(NEIGHBOUR_ROWS, len(its) - 1)):
+        j = i + 1
+        pc = compare_pair(its[i].pred, its[j].pred, paper_compat=paper_compat, n_boot=n_boot, seed=seed, weights=W,
+                          label_source=label_source)
+        cells = [f'<td class="l">{ranks[i]}. {_e(its[i].name)}</td>', f'<td class="l">{ranks[j]}. {_e(its[j].name)}</td>',
+                 f"<td>{pc.n_paired}</td>"]
+        for m in PAIRWISE_METRICS:
+            d = pc.metrics.get(m)
+            if d is None:
+                cells.append("<td>–</td>")
+                continue
+            extra, cls = "", ""
+            if m == "accuracy":
+                cls = ' class="sig"' if sig[i, j] else ""
+                extra = f'<span class="ci">McNemar p {_fp(mx.p[i, j])} · BH {_fp(mx.p_adjusted[i, j])}</span>'
+            cells.append(f'<td{cls}>{_fm(m, d.diff)}<span class="ci">[{_fm(m, d.ci[0])}, {_fm(m, d.ci[1])}]</span>'
+                         f"{extra}</td>")
+        nrows.append("<tr>" + "".join(cells) + "</tr>")
+    nhead = ["A", "B (next in the ranking)", "Paired cases"] + [f"Δ {METRIC[m].short}" for m in PAIRWISE_METRICS]
+    neighbours = ('<div class="wide"><table class="pairwise"><thead><tr>'
+                  + "".join(f'<th class="{"l" if h[0] in "AB" else ""}">{_e(h)}</th>' for h in nhead)
+                  + "</tr></thead><tbody>" + "".join(nrows) + "</tbody></table></div>")
+
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(["rank_a", "a", "rank_b", "b", "paired_cases", "a_right_b_wrong", "a_wrong_b_right",
+                "accuracy_difference", "mcnemar_p", "p_bh", "significant"])
+    for i in range(len(its)):
+        for j in range(i + 1, len(its)):
+            w.writerow([ranks[i], its[i].name, ranks[j], its[j].name, mx.n_paired[i, j], mx.a_only[i, j],
+                        mx.a_only[j, i], f"{mx.diff[i, j]:.6f}", f"{mx.p[i, j]:.6g}", f"{mx.p_adjusted[i, j]:.6g}",
+                        bool(sig[i, j])])
+    npairs = len(its) * (len(its) - 1) // 2
+    download = _download(buf.getvalue(), "pairwise_accuracy.csv", "text/csv", f"all {npairs} pairs (CSV)")
+    shown = min(NEIGHBOUR_ROWS, len(its) - 1)
+    return (f'<h3>{len(its)} inputs over the same {n} cases: {npairs} pairs</h3>'
+            '<p class="note">Accuracy of the row input minus the column input over the cases both scored: '
+            '<span class="better-key">▲</span> significantly more accurate, <span class="worse-key">▼</span> '
+            "significantly less (McNemar's exact test, Benjamini–Hochberg over all "
+            f"{npairs} pairs at {mx.alpha}; no mark with fewer than {MATRIX_MIN_PAIRED} paired or "
+            f"{MATRIX_MIN_DISCORDANT} discordant cases); blank: no significant difference. Hover a cell for the "
+            "figures; inputs numbered as in the leaderboard. Every pair, with its counts and p-values: "
+            f"{download}.</p>" + matrix
+            + f"<p class=\"note\">The {shown} closest calls: each input against the next one in the ranking, with "
+              "95% paired-bootstrap CIs of every difference (accuracy's significance as in the matrix; the other "
+              "metrics: CIs only). Any pair with every test: <code>casebench compare A B</code>.</p>" + neighbours)
+
+
 def _category_heatmap(inputs: Sequence[ReportInput], paper_compat: bool) -> str:
     from .plots import category_heatmap
 
@@ -355,20 +489,48 @@ def _category_heatmap(inputs: Sequence[ReportInput], paper_compat: bool) -> str:
     categories = sorted(cats)
     m = np.array([[per[j].get(cat, float("nan")) for j in range(len(inputs))] for cat in categories])
     counts = [it.pred.n if paper_compat else int(it.pred.answered.sum()) for it in inputs]
+    from .plots import HEATMAP_MAX_NUMBERED
+
     png = category_heatmap(categories, [it.name for it in inputs], m, counts)
+    numbers = ""
+    if len(inputs) > HEATMAP_MAX_NUMBERED:  # the figure shows colours only: the numbers as a download
+        import csv
+        import io
+
+        buf = io.StringIO()
+        w = csv.writer(buf)
+        w.writerow(["category", *[it.name for it in inputs]])
+        w.writerow(["(cases scored)", *counts])
+        for cat, row in zip(categories, m):
+            w.writerow([cat, *["" if not np.isfinite(v) else f"{v:.4f}" for v in row]])
+        numbers = (f" With {len(inputs)} inputs the cells show colours only; the figures: "
+                   + _download(buf.getvalue(), "accuracy_by_category.csv", "text/csv", "CSV") + ".")
     return ('<h2 id="categories">4. Accuracy by category</h2>'
             + _figure(png, "accuracy by category and input",
                       f"Accuracy (%) of each input in each of the {len(categories)} categories; the number of cases "
                       "scored is under each input's name (the full benchmark has 20 per category, 10 safe and 10 "
                       "unsafe contexts, so a cell moves in steps of 5 points; a subset run has fewer). "
-                      "Grey: the input has no scored case of that category. Category names as published."))
+                      "Grey: the input has no scored case of that category. Category names as published." + numbers))
+
+
+def _best(inputs: Sequence[ReportInput], k: int) -> tuple[list[ReportInput], int]:
+    """The ``k`` most accurate inputs, in leaderboard order, and how many were left out."""
+    ranks = _ranks(inputs)
+    ordered = [it for _, it in sorted(zip(ranks, inputs), key=lambda x: x[0])]
+    return ordered[:k], max(0, len(ordered) - k)
+
+
+def _left_out_note(left_out: int) -> str:
+    return (f" Only the {PLOT_MAX_INPUTS} most accurate inputs are drawn; {left_out} more are in the leaderboard."
+            if left_out else "")
 
 
 def _scatter(inputs: Sequence[ReportInput], paper_compat: bool) -> str:
     from .plots import p_vs_human
 
     panels = []
-    for it in inputs:
+    shown, left_out = _best(inputs, PLOT_MAX_INPUTS)
+    for it in shown:
         a, mask = scoring_arrays(it.pred, paper_compat, it.rates)
         if it.pred.is_continuous:
             p = a.p
@@ -382,7 +544,8 @@ def _scatter(inputs: Sequence[ReportInput], paper_compat: bool) -> str:
                       "Each dot is a case: x = share of annotators (plus the intent vote, as published) judging it "
                       "safe, y = the judge's P(safe) (score mode: (score − 0.5)/10; binary: the verdict, jittered). "
                       "A judge that tracks the humans lies near the dashed diagonal; dots in the top-left and "
-                      "bottom-right quadrants are wrong verdicts. r: Pearson correlation (PCC)."))
+                      "bottom-right quadrants are wrong verdicts. r: Pearson correlation (PCC)."
+                      + _left_out_note(left_out)))
 
 
 def _reliability(inputs: Sequence[ReportInput], paper_compat: bool) -> str:
@@ -390,9 +553,8 @@ def _reliability(inputs: Sequence[ReportInput], paper_compat: bool) -> str:
     from .plots import reliability
 
     curves = []
-    for it in inputs:
-        if not it.pred.is_continuous:
-            continue
+    shown, left_out = _best([it for it in inputs if it.pred.is_continuous], PLOT_MAX_INPUTS)
+    for it in shown:
         a, _ = scoring_arrays(it.pred, paper_compat, it.rates)
         p = np.clip(np.asarray(a.p, dtype=float), 0, 1)
         if not len(p):
@@ -411,7 +573,8 @@ def _reliability(inputs: Sequence[ReportInput], paper_compat: bool) -> str:
     return head + _figure(reliability(curves), "reliability diagram",
                           "Cases binned by P(safe) (10 equal-width bins); each point is a bin's mean P(safe) against "
                           "its mean human safe_rate, its area the bin's share of cases. Right: how the predictions "
-                          "spread over the bins. ECE as in the leaderboard. Binary inputs are left out.")
+                          "spread over the bins. ECE as in the leaderboard. Binary inputs are left out."
+                          + _left_out_note(left_out))
 
 
 def _ablation_groups(preds: Sequence[Predictions]) -> list[list[int]]:
@@ -550,9 +713,11 @@ def _number_sections(sections: Sequence[str]) -> list[str]:
 def build_report(
     preds: Sequence[Predictions], *, human_cases: Sequence[Case] | None = None, paper_compat: bool = False,
     n_boot: int = DEFAULT_BOOTSTRAP, seed: int = 0, title: str = "casebench report", human: bool = True,
-    label_source: str = "published",
+    label_source: str = "published", progress: Callable[[str], None] | None = None,
 ) -> str:
     """The report as one HTML string (see the module docstring).
+
+    ``progress``: called with a short line as each step starts (the CLI prints them on stderr).
 
     ``human_cases``: the cases whose votes the human section analyses (a dataset); by default,
     the cases of the input that holds the most. ``label_source``: the human labels every input
@@ -561,25 +726,37 @@ def build_report(
     preds = list(preds)
     if not preds:
         raise ValueError("a report needs at least one input")
+    say = progress or (lambda line: None)
     names = _unique_names(preds)
     inputs = []
-    for n, p in zip(names, preds):
+    for k, (n, p) in enumerate(zip(names, preds), start=1):
+        if k == 1 or k % 10 == 0 or k == len(preds):
+            say(f"scoring input {k} of {len(preds)}")
         rates = human_rates(p, label_source)
         inputs.append(ReportInput(n, p, score_predictions(p, paper_compat=paper_compat, n_boot=n_boot, seed=seed,
                                                           human_rate=rates), rates))
     if human and human_cases is None:
         human_cases = max(preds, key=lambda p: p.n).cases
-    sections = [
-        _leaderboard(inputs, paper_compat, n_boot),
-        _refusal(inputs),
-        _say_do(inputs, n_boot, seed),
-        _pairwise(inputs, paper_compat, n_boot, seed, label_source),
-        _category_heatmap(inputs, paper_compat),
-        _scatter(inputs, paper_compat),
-        _reliability(inputs, paper_compat),
-        _ablation(inputs, paper_compat, n_boot, seed, label_source),
-        _human(human_cases, seed) if human else "",
+    steps = [
+        ("leaderboard", lambda: _leaderboard(inputs, paper_compat, n_boot)),
+        ("over- and under-refusal", lambda: _refusal(inputs)),
+        ("judgement and behaviour", lambda: _say_do(inputs, n_boot, seed)),
+        ("paired differences", lambda: _pairwise(inputs, paper_compat, n_boot, seed, label_source)),
+        ("accuracy by category", lambda: _category_heatmap(inputs, paper_compat)),
+        ("P(safe) against the human safe_rate", lambda: _scatter(inputs, paper_compat)),
+        ("calibration", lambda: _reliability(inputs, paper_compat)),
+        ("context ablation", lambda: _ablation(inputs, paper_compat, n_boot, seed, label_source)),
+        ("the human votes", lambda: _human(human_cases, seed) if human else ""),
     ]
+    sections = []
+    with warnings.catch_warnings(record=True) as caught:  # told through ``progress``, never leaked
+        warnings.simplefilter("always")
+        for what, make in steps:
+            say(what)
+            sections.append(make())
+    for note in dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in caught):
+        log.warning("report: %s", note)
+        say(f"note: {note}")
     sections = _number_sections(sections)
     toc = "".join(
         f'<li><a href="#{anchor}">{_e(label)}</a></li>'

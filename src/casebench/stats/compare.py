@@ -348,3 +348,61 @@ def compare(
                 "cases": "all cases (paper-compatible)" if paper_compat else "cases both inputs answered",
                 "label_source": label_source}
     return Comparison([_describe(p, i) for i, p in enumerate(preds)], results, settings)
+
+
+# --------------------------------------------------------------------------------------------
+# Every pair at once: accuracy only (the report's matrix over many inputs)
+
+
+@dataclass
+class AccuracyMatrix:
+    """Paired accuracy of every pair of inputs over the same cases, from three matrix products.
+
+    Entry ``[i, j]``: ``n_paired`` cases both scored, ``a_only`` cases i got right and j wrong,
+    ``diff`` = accuracy of i - accuracy of j over those cases, ``p`` McNemar's exact p (the same
+    binomial test as ``mcnemar_exact``), ``p_adjusted`` Benjamini-Hochberg over the pairs i < j
+    (one family: accuracy, every pair), ``significant`` where BH rejects at ``alpha``. All
+    matrices are symmetric except ``a_only`` (its transpose is ``b_only``) and ``diff``
+    (antisymmetric). Diagonals: 0 differences, p = 1, never significant.
+    """
+
+    n_paired: np.ndarray
+    a_only: np.ndarray
+    diff: np.ndarray
+    p: np.ndarray
+    p_adjusted: np.ndarray
+    significant: np.ndarray
+    alpha: float
+
+
+def accuracy_matrix(correct: np.ndarray, scored: np.ndarray, alpha: float = 0.05) -> AccuracyMatrix:
+    """``correct`` and ``scored``: (inputs, cases) boolean arrays aligned by case (a case an
+    input did not score is neither right nor wrong; pairs use the cases both scored)."""
+    from scipy.stats import binom
+    from statsmodels.stats.multitest import multipletests
+
+    s = np.asarray(scored, dtype=float)
+    c = np.asarray(correct, dtype=bool) & np.asarray(scored, dtype=bool)
+    right = c.astype(float)
+    wrong = s - right
+    n_paired = s @ s.T
+    a_only = right @ wrong.T  # i right, j wrong, both scored
+    right_paired = right @ s.T  # i right among the cases both scored
+    with np.errstate(invalid="ignore", divide="ignore"):
+        diff = np.where(n_paired > 0, (right_paired - right_paired.T) / n_paired, np.nan)
+    b_only = a_only.T
+    k = np.minimum(a_only, b_only)
+    m = a_only + b_only
+    p = np.where(m > 0, np.minimum(1.0, 2.0 * binom.cdf(k, np.maximum(m, 1), 0.5)), 1.0)
+    np.fill_diagonal(p, 1.0)
+    np.fill_diagonal(diff, 0.0)
+    iu = np.triu_indices(len(s), k=1)
+    p_adj = np.ones_like(p)
+    sig = np.zeros(p.shape, dtype=bool)
+    if len(iu[0]):
+        reject, adj, _, _ = multipletests(p[iu], alpha=alpha, method="fdr_bh")
+        p_adj[iu] = adj
+        p_adj.T[iu] = adj
+        sig[iu] = reject
+        sig.T[iu] = reject
+    return AccuracyMatrix(n_paired.astype(int), a_only.astype(int), diff, p, p_adj, sig, alpha)
