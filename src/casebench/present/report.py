@@ -58,7 +58,7 @@ NEIGHBOUR_ROWS = 12
 MATRIX_MIN_PAIRED, MATRIX_MIN_DISCORDANT = 30, 10
 #: at most this many inputs get a panel in the scatter and a curve in the calibration plot (the
 #: best by accuracy); the caption names how many were left out
-PLOT_MAX_INPUTS = 12
+PLOT_MAX_INPUTS = 9
 TEST_NAMES = {"mcnemar": "McNemar", "williams": "Williams", "bootstrap": "bootstrap"}
 HUMAN_DRAWS = 1000
 
