@@ -168,7 +168,7 @@ def prepare(config: RunConfig, dataset: Dataset | None = None, backend: Backend 
         dataset_sha256=dataset.sha256, model=config.model, mode=mode.name, context_as=context_as,
         removed=list(removed), cases=cases, samples=samples, settings=settings.to_dict(),
         template_sha256=None if mode.template_key is None else templates.sha256(mode.template_key),
-        parse_retries=config.parse_retries, reask=effective_reask(mode.name, config.parse_retries, config.reask),
+        parse_retries=config.parse_retries, reask=effective_reask(mode, config.parse_retries, config.reask),
         stop_at_verdict=bool(mode.stopper() is not None and not config.full_answers),
         backend_options=redact_json(answer_opts), classifier=classifier_desc,
         context_wording_sha256=(hashlib.sha256(TURNS_WORDING.encode("utf-8")).hexdigest()

@@ -37,9 +37,12 @@ from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime, timezone
 from enum import Enum
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 from ..atomic import write_json_atomic
+
+if TYPE_CHECKING:
+    from ..modes import Mode
 
 log = logging.getLogger("casebench.runs")
 
@@ -177,10 +180,10 @@ class Asked:
 REASK_CHOICES: tuple[str, ...] = ("repair", "same")
 
 
-def effective_reask(mode: str, parse_retries: int, reask: str) -> str | None:
+def effective_reask(mode: "str | Mode", parse_retries: int, reask: str) -> str | None:
     """What ``--reask`` means for a run: None when nothing is ever re-asked for a parse failure
     (prob mode reads no text; ``--parse-retries 0``); "same" for a mode with no repair message
-    (respond mode re-asks an empty answer as it was); else ``reask`` itself."""
+    (respond mode, context generation: the question as it was); else ``reask`` itself."""
     from ..modes import get_mode
 
     if reask not in REASK_CHOICES:
