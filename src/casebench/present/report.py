@@ -9,12 +9,15 @@ and Markdown (data-URI links built with ``tables.FORMATS``, the same renderers a
 Sections (each only when its inputs allow it):
 
 1. leaderboard: every input, one row each (``table#leaderboard``, rows ``tr.leaderboard-row``),
-   sorted by accuracy, every figure with its bootstrap CI;
+   sorted by accuracy, every figure with its bootstrap CI; prob-mode runs show their verdict mass;
 2. over- and under-refusal: safe and unsafe recall side by side;
-3. paired differences between inputs that hold the same cases (``compare``);
+3. paired differences between inputs that hold the same cases (``compare``): one row per pair
+   for up to ``PAIRWISE_TABLE_MAX`` inputs; beyond, a matrix of every pair's accuracy difference
+   (``compare.accuracy_matrix``), each input against its neighbour in the ranking, and every pair
+   as a CSV download (43 inputs are 903 pairs);
 4. accuracy by category and input (heat map);
-5. P(safe) against the human safe_rate, per input;
-6. reliability diagram (inputs with a continuous P(safe));
+5. P(safe) against the human safe_rate, per input (the ``PLOT_MAX_INPUTS`` most accurate);
+6. reliability diagram (inputs with a continuous P(safe); the most accurate, as in 5);
 7. ablation studies, when the inputs hold ablation conditions with their full context
    (``ablation``);
 8. the human votes (``human.human_stats``): context effect by category and how many annotators
@@ -243,9 +246,9 @@ def _mass_notes(inputs: Sequence[ReportInput]) -> str:
             f"put on the verdict words at all; below {mass_pct(thr)} a case "
             + ("is still scored, as the authors' script does (paper-compatible)." if inputs[0].score.paper_compat
                else "counts as missing (its P(safe) is renormalised from a sliver).") + "</p>")
-    warnings = "".join(f'<p class="note warn"><b>Warning:</b> {_e(it.score.low_mass_warning)}</p>'
-                       for it in with_mass if it.score.low_mass_warning)
-    return rule + warnings
+    told = "".join(f'<p class="note warn"><b>Warning:</b> {_e(it.score.low_mass_warning)}</p>'
+                   for it in with_mass if it.score.low_mass_warning)
+    return rule + told
 
 
 def _refusal(inputs: Sequence[ReportInput]) -> str:
