@@ -150,10 +150,10 @@ def test_report_shows_the_mass_and_the_warning(prob_run, tmp_path):
 
     pred = load_run(prob_run)
     page = build_report([pred], n_boot=0, human=False)
-    assert "mass 49% · 6 low" in page and "Warning:" in page and "noise" in page
+    assert "mass 49% · 6/12 low" in page and "Warning:" in page and "noise" in page
     pred.min_verdict_mass = 0.99  # nothing left to score: the report is still written, with dashes
     page = build_report([pred], n_boot=0, human=False)
-    assert "0.0%" in page and "12 low" in page
+    assert "0.0%" in page and "12/12 low" in page
 
 
 @pytest.mark.slow

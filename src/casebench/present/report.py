@@ -231,7 +231,7 @@ def _mass_cell(s: Score) -> str:
     from .tables import mass_pct
 
     return (f'<span class="ci" title="probability on the verdict words: median; cases below '
-            f'{mass_pct(vm["threshold"])}">mass {mass_pct(vm["median"])} · {vm["below"]} low</span>')
+            f'{mass_pct(vm["threshold"])}">mass {mass_pct(vm["median"])} · {vm["below"]}/{vm["known"]} low</span>')
 
 
 def _mass_notes(inputs: Sequence[ReportInput]) -> str:
