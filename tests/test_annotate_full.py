@@ -7,7 +7,6 @@ database rules directly, the real ``casebench annotate serve`` over HTTP, and a 
 from __future__ import annotations
 
 import itertools
-from pathlib import Path
 
 import pytest
 
