@@ -4,7 +4,8 @@ against the real ``casebench annotate serve``, on SQLite and on a real PostgreSQ
 Three annotators, each in their own browser context: instructions, one case at a time with its
 context as labelled fields, the Safe and Unsafe buttons (by accessible name), progress, reloads
 and the back button (never a second vote), the query that holds a script tag (shown as text, never
-run), and the completion page with its code and no buttons.
+run), the completion page with its code and no buttons, and the "study is full" page (no code) for
+an annotator who arrives after every case has its votes.
 """
 
 from __future__ import annotations
@@ -171,11 +172,14 @@ def test_annotation_sessions_in_chromium(browser, db_url, tmp_path):
             assert safe.count() == 0 and unsafe.count() == 0
             assert f"You answered {done} cases" in person.page.locator("main").inner_text()
 
-        # every case has its N votes: a third annotator is told at once that nothing needs them
+        # every case has its N votes: a third annotator is told at once that the study is full, and
+        # gets no completion code (a crowd-work platform would pay for it)
         c = Annotator(browser, srv.base)
         c.page.goto(f"{srv.base}/?annotator=C3")
         c.page.get_by_role("link", name="Start").click()
-        assert c.page.locator("#completion-code").inner_text() == "THANKS-7"
+        c.page.wait_for_load_state()
+        assert c.page.get_by_role("heading", name="The study is full").is_visible()
+        assert c.page.locator("#completion-code").count() == 0 and "THANKS-7" not in c.page.content()
         assert c.buttons()[0].count() == 0
 
         problems = a.problems + b.problems + c.problems
@@ -191,4 +195,5 @@ def test_annotation_sessions_in_chromium(browser, db_url, tmp_path):
     assert [row["votes"] for row in admin["case_rows"]] == [N] * CASES
     per = {x["id"]: x["votes"] for x in admin["annotators"]}
     assert per == {"A5f2a9c0e1b3d4a6f7e8c9d0a": CASES, "B-2": CASES, "C3": 0}
+    assert admin["full"] is True and admin["turned_away"] == 1  # C3
     json.dumps(admin)  # the admin figures are plain JSON
