@@ -159,7 +159,7 @@ def test_spent_transport_retries_leave_a_non_final_record_that_resume_asks_again
     assert len(failed) == 1 and failed[0].final is False and failed[0].error.startswith("transport: HTTP 503")
     assert failed[0].label is None
     pred = load_run(tmp_path / "run")
-    assert math.isnan(pred.label[3]) and pred.meta["pending_requests"] == 1
+    assert math.isnan(pred.label[3]) and pred.pending == 1
 
     server.rule = None
     before = server.count

@@ -263,10 +263,33 @@ def test_load_run_gives_predictions_over_the_selected_cases(tmp_path, dataset):
     assert pred.mode == "score" and pred.model == "judge-x"
     np.testing.assert_allclose(pred.value, [8.0, 2.0, 5.0])
     np.testing.assert_array_equal(pred.label, [1.0, 0.0, 0.0])
-    assert pred.meta["pending_requests"] == 1 and pred.meta["complete"] is False
+    assert pred.pending == 1 and pred.complete is False and pred.context_as == "user"
     status = run_status(run)
     assert status == {"requests": 6, "final": 5, "answered": 4, "missing": 1, "pending": 1,
                       "transport_failures": 0, "status": "running"}
+
+
+def test_predictions_carry_the_runs_context_placement(tmp_path, dataset):
+    """A ``system`` run and a ``user`` run of the same cases tell apart in their predictions;
+    a published file (or any input that does not say) has its mode's own placement."""
+    import dataclasses
+
+    from casebench.predictions import Predictions
+
+    m = manifest_for(dataset, "binary", [0, 1])
+    m = dataclasses.replace(m, asked=dataclasses.replace(m.asked, context_as="system"))
+    run = tmp_path / "run_system"
+    with RunDir(run) as rd:
+        rd.write_manifest(m)
+        rd.append(Record(case=0, sample=0, label="safe"))
+        rd.append(Record(case=1, sample=0, label="unsafe"))
+    pred = load_run(run)
+    assert pred.context_as == "system" and pred.complete and pred.behaviour is None
+    cases = dataset.subset([0, 1])
+    assert Predictions.from_values("f.json", "m", "binary", cases, ["safe", None]).context_as == "user"
+    assert Predictions.from_values("r", "m", "respond", cases, [1.0, None]).context_as == "system"
+    with pytest.raises(ValueError, match="context placement must be one of user, system, turns, not 'inline'"):
+        Predictions.from_values("f.json", "m", "binary", cases, ["safe", None], context_as="inline")
 
 
 def test_load_run_refuses_a_different_dataset(tmp_path, dataset):

@@ -17,6 +17,7 @@ from typing import Any
 
 import click
 
+from ..stats.options import LABEL_SOURCES
 from ._common import BadInput, bad_input_errors, echo_err
 
 
@@ -48,7 +49,7 @@ def human_group() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
 @click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05,
               show_default=True, help="Significance level (per-query tests, BH on categories).")
-@click.option("--label-source", type=click.Choice(["published", "votes"]), default="published",
+@click.option("--label-source", type=click.Choice(LABEL_SOURCES), default="published",
               show_default=True,
               help="Human label: the published safe_rate rule, or the votes-only majority (tie = unsafe).")
 @click.option("--draws", type=click.IntRange(min=1), default=1000, show_default=True,

@@ -34,10 +34,10 @@ import numpy as np
 
 from ..data import Case
 from ..predictions import Predictions
-from ..stats.bootstrap import DEFAULT_BOOTSTRAP
 from ..stats.metrics import (
     ALL_METRICS, METRIC, Score, ece_bins, human_rates, metric_names, score_predictions, scoring_arrays,
 )
+from ..stats.options import DEFAULT_OPTIONS, ScoringOptions
 from .tables import STUDY_METRICS, fmt_num, fmt_p
 
 #: the leaderboard's columns: every metric, in the table's order (``stats.metrics.METRICS``)
@@ -149,7 +149,7 @@ def _unique_names(preds: Sequence[Predictions]) -> list[str]:
 # Sections
 
 
-def _leaderboard(inputs: Sequence[ReportInput], paper_compat: bool, n_boot: int) -> str:
+def _leaderboard(inputs: Sequence[ReportInput], options: ScoringOptions) -> str:
     from .tables import FORMATS
 
     order = sorted(range(len(inputs)), key=lambda i: -np.nan_to_num(inputs[i].score.values.get("accuracy", np.nan),
@@ -180,9 +180,10 @@ def _leaderboard(inputs: Sequence[ReportInput], paper_compat: bool, n_boot: int)
         _download(FORMATS["json"](scores), "leaderboard.jsonl", "application/json", "JSON lines"),
         _download(FORMATS["md"](scores), "leaderboard.md", "text/markdown", "Markdown"),
     ])
-    how = ("paper-compatible scoring (missing answers filled as the published script does)" if paper_compat
+    how = ("paper-compatible scoring (missing answers filled as the published script does)" if options.paper_compat
            else "cases each input answered (coverage in 'Answered')")
-    ci = f"95% bootstrap CIs ({n_boot} resamples of cases) under each figure" if n_boot else "no CIs (bootstrap off)"
+    ci = (f"95% bootstrap CIs ({options.n_boot} resamples of cases) under each figure" if options.n_boot
+          else "no CIs (bootstrap off)")
     return (
         '<h2 id="leaderboard-section">1. Leaderboard</h2>'
         f'<p class="note">One row per input, best accuracy first; {ci}; scored on {how}. '
@@ -215,7 +216,7 @@ def _refusal(inputs: Sequence[ReportInput]) -> str:
                       "Error bars: 95% bootstrap CIs."))
 
 
-def _say_do(inputs: Sequence[ReportInput], n_boot: int, seed: int) -> str:
+def _say_do(inputs: Sequence[ReportInput], options: ScoringOptions) -> str:
     """Judgement and behaviour side by side: each model with a judge input and a respond run on
     the same cases; what it says against what it does (``stats.saydo``)."""
     from ..stats.compare import CompareError
@@ -228,7 +229,7 @@ def _say_do(inputs: Sequence[ReportInput], n_boot: int, seed: int) -> str:
                 continue
             judge, respond = (a, b) if b.pred.mode_spec.reads_behaviour else (b, a)
             try:
-                sd = say_do(judge.pred, respond.pred, n_boot=n_boot, seed=seed)
+                sd = say_do(judge.pred, respond.pred, options)
             except CompareError:
                 continue
             jv, rv = judge.score.values, respond.score.values
@@ -268,8 +269,7 @@ def _groups_by_cases(preds: Sequence[Predictions]) -> list[list[int]]:
     return [g for g in groups.values() if len(g) > 1]
 
 
-def _pairwise(inputs: Sequence[ReportInput], paper_compat: bool, n_boot: int, seed: int,
-              label_source: str = "published") -> str:
+def _pairwise(inputs: Sequence[ReportInput], options: ScoringOptions) -> str:
     from ..stats.compare import compare
 
     groups = _groups_by_cases([it.pred for it in inputs])
@@ -278,14 +278,13 @@ def _pairwise(inputs: Sequence[ReportInput], paper_compat: bool, n_boot: int, se
                 "so no paired comparison applies (casebench compare refuses different case sets).</p>")
     parts = ['<h2 id="pairwise">3. Paired differences</h2>',
              '<p class="note">Differences A − B over the cases both inputs answered'
-             + (" (all cases, paper-compatible)" if paper_compat else "")
+             + (" (all cases, paper-compatible)" if options.paper_compat else "")
              + ", with 95% paired-bootstrap CIs. Accuracy: McNemar's exact test; PCC: Williams' t for two "
              "correlations sharing the human safe_rate; recalls: paired bootstrap. p(BH): Benjamini–Hochberg over "
              'every pair and metric of the group; <span class="sig">red</span> = significant at 0.05. '
              "The same figures, for any inputs: <code>casebench compare</code>.</p>"]
     for g in groups:
-        res = compare([inputs[i].pred for i in g], paper_compat=paper_compat, n_boot=n_boot, seed=seed,
-                      label_source=label_source)
+        res = compare([inputs[i].pred for i in g], options)
         head = ["A", "B", "Paired cases"] + [f"Δ {METRIC[m].short}" for m in PAIRWISE_METRICS]
         rows = []
         for pc in res.pairs:
@@ -308,13 +307,13 @@ def _pairwise(inputs: Sequence[ReportInput], paper_compat: bool, n_boot: int, se
     return "".join(parts)
 
 
-def _category_heatmap(inputs: Sequence[ReportInput], paper_compat: bool) -> str:
+def _category_heatmap(inputs: Sequence[ReportInput], options: ScoringOptions) -> str:
     from .plots import category_heatmap
 
     per: list[dict[str, float]] = []
     cats: set[str] = set()
     for it in inputs:
-        a, mask = scoring_arrays(it.pred, paper_compat, it.rates)
+        a, mask = scoring_arrays(it.pred, options, it.rates)
         c = np.array([x.category for x in it.pred.cases], dtype=object)[mask]
         acc = {}
         for cat in sorted(set(c.tolist())):
@@ -324,7 +323,7 @@ def _category_heatmap(inputs: Sequence[ReportInput], paper_compat: bool) -> str:
         cats.update(x.category for x in it.pred.cases)
     categories = sorted(cats)
     m = np.array([[per[j].get(cat, float("nan")) for j in range(len(inputs))] for cat in categories])
-    counts = [it.pred.n if paper_compat else int(it.pred.answered.sum()) for it in inputs]
+    counts = [it.pred.n if options.paper_compat else int(it.pred.answered.sum()) for it in inputs]
     png = category_heatmap(categories, [it.name for it in inputs], m, counts)
     return ('<h2 id="categories">4. Accuracy by category</h2>'
             + _figure(png, "accuracy by category and input",
@@ -334,12 +333,12 @@ def _category_heatmap(inputs: Sequence[ReportInput], paper_compat: bool) -> str:
                       "Grey: the input has no scored case of that category. Category names as published."))
 
 
-def _scatter(inputs: Sequence[ReportInput], paper_compat: bool) -> str:
+def _scatter(inputs: Sequence[ReportInput], options: ScoringOptions) -> str:
     from .plots import p_vs_human
 
     panels = []
     for it in inputs:
-        a, mask = scoring_arrays(it.pred, paper_compat, it.rates)
+        a, mask = scoring_arrays(it.pred, options, it.rates)
         if it.pred.is_continuous:
             p = a.p
         else:
@@ -355,7 +354,7 @@ def _scatter(inputs: Sequence[ReportInput], paper_compat: bool) -> str:
                       "bottom-right quadrants are wrong verdicts. r: Pearson correlation (PCC)."))
 
 
-def _reliability(inputs: Sequence[ReportInput], paper_compat: bool) -> str:
+def _reliability(inputs: Sequence[ReportInput], options: ScoringOptions) -> str:
     from ..stats.metrics import ECE_BINS
     from .plots import reliability
 
@@ -363,7 +362,7 @@ def _reliability(inputs: Sequence[ReportInput], paper_compat: bool) -> str:
     for it in inputs:
         if not it.pred.is_continuous:
             continue
-        a, _ = scoring_arrays(it.pred, paper_compat, it.rates)
+        a, _ = scoring_arrays(it.pred, options, it.rates)
         p = np.clip(np.asarray(a.p, dtype=float), 0, 1)
         if not len(p):
             continue
@@ -398,8 +397,7 @@ def _ablation_groups(preds: Sequence[Predictions]) -> list[list[int]]:
     return out
 
 
-def _ablation(inputs: Sequence[ReportInput], paper_compat: bool, n_boot: int, seed: int,
-              label_source: str = "published") -> str:
+def _ablation(inputs: Sequence[ReportInput], options: ScoringOptions) -> str:
     from ..stats.ablation import analyse_ablation
     from .plots import ablation_chart
 
@@ -411,8 +409,7 @@ def _ablation(inputs: Sequence[ReportInput], paper_compat: bool, n_boot: int, se
              "CI (same cases, same model and mode); a bar left of zero means removing those CI parameters hurt. "
              "The same study in text or JSON: <code>casebench ablate INPUTS…</code>.</p>"]
     for g in groups:
-        res = analyse_ablation([inputs[i].pred for i in g], paper_compat=paper_compat, n_boot=n_boot, seed=seed,
-                               label_source=label_source)
+        res = analyse_ablation([inputs[i].pred for i in g], options)
         ms = [m for m in STUDY_METRICS if m in res.conditions[1].diffs]
         drawn = [m for m in ms if m != "bce"]  # four panels stay legible; BCE is in the table
         conds = res.conditions[1:]
@@ -518,16 +515,16 @@ def _number_sections(sections: Sequence[str]) -> list[str]:
 
 
 def build_report(
-    preds: Sequence[Predictions], *, human_cases: Sequence[Case] | None = None, paper_compat: bool = False,
-    n_boot: int = DEFAULT_BOOTSTRAP, seed: int = 0, title: str = "casebench report", human: bool = True,
-    label_source: str = "published",
+    preds: Sequence[Predictions], options: ScoringOptions = DEFAULT_OPTIONS, *,
+    human_cases: Sequence[Case] | None = None, title: str = "casebench report", human: bool = True,
 ) -> str:
     """The report as one HTML string (see the module docstring).
 
-    ``human_cases``: the cases whose votes the human section analyses (a dataset); by default,
-    the cases of the input that holds the most. ``label_source``: the human labels every input
-    is scored against (``stats.metrics.human_rates``: published, or the votes alone).
+    ``options``: how every input is scored, including the human labels (``label_source``:
+    published, or the votes alone). ``human_cases``: the cases whose votes the human section
+    analyses (a dataset); by default, the cases of the input that holds the most.
     """
+    paper_compat, n_boot, seed, label_source = options.paper_compat, options.n_boot, options.seed, options.label_source
     preds = list(preds)
     if not preds:
         raise ValueError("a report needs at least one input")
@@ -535,19 +532,18 @@ def build_report(
     inputs = []
     for n, p in zip(names, preds):
         rates = human_rates(p, label_source)
-        inputs.append(ReportInput(n, p, score_predictions(p, paper_compat=paper_compat, n_boot=n_boot, seed=seed,
-                                                          human_rate=rates), rates))
+        inputs.append(ReportInput(n, p, score_predictions(p, options, human_rate=rates), rates))
     if human and human_cases is None:
         human_cases = max(preds, key=lambda p: p.n).cases
     sections = [
-        _leaderboard(inputs, paper_compat, n_boot),
+        _leaderboard(inputs, options),
         _refusal(inputs),
-        _say_do(inputs, n_boot, seed),
-        _pairwise(inputs, paper_compat, n_boot, seed, label_source),
-        _category_heatmap(inputs, paper_compat),
-        _scatter(inputs, paper_compat),
-        _reliability(inputs, paper_compat),
-        _ablation(inputs, paper_compat, n_boot, seed, label_source),
+        _say_do(inputs, options),
+        _pairwise(inputs, options),
+        _category_heatmap(inputs, options),
+        _scatter(inputs, options),
+        _reliability(inputs, options),
+        _ablation(inputs, options),
         _human(human_cases, seed) if human else "",
     ]
     sections = _number_sections(sections)
@@ -583,8 +579,9 @@ def build_report(
     )
 
 
-def write_report(path: str | Path, preds: Sequence[Predictions], **kw: Any) -> Path:
-    """Build the report and write it atomically (never a half-written file)."""
+def write_report(path: str | Path, preds: Sequence[Predictions], options: ScoringOptions = DEFAULT_OPTIONS,
+                 **kw: Any) -> Path:
+    """Build the report (``build_report``) and write it atomically (never a half-written file)."""
     from ..atomic import write_text_atomic
 
-    return write_text_atomic(path, build_report(preds, **kw))
+    return write_text_atomic(path, build_report(preds, options, **kw))

@@ -88,9 +88,10 @@ def _values(run_path: str | Path, m: Manifest, ds: Dataset) -> tuple[list[int], 
 def load_run(run_path: str | Path, dataset: Dataset | None = None) -> "Predictions":
     """Per-case predictions of a run over its selected cases, in dataset order.
 
-    Cases still pending (no final record) are missing values; ``meta`` says how many, so a
-    scorer can warn that the run is incomplete. Respond runs also carry, per case, the
-    behaviour the refusal classifier read (``meta["behaviour"]``).
+    Cases still pending (no final record) are missing values; ``pending`` says how many, so a
+    scorer can warn that the run is incomplete. The predictions carry the run's context
+    placement; respond runs also carry, per case, the behaviour the refusal classifier read
+    (``behaviour``).
     """
     from ..predictions import Predictions
 
@@ -98,14 +99,13 @@ def load_run(run_path: str | Path, dataset: Dataset | None = None) -> "Predictio
     ds = run_dataset(run_path, m, dataset)
     cases, values, pending, finals = _values(run_path, m, ds)
     meta: dict[str, Any] = {
-        "format": "run", "run_dir": str(run_path), "model_spec": m.model, "pending_requests": pending,
-        "complete": pending == 0, "status": m.status.value, "samples": m.samples, "context_as": m.asked.context_as,
+        "format": "run", "run_dir": str(run_path), "model_spec": m.model, "status": m.status.value,
+        "samples": m.samples,
     }
     behaviours = [[finals[(c, s)].behaviour for s in range(m.samples) if (c, s) in finals] for c in cases]
-    if any(b for bs in behaviours for b in bs):
-        meta["behaviour"] = behaviours
     return Predictions.from_values(str(run_path), model_short_name(m.model), m.mode, ds.subset(cases),
-                                   values, m.removed, meta)
+                                   values, m.removed, meta, context_as=m.asked.context_as or "", pending=pending,
+                                   behaviour=behaviours if any(b for bs in behaviours for b in bs) else None)
 
 
 def export_run(run_path: str | Path, out_path: str | Path, dataset: Dataset | None = None,
