@@ -188,7 +188,7 @@ def _run_study(model: str, mode: str, params: str, context_as: str | None, out_r
     from ..runs.study import run_ablation
     from ..stats.ablation import AblationStudyError, condition_name
     from ..runs.execute import RunConfig, resolve_data_path
-    from ..runs.record import RunError, RunLocked
+    from ..runs.record import RunError, RunLocked, RunState
     from ..runs.results import load_run
     from ._common import API_PREFIXES, backend_options, setup_logging
 
@@ -211,7 +211,7 @@ def _run_study(model: str, mode: str, params: str, context_as: str | None, out_r
                 runs = run_ablation(base, params, out_root=out_root, dataset=dataset, on_condition=note)
             except RunLocked as e:
                 raise click.ClickException(str(e)) from None
-            unfinished = [r for r in runs if r.status != "complete"]
+            unfinished = [r for r in runs if r.status is not RunState.COMPLETE]
             if unfinished:
                 r = unfinished[0]
                 echo_err(f"casebench: {condition_name(r.removed)} stopped ({r.status}); re-run the same "

@@ -6,12 +6,15 @@ mode decides how samples aggregate into one value per case (``modes.Mode.aggrega
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ..data import Dataset, load_dataset
 from ..modes import get_mode
-from .record import Manifest, Record, RunError, final_records, iter_records, read_manifest
+from .record import (
+    Manifest, Record, RunCounts, RunError, RunState, final_records, iter_records, read_manifest,
+)
 
 if TYPE_CHECKING:
     from ..predictions import Predictions
@@ -55,23 +58,26 @@ def run_dataset(run_path: str | Path, manifest: Manifest, dataset: Dataset | Non
     return dataset
 
 
-def run_status(run_path: str | Path) -> dict[str, Any]:
-    """Counts of a run: requests planned, final, answered, missing, pending, transport failures."""
+@dataclass
+class RunProgress(RunCounts):
+    """A run directory's counts as its records say them (``RunCounts``), the state its manifest
+    records, and how many transport failures its records hold."""
+
+    status: RunState = RunState.RUNNING
+    transport_failures: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (the state as its value)."""
+        return {**asdict(self), "status": self.status.value}
+
+
+def run_status(run_path: str | Path) -> RunProgress:
+    """Counts of a run read from its records: requests planned, final, answered, missing,
+    pending; the manifest's state; transport failures."""
     m = read_manifest(run_path)
     recs = list(iter_records(run_path))
-    finals = final_records(recs)
-    planned = {(c, s) for c in m.cases for s in range(m.samples)}
-    done = {k for k in finals if k in planned}
-    answered = sum(1 for k in done if finals[k].answered)
-    return {
-        "requests": len(planned),
-        "final": len(done),
-        "answered": answered,
-        "missing": len(done) - answered,
-        "pending": len(planned - done),
-        "transport_failures": sum(1 for r in recs if not r.final),
-        "status": m.status.value,
-    }
+    counts = RunCounts.tally(((c, s) for c in m.cases for s in range(m.samples)), final_records(recs))
+    return RunProgress(**asdict(counts), status=m.status, transport_failures=sum(1 for r in recs if not r.final))
 
 
 def _values(run_path: str | Path, m: Manifest, ds: Dataset) -> tuple[list[int], list[Any], int, dict]:
