@@ -602,8 +602,17 @@ def score_predictions(
 
     The human label: ``options.label_source`` (``human_rates``), or an explicit ``human_rate``
     array."""
-    n_boot, seed = options.n_boot, options.seed
     a, mask = scoring_arrays(pred, options, human_rate)
+    return score_arrays(pred, a, mask, options, level=level, breakdowns=breakdowns)
+
+
+def score_arrays(
+    pred: Predictions, a: ScoringArrays, mask: np.ndarray, options: ScoringOptions = DEFAULT_OPTIONS, *,
+    level: float = 0.95, breakdowns: bool = False,
+) -> Score:
+    """``score_predictions`` from scoring arrays already made (``scoring_arrays(pred, options)``:
+    ``a`` and the mask of scored cases), for a caller that also needs the arrays."""
+    n_boot, seed = options.n_boot, options.seed
     values = point_metrics(a)
     ci = bootstrap_ci(a, n_boot, seed, level)
     s = Score(pred.source, pred.model, pred.mode, pred.removed, pred.n, int(pred.answered.sum()),
