@@ -245,7 +245,7 @@ def test_aclose_releases_the_model(tiny_model_dir):
 # ---------------------------------------------------------------- the real embedded model
 def _real_prompts(mode: str, n: int) -> list[str]:
     """One case per category from the real dataset (45), else invented prompts."""
-    from casebench.prompts import render_prompt
+    from casebench.modes import render_prompt
 
     if DATA_FILE.is_file():
         from casebench.data import load_dataset
