@@ -313,6 +313,17 @@ def test_predictions_carry_the_runs_context_placement(tmp_path, dataset):
     assert Predictions.from_values("r", "m", "respond", cases, [1.0, None]).context_as == "system"
     with pytest.raises(ValueError, match="context placement must be one of user, system, turns, not 'inline'"):
         Predictions.from_values("f.json", "m", "binary", cases, ["safe", None], context_as="inline")
+    # the report, compare and ablate tell a user run from a system run
+    user = Predictions.from_values("u", "m", "binary", cases, ["safe", None])
+    system = Predictions.from_values("s", "m", "binary", cases, ["safe", None], context_as="system")
+    assert user.name == "m [binary]" and system.name == "m [binary] (context as system)"
+    from casebench.stats.ablation import AblationStudyError, analyse_ablation
+    from casebench.stats.overview import ablation_groups
+
+    cond = Predictions.from_values("c", "m", "binary", cases, ["safe", None], removed=("sender",), context_as="system")
+    assert ablation_groups([user, cond]) == [] and ablation_groups([system, cond]) == [[0, 1]]
+    with pytest.raises(AblationStudyError, match="keeps the context placement fixed"):
+        analyse_ablation([user, cond])
 
 
 def test_load_run_refuses_a_different_dataset(tmp_path, dataset):

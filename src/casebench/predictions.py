@@ -129,7 +129,12 @@ class Predictions:
         return cases_fingerprint(self.cases, tuple(dict.fromkeys([*self.removed, *ignore])))
 
     @property
+    def placement_note(self) -> str:
+        """``" (context as system)"`` when the context placement is not the mode's own, else ""."""
+        return "" if self.context_as == self.mode_spec.default_context_as else f" (context as {self.context_as})"
+
+    @property
     def name(self) -> str:
-        """A short display name: model, mode and ablation."""
+        """A short display name: model, mode, placement (when not the mode's own) and ablation."""
         tail = f" -{','.join(self.removed)}" if self.removed else ""
-        return f"{self.model} [{self.mode}]{tail}"
+        return f"{self.model} [{self.mode}]{self.placement_note}{tail}"

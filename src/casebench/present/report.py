@@ -165,8 +165,9 @@ def _short_source(source: str) -> str:
 
 
 def display_name(p: Predictions) -> str:
-    """``model [mode]``, and ``− removed, parameters`` for an ablation condition."""
-    base = f"{p.model} [{p.mode}]"
+    """``model [mode]``, the context placement when it is not the mode's own, and
+    ``− removed, parameters`` for an ablation condition."""
+    base = f"{p.model} [{p.mode}]{p.placement_note}"
     return base + (" − " + ", ".join(p.removed) if p.removed else "")
 
 

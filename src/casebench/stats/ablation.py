@@ -120,6 +120,11 @@ def analyse_ablation(
             "an ablation study is one model in one mode; got "
             + "; ".join(f"{p.source}: {p.model} [{p.mode}]" for p in preds)
         )
+    if len({p.context_as for p in preds}) > 1:
+        raise AblationStudyError(
+            "an ablation study keeps the context placement fixed; got "
+            + "; ".join(f"{p.source}: context as {p.context_as}" for p in preds)
+        )
     seen: dict[tuple[str, ...], str] = {}
     for p in preds:
         key = canonical(p.removed)

@@ -121,7 +121,7 @@ def ablation_groups(preds: Sequence[Predictions]) -> list[list[int]]:
 
     groups: dict[tuple[Any, ...], list[int]] = {}
     for i, (p, key) in enumerate(zip(preds, _cases_keys(preds))):
-        groups.setdefault((p.model, p.mode, *key), []).append(i)
+        groups.setdefault((p.model, p.mode, p.context_as, *key), []).append(i)
     out = []
     for g in groups.values():
         conds = [canonical(preds[i].removed) for i in g]
