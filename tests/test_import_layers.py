@@ -6,7 +6,7 @@ a dependency -- and checked against ``MAY_IMPORT``, which says for each unit (a 
 or a subpackage) which other units it may import. The table is the layering of
 ``../shared/DESIGN.md``:
 
-    foundation (atomic, jsonutil, cache, extras, the package itself)
+    foundation (atomic, jsonutil, cache, extras, plugins, the package itself)
       < data, sources, parse < prompts < backends < modes < predictions < published, classify
       < runs < loader < stats < present < contexts, annotate, integrations < cli
 
@@ -30,7 +30,7 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "casebench"
 
-FOUNDATION = frozenset({"casebench", "atomic", "jsonutil", "cache", "extras"})
+FOUNDATION = frozenset({"casebench", "atomic", "jsonutil", "cache", "extras", "plugins"})
 
 #: unit -> the other units it may import (besides itself and the foundation)
 MAY_IMPORT: dict[str, frozenset[str]] = {name: frozenset(deps) for name, deps in {
@@ -40,6 +40,9 @@ MAY_IMPORT: dict[str, frozenset[str]] = {name: frozenset(deps) for name, deps in
     "jsonutil": (),
     "cache": (),
     "extras": (),
+    # the plugin loader: every registry (backends, classifiers, metrics, modes) may ask it to
+    # import plugins, so it imports them by name only (importlib), never a registry itself
+    "plugins": (),
     # the data model and what reads text
     "data": ("sources",),
     "sources": (),
