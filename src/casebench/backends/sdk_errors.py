@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from types import ModuleType
 from typing import Any, Awaitable, Callable, Iterator, TypeVar
 
-from casebench.backends import body_excerpt, retry_after_from_headers, status_is_transient
+from casebench.backends.http import body_excerpt, retry_after_from_headers, status_is_transient
 from casebench.backends.base import PermanentError, TransientError
 
 T = TypeVar("T")

@@ -413,7 +413,7 @@ class Runner:
 
     def _postfix(self) -> str:
         tok = self.prompt_tokens + self.completion_tokens
-        cost = f"${self.spent:.4f}" if self.prep.price.status in ("table", "local") else "$?"
+        cost = f"${self.spent:.4f}" if self.prep.price.status != "unknown" else "$?"
         return f"tok={tok} cost={cost} miss={self.missing} retry={self.retries} fail={self.transport_failures}"
 
     async def _process(self, jobs: list[_Job]) -> None:
@@ -604,7 +604,7 @@ class Runner:
             missing=final - answered, pending=pending, asked_this_session=self.asked,
             transport_failures=self.transport_failures, retries=self.retries, prompt_tokens=self.prompt_tokens,
             completion_tokens=self.completion_tokens, cost_usd=self.spent,
-            cost_known=self.prep.price.status in ("table", "local"), elapsed_s=elapsed, message=message,
+            cost_known=self.prep.price.status != "unknown", elapsed_s=elapsed, message=message,
             repaired_bytes=self.rundir.repaired_bytes,
         )
 
