@@ -39,12 +39,12 @@ _HINT = "pip install 'casebench[hf]'"
     "hf-classifier", argument="PATH",
     summary="a local transformers sequence-classification model read through a label mapping",
     options=(
-        Option("labels", "hf-classifier: the model's labels as behaviours, e.g. "
+        Option("labels", "The model's labels as behaviours, e.g. "
                "'LABEL_0=comply,LABEL_1=refuse,LABEL_2=partial'.", flag="--refusal-labels", metavar="MAP"),
-        Option("batch_size", "hf-classifier: answers per batch (default 16).", type="int", answers=False),
-        Option("device", "hf-classifier: torch device (default cpu)."),
-        Option("max_length", "hf-classifier: tokens per input (default 512).", flag=None, type="int"),
-        Option("text", "hf-classifier: what the model reads: 'answer' or 'pair' (question and answer).",
+        Option("batch_size", "Answers per batch (default 16).", type="int", answers=False),
+        Option("device", "Torch device (default cpu)."),
+        Option("max_length", "Tokens per input (default 512).", flag=None, type="int"),
+        Option("text", "What the model reads: 'answer' or 'pair' (question and answer).",
                flag=None, choices=("answer", "pair")),
     ),
 )

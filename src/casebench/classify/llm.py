@@ -77,12 +77,12 @@ def build_prompt(prompt: str, answer: str) -> str:
     "llm", argument="MODEL_SPEC",
     summary="any casebench model spec asked with a three-class prompt of our own wording",
     options=(
-        Option("base_url", "llm:openai/... classifier: the endpoint of its OpenAI-compatible server.",
+        Option("base_url", "The endpoint of its OpenAI-compatible server.",
                metavar="URL", answers=False),
-        Option("api_key_env", "llm: name of the environment variable holding the API key.", metavar="VAR",
+        Option("api_key_env", "Name of the environment variable holding the API key.", metavar="VAR",
                answers=False),
-        Option("concurrency", "llm: requests in flight (default 4).", type="int", answers=False),
-        Option("max_tokens", "llm: reply cap of the classifier model (default 8).", flag=None, type="int"),
+        Option("concurrency", "Requests in flight (default 4).", type="int", answers=False),
+        Option("max_tokens", "Reply cap of the classifier model (default 8).", flag=None, type="int"),
     ),
 )
 class LLMClassifier:
