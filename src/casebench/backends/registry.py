@@ -241,9 +241,17 @@ def _refuse_vllm() -> None:
 
 
 def backends() -> list[BackendInfo]:
-    """Every registered description (built-ins first, then plugins, in registration order)."""
+    """Every registered description: the built-ins in ``BUILTIN_MODULES`` order, the refused
+    prefixes, then plugins in registration order."""
     _ensure_loaded()
-    return list(_BACKENDS.values())
+
+    def rank(info: BackendInfo) -> int:
+        module = info.cls.__module__ if info.cls is not None else None
+        if module in BUILTIN_MODULES:
+            return BUILTIN_MODULES.index(module)
+        return len(BUILTIN_MODULES) + (0 if info.cls is None else 1)
+
+    return sorted(_BACKENDS.values(), key=rank)
 
 
 def valid_prefixes() -> list[str]:
