@@ -34,7 +34,6 @@ from .http import (
     status_is_transient,
 )
 from .registry import (
-    TRANSPORT_OPTIONS,
     BackendInfo,
     Option,
     RegistryError,
@@ -45,12 +44,13 @@ from .registry import (
     make_backend,
     register_backend,
     resolve_options,
+    transport_option_names,
     valid_prefixes,
 )
 
 __all__ = [
     "LOCAL_PLACEHOLDER_KEY", "SDKTransport", "Secret", "body_excerpt", "is_local_url", "parse_retry_after",
     "public_url", "redact", "resolve_api_key", "retry_after_from_headers", "status_is_transient",
-    "TRANSPORT_OPTIONS", "BackendInfo", "Option", "RegistryError", "backend", "backend_class", "backends",
-    "info_for", "make_backend", "register_backend", "resolve_options", "valid_prefixes",
+    "BackendInfo", "Option", "RegistryError", "backend", "backend_class", "backends",
+    "info_for", "make_backend", "register_backend", "resolve_options", "transport_option_names", "valid_prefixes",
 ]

@@ -356,12 +356,12 @@ def resolve_options(spec: str, options: dict[str, Any], cls: type | None = None)
 
 def _described_transport(cls: type) -> frozenset[str]:
     """Transport options of a class built by a caller: its own description if it has one, else
-    the transport options every description agrees on (an endpoint, a key variable, a timeout,
-    a batch size)."""
+    every option some registered backend marks as transport only (an endpoint, a key variable,
+    a timeout, a batch size)."""
     for info in backends():
         if info.cls is cls:
             return info.transport_options()
-    return TRANSPORT_OPTIONS
+    return transport_option_names()
 
 
 def transport_option_names() -> frozenset[str]:
@@ -370,12 +370,6 @@ def transport_option_names() -> frozenset[str]:
     for info in backends():
         out |= info.transport_options()
     return frozenset(out)
-
-
-#: The options of the built-in backends that never change answers (derived from their
-#: descriptions when the registry is read; kept as a name for callers of the old table).
-TRANSPORT_OPTIONS: frozenset[str] = frozenset({"base_url", "api_key_env", "timeout", "batch_size",
-                                              "generation_batch_size"})
 
 
 def cli_options() -> list[tuple[Option, list[BackendInfo]]]:
@@ -395,7 +389,7 @@ def cli_options() -> list[tuple[Option, list[BackendInfo]]]:
 
 
 __all__ = [
-    "BUILTIN_MODULES", "BackendInfo", "OPTION_TYPES", "Option", "RegistryError", "TRANSPORT_OPTIONS", "backend",
+    "BUILTIN_MODULES", "BackendInfo", "OPTION_TYPES", "Option", "RegistryError", "backend",
     "backend_class", "backends", "cli_options", "info_for", "is_local_spec", "is_remote_spec", "make_backend",
     "refuse_prefix", "register_backend", "resolve_options", "transport_option_names", "valid_prefixes",
 ]
