@@ -22,7 +22,8 @@ FIXTURES = REPO / "tests" / "fixtures"
 
 def casebench(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     full = {k: v for k, v in os.environ.items() if k != "CASEBENCH_PLUGINS"}
-    full.update(PYTHONPATH=os.pathsep.join([str(REPO / "src"), str(REPO / "tests")]), **(env or {}))
+    full["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), str(REPO / "tests")])
+    full.update(env or {})
     return subprocess.run([sys.executable, "-c", "import sys; sys.argv[0] = 'casebench'; "
                            "from casebench.cli import main; main()", *args],
                           capture_output=True, text=True, env=full, timeout=300, cwd=REPO)
@@ -84,6 +85,20 @@ def test_toy_backend_classifier_and_metric_through_the_cli(tmp_path: Path) -> No
     assert scored["toy_predicted_safe"] == 0.0 and "toy_predicted_safe" in scored["ci"]
     table = casebench("--plugin", str(PLUGINS / "toy_metric.py"), "score", str(out), "--bootstrap", "0")
     assert table.returncode == 0 and "toy: predicted safe" in table.stdout
+
+
+def test_an_installed_package_plugs_in_through_its_entry_point(tmp_path: Path) -> None:
+    """A package that declares ``[project.entry-points."casebench.plugins"]`` is loaded without
+    any flag (here: a dist-info folder on the path, as pip leaves one)."""
+    site = tmp_path / "site"
+    info = site / "casebench_toy-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: casebench-toy\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[casebench.plugins]\ntoy = toy_backend\n")
+    path = os.pathsep.join([str(REPO / "src"), str(REPO / "tests"), str(PLUGINS), str(site)])
+    r = casebench("run", "--help", env={"PYTHONPATH": path})
+    assert r.returncode == 0, r.stderr
+    assert "--toy-verdict" in r.stdout
 
 
 def test_a_plugin_that_fails_to_import_is_named() -> None:

@@ -163,6 +163,7 @@ def _ensure_loaded() -> None:
 
 def register_backend(info: BackendInfo) -> BackendInfo:
     """Add a description to the registry (its prefix must be new). Returns ``info``."""
+    _ensure_loaded()  # a plugin imported first is checked against the built-ins
     prefix = info.prefix
     if not prefix or "/" in prefix or ":" in prefix or prefix != prefix.strip():
         raise RegistryError(f"backend prefix {prefix!r} must be a non-empty word without '/' or ':'")

@@ -67,6 +67,7 @@ def _ensure_loaded() -> None:
 
 def register_classifier(info: ClassifierInfo) -> ClassifierInfo:
     """Add a description (its kind and aliases must be new). Returns ``info``."""
+    _ensure_loaded()  # a plugin imported first is checked against the built-ins
     for name in (info.kind, *info.aliases):
         if not name or ":" in name or name != name.strip():
             raise RegistryError(f"refusal classifier kind {name!r} must be a non-empty word without ':'")
