@@ -152,6 +152,13 @@ class RegistryCommand(click.Command):
         return own + extra + ([help_option] if help_option is not None else [])
 
 
+def batch_backends() -> str:
+    """The prefixes of the backends with a batch API, e.g. ``openai/ and anthropic/``."""
+    from ..backends.registry import backends
+
+    return " and ".join(f"{b.prefix}/" for b in backends() if b.batch_api) or "no backend"
+
+
 def is_remote(model: str) -> bool:
     """True when the model's backend asks a server (it gets a wall-clock limit per call)."""
     from ..backends.registry import is_remote_spec

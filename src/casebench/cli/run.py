@@ -14,7 +14,7 @@ from typing import Any
 from ..modes import MODES, mode_names
 from ..prompts import CONTEXT_PLACEMENTS
 from ._common import (
-    BadInput, RegistryCommand, backend_options, bad_input_errors, call_timeout, classifier_options,
+    BadInput, RegistryCommand, backend_options, bad_input_errors, batch_backends, call_timeout, classifier_options,
     refusal_classifier_options, run_with_signals, setup_logging,
 )
 
@@ -30,7 +30,7 @@ from ._common import (
                    "judge modes), rendered as the operator's system prompt (system; default of respond mode), or "
                    "as the conversation before the query (turns; a judge is asked about its final query).")
 @click.option("--batch", "batch", is_flag=True, default=False,
-              help="openai/ and anthropic/: ask through the provider's batch API (half price, within 24 h); "
+              help=batch_backends() + ": ask through the provider's batch API (half price, within 24 h); "
                    "a killed run resumes polling the same batch. Unanswered items are asked again online.")
 @click.option("--batch-poll", "batch_poll", type=float, default=10.0, show_default=True, metavar="SECONDS",
               help="With --batch: seconds between status polls (growing by half each time, up to 2 min).")

@@ -627,7 +627,10 @@ async def run_prepared(prep: Prepared, backend: Backend, rng: random.Random | No
     """Execute a prepared run with a ready backend (the caller owns the backend)."""
     check_supports(backend, prep.mode.want, prep.mode.name)
     if prep.config.batch and not getattr(backend.capabilities, "batch", False):
-        raise RunError(f"--batch: backend {backend.spec!r} has no batch API (openai/ and anthropic/ have)")
+        from ..backends.registry import backends
+
+        have = " and ".join(f"{b.prefix}/" for b in backends() if b.batch_api) or "none"
+        raise RunError(f"--batch: backend {backend.spec!r} has no batch API ({have} have)")
     with RunDir(prep.out) as rundir:
         old = check_resumable(prep)  # again, now under the lock
         manifest = old or prep.manifest
