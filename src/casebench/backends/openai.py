@@ -59,6 +59,7 @@ from casebench.backends.verdict_tokens import DEFAULT_MIN_PREFIX, tally
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
+
 @backend(
     "openai",
     summary="any OpenAI-compatible chat completions server (OpenAI, vllm serve, llama.cpp, Ollama, OpenRouter)",
