@@ -3,8 +3,8 @@
 A plugin is a Python module (or a ``.py`` file) whose import registers what it adds, each with
 its registration: ``@backend(...)`` (``casebench.backends.registry``),
 ``@refusal_classifier(...)`` (``casebench.classify.registry``), ``@metric(...)`` /
-``register_metric`` (``casebench.stats.metrics``) or ``modes.register``. casebench imports
-plugins from, in this order:
+``register_metric`` (``casebench.stats.metrics``) or ``@mode`` (``casebench.modes``). casebench
+imports plugins from, in this order:
 
 - the entry-point group ``casebench.plugins`` of installed packages (``[project.entry-points.
   "casebench.plugins"] mine = "my_package.casebench_plugin"``; an entry point naming a function
