@@ -93,13 +93,19 @@ def refusal_classifier(kind: str, *, summary: str, argument: str | None = None, 
 
 
 def classifiers() -> list[ClassifierInfo]:
-    """Every registered description, once (aliases folded), in registration order."""
+    """Every registered description, once (aliases folded): the built-ins in ``BUILTIN_MODULES``
+    order, then plugins in registration order."""
     _ensure_loaded()
     out: list[ClassifierInfo] = []
     for info in _CLASSIFIERS.values():
         if all(info is not o for o in out):
             out.append(info)
-    return out
+
+    def rank(info: ClassifierInfo) -> int:
+        module = info.cls.__module__
+        return BUILTIN_MODULES.index(module) if module in BUILTIN_MODULES else len(BUILTIN_MODULES)
+
+    return sorted(out, key=rank)
 
 
 def spec_help() -> str:
