@@ -146,3 +146,21 @@ def test_registering_a_taken_or_bad_prefix_is_refused(bad: dict[str, str]) -> No
 
     with pytest.raises(RegistryError):
         register_backend(BackendInfo(summary="x", cls=Other, **bad))
+
+
+def test_a_flag_shared_with_another_backend_must_mean_the_same() -> None:
+    """Two backends may share a flag (openai/ and anthropic/ share --base-url) only when it is the
+    same option; a plugin reusing --device as a number is refused before it is registered."""
+    from casebench.backends.registry import BackendInfo, Option, RegistryError, backends, info_for, register_backend
+
+    backends()
+
+    class Clash:
+        def __init__(self, model: str, *, device: int = 0) -> None: ...
+
+    with pytest.raises(RegistryError, match="--device"):
+        register_backend(BackendInfo(prefix="clash", summary="x", cls=Clash,
+                                     options=(Option("device", "a number", type="int"),)))
+    assert info_for("clash/m") is None
+    openai, anthropic = info_for("openai/m"), info_for("anthropic/m")
+    assert openai.option("base_url") is anthropic.option("base_url")
