@@ -23,7 +23,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from casebench.present.report import NEIGHBOUR_ROWS, PAIRWISE_TABLE_MAX
+from casebench.present.report import NEIGHBOUR_ROWS
+from casebench.stats.overview import PAIRWISE_TABLE_MAX
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -76,7 +77,7 @@ def test_progress_on_stderr_and_nothing_else(big_report):
     lines = [x for x in res.stderr.splitlines() if x.strip()]
     assert lines and all(x.startswith("casebench: report: ") for x in lines), lines
     said = [x[len("casebench: report: "):] for x in lines]
-    assert said[0] == "scoring input 1 of 43" and "scoring input 43 of 43" in said
+    assert said[0] == "scoring 43 input(s) and pairing them"
     assert "paired differences" in said and "the human votes" in said
     assert not any(x.startswith("note:") for x in said)
     assert res.stdout.startswith("wrote ")
@@ -110,6 +111,7 @@ def test_the_matrix_agrees_with_casebench_compare(exp_dir):
     from casebench.published import load_published
     from casebench.stats.compare import accuracy_matrix, compare
     from casebench.stats.metrics import scoring_arrays
+    from casebench.stats.options import ScoringOptions
 
     preds = [load_published(p) for p in sorted(exp_dir.glob("safety_*/output_*.json"))
              if "_" not in p.stem.replace("output_", "")][:5]
@@ -119,7 +121,7 @@ def test_the_matrix_agrees_with_casebench_compare(exp_dir):
         a, mask = scoring_arrays(p)
         scored[k], correct[k, np.flatnonzero(mask)] = mask, a.correct
     mx = accuracy_matrix(correct, scored)
-    res = compare(preds, n_boot=0)
+    res = compare(preds, ScoringOptions(n_boot=0))
     for pc in res.pairs:
         acc = pc.metrics["accuracy"]
         assert mx.n_paired[pc.a, pc.b] == pc.n_paired

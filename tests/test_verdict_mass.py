@@ -23,6 +23,10 @@ from casebench.runs.execute import RetryPolicy, RunConfig, run
 from casebench.runs.record import Record, RunDir, final_records, iter_records
 from casebench.runs.results import check_run, load_run
 from casebench.stats.metrics import score_predictions
+from casebench.stats.options import ScoringOptions
+
+NB0 = ScoringOptions(n_boot=0)
+PC0 = ScoringOptions(paper_compat=True, n_boot=0)
 
 from servers.fault_server import FaultServer
 from test_runs import case_of, manifest_for, write_dataset
@@ -71,19 +75,19 @@ def test_api_logprobs_record_the_mass_and_low_mass_cases_are_missing_by_default(
     assert pred.verdict_mass_summary() == {"median": pytest.approx((0.03 + 0.95) / 2), "below": 6, "known": 12,
                                            "threshold": 0.5}
 
-    default = score_predictions(pred, n_boot=0)
+    default = score_predictions(pred, NB0)
     assert default.answered == 6 and default.low_mass_missing == 6
     # the same figures as predictions in which the low-mass cases were never answered
     by_hand = Predictions.from_values("x", "judge-x", "prob", pred.cases,
                                       [None if c % 2 else float(pred.value[c]) for c in range(12)])
-    assert default.values == pytest.approx(score_predictions(by_hand, n_boot=0).values, nan_ok=True)
+    assert default.values == pytest.approx(score_predictions(by_hand, NB0).values, nan_ok=True)
 
     # paper-compatible: every value is scored as recorded, as the authors' script would
-    paper = score_predictions(pred, paper_compat=True, n_boot=0)
+    paper = score_predictions(pred, PC0)
     assert paper.answered == 12 and paper.low_mass_missing == 0
     pred.min_verdict_mass = 0.0
-    assert paper.values == pytest.approx(score_predictions(pred, paper_compat=True, n_boot=0).values, nan_ok=True)
-    assert score_predictions(pred, n_boot=0).answered == 12  # a threshold of 0 keeps every case
+    assert paper.values == pytest.approx(score_predictions(pred, PC0).values, nan_ok=True)
+    assert score_predictions(pred, NB0).answered == 12  # a threshold of 0 keeps every case
 
     # median 49% is below the threshold: a warning that names the model and what the figures are worth
     pred.min_verdict_mass = 0.5
@@ -128,7 +132,7 @@ def test_hand_made_records_old_and_new_detail_keys(tmp_path):
     pred = load_run(run_dir)
     assert pred.verdict_mass[:3] == pytest.approx([0.9, 0.05, 0.2]) and np.isnan(pred.verdict_mass[3])
     assert pred.answered.tolist() == [True, False, False, True]
-    s = score_predictions(pred, n_boot=0)
+    s = score_predictions(pred, NB0)
     assert s.verdict_mass == {"median": pytest.approx(0.2), "below": 2, "known": 3, "threshold": 0.5}
     assert s.to_dict()["verdict_mass"]["missing"] == 2
     with pytest.raises(ValueError, match="minimum verdict mass"):
@@ -141,7 +145,7 @@ def test_published_files_and_text_modes_have_no_mass(exp_dir):
 
     pred = load_predictions(exp_dir / "safety_llama370B" / "output_logits.json")
     assert pred.verdict_mass is None and pred.verdict_mass_summary() is None
-    s = score_predictions(pred, n_boot=0)
+    s = score_predictions(pred, NB0)
     assert s.verdict_mass is None and s.low_mass_warning is None and "verdict_mass" not in s.to_dict()
 
 
@@ -149,10 +153,10 @@ def test_report_shows_the_mass_and_the_warning(prob_run, tmp_path):
     from casebench.present.report import build_report
 
     pred = load_run(prob_run)
-    page = build_report([pred], n_boot=0, human=False)
+    page = build_report([pred], NB0, human=False)
     assert "mass 49% · 6/12 low" in page and "Warning:" in page and "noise" in page
     pred.min_verdict_mass = 0.99  # nothing left to score: the report is still written, with dashes
-    page = build_report([pred], n_boot=0, human=False)
+    page = build_report([pred], NB0, human=False)
     assert "0.0%" in page and "12/12 low" in page
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from ._common import (apply_min_verdict_mass, bad_input_errors, check_label_source, file_kind_options,
-                      label_source_option, min_verdict_mass_option, warn_low_verdict_mass)
+from ._common import (apply_min_verdict_mass, bad_input_errors, file_kind_options, label_source_option,
+                      min_verdict_mass_option, scoring_options, warn_low_verdict_mass)
 
 
 @click.command("score")
@@ -34,7 +34,7 @@ def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: s
 
     if as_json:
         fmt = "json"
-    check_label_source(paper_compat, label_source)
+    options = scoring_options(paper_compat, n_boot, seed, label_source)
     dataset = None
     with bad_input_errors():
         if data:
@@ -44,8 +44,7 @@ def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: s
         preds = [load_predictions(p, dataset=dataset, mode=mode, removed=remove) for p in inputs]
     apply_min_verdict_mass(preds, min_verdict_mass)
     with bad_input_errors(LabelSourceError):
-        scores = [score_predictions(p, paper_compat=paper_compat, n_boot=n_boot, seed=seed, breakdowns=bool(by),
-                                    label_source=label_source) for p in preds]
+        scores = [score_predictions(p, options, breakdowns=bool(by)) for p in preds]
     click.echo(FORMATS[fmt](scores), nl=False)
     warn_low_verdict_mass(scores)
     if fmt == "table":
