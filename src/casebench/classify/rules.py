@@ -578,11 +578,17 @@ class RulesClassifier:
     version = RULES_VERSION
 
     def describe(self) -> dict[str, Any]:
+        """Name, version and the validated agreement with people (``classify.validation``),
+        which a run manifest records; ``validation`` is None when none is stored for this
+        version."""
+        from .validation import validation_for
+
         return {
             "name": self.name,
             "kind": "rules",
             "version": self.version,
             "description": "hand-written patterns over sentences; offline, no model",
+            "validation": validation_for(self.name, self.version),
         }
 
     def _decide(self, answer: str) -> Verdict:
