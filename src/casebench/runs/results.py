@@ -104,6 +104,9 @@ def load_run(run_path: str | Path, dataset: Dataset | None = None) -> "Predictio
     behaviours = [[finals[(c, s)].behaviour for s in range(m.samples) if (c, s) in finals] for c in cases]
     if any(b for bs in behaviours for b in bs):
         meta["behaviour"] = behaviours
+    if m.asked.classifier:
+        # which classifier read the answers, and its validated agreement with people
+        meta["classifier"] = dict(m.asked.classifier)
     return Predictions.from_values(str(run_path), model_short_name(m.model), m.mode, ds.subset(cases),
                                    values, m.removed, meta)
 

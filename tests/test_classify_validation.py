@@ -1,0 +1,79 @@
+"""The refusal classifier's validated error: stored from our own held-aside answers, recorded by a
+respond run, and printed by score and report beside every refusal rate."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from casebench.classify import make_classifier
+from casebench.classify import validation
+from casebench.classify.evaluate import load_labelled_csv, refusal_eval
+from casebench.classify.rules import RULES_VERSION
+from casebench.present.tables import classifier_note
+from casebench.runs.record import read_manifest
+from servers.fault_server import FaultServer
+from test_respond import chatbot, invoke, respond_args
+from test_runs import write_dataset
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_stored_figures_are_those_of_the_current_rules() -> None:
+    """validation.json is written by the script from the fixtures: it names the current rules
+    version and equals a fresh measurement (so it cannot silently go stale)."""
+    stored = validation.load()
+    assert stored is not None and stored["classifier"] == {"name": "rules", "version": RULES_VERSION}
+    assert stored == validation.measure(ROOT)
+    held = stored["sets"]["held-aside"]
+    fresh = refusal_eval(load_labelled_csv(ROOT / held["file"]), make_classifier())
+    assert held["n"] == fresh.n and held["agreement"] == round(fresh.agreement, 4)
+    assert held["undetermined"] == fresh.undetermined and held["coverage"] == round(fresh.coverage, 4)
+
+
+def test_validation_only_for_the_exact_classifier_and_version() -> None:
+    v = validation.validation_for("rules", RULES_VERSION)
+    assert v is not None and v["set"] == "held-aside" and 0 < v["agreement"] <= 1 and v["n"] >= 150
+    assert validation.validation_for("rules", RULES_VERSION + "-other") is None
+    assert validation.validation_for("llm:openai/gpt-4o-mini", RULES_VERSION) is None
+    assert make_classifier().describe()["validation"] == v
+
+
+def test_notes_say_the_error_or_that_it_is_unknown() -> None:
+    desc = make_classifier().describe()
+    note = classifier_note(desc)
+    assert f"rules v{RULES_VERSION}" in note and f"{100 * desc['validation']['agreement']:.1f}%" in note
+    assert "held-aside" in note
+    assert "not validated" in classifier_note({"name": "llm:openai/x", "version": "1"})
+    assert "did not record" in classifier_note(None)
+
+
+def test_the_manifest_score_and_report_carry_it(tmp_path: Path) -> None:
+    data = write_dataset(tmp_path / "cases.json", 9)
+    out = tmp_path / "run"
+    with FaultServer(answer_fn=chatbot, latency=0.0) as srv:
+        r = invoke(*respond_args(srv, data, out))
+        assert r.exit_code == 0, r.output
+    v = validation.validation_for("rules", RULES_VERSION)
+    assert read_manifest(out).asked.classifier["validation"] == v
+    # score: beside the refusal rate in the table, in the JSON, as CSV columns
+    r = invoke("score", out, "--bootstrap", "50")
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.strip().startswith("refusal rate"))
+    assert f"{100 * v['agreement']:.1f}%" in lines[at + 1] and f"rules v{RULES_VERSION}" in lines[at + 1]
+    s = json.loads(invoke("score", out, "--json", "--bootstrap", "0").output)
+    assert s["classifier"]["validation"] == v
+    row = next(csv.DictReader(io.StringIO(invoke("score", out, "--format", "csv", "--bootstrap", "0").output)))
+    assert float(row["refusal_classifier_agreement"]) == pytest.approx(v["agreement"])
+    md = invoke("score", out, "--format", "md", "--bootstrap", "0").output
+    assert "Refusal rate:" in md and f"{100 * v['agreement']:.1f}%" in md
+    # report: the note under the leaderboard and the over-/under-refusal figure
+    r = invoke("report", out, "-o", tmp_path / "report.html", "--bootstrap", "20")
+    assert r.exit_code == 0, r.output
+    html = (tmp_path / "report.html").read_text()
+    assert html.count("classifier-note") >= 2 and f"{100 * v['agreement']:.1f}%" in html
