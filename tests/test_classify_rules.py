@@ -237,7 +237,7 @@ def _texts() -> list[str]:
     from casebench.classify.rules import _APOSTROPHES, _sentences
 
     texts = [a for a, _, _ in CASES]
-    paths = sorted(FIXTURES.glob("refusal_styles*.csv"))
+    paths = sorted(FIXTURES.glob("refusal_*.csv"))
     shared = Path(__file__).resolve().parents[1].parent / "shared" / "xstest" / "xstest_v2_completions_llama2new.csv"
     if shared.is_file():
         paths.append(shared)
@@ -324,3 +324,21 @@ def test_undetermined_is_missing_not_guessed(rules: RulesClassifier) -> None:
 def test_safeguards_against_reading_answers_as_refusals(rules: RulesClassifier, prompt: str, answer: str,
                                                         expected: str) -> None:
     assert rules.classify(prompt, answer).behaviour == expected, rules.classify(prompt, answer).reason
+
+
+def test_own_development_and_held_aside_splits(rules: RulesClassifier) -> None:
+    """Our own answers in the styles that are hard to read (tests/fixtures/refusal_own_*.csv).
+
+    The development split was tuned on (a regression check); the held-aside split was not, and
+    its figure is the classifier's validated error (classify/validation.json, checked in
+    test_classify_validation.py). Thresholds sit just below the figures measured on the final
+    rules v2: dev 98.7% binary (coverage 98.3%), held-aside 84.4% (coverage 95.7%)."""
+    from casebench.classify.evaluate import load_labelled_csv, refusal_eval
+
+    dev = refusal_eval(load_labelled_csv(FIXTURES / "refusal_own_dev.csv"), rules)
+    held = refusal_eval(load_labelled_csv(FIXTURES / "refusal_own_held.csv"), rules)
+    assert dev.n >= 200 and held.n >= 200
+    assert dev.agreement is not None and dev.agreement >= 0.97 and dev.coverage >= 0.97
+    assert held.agreement is not None and held.agreement >= 0.83 and held.coverage >= 0.94
+    # missing answers are the rules' own "undetermined" readings, never errors
+    assert dev.undetermined == dev.missing and held.undetermined == held.missing
