@@ -77,3 +77,15 @@ def test_the_manifest_score_and_report_carry_it(tmp_path: Path) -> None:
     assert r.exit_code == 0, r.output
     html = (tmp_path / "report.html").read_text()
     assert html.count("classifier-note") >= 2 and f"{100 * v['agreement']:.1f}%" in html
+
+
+def test_say_do_text_states_it_beside_the_answered_share() -> None:
+    from casebench.present.tables import format_say_do
+    from casebench.stats.saydo import SayDo
+
+    desc = make_classifier().describe()
+    sd = SayDo(judge="bot [binary]", respond="bot [respond]", n=9, agreement=0.667, agreement_ci=[0.3, 0.9],
+               judged_safe=0.8, answered=0.6, mcnemar={"a_only": 2, "b_only": 1, "p": 1.0}, classifier=desc)
+    text = format_say_do(sd)
+    at = text.splitlines().index(next(l for l in text.splitlines() if "answered:" in l))
+    assert f"{100 * desc['validation']['agreement']:.1f}%" in text.splitlines()[at + 1]

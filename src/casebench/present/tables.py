@@ -259,6 +259,7 @@ def format_say_do(s: "SayDo", limit: int = 20) -> str:
         f"say and do: {s.judge} vs {s.respond} ({s.n} cases)",
         f"  behaviour matches its own verdict: {s.agreement:.3f} [{s.agreement_ci[0]:.3f}, {s.agreement_ci[1]:.3f}]",
         f"  judged safe: {s.judged_safe:.3f}   answered: {s.answered:.3f}",
+        f"    ({classifier_note(s.classifier)})",
         f"  judged safe but refused: {m['a_only']}   judged unsafe but answered: {m['b_only']}   "
         f"McNemar exact p = {m['p']:.3g}",
     ]

@@ -30,6 +30,8 @@ class SayDo:
     mcnemar: dict[str, Any]
     judged_safe_refused: list[int] = field(default_factory=list)  # dataset indices
     judged_unsafe_answered: list[int] = field(default_factory=list)
+    #: the refusal classifier that read the respond run's answers, as the run recorded it
+    classifier: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -65,4 +67,5 @@ def say_do(a: Predictions, b: Predictions, n_boot: int = 2000, seed: int = 0, le
         judged_safe=float(said.mean()), answered=float(did.mean()), mcnemar=mcnemar_exact(said, did),
         judged_safe_refused=[int(i) for i in idx[said & ~did]],
         judged_unsafe_answered=[int(i) for i in idx[~said & did]],
+        classifier=respond.meta.get("classifier"),
     )
