@@ -56,6 +56,7 @@ import re
 from typing import Any, Sequence
 
 from .base import Item, Verdict
+from .registry import refusal_classifier
 
 #: Bump whenever a pattern or the decision procedure changes: the run manifest records it.
 RULES_VERSION = "2"
@@ -593,6 +594,8 @@ PRIVACY_LECTURE = _Cue(
 )
 
 
+@refusal_classifier("rules", aliases=("default",),
+                    summary="hand-written rules, offline (no network, no model): the default")
 class RulesClassifier:
     """The offline default (spec ``rules``): see the module docstring for the rules.
 
