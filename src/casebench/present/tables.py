@@ -15,7 +15,10 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from ..jsonutil import json_safe
 
-from ..stats.metrics import ALL_METRICS, COMPARED_METRICS, METRIC, Score, metric_names
+from ..stats.metrics import (
+    ALL_METRICS, BREAKDOWN_METRICS, COMPARED_METRICS, METRIC, MIN_CASES, MIN_DISCORDANT, MIN_PAIRED, Score,
+    metric_names,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..stats.ablation import AblationResult
@@ -24,16 +27,20 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: the metrics of the CSV and Markdown rows (every metric, in table order)
 ROW_METRICS = ALL_METRICS
-#: the point figures of a per-category or per-intent breakdown
-BREAKDOWN_METRICS = ("accuracy", "safe_recall", "unsafe_recall", "pcc", "brier")
+#: how every format writes a figure that applies but is undefined (a recall with no case of its
+#: class, F1 with nothing to score): table, CSV and Markdown alike; JSON writes null. A figure
+#: that does not apply to an input (PCC of a binary verdict) is left blank instead.
+UNDEFINED = "–"
+#: the note on a figure from fewer than ``MIN_CASES`` cases (explained under the table)
+SMALL = "†"
 #: the metrics an ablation study prints per condition
 STUDY_METRICS = ("accuracy", "safe_recall", "unsafe_recall", "pcc", "bce")
 
-__all__ = ["FORMATS", "ROW_METRICS", "breakdown_table", "csv_table", "fmt_num", "fmt_p", "format_ablation",
+__all__ = ["FORMATS", "ROW_METRICS", "SMALL", "UNDEFINED", "breakdown_table", "csv_table", "fmt_num", "fmt_p", "format_ablation",
            "format_comparison", "json_lines", "json_safe", "markdown_table", "text_table"]
 
 
-def fmt_num(x: float | None, digits: int = 4, missing: str = "-", inf: tuple[str, str] = ("inf", "-inf")) -> str:
+def fmt_num(x: float | None, digits: int = 4, missing: str = UNDEFINED, inf: tuple[str, str] = ("inf", "-inf")) -> str:
     """A number for people: fixed digits; NaN/None as ``missing``; infinities spelled out."""
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return missing
@@ -42,7 +49,7 @@ def fmt_num(x: float | None, digits: int = 4, missing: str = "-", inf: tuple[str
     return f"{x:.{digits}f}"
 
 
-def fmt_p(p: float | None, digits: int = 4, sci_digits: int = 2, missing: str = "-") -> str:
+def fmt_p(p: float | None, digits: int = 4, sci_digits: int = 2, missing: str = UNDEFINED) -> str:
     """A p-value: scientific notation below 0.001."""
     if p is None or (isinstance(p, float) and math.isnan(p)):
         return missing
@@ -69,40 +76,141 @@ def lower_is_better_note(names: Sequence[str]) -> str:
 # Scores
 
 
+def _shown(s: Score, names: Sequence[str] = ROW_METRICS) -> list[str]:
+    """The metrics of ``names`` that apply to the input (the others are not printed)."""
+    applies = metric_names(s.mode)
+    return [m for m in names if m in applies and m in s.values]
+
+
+def _mark(cases_of: dict[str, int], m: str, value: Any = 0.0) -> str:
+    """The small-sample note of a figure ("" when it is from ``MIN_CASES`` cases or more, or is
+    undefined)."""
+    n = cases_of.get(m)
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return SMALL if n is not None and n < MIN_CASES else ""
+
+
+def _ci(ci: dict[str, list[float]], m: str, compact: bool = False) -> str:
+    lo, hi = ci.get(m, [float("nan")] * 2)
+    return f"[{fmt_metric(m, lo, compact)}, {fmt_metric(m, hi, compact)}]"
+
+
+def _breakdown_groups(s: Score) -> list[tuple[str, str, dict[str, Any]]]:
+    """(kind, group, figures) of every breakdown the score holds, in order."""
+    return [(kind, name, r) for kind, rows in s.breakdowns.items() for name, r in rows.items()]
+
+
+def notes(scores: Sequence[Score]) -> list[str]:
+    """The lines under a table: how the CIs were made, and the small-sample note when used."""
+    out = []
+    if any(not s.paper_compat and s.ci for s in scores):
+        out.append("CIs: Wilson score interval for proportions (accuracy, safe and unsafe recall, refusal rate); "
+                   "percentile bootstrap of cases for the other figures")
+    small = any(_mark(s.cases_of, m, s.values[m]) for s in scores for m in _shown(s)) or any(
+        _mark(r.get("cases_of", {}), m, r.get(m)) for s in scores for _, _, r in _breakdown_groups(s)
+        for m in _shown(s, BREAKDOWN_METRICS) if m in r)
+    if small:
+        out.append(f"{SMALL} from fewer than {MIN_CASES} cases: read with care")
+    if any(_undefined_shown(s) for s in scores):
+        out.append(f"{UNDEFINED} undefined (e.g. a recall with no case of its class); blank: does not apply to the mode")
+    return out
+
+
+def _undefined_shown(s: Score) -> bool:
+    """Whether an undefined figure (or CI bound) of ``s`` is printed."""
+    def nan(x: Any) -> bool:
+        return isinstance(x, float) and math.isnan(x)
+
+    for r, names in [(dict(s.values, ci=s.ci), _shown(s))] + [(r, _shown(s, BREAKDOWN_METRICS))
+                                                               for _, _, r in _breakdown_groups(s)]:
+        for m in names:
+            if m in r and (nan(r[m]) or any(nan(x) for x in r.get("ci", {}).get(m, []))):
+                return True
+    return False
+
+
 def text_table(scores: Sequence[Score]) -> str:
-    """One block per input: every metric with its bootstrap CI."""
+    """One block per input: every metric with its CI and, when asked, its breakdowns."""
     out = []
     for s in scores:
         tag = " (paper-compatible)" if s.paper_compat else ""
         out.append(f"{s.model} [{s.mode}]" + (f" without {','.join(s.removed)}" if s.removed else "") + tag)
         out.append(f"  source: {s.source}")
         out.append(f"  cases {s.n}, answered {s.answered} (coverage {100 * s.coverage:.1f}%)")
-        for m in metric_names(s.mode):
-            if m not in s.values:
-                continue
-            lo, hi = s.ci.get(m, [float("nan")] * 2)
-            out.append(f"  {METRIC[m].label:<34} {fmt_metric(m, s.values[m]):>8}   "
-                       f"95% CI [{fmt_metric(m, lo)}, {fmt_metric(m, hi)}]")
+        for m in _shown(s):
+            fig = fmt_metric(m, s.values[m]) + _mark(s.cases_of, m, s.values[m])
+            out.append(f"  {METRIC[m].label:<34} {fig:>8}   95% CI {_ci(s.ci, m)}".rstrip())
+        for kind in s.breakdowns:
+            out.append("")
+            out.append(breakdown_table(s, kind).rstrip("\n"))
         out.append("")
+    out += notes(scores)
     return "\n".join(out).rstrip() + "\n"
 
 
+def breakdown_table(s: Score, kind: str) -> str:
+    """Per-category or per-intent figures of one input (text): each group's figures on one line,
+    their CIs on the next."""
+    rows = s.breakdowns.get(kind, {})
+    ms = _shown(s, BREAKDOWN_METRICS)
+    width = max([len(k) for k in rows] + [8])
+    w = 20
+    out = [f"  by {kind}", f"  {'':<{width}}  {'n':>4}  " + "".join(f"{m:>{w}}" for m in ms)]
+    for name, r in rows.items():
+        cases = r.get("cases_of", {})
+        out.append(f"  {name:<{width}}  {r['n']:>4}  "
+                   + "".join(f"{fmt_metric(m, r.get(m)) + _mark(cases, m, r.get(m)) if m in r else '':>{w}}" for m in ms))
+        if r.get("ci"):
+            out.append(f"  {'':<{width}}  {'':>4}  " + "".join(f"{_ci(r['ci'], m) if m in r else '':>{w}}" for m in ms))
+    return "\n".join(line.rstrip() for line in out) + "\n"
+
+
+_ID_COLUMNS = ("source", "model", "mode", "removed", "paper_compat", "by", "group", "n", "answered", "coverage")
+
+
+def _csv_cell(v: Any) -> Any:
+    if isinstance(v, float) and math.isnan(v):
+        return UNDEFINED
+    return v
+
+
+def flat_rows(s: Score) -> list[dict[str, Any]]:
+    """The rows of one input in CSV: the whole input (``by`` empty), then one per breakdown
+    group. Per metric: the figure, its CI and how many cases it is from (``<metric>_n``); a
+    metric that does not apply (or is not part of a breakdown) is None (a blank cell)."""
+    base = {"source": s.source, "model": s.model, "mode": s.mode, "removed": ",".join(s.removed),
+            "paper_compat": s.paper_compat}
+    groups: list[tuple[str, str, dict[str, Any], dict[str, Any]]] = [
+        ("", "", {"n": s.n, "answered": s.answered, "coverage": s.coverage},
+         {**s.values, "ci": s.ci, "cases_of": s.cases_of})]
+    groups += [(kind, name, {"n": r["n"], "answered": None, "coverage": None}, r)
+               for kind, name, r in _breakdown_groups(s)]
+    rows = []
+    for kind, name, counts, r in groups:
+        row: dict[str, Any] = {**base, "by": kind, "group": name, **counts}
+        shown = set(_shown(s, BREAKDOWN_METRICS if kind else ROW_METRICS))
+        for m in ROW_METRICS:
+            on = m in shown and m in r
+            lo, hi = r.get("ci", {}).get(m, [float("nan")] * 2) if on and r.get("ci") else (None, None)
+            row[m] = _csv_cell(r[m]) if on else None
+            row[f"{m}_ci_lo"], row[f"{m}_ci_hi"] = _csv_cell(lo), _csv_cell(hi)
+            row[f"{m}_n"] = r.get("cases_of", {}).get(m) if on else None
+        rows.append(row)
+    return rows
+
+
 def flat_row(s: Score) -> dict[str, Any]:
-    row: dict[str, Any] = {
-        "source": s.source, "model": s.model, "mode": s.mode, "removed": ",".join(s.removed),
-        "paper_compat": s.paper_compat, "n": s.n, "answered": s.answered, "coverage": s.coverage,
-    }
-    for m in ROW_METRICS:
-        row[m] = s.values.get(m)
-        lo, hi = s.ci.get(m, [None, None])
-        row[f"{m}_ci_lo"], row[f"{m}_ci_hi"] = lo, hi
-    return row
+    """The CSV row of the whole input (``flat_rows``' first)."""
+    return flat_rows(s)[0]
 
 
 def csv_table(scores: Sequence[Score]) -> str:
+    """One row per input and per breakdown group (``flat_rows``); undefined figures as
+    ``UNDEFINED``, figures that do not apply blank."""
     buf = io.StringIO()
-    rows = [flat_row(s) for s in scores]
-    w = csv.DictWriter(buf, fieldnames=list(rows[0]) if rows else ["source"])
+    rows = [r for s in scores for r in flat_rows(s)]
+    w = csv.DictWriter(buf, fieldnames=list(rows[0]) if rows else list(_ID_COLUMNS))
     w.writeheader()
     for r in rows:
         w.writerow({k: ("" if v is None else v) for k, v in r.items()})
@@ -114,31 +222,35 @@ def json_lines(scores: Sequence[Score]) -> str:
     return "".join(json.dumps(json_safe(s.to_dict())) + "\n" for s in scores)
 
 
+def _md_cell(m: str, r: dict[str, Any], ci: dict[str, list[float]], cases_of: dict[str, int]) -> str:
+    cell = fmt_metric(m, r[m], True) + _mark(cases_of, m, r[m])
+    return cell + (f" {_ci(ci, m, True)}" if ci else "")
+
+
 def markdown_table(scores: Sequence[Score]) -> str:
+    """One row per input (every metric with its CI), then a table per breakdown of each input,
+    then the notes."""
     cols = ["model", "mode", "removed", "coverage"] + list(ROW_METRICS)
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for s in scores:
         cells = [s.model, s.mode, ",".join(s.removed) or "-", f"{100 * s.coverage:.1f}%"]
+        shown = set(_shown(s))
         for m in ROW_METRICS:
-            if m in s.values:
-                lo, hi = s.ci.get(m, [float("nan")] * 2)
-                cells.append(f"{fmt_metric(m, s.values[m], True)} [{fmt_metric(m, lo, True)}, "
-                             f"{fmt_metric(m, hi, True)}]")
-            else:
-                cells.append("")
+            cells.append(_md_cell(m, s.values, s.ci, s.cases_of) if m in shown else "")
         lines.append("| " + " | ".join(cells) + " |")
+    for s in scores:
+        ms = _shown(s, BREAKDOWN_METRICS)
+        for kind, rows in s.breakdowns.items():
+            lines += ["", f"**{s.model} [{s.mode}]" + (f" without {','.join(s.removed)}" if s.removed else "")
+                      + f" by {kind}** ({s.source})", "",
+                      "| group | n | " + " | ".join(ms) + " |", "|" + "---|" * (len(ms) + 2)]
+            for name, r in rows.items():
+                lines.append(f"| {name} | {r['n']} | " + " | ".join(
+                    _md_cell(m, r, r.get("ci", {}), r.get("cases_of", {})) if m in r else "" for m in ms) + " |")
+    foot = notes(scores)
+    if foot:
+        lines += [""] + [f"{x}  " if i < len(foot) - 1 else x for i, x in enumerate(foot)]
     return "\n".join(lines) + "\n"
-
-
-def breakdown_table(s: Score, kind: str) -> str:
-    """Per-category or per-intent point figures of one input (text)."""
-    rows = s.breakdowns.get(kind, {})
-    ms = [m for m in metric_names(s.mode) if m in BREAKDOWN_METRICS]
-    width = max([len(k) for k in rows] + [8])
-    out = [f"{s.model} [{s.mode}] by {kind}", f"{'':<{width}}  {'n':>4}  " + "  ".join(f"{m:>13}" for m in ms)]
-    for name, r in rows.items():
-        out.append(f"{name:<{width}}  {r['n']:>4}  " + "  ".join(f"{fmt_metric(m, r.get(m)):>13}" for m in ms))
-    return "\n".join(out) + "\n"
 
 
 FORMATS = {"table": text_table, "csv": csv_table, "json": json_lines, "md": markdown_table}

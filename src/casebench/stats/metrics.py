@@ -707,8 +707,9 @@ class Score:
         return self.answered / self.n if self.n else 0.0
 
     def small(self) -> list[str]:
-        """The figures from fewer than ``MIN_CASES`` cases (each printed with a note)."""
-        return [m for m in self.values if m in self.cases_of and self.cases_of[m] < MIN_CASES]
+        """The defined figures from fewer than ``MIN_CASES`` cases (each printed with a note)."""
+        return [m for m, v in self.values.items()
+                if m in self.cases_of and self.cases_of[m] < MIN_CASES and not math.isnan(v)]
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
