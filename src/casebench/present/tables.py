@@ -267,11 +267,21 @@ def _labels_line(settings: dict[str, Any]) -> list[str]:
     return ["labels: the majority of each case's votes alone (--label-source votes)"]
 
 
+def _marks_line(settings: dict[str, Any]) -> str:
+    return (f"no significance mark from fewer than {settings.get('min_paired', MIN_PAIRED)} paired cases, nor from "
+            f"fewer than {settings.get('min_discordant', MIN_DISCORDANT)} discordant cases (McNemar)")
+
+
 def format_comparison(c: "Comparison") -> str:
     """``casebench compare``: a table per pair, for people."""
     lines = ["inputs:"]
     for d in c.inputs:
         lines.append(f"  {d['label']}  {d['name']}  ({d['answered']}/{d['n']} answered)  {d['source']}")
+    if len(c.case_sets) > 1:
+        lines.append("the inputs hold different cases; each pair is compared over the cases both hold, and only "
+                     "inputs of one case set are comparable side by side:")
+        for k, g in enumerate(c.case_sets, start=1):
+            lines.append(f"  case set {k} ({g['cases']} cases): {', '.join(g['inputs'])}")
     s = c.settings
     lines.append(f"differences are A - B; {s['level']:.0%} paired-bootstrap CIs ({s['bootstrap']} resamples, "
                  f"seed {s['seed']}); p(BH): Benjamini-Hochberg over all primary tests (alpha {s['alpha']})")
@@ -280,8 +290,12 @@ def format_comparison(c: "Comparison") -> str:
     for pc in c.pairs:
         A, B = c.inputs[pc.a]["label"], c.inputs[pc.b]["label"]
         lines.append("")
-        lines.append(f"{A} vs {B}: {pc.n_paired} paired cases" + (f" ({pc.dropped} dropped: not answered by both)"
-                                                                   if pc.dropped else ""))
+        held = ""
+        if pc.only_a or pc.only_b:
+            held = (f" of the {pc.shared} cases both hold ({A} has {pc.shared + pc.only_a}, "
+                    f"{B} has {pc.shared + pc.only_b})")
+        lines.append(f"{A} vs {B}: {pc.n_paired} paired cases{held}"
+                     + (f" ({pc.dropped} dropped: not answered by both)" if pc.dropped else ""))
         mc = pc.mcnemar
         lines.append(f"  McNemar exact: {A} right & {B} wrong {mc['a_only']}, {A} wrong & {B} right {mc['b_only']}, "
                      f"p = {fmt_p(mc['p'])}")
@@ -291,12 +305,14 @@ def format_comparison(c: "Comparison") -> str:
         lines.append(f"  {'metric':<14}{A:>9}{B:>9}{A + ' - ' + B:>10}   {'95% CI':<21}{'p':>9}{'p(BH)':>10}  test")
         for m in pc.metrics.values():
             sig = " *" if m.significant else ""
+            no_mark = f"  (no mark: {m.withheld})" if m.withheld else ""
             f = m.metric
             ci = "[" + fmt_metric(f, m.ci[0]) + ", " + fmt_metric(f, m.ci[1]) + "]"
             lines.append(f"  {f:<14}{fmt_metric(f, m.a):>9}{fmt_metric(f, m.b):>9}{fmt_metric(f, m.diff):>10}   "
-                         f"{ci:<21}{fmt_p(m.p):>9}{fmt_p(m.p_adjusted):>10}  {m.test}{sig}")
+                         f"{ci:<21}{fmt_p(m.p):>9}{fmt_p(m.p_adjusted):>10}  {m.test}{sig}{no_mark}")
     lines.append("")
     lines.append("* significant after Benjamini-Hochberg; " + lower_is_better_note(COMPARED_METRICS))
+    lines.append(_marks_line(c.settings))
     return "\n".join(lines) + "\n"
 
 
@@ -325,10 +341,12 @@ def format_ablation(res: "AblationResult") -> str:
             if d is None:
                 continue
             sig = " *" if d.significant else ""
+            no_mark = f"  (no mark: {d.withheld})" if d.withheld else ""
             lines.append(f"  {m:<14}{fmt_metric(m, d.diff):>9}   [{fmt_metric(m, d.ci[0])}, {fmt_metric(m, d.ci[1])}]"
-                         f"   p = {fmt_p(d.p)} ({d.test})   p(BH) = {fmt_p(d.p_adjusted)}{sig}")
+                         f"   p = {fmt_p(d.p)} ({d.test})   p(BH) = {fmt_p(d.p_adjusted)}{sig}{no_mark}")
     lines.append("")
     lines.append("* significant after Benjamini-Hochberg")
+    lines.append(_marks_line(s))
     return "\n".join(lines) + "\n"
 
 
