@@ -656,8 +656,10 @@ def bootstrap_ci(
     if n_boot <= 0 or n == 0:
         return {}
     wilson = [] if a.paper_compat else [m for m in names if METRIC[m].proportion is not None]
-    _, resampled = metric_values([a], names, resample_weights(n, n_boot, seed))[0]
-    out = {k: percentile_ci(v, level, finite_only=True) for k, v in resampled.items()}
+    # every applicable metric goes through the one matrix product (then the asked ones are
+    # kept), so a figure's resamples are the same bits whichever metrics were asked
+    _, resampled = metric_values([a], _applicable(a), resample_weights(n, n_boot, seed))[0]
+    out = {k: percentile_ci(v, level, finite_only=True) for k, v in resampled.items() if k in names}
     if wilson:
         sums = point_sums(a, wilson)
         for m in wilson:
