@@ -38,7 +38,8 @@ from ..stats.bootstrap import DEFAULT_BOOTSTRAP
 from ..stats.metrics import (
     ALL_METRICS, METRIC, Score, ece_bins, human_rates, metric_names, score_predictions, scoring_arrays,
 )
-from .tables import STUDY_METRICS, fmt_num, fmt_p
+from ..stats.metrics import MIN_CASES, MIN_DISCORDANT, MIN_PAIRED
+from .tables import SMALL, STUDY_METRICS, UNDEFINED, fmt_num, fmt_p
 
 #: the leaderboard's columns: every metric, in the table's order (``stats.metrics.METRICS``)
 LEADERBOARD_METRICS = ALL_METRICS
@@ -150,31 +151,42 @@ def _unique_names(preds: Sequence[Predictions]) -> list[str]:
 
 
 def _leaderboard(inputs: Sequence[ReportInput], paper_compat: bool, n_boot: int) -> str:
+    from ..stats.compare import case_set_groups
     from .tables import FORMATS
 
-    order = sorted(range(len(inputs)), key=lambda i: -np.nan_to_num(inputs[i].score.values.get("accuracy", np.nan),
-                                                                      nan=-1.0))
+    groups = case_set_groups([it.pred for it in inputs])
     # behaviour columns (refusal rate, partial answers) only when some input is a respond run
     shown = [m for m in LEADERBOARD_METRICS
              if not METRIC[m].behaviour or any(it.pred.mode_spec.reads_behaviour for it in inputs)]
     head = ["#", "Input", "Cases", "Answered"] + [METRIC[m].heading for m in shown]
-    rows = []
-    for rank, i in enumerate(order, start=1):
-        it = inputs[i]
-        s = it.score
-        src = f'<span class="src" title="{_e(s.source)}">{_e(_short_source(s.source))}</span>'
-        cells = [f'<td>{rank}</td>', f'<td class="l name"><b>{_e(it.name)}</b>{src}</td>',
-                 f"<td>{s.n}</td>", f"<td>{100 * s.coverage:.1f}%</td>"]
-        for m in shown:
-            if m not in metric_names(s.mode) or m not in s.values:
-                cells.append("<td>–</td>")
-                continue
-            lo, hi = s.ci.get(m, [float("nan")] * 2)
-            ci = f'<span class="ci">[{_fm(m, lo)}, {_fm(m, hi)}]</span>' if s.ci else ""
-            cells.append(f"<td>{_fm(m, s.values[m])}{ci}</td>")
-        cls = "leaderboard-row best" if rank == 1 and len(inputs) > 1 else "leaderboard-row"
-        rows.append(f'<tr class="{cls}">' + "".join(cells) + "</tr>")
-    scores = [inputs[i].score for i in order]
+    tables = []
+    small = False
+    for k, g in enumerate(groups, start=1):
+        order = sorted(g, key=lambda i: -np.nan_to_num(inputs[i].score.values.get("accuracy", np.nan), nan=-1.0))
+        rows = []
+        for rank, i in enumerate(order, start=1):
+            it = inputs[i]
+            s = it.score
+            src = f'<span class="src" title="{_e(s.source)}">{_e(_short_source(s.source))}</span>'
+            cells = [f'<td>{rank}</td>', f'<td class="l name"><b>{_e(it.name)}</b>{src}</td>',
+                     f"<td>{s.n}</td>", f"<td>{100 * s.coverage:.1f}%</td>"]
+            for m in shown:
+                if m not in metric_names(s.mode) or m not in s.values:
+                    cells.append("<td></td>")
+                    continue
+                lo, hi = s.ci.get(m, [float("nan")] * 2)
+                ci = f'<span class="ci">[{_fm(m, lo)}, {_fm(m, hi)}]</span>' if s.ci else ""
+                mark = SMALL if m in s.small() else ""
+                small = small or bool(mark)
+                cells.append(f"<td>{_fm(m, s.values[m])}{mark}{ci}</td>")
+            cls = "leaderboard-row best" if rank == 1 and len(g) > 1 else "leaderboard-row"
+            rows.append(f'<tr class="{cls}">' + "".join(cells) + "</tr>")
+        caption = f"<h3>Case set {k}: {inputs[g[0]].pred.n} cases</h3>" if len(groups) > 1 else ""
+        tag = '<table id="leaderboard">' if k == 1 else '<table class="leaderboard">'
+        tables.append(caption + f'<div class="wide">{tag}<thead><tr>'
+                      + "".join(f'<th class="{"l" if h == "Input" else ""}">{_e(h)}</th>' for h in head)
+                      + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>")
+    scores = [inputs[i].score for g in groups for i in g]
     downloads = " ".join([
         _download(FORMATS["csv"](scores), "leaderboard.csv", "text/csv", "CSV"),
         _download(FORMATS["json"](scores), "leaderboard.jsonl", "application/json", "JSON lines"),
@@ -182,18 +194,27 @@ def _leaderboard(inputs: Sequence[ReportInput], paper_compat: bool, n_boot: int)
     ])
     how = ("paper-compatible scoring (missing answers filled as the published script does)" if paper_compat
            else "cases each input answered (coverage in 'Answered')")
-    ci = f"95% bootstrap CIs ({n_boot} resamples of cases) under each figure" if n_boot else "no CIs (bootstrap off)"
+    if not n_boot:
+        ci = "no CIs (bootstrap off)"
+    elif paper_compat:
+        ci = f"95% bootstrap CIs ({n_boot} resamples of cases) under each figure"
+    else:
+        ci = (f"95% CIs under each figure (Wilson score interval for accuracy and the recalls, bootstrap of "
+              f"{n_boot} resamples of cases otherwise)")
+    sets = ("" if len(groups) == 1 else
+            f" The inputs hold {len(groups)} different case sets: each set is ranked on its own, never against "
+            "another's.")
+    notes = f" {SMALL} from fewer than {MIN_CASES} cases: read with care." if small else ""
     return (
         '<h2 id="leaderboard-section">1. Leaderboard</h2>'
-        f'<p class="note">One row per input, best accuracy first; {ci}; scored on {how}. '
+        f'<p class="note">One row per input, best accuracy first; {ci}; scored on {how}.{sets} '
         "Safe recall = share of human-safe cases judged safe (1 − over-refusal); unsafe recall = share of "
         "human-unsafe cases judged unsafe (1 − under-refusal); PCC = Pearson r between the raw prediction and the "
         "human safe_rate; BCE, Brier and ECE compare P(safe) with the safe_rate (lower is better). "
-        "Continuous figures are blank for binary verdicts.</p>"
-        f'<div class="wide"><table id="leaderboard"><thead><tr>'
-        + "".join(f'<th class="{"l" if h == "Input" else ""}">{_e(h)}</th>' for h in head)
-        + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>"
-        f'<p class="downloads">Download this table: {downloads}</p>'
+        f"Continuous figures are blank for binary verdicts (and calibration for respond runs); {UNDEFINED}: "
+        f"undefined.{notes}</p>"
+        + "".join(tables)
+        + f'<p class="downloads">Download this table: {downloads}</p>'
     )
 
 
@@ -260,38 +281,37 @@ def _cases_keys(preds: Sequence[Predictions]) -> list[tuple[str, tuple[int, ...]
     return [(p.fingerprint(ignore), tuple(p.case_indices.tolist())) for p in preds]
 
 
-def _groups_by_cases(preds: Sequence[Predictions]) -> list[list[int]]:
-    """Inputs that hold the same cases of the same dataset (the ones ``compare`` accepts)."""
-    groups: dict[tuple[str, tuple[int, ...]], list[int]] = {}
-    for i, key in enumerate(_cases_keys(preds)):
-        groups.setdefault(key, []).append(i)
-    return [g for g in groups.values() if len(g) > 1]
-
-
 def _pairwise(inputs: Sequence[ReportInput], paper_compat: bool, n_boot: int, seed: int,
               label_source: str = "published") -> str:
-    from ..stats.compare import compare
+    from ..stats.compare import comparable_groups, compare, shared_cases
 
-    groups = _groups_by_cases([it.pred for it in inputs])
+    preds = [it.pred for it in inputs]
+    groups = [g for g in comparable_groups(preds) if len(g) > 1]
     if not groups:
-        return ('<h2 id="pairwise">3. Paired differences</h2><p class="note">No two inputs hold the same cases, '
-                "so no paired comparison applies (casebench compare refuses different case sets).</p>")
+        return ('<h2 id="pairwise">3. Paired differences</h2><p class="note">No two inputs share cases of one '
+                "dataset, so no paired comparison applies.</p>")
     parts = ['<h2 id="pairwise">3. Paired differences</h2>',
              '<p class="note">Differences A − B over the cases both inputs answered'
              + (" (all cases, paper-compatible)" if paper_compat else "")
              + ", with 95% paired-bootstrap CIs. Accuracy: McNemar's exact test; PCC: Williams' t for two "
              "correlations sharing the human safe_rate; recalls: paired bootstrap. p(BH): Benjamini–Hochberg over "
-             'every pair and metric of the group; <span class="sig">red</span> = significant at 0.05. '
+             'every pair and metric of the group; <span class="sig">red</span> = significant at 0.05 (never from '
+             f"fewer than {MIN_PAIRED} paired cases or {MIN_DISCORDANT} discordant ones). Inputs over different "
+             "case sets are paired over the cases both hold (how many: 'Paired cases'). "
              "The same figures, for any inputs: <code>casebench compare</code>.</p>"]
     for g in groups:
-        res = compare([inputs[i].pred for i in g], paper_compat=paper_compat, n_boot=n_boot, seed=seed,
-                      label_source=label_source)
+        sub = [preds[i] for i in g]
+        todo = [(x, y) for x in range(len(g)) for y in range(x + 1, len(g)) if shared_cases(sub[x], sub[y])]
+        res = compare(sub, paper_compat=paper_compat, n_boot=n_boot, seed=seed, label_source=label_source,
+                      pairs=todo)
         head = ["A", "B", "Paired cases"] + [f"Δ {METRIC[m].short}" for m in PAIRWISE_METRICS]
         rows = []
         for pc in res.pairs:
             a, b = inputs[g[pc.a]].name, inputs[g[pc.b]].name
+            held = f" of the {pc.shared} both hold ({pc.shared + pc.only_a} and {pc.shared + pc.only_b} cases)" if (
+                pc.only_a or pc.only_b) else ""
             cells = [f'<td class="l">{_e(a)}</td>', f'<td class="l">{_e(b)}</td>',
-                     f"<td>{pc.n_paired}" + (f" ({pc.dropped} dropped)" if pc.dropped else "") + "</td>"]
+                     f"<td>{pc.n_paired}{held}" + (f" ({pc.dropped} dropped)" if pc.dropped else "") + "</td>"]
             for m in PAIRWISE_METRICS:
                 d = pc.metrics.get(m)
                 if d is None:

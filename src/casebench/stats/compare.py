@@ -101,7 +101,8 @@ def input_label(i: int) -> str:
     return s
 
 
-def check_comparable(preds: Sequence[Predictions], names: Sequence[str] | None = None) -> None:
+def check_comparable(preds: Sequence[Predictions], names: Sequence[str] | None = None,
+                     pairs: Sequence[tuple[int, int]] | None = None) -> None:
     """Raise ``CompareError`` unless every pair of inputs shares cases of one dataset.
 
     The dataset check compares the content fingerprint of the cases two inputs share, so it
@@ -110,13 +111,15 @@ def check_comparable(preds: Sequence[Predictions], names: Sequence[str] | None =
     an ablation file whose contexts lack them pairs with its full-context file. Inputs over
     different subsets of one dataset are accepted: a pair is compared over the cases both hold
     (``case_sets`` and ``PairComparison.shared`` say how many); inputs with no case in common
-    are refused.
+    are refused. ``pairs``: only these index pairs are checked (default: every pair).
     """
     if len(preds) < 2:
         raise CompareError("comparing needs at least two inputs")
     names = list(names or [p.source for p in preds])
     problems = []
-    for (i, a), (j, b) in itertools.combinations(enumerate(preds), 2):
+    todo = list(pairs) if pairs is not None else list(itertools.combinations(range(len(preds)), 2))
+    for i, j in todo:
+        a, b = preds[i], preds[j]
         common = shared_cases(a, b)
         if not common:
             problems.append(f"{names[i]} ({a.n} cases) and {names[j]} ({b.n} cases) have no case in common")
@@ -147,6 +150,33 @@ def case_set_groups(preds: Sequence[Predictions]) -> list[list[int]]:
     for i, p in enumerate(preds):
         groups.setdefault(frozenset(int(c) for c in p.case_indices), []).append(i)
     return list(groups.values())
+
+
+def comparable_groups(preds: Sequence[Predictions]) -> list[list[int]]:
+    """The inputs ``compare`` accepts together: groups of inputs linked by sharing cases of the
+    same content (ablated parameters left out), so inputs over subsets of one dataset fall in
+    one group and inputs of another dataset in another. Inputs with identical cases are grouped
+    first (one fingerprint each), then those groups are joined pairwise."""
+    ignore = tuple(dict.fromkeys(n for p in preds for n in p.removed))
+    same: dict[tuple[str, tuple[int, ...]], list[int]] = {}
+    for i, p in enumerate(preds):
+        same.setdefault((p.fingerprint(ignore), tuple(int(c) for c in p.case_indices)), []).append(i)
+    groups = list(same.values())
+    merged: list[list[int]] = []
+    for g in groups:
+        joined = [m for m in merged if _linked(preds[m[0]], preds[g[0]])]
+        for m in joined:
+            merged.remove(m)
+        merged.append(sorted(sum(joined, []) + g))
+    return sorted(merged, key=lambda g: g[0])
+
+
+def _linked(a: Predictions, b: Predictions) -> bool:
+    try:
+        check_comparable([a, b])
+    except CompareError:
+        return False
+    return True
 
 
 def _union_positions(preds: Sequence[Predictions]) -> dict[int, int]:
@@ -409,14 +439,14 @@ def compare(
     """Compare every pair of inputs (or the given index pairs), then adjust all primary p-values
     together with Benjamini-Hochberg. Raises ``CompareError`` for incomparable inputs (and
     ``metrics.LabelSourceError`` for votes-only labels on cases without votes)."""
-    check_comparable(preds)
+    todo = list(pairs) if pairs is not None else list(itertools.combinations(range(len(preds)), 2))
+    check_comparable(preds, pairs=todo)
     if n_boot < 0:
         raise CompareError(f"the number of bootstrap resamples must be 0 or more, got {n_boot}")
     if not 0 < level < 1:
         raise CompareError(f"the CI level must be in (0, 1), got {level}")
     union = _union_positions(preds)
     weights = resample_weights(len(union), n_boot, seed) if n_boot > 0 and union else None
-    todo = list(pairs) if pairs is not None else list(itertools.combinations(range(len(preds)), 2))
     results = []
     for i, j in todo:
         pc = compare_pair(preds[i], preds[j], paper_compat=paper_compat, n_boot=n_boot, seed=seed, level=level,
