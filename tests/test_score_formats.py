@@ -139,11 +139,11 @@ def from_table(text: str) -> dict:
                 i += 2
             continue
         elif source is not None and kind == "":
-            m = re.match(r"^  (.+?)\s+(\S+)\s+95% CI \[(\S+), (\S+)\]$", line)
+            m = re.match(r"^  (.+?)\s+(\S+)(?:\s+95% CI \[(\S+), (\S+)\])?$", line)
             if m and m.group(1).strip() in labels:
                 v = m.group(2)
-                out[(source, "", "")][labels[m.group(1).strip()]] = (_num(v), _num(m.group(3)), _num(m.group(4)),
-                                                                      v.endswith(SMALL))
+                lo, hi = (_num(x) if x else None for x in (m.group(3), m.group(4)))
+                out[(source, "", "")][labels[m.group(1).strip()]] = (_num(v), lo, hi, v.endswith(SMALL))
         i += 1
     return out
 
@@ -222,7 +222,7 @@ def test_f1_with_nothing_answered_is_undefined_in_every_format():
     assert row["f1_safe"] == row["accuracy"] == UNDEFINED
     table = FORMATS["table"]([s])
     assert re.search(rf"F1 safe\s+{UNDEFINED}\s", table) and "0.0000" not in table
-    assert f"| {UNDEFINED} [{UNDEFINED}, {UNDEFINED}] |" in FORMATS["md"]([s])
+    assert f"| {UNDEFINED} | {UNDEFINED} |" in FORMATS["md"]([s])
     # paper-compatible scoring prints what the authors' script (sklearn) prints: 0.0
     pc = score_predictions(Predictions.from_values("x", "m", "binary", _cases([0.1, 0.2]), ["unsafe", "unsafe"]),
                            paper_compat=True, n_boot=0)

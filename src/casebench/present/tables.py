@@ -140,7 +140,8 @@ def text_table(scores: Sequence[Score]) -> str:
         out.append(f"  cases {s.n}, answered {s.answered} (coverage {100 * s.coverage:.1f}%)")
         for m in _shown(s):
             fig = fmt_metric(m, s.values[m]) + _mark(s.cases_of, m, s.values[m])
-            out.append(f"  {METRIC[m].label:<34} {fig:>8}   95% CI {_ci(s.ci, m)}".rstrip())
+            ci = f"   95% CI {_ci(s.ci, m)}" if s.ci else ""  # no CIs: --bootstrap 0, or no case scored
+            out.append(f"  {METRIC[m].label:<34} {fig:>8}{ci}".rstrip())
         for kind in s.breakdowns:
             out.append("")
             out.append(breakdown_table(s, kind).rstrip("\n"))
