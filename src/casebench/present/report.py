@@ -351,7 +351,8 @@ def _category_heatmap(inputs: Sequence[ReportInput], paper_compat: bool) -> str:
                       f"Accuracy (%) of each input in each of the {len(categories)} categories; the number of cases "
                       "scored is under each input's name (the full benchmark has 20 per category, 10 safe and 10 "
                       "unsafe contexts, so a cell moves in steps of 5 points; a subset run has fewer). "
-                      "Grey: the input has no scored case of that category. Category names as published."))
+                      "Grey: the input has no scored case of that category. Category names as published. "
+                      f"Every cell is from fewer than {MIN_CASES} cases: read single cells with care."))
 
 
 def _scatter(inputs: Sequence[ReportInput], paper_compat: bool) -> str:

@@ -156,7 +156,7 @@ def breakdown_table(s: Score, kind: str) -> str:
     rows = s.breakdowns.get(kind, {})
     ms = _shown(s, BREAKDOWN_METRICS)
     width = max([len(k) for k in rows] + [8])
-    w = 20
+    w = 18
     out = [f"  by {kind}", f"  {'':<{width}}  {'n':>4}  " + "".join(f"{m:>{w}}" for m in ms)]
     for name, r in rows.items():
         cases = r.get("cases_of", {})
