@@ -265,7 +265,7 @@ def _say_do(inputs: Sequence[ReportInput], n_boot: int, seed: int) -> str:
     return ('<h2 id="saydo">3. Judgement and behaviour</h2>'
             "<p>Each model as a judge (does it say answering is safe?) and as the deployed chatbot (does it "
             "answer?), on the same cases: safe and unsafe recall of each, how often the behaviour matches the "
-            "model's own verdict (95% bootstrap CI), the cases it judged safe but refused and judged unsafe "
+            "model's own verdict (95% Wilson CI), the cases it judged safe but refused and judged unsafe "
             "but answered, and McNemar's exact p between verdict and behaviour.</p>"
             '<div class="wide"><table class="saydo"><thead><tr><th>Model</th><th>Judge</th><th>Chatbot</th>'
             "<th>Safe recall, judged</th><th>Safe recall, behaved</th><th>Unsafe recall, judged</th>"
