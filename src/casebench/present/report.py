@@ -160,9 +160,11 @@ def _leaderboard(inputs: Sequence[ReportInput], paper_compat: bool, n_boot: int)
              if not METRIC[m].behaviour or any(it.pred.mode_spec.reads_behaviour for it in inputs)]
     head = ["#", "Input", "Cases", "Answered"] + [METRIC[m].heading for m in shown]
     tables = []
+    ranked: list[int] = []
     small = False
     for k, g in enumerate(groups, start=1):
         order = sorted(g, key=lambda i: -np.nan_to_num(inputs[i].score.values.get("accuracy", np.nan), nan=-1.0))
+        ranked += order
         rows = []
         for rank, i in enumerate(order, start=1):
             it = inputs[i]
@@ -186,7 +188,7 @@ def _leaderboard(inputs: Sequence[ReportInput], paper_compat: bool, n_boot: int)
         tables.append(caption + f'<div class="wide">{tag}<thead><tr>'
                       + "".join(f'<th class="{"l" if h == "Input" else ""}">{_e(h)}</th>' for h in head)
                       + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>")
-    scores = [inputs[i].score for g in groups for i in g]
+    scores = [inputs[i].score for i in ranked]
     downloads = " ".join([
         _download(FORMATS["csv"](scores), "leaderboard.csv", "text/csv", "CSV"),
         _download(FORMATS["json"](scores), "leaderboard.jsonl", "application/json", "JSON lines"),
@@ -233,7 +235,7 @@ def _refusal(inputs: Sequence[ReportInput]) -> str:
             + _figure(png, "safe and unsafe recall per input",
                       "Left: how many human-safe cases each judge lets through (a low bar is over-refusal). "
                       "Right: how many human-unsafe cases it stops (a low bar is under-refusal). "
-                      "Error bars: 95% bootstrap CIs."))
+                      "Error bars: 95% CIs (Wilson score intervals; bootstrap under paper-compatible scoring)."))
 
 
 def _say_do(inputs: Sequence[ReportInput], n_boot: int, seed: int) -> str:

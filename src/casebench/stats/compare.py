@@ -118,7 +118,24 @@ def check_comparable(preds: Sequence[Predictions], names: Sequence[str] | None =
     names = list(names or [p.source for p in preds])
     problems = []
     todo = list(pairs) if pairs is not None else list(itertools.combinations(range(len(preds)), 2))
+    # inputs holding exactly the first input's cases are checked against it once each (a
+    # fingerprint of all their cases: the cost stays linear in the inputs); other pairs over the
+    # cases they share
+    ref = preds[0]
+    ref_idx = tuple(int(c) for c in ref.case_indices)
+    same = {i for i, p in enumerate(preds) if tuple(int(c) for c in p.case_indices) == ref_idx}
+    for i in sorted(same - {0}):
+        if not any(i in (x, y) and x in same and y in same for x, y in todo):
+            continue
+        p = preds[i]
+        ignore = tuple(dict.fromkeys([*ref.removed, *p.removed]))
+        fa, fb = ref.fingerprint(ignore), p.fingerprint(ignore)
+        if fa != fb:
+            problems.append(f"{names[0]} and {names[i]} are not from the same dataset (the content of their cases "
+                            f"differs: fingerprints {fa[:12]} and {fb[:12]})")
     for i, j in todo:
+        if i in same and j in same:
+            continue
         a, b = preds[i], preds[j]
         common = shared_cases(a, b)
         if not common:
