@@ -328,9 +328,11 @@ def format_ablation(res: "AblationResult") -> str:
              f"resamples); p(BH): Benjamini-Hochberg over all conditions and metrics", *_labels_line(s), ""]
     width = max(len(c.name) for c in res.conditions) + 2
     lines.append(f"{'condition':<{width}}{'coverage':>9}" + "".join(f"{m:>15}" for m in ms))
+    small = False
     for c in res.conditions:
-        lines.append(f"{c.name:<{width}}{100 * c.score.coverage:>8.1f}%"
-                     + "".join(f"{fmt_metric(m, c.score.values.get(m)):>15}" for m in ms))
+        figs = [fmt_metric(m, c.score.values.get(m)) + _mark(c.score.cases_of, m, c.score.values.get(m)) for m in ms]
+        small = small or any(f.endswith(SMALL) for f in figs)
+        lines.append(f"{c.name:<{width}}{100 * c.score.coverage:>8.1f}%" + "".join(f"{f:>15}" for f in figs))
     lines.append("")
     if len(res.conditions) == 1:
         lines.append("only the full context was given: add ablation runs or files to see differences")
@@ -348,6 +350,8 @@ def format_ablation(res: "AblationResult") -> str:
     lines.append("")
     lines.append("* significant after Benjamini-Hochberg")
     lines.append(_marks_line(s))
+    if small:
+        lines.append(f"{SMALL} from fewer than {MIN_CASES} cases: read with care")
     return "\n".join(lines) + "\n"
 
 
