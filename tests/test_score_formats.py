@@ -25,6 +25,7 @@ from casebench.data import Case
 from casebench.predictions import Predictions
 from casebench.present.tables import SMALL, UNDEFINED, FORMATS, text_table
 from casebench.published import load_published, write_published
+from casebench.stats.options import ScoringOptions
 from casebench.stats.metrics import BREAKDOWN_METRICS, METRIC, MIN_CASES, metric_names, score_predictions
 
 BY = ["--by", "category", "--by", "intent"]
@@ -201,8 +202,7 @@ def _cases(rates, cat="c"):
 def test_wilson_cis_do_not_collapse_at_zero_or_one():
     """A perfect 4-case judge: the bootstrap would give [1, 1]; the Wilson interval does not."""
     cases = _cases([0.9, 0.1, 0.8, 0.2])
-    s = score_predictions(Predictions.from_values("x", "m", "binary", cases, ["safe", "unsafe", "safe", "unsafe"]),
-                          n_boot=200)
+    s = score_predictions(Predictions.from_values("x", "m", "binary", cases, ["safe", "unsafe", "safe", "unsafe"]), ScoringOptions(n_boot=200))
     lo, hi = s.ci["accuracy"]
     assert s.values["accuracy"] == 1.0 and hi == 1.0 and lo < 0.6
     lo, hi = s.ci["safe_recall"]
@@ -214,7 +214,7 @@ def test_wilson_cis_do_not_collapse_at_zero_or_one():
 def test_f1_with_nothing_answered_is_undefined_in_every_format():
     cases = _cases([0.9, 0.1, 0.8, 0.2])
     p = Predictions.from_values("x", "m", "binary", cases, [None] * 4)
-    s = score_predictions(p, n_boot=50)
+    s = score_predictions(p, ScoringOptions(n_boot=50))
     assert all(math.isnan(s.values[m]) for m in ("accuracy", "f1_safe", "f1_unsafe"))
     d = json.loads(FORMATS["json"]([s]))
     assert d["f1_safe"] is None and d["accuracy"] is None
@@ -225,17 +225,17 @@ def test_f1_with_nothing_answered_is_undefined_in_every_format():
     assert f"| {UNDEFINED} | {UNDEFINED} |" in FORMATS["md"]([s])
     # paper-compatible scoring prints what the authors' script (sklearn) prints: 0.0
     pc = score_predictions(Predictions.from_values("x", "m", "binary", _cases([0.1, 0.2]), ["unsafe", "unsafe"]),
-                           paper_compat=True, n_boot=0)
+                           ScoringOptions(paper_compat=True, n_boot=0))
     assert pc.values["f1_safe"] == 0.0
     assert math.isnan(score_predictions(Predictions.from_values("x", "m", "binary", _cases([0.1, 0.2]),
-                                                                ["unsafe", "unsafe"]), n_boot=0).values["f1_safe"])
+                                                                ["unsafe", "unsafe"]), ScoringOptions(n_boot=0)).values["f1_safe"])
 
 
 def test_calibration_figures_are_not_printed_for_respond_mode():
     cases = _cases([0.9, 0.1, 0.8, 0.2, 0.7, 0.3])
     meta = {"behaviour": [["comply"], ["refuse"], ["partial"], ["refuse"], ["comply"], ["comply"]]}
     p = Predictions.from_values("x", "m", "respond", cases, [1.0, 0.0, 0.0, 0.0, 1.0, 1.0], meta=meta)
-    s = score_predictions(p, n_boot=50)
+    s = score_predictions(p, ScoringOptions(n_boot=50))
     assert not {"bce", "brier", "ece"} & set(s.values) and {"pcc", "refusal_rate", "partial_rate"} <= set(s.values)
     text = FORMATS["table"]([s])
     assert "BCE" not in text and "Brier" not in text and "ECE" not in text
@@ -249,7 +249,7 @@ def test_calibration_figures_are_not_printed_for_respond_mode():
 def test_refusal_rate_gets_a_wilson_interval():
     cases = _cases([0.9, 0.1, 0.8, 0.2])
     meta = {"behaviour": [["refuse"]] * 4}
-    s = score_predictions(Predictions.from_values("x", "m", "respond", cases, [0.0] * 4, meta=meta), n_boot=50)
+    s = score_predictions(Predictions.from_values("x", "m", "respond", cases, [0.0] * 4, meta=meta), ScoringOptions(n_boot=50))
     assert s.values["refusal_rate"] == 1.0
     lo, hi = s.ci["refusal_rate"]
     assert hi == 1.0 and lo < 0.6

@@ -22,8 +22,9 @@ What is compared, and with which test
     both inputs are continuous (score or prob modes); a binary verdict has no P(safe) to score.
 
 Which cases
-    Default: of the cases both inputs hold, those *both* answered (a missing answer is not a wrong answer); how many
-    were dropped is reported. ``paper_compat=True``: every case, with missing answers handled as
+    Default: of the cases both inputs hold, those *both* answered (a missing answer is not a wrong
+    answer); how many were dropped is reported. ``ScoringOptions(paper_compat=True)``: every
+    shared case, with missing answers handled as
     the published script does (see ``metrics``), so the figures line up with
     ``casebench score --paper-compat``.
 
@@ -42,7 +43,7 @@ Paired bootstrap
     An input compared with itself gives d = 0 in every resample: CI [0, 0] and p = 1.
 
 Labels
-    The human labels are the published ones, or with ``label_source="votes"`` the majority of
+    The human labels are the published ones, or with ``label_source="votes"`` (``ScoringOptions``) the majority of
     each case's votes alone (``metrics.human_rates``), for both inputs alike.
 
 Case sets
@@ -76,11 +77,11 @@ import numpy as np
 from ..data import cases_fingerprint
 from ..jsonutil import json_safe
 from ..predictions import Predictions
-from .bootstrap import DEFAULT_BOOTSTRAP, bootstrap_p, percentile_ci, resample_weights
+from .bootstrap import bootstrap_p, percentile_ci, resample_weights
 from .metrics import (
-    COMPARED_METRICS, METRIC, MIN_DISCORDANT, MIN_PAIRED, ScoringArrays, figure_cases, human_rates, metric_values,
-    scoring_arrays,
+    COMPARED_METRICS, METRIC, MIN_DISCORDANT, MIN_PAIRED, ScoringArrays, figure_cases, metric_values, scoring_arrays,
 )
+from .options import DEFAULT_OPTIONS, ScoringOptions
 
 
 class CompareError(ValueError):
@@ -326,7 +327,7 @@ class Comparison:
 
 
 def _paired_arrays(
-    a: Predictions, b: Predictions, paper_compat: bool, label_source: str = "published",
+    a: Predictions, b: Predictions, options: ScoringOptions = DEFAULT_OPTIONS,
     union: dict[int, int] | None = None,
 ) -> tuple[ScoringArrays, ScoringArrays, np.ndarray, int]:
     """Scoring arrays of both inputs over the paired cases (see the module docstring), aligned by
@@ -338,10 +339,10 @@ def _paired_arrays(
     perm = np.array([order_b.get(int(c), -1) for c in a.case_indices], dtype=int)
     held = perm >= 0
     keep = held.copy()
-    if not paper_compat:
+    if not options.paper_compat:
         keep &= a.answered & b.answered[np.where(held, perm, 0)]
-    sa, ma = scoring_arrays(a, paper_compat, human_rates(a, label_source))
-    sb, mb = scoring_arrays(b, paper_compat, human_rates(b, label_source))
+    sa, ma = scoring_arrays(a, options)
+    sb, mb = scoring_arrays(b, options)
     # map each input's (masked) arrays back to the paired positions
     pos_a = np.cumsum(ma) - 1
     pos_b = np.cumsum(mb) - 1
@@ -361,9 +362,8 @@ def _describe(p: Predictions, i: int) -> dict[str, Any]:
 
 
 def compare_pair(
-    a: Predictions, b: Predictions, *, paper_compat: bool = False, n_boot: int = DEFAULT_BOOTSTRAP,
-    seed: int = 0, level: float = 0.95, weights: np.ndarray | None = None, label_source: str = "published",
-    union: dict[int, int] | None = None,
+    a: Predictions, b: Predictions, options: ScoringOptions = DEFAULT_OPTIONS, *, level: float = 0.95,
+    weights: np.ndarray | None = None, union: dict[int, int] | None = None,
 ) -> PairComparison:
     """All tests for one pair (no multiple-testing adjustment: see ``compare``).
 
@@ -374,7 +374,8 @@ def compare_pair(
     """
     if union is None and weights is not None and weights.shape[1] != a.n:
         raise CompareError("the resamples were drawn over other cases than the first input's; pass union")
-    sa, sb, positions, dropped = _paired_arrays(a, b, paper_compat, label_source, union)
+    sa, sb, positions, dropped = _paired_arrays(a, b, options, union)
+    n_boot, seed = options.n_boot, options.seed
     n = len(sa.y)
     both_cont = a.is_continuous and b.is_continuous
     behaviour = a.mode_spec.reads_behaviour or b.mode_spec.reads_behaviour
@@ -449,15 +450,15 @@ def adjust(pairs: Sequence[PairComparison], alpha: float) -> None:
 
 
 def compare(
-    preds: Sequence[Predictions], *, paper_compat: bool = False, n_boot: int = DEFAULT_BOOTSTRAP,
-    seed: int = 0, level: float = 0.95, alpha: float = 0.05,
-    pairs: Sequence[tuple[int, int]] | None = None, label_source: str = "published",
+    preds: Sequence[Predictions], options: ScoringOptions = DEFAULT_OPTIONS, *, level: float = 0.95,
+    alpha: float = 0.05, pairs: Sequence[tuple[int, int]] | None = None,
 ) -> Comparison:
     """Compare every pair of inputs (or the given index pairs), then adjust all primary p-values
     together with Benjamini-Hochberg. Raises ``CompareError`` for incomparable inputs (and
     ``metrics.LabelSourceError`` for votes-only labels on cases without votes)."""
     todo = list(pairs) if pairs is not None else list(itertools.combinations(range(len(preds)), 2))
     check_comparable(preds, pairs=todo)
+    paper_compat, n_boot, seed, label_source = options.paper_compat, options.n_boot, options.seed, options.label_source
     if n_boot < 0:
         raise CompareError(f"the number of bootstrap resamples must be 0 or more, got {n_boot}")
     if not 0 < level < 1:
@@ -466,8 +467,7 @@ def compare(
     weights = resample_weights(len(union), n_boot, seed) if n_boot > 0 and union else None
     results = []
     for i, j in todo:
-        pc = compare_pair(preds[i], preds[j], paper_compat=paper_compat, n_boot=n_boot, seed=seed, level=level,
-                          weights=weights, label_source=label_source, union=union)
+        pc = compare_pair(preds[i], preds[j], options, level=level, weights=weights, union=union)
         pc.a, pc.b = i, j
         results.append(pc)
     adjust(results, alpha)

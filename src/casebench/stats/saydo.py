@@ -18,6 +18,7 @@ from typing import Any
 from ..predictions import Predictions
 from .compare import CompareError, mcnemar_exact
 from .metrics import wilson_ci
+from .options import DEFAULT_OPTIONS, ScoringOptions
 
 
 @dataclass
@@ -42,8 +43,10 @@ def is_say_do_pair(a: Predictions, b: Predictions) -> bool:
     return a.mode_spec.reads_behaviour != b.mode_spec.reads_behaviour
 
 
-def say_do(a: Predictions, b: Predictions, n_boot: int = 2000, seed: int = 0, level: float = 0.95) -> SayDo:
-    """Compare a judge run with a respond run (either order) of the same model on the same cases."""
+def say_do(a: Predictions, b: Predictions, options: ScoringOptions = DEFAULT_OPTIONS, level: float = 0.95) -> SayDo:
+    """Compare a judge run with a respond run (either order) of the same model on the same cases
+    (the agreement's CI: Wilson, none when ``options.n_boot`` is 0)."""
+    n_boot = options.n_boot
     judge, respond = (a, b) if b.mode_spec.reads_behaviour else (b, a)
     if judge.mode_spec.reads_behaviour or not respond.mode_spec.reads_behaviour:
         raise CompareError("say-and-do needs one judge input (binary, score or prob) and one respond run")
