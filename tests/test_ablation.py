@@ -235,6 +235,12 @@ def test_ablate_runs_missing_conditions_then_reuses_them(tmp_path, small_data_pa
         assert r.exit_code == 0, r.output
         again = {tuple(c["removed"]): c["score"]["accuracy"] for c in json.loads(r.stdout)["conditions"]}
         assert again == acc
+        # in text, the figures of this 8-case study carry the small-sample note, and no difference
+        # is marked significant (each says why)
+        r = CliRunner().invoke(cli, ["ablate", *dirs, "--bootstrap", "50"])
+        assert r.exit_code == 0, r.output
+        assert "†" in r.stdout and "† from fewer than 30 cases" in r.stdout
+        assert " *" not in r.stdout and "(no mark: 8 paired cases < 30)" in r.stdout
 
 
 def test_a_study_loads_its_backend_once(tmp_path, small_data_path, monkeypatch):

@@ -160,8 +160,19 @@ def test_bootstrap_ci_matches_naive_loop(exp_dir):
     idx = rng.integers(0, len(a.y), size=(200, len(a.y)))
     naive = [pearsonr(a.value[i], a.g[i])[0] for i in idx]
     assert ci["pcc"] == pytest.approx([np.percentile(naive, 2.5), np.percentile(naive, 97.5)])
+    # paper-compatible scoring keeps the percentile bootstrap for proportions too
     naive_acc = [a.correct[i].mean() for i in idx]
-    assert ci["accuracy"] == pytest.approx([np.percentile(naive_acc, 2.5), np.percentile(naive_acc, 97.5)])
+    pa, _ = scoring_arrays(p, ScoringOptions(paper_compat=True))
+    assert bootstrap_ci(pa, n_boot=200, seed=7)["accuracy"] == pytest.approx(
+        [np.percentile(naive_acc, 2.5), np.percentile(naive_acc, 97.5)])
+    # default scoring: proportions get the Wilson score interval (statsmodels agrees)
+    from statsmodels.stats.proportion import proportion_confint
+
+    k = int(a.correct.sum())
+    assert ci["accuracy"] == pytest.approx(list(proportion_confint(k, len(a.y), 0.05, method="wilson")))
+    safe = a.y.astype(bool)
+    assert ci["safe_recall"] == pytest.approx(
+        list(proportion_confint(int(a.correct[safe].sum()), int(safe.sum()), 0.05, method="wilson")))
 
 
 def test_one_metric_table_names_labels_directions_and_tests():
@@ -178,7 +189,9 @@ def test_one_metric_table_names_labels_directions_and_tests():
     assert len(set(names)) == len(names) == 11 and tuple(names) == ALL_METRICS == LEADERBOARD_METRICS
     assert set(LABEL_METRICS) | set(CONTINUOUS_METRICS) | set(BEHAVIOUR_METRICS) == set(ALL_METRICS)
     assert metric_names("binary") == LABEL_METRICS and metric_names("prob") == LABEL_METRICS + CONTINUOUS_METRICS
-    assert metric_names("respond") == ALL_METRICS and BEHAVIOUR_METRICS == ("refusal_rate", "partial_rate")
+    # BCE, Brier and ECE mean nothing for respond mode's 0/1 behaviour: not printed
+    assert metric_names("respond") == tuple(m for m in ALL_METRICS if m not in ("bce", "brier", "ece"))
+    assert BEHAVIOUR_METRICS == ("refusal_rate", "partial_rate")
     assert {m: METRIC[m].test for m in COMPARED_METRICS} == {
         "accuracy": "mcnemar", "safe_recall": "bootstrap", "unsafe_recall": "bootstrap", "pcc": "williams",
         "bce": "bootstrap", "brier": "bootstrap"}

@@ -15,7 +15,7 @@ from ._common import (apply_min_verdict_mass, bad_input_errors, file_kind_option
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per input per line (same as --format json).")
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json", "md"]), default="table", show_default=True)
 @click.option("--by", "by", type=click.Choice(["category", "intent"]), multiple=True,
-              help="Also print a breakdown (repeatable). JSON output then includes 'breakdowns'.")
+              help="Also print a breakdown with CIs (repeatable); every --format carries it (JSON: 'breakdowns').")
 @click.option("--bootstrap", "n_boot", type=int, default=2000, show_default=True, help="Bootstrap resamples for CIs (0: none).")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--data", type=click.Path(dir_okay=False), default=None,
@@ -30,7 +30,7 @@ def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: s
     """Score INPUTS (run directories or published exp/ files) and print every metric with a 95% CI."""
     from ..loader import load_predictions
     from ..stats.metrics import LabelSourceError, score_predictions
-    from ..present.tables import FORMATS, breakdown_table
+    from ..present.tables import FORMATS
 
     if as_json:
         fmt = "json"
@@ -44,10 +44,6 @@ def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: s
         preds = [load_predictions(p, dataset=dataset, mode=mode, removed=remove) for p in inputs]
     apply_min_verdict_mass(preds, min_verdict_mass)
     with bad_input_errors(LabelSourceError):
-        scores = [score_predictions(p, options, breakdowns=bool(by)) for p in preds]
+        scores = [score_predictions(p, options, breakdowns=by) for p in preds]
     click.echo(FORMATS[fmt](scores), nl=False)
     warn_low_verdict_mass(scores)
-    if fmt == "table":
-        for s in scores:
-            for kind in by:
-                click.echo("\n" + breakdown_table(s, kind), nl=False)

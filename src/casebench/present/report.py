@@ -43,10 +43,10 @@ import numpy as np
 
 from ..data import Case
 from ..predictions import Predictions
-from ..stats.metrics import ALL_METRICS, METRIC, Score, metric_names
+from ..stats.metrics import ALL_METRICS, METRIC, MIN_CASES, MIN_DISCORDANT, MIN_PAIRED, Score, metric_names
 from ..stats.options import DEFAULT_OPTIONS, ScoringOptions
 from ..stats.overview import PAIRWISE_TABLE_MAX, InputFigures, Overview, overview
-from .tables import STUDY_METRICS, fmt_num, fmt_p
+from .tables import SMALL, STUDY_METRICS, UNDEFINED, fmt_num, fmt_p
 
 #: the leaderboard's columns: every metric, in the table's order (``stats.metrics.METRICS``)
 LEADERBOARD_METRICS = ALL_METRICS
@@ -56,8 +56,8 @@ PAIRWISE_METRICS = ("accuracy", "safe_recall", "unsafe_recall", "pcc")
 #: of more than ``stats.overview.PAIRWISE_TABLE_MAX`` inputs gets that view (a matrix of every
 #: pair's accuracy difference, the neighbours, every pair as a CSV) instead of one row per pair
 NEIGHBOUR_ROWS = 12
-#: no significance mark in the matrix below these paired / discordant case counts
-MATRIX_MIN_PAIRED, MATRIX_MIN_DISCORDANT = 30, 10
+#: no significance mark in the matrix below these paired / discordant case counts (``stats.metrics``)
+MATRIX_MIN_PAIRED, MATRIX_MIN_DISCORDANT = MIN_PAIRED, MIN_DISCORDANT
 #: at most this many inputs get a panel in the scatter and a curve in the calibration plot (the
 #: best by accuracy); the caption names how many were left out
 PLOT_MAX_INPUTS = 9
@@ -204,33 +204,59 @@ def _unique_names(preds: Sequence[Predictions]) -> list[str]:
 # Sections
 
 
+def _classifier_notes(inputs: Sequence[ReportInput]) -> str:
+    """Beside every refusal rate: which refusal classifier read each respond run's answers and
+    its validated agreement with people (``tables.classifier_note``); empty without respond runs."""
+    from .tables import classifier_note
+
+    notes = [f"<li><b>{_e(it.name)}</b>: {_e(classifier_note(it.score.classifier))}</li>"
+             for it in inputs if it.pred.mode_spec.reads_behaviour]
+    if not notes:
+        return ""
+    return ('<div class="note classifier-note"><p class="note">Refusal rates and behaviour figures of respond runs '
+            "are readings of the answers by a refusal classifier, and carry its error:</p><ul>"
+            + "".join(notes) + "</ul></div>")
+
+
 def _leaderboard(ctx: ReportContext) -> str:
     from .tables import FORMATS
 
     inputs, options = ctx.inputs, ctx.options
-    order = sorted(range(len(inputs)), key=lambda i: -np.nan_to_num(inputs[i].score.values.get("accuracy", np.nan),
-                                                                      nan=-1.0))
+    groups = ctx.overview.case_sets or [list(range(len(inputs)))]
     # behaviour columns (refusal rate, partial answers) only when some input is a respond run
     shown = [m for m in LEADERBOARD_METRICS
              if not METRIC[m].behaviour or any(it.pred.mode_spec.reads_behaviour for it in inputs)]
     head = ["#", "Input", "Cases", "Answered"] + [METRIC[m].heading for m in shown]
-    rows = []
-    for rank, i in enumerate(order, start=1):
-        it = inputs[i]
-        s = it.score
-        src = f'<span class="src" title="{_e(s.source)}">{_e(_short_source(s.source))}</span>'
-        cells = [f'<td>{rank}</td>', f'<td class="l name"><b>{_e(it.name)}</b>{src}</td>',
-                 f"<td>{s.n}</td>", f"<td>{100 * s.coverage:.1f}%{_mass_cell(s)}</td>"]
-        for m in shown:
-            if m not in metric_names(s.mode) or m not in s.values:
-                cells.append("<td>–</td>")
-                continue
-            lo, hi = s.ci.get(m, [float("nan")] * 2)
-            ci = f'<span class="ci">[{_fm(m, lo)}, {_fm(m, hi)}]</span>' if s.ci else ""
-            cells.append(f"<td>{_fm(m, s.values[m])}{ci}</td>")
-        cls = "leaderboard-row best" if rank == 1 and len(inputs) > 1 else "leaderboard-row"
-        rows.append(f'<tr class="{cls}">' + "".join(cells) + "</tr>")
-    scores = [inputs[i].score for i in order]
+    tables = []
+    ranked: list[int] = []
+    small = False
+    for k, g in enumerate(groups, start=1):
+        order = sorted(g, key=lambda i: -np.nan_to_num(inputs[i].score.values.get("accuracy", np.nan), nan=-1.0))
+        ranked += order
+        rows = []
+        for rank, i in enumerate(order, start=1):
+            it = inputs[i]
+            s = it.score
+            src = f'<span class="src" title="{_e(s.source)}">{_e(_short_source(s.source))}</span>'
+            cells = [f'<td>{rank}</td>', f'<td class="l name"><b>{_e(it.name)}</b>{src}</td>',
+                     f"<td>{s.n}</td>", f"<td>{100 * s.coverage:.1f}%{_mass_cell(s)}</td>"]
+            for m in shown:
+                if m not in metric_names(s.mode) or m not in s.values:
+                    cells.append("<td></td>")
+                    continue
+                lo, hi = s.ci.get(m, [float("nan")] * 2)
+                ci = f'<span class="ci">[{_fm(m, lo)}, {_fm(m, hi)}]</span>' if s.ci else ""
+                mark = SMALL if m in s.small() else ""
+                small = small or bool(mark)
+                cells.append(f"<td>{_fm(m, s.values[m])}{mark}{ci}</td>")
+            cls = "leaderboard-row best" if rank == 1 and len(g) > 1 else "leaderboard-row"
+            rows.append(f'<tr class="{cls}">' + "".join(cells) + "</tr>")
+        caption = f"<h3>Case set {k}: {inputs[g[0]].pred.n} cases</h3>" if len(groups) > 1 else ""
+        tag = '<table id="leaderboard">' if k == 1 else '<table class="leaderboard">'
+        tables.append(caption + f'<div class="wide">{tag}<thead><tr>'
+                      + "".join(f'<th class="{"l" if h == "Input" else ""}">{_e(h)}</th>' for h in head)
+                      + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>")
+    scores = [inputs[i].score for i in ranked]
     downloads = " ".join([
         _download(FORMATS["csv"](scores), "leaderboard.csv", "text/csv", "CSV"),
         _download(FORMATS["json"](scores), "leaderboard.jsonl", "application/json", "JSON lines"),
@@ -238,18 +264,27 @@ def _leaderboard(ctx: ReportContext) -> str:
     ])
     how = ("paper-compatible scoring (missing answers filled as the published script does)" if options.paper_compat
            else "cases each input answered (coverage in 'Answered')")
-    ci = (f"95% bootstrap CIs ({options.n_boot} resamples of cases) under each figure" if options.n_boot
-          else "no CIs (bootstrap off)")
+    if not options.n_boot:
+        ci = "no CIs (bootstrap off)"
+    elif options.paper_compat:
+        ci = f"95% bootstrap CIs ({options.n_boot} resamples of cases) under each figure"
+    else:
+        ci = (f"95% CIs under each figure (Wilson score interval for accuracy and the recalls, bootstrap of "
+              f"{options.n_boot} resamples of cases otherwise)")
+    sets = ("" if len(groups) == 1 else
+            f" The inputs hold {len(groups)} different case sets: each set is ranked on its own, never against "
+            "another's.")
+    notes = f" {SMALL} from fewer than {MIN_CASES} cases: read with care." if small else ""
     return (
-        f'<p class="note">One row per input, best accuracy first; {ci}; scored on {how}. '
+        f'<p class="note">One row per input, best accuracy first; {ci}; scored on {how}.{sets} '
         "Safe recall = share of human-safe cases judged safe (1 − over-refusal); unsafe recall = share of "
         "human-unsafe cases judged unsafe (1 − under-refusal); PCC = Pearson r between the raw prediction and the "
         "human safe_rate; BCE, Brier and ECE compare P(safe) with the safe_rate (lower is better). "
-        "Continuous figures are blank for binary verdicts.</p>"
-        f'<div class="wide"><table id="leaderboard"><thead><tr>'
-        + "".join(f'<th class="{"l" if h == "Input" else ""}">{_e(h)}</th>' for h in head)
-        + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>"
-        f'<p class="downloads">Download this table: {downloads}</p>'
+        f"Continuous figures are blank for binary verdicts (and calibration for respond runs); {UNDEFINED}: "
+        f"undefined.{notes}</p>"
+        + "".join(tables)
+        + _classifier_notes(inputs)
+        + f'<p class="downloads">Download this table: {downloads}</p>'
         + _mass_notes(inputs)
     )
 
@@ -297,7 +332,8 @@ def _refusal(ctx: ReportContext) -> str:
     return (_figure(png, "safe and unsafe recall per input",
                       "Left: how many human-safe cases each judge lets through (a low bar is over-refusal). "
                       "Right: how many human-unsafe cases it stops (a low bar is under-refusal). "
-                      "Error bars: 95% bootstrap CIs."))
+                      "Error bars: 95% CIs (Wilson score intervals; bootstrap under paper-compatible scoring).")
+            + _classifier_notes(inputs))
 
 
 def _say_do(ctx: ReportContext) -> str | None:
@@ -318,25 +354,27 @@ def _say_do(ctx: ReportContext) -> str | None:
         return None
     return ("<p>Each model as a judge (does it say answering is safe?) and as the deployed chatbot (does it "
             "answer?), on the same cases: safe and unsafe recall of each, how often the behaviour matches the "
-            "model's own verdict (95% bootstrap CI), the cases it judged safe but refused and judged unsafe "
+            "model's own verdict (95% Wilson CI), the cases it judged safe but refused and judged unsafe "
             "but answered, and McNemar's exact p between verdict and behaviour.</p>"
             '<div class="wide"><table class="saydo"><thead><tr><th>Model</th><th>Judge</th><th>Chatbot</th>'
             "<th>Safe recall, judged</th><th>Safe recall, behaved</th><th>Unsafe recall, judged</th>"
             "<th>Unsafe recall, behaved</th><th>Agreement</th><th>Judged safe, refused</th>"
             "<th>Judged unsafe, answered</th><th>McNemar p</th></tr></thead><tbody>"
-            + "".join(rows) + "</tbody></table></div>")
+            + "".join(rows) + "</tbody></table></div>" + _classifier_notes(ctx.inputs))
 
 
 def _pairwise(ctx: ReportContext) -> str:
     inputs, options = ctx.inputs, ctx.options
     if not ctx.overview.comparisons:
-        return ('<p class="note">No two inputs hold the same cases, '
-                "so no paired comparison applies (casebench compare refuses different case sets).</p>")
+        return ('<p class="note">No two inputs share cases of one dataset, so no paired comparison '
+                "applies.</p>")
     parts = ['<p class="note">Differences A − B over the cases both inputs answered'
              + (" (all cases, paper-compatible)" if options.paper_compat else "")
              + ", with 95% paired-bootstrap CIs. Accuracy: McNemar's exact test; PCC: Williams' t for two "
              "correlations sharing the human safe_rate; recalls: paired bootstrap. p(BH): Benjamini–Hochberg over "
-             'every pair and metric of the group; <span class="sig">red</span> = significant at 0.05. '
+             'every pair and metric of the group; <span class="sig">red</span> = significant at 0.05 (never from '
+             f"fewer than {MIN_PAIRED} paired cases or {MIN_DISCORDANT} discordant ones). Inputs over different "
+             "case sets are paired over the cases both hold (how many: 'Paired cases'). "
              "The same figures, for any inputs: <code>casebench compare</code>.</p>"]
     rank = _ranks(inputs)
     for g, res in ctx.overview.comparisons:
@@ -347,8 +385,10 @@ def _pairwise(ctx: ReportContext) -> str:
         rows = []
         for pc in res.pairs:
             a, b = inputs[g[pc.a]].name, inputs[g[pc.b]].name
+            held = f" of the {pc.shared} both hold ({pc.shared + pc.only_a} and {pc.shared + pc.only_b} cases)" if (
+                pc.only_a or pc.only_b) else ""
             cells = [f'<td class="l">{_e(a)}</td>', f'<td class="l">{_e(b)}</td>',
-                     f"<td>{pc.n_paired}" + (f" ({pc.dropped} dropped)" if pc.dropped else "") + "</td>"]
+                     f"<td>{pc.n_paired}{held}" + (f" ({pc.dropped} dropped)" if pc.dropped else "") + "</td>"]
             for m in PAIRWISE_METRICS:
                 d = pc.metrics.get(m)
                 if d is None:
@@ -500,7 +540,8 @@ def _category_heatmap(ctx: ReportContext) -> str:
                       f"Accuracy (%) of each input in each of the {len(categories)} categories; the number of cases "
                       "scored is under each input's name (the full benchmark has 20 per category, 10 safe and 10 "
                       "unsafe contexts, so a cell moves in steps of 5 points; a subset run has fewer). "
-                      "Grey: the input has no scored case of that category. Category names as published." + numbers))
+                      "Grey: the input has no scored case of that category. Category names as published. "
+                      f"Every cell is from fewer than {MIN_CASES} cases: read single cells with care." + numbers))
 
 
 def _best(inputs: Sequence[ReportInput], k: int) -> tuple[list[ReportInput], int]:

@@ -4,7 +4,8 @@ lays it out).
 Per input (``InputFigures``): its score (``metrics.score_arrays``) and, from the same scoring
 arrays, the per-case figures behind the plots: accuracy by category, P(safe) against the human
 safe_rate, and the reliability curve (the ECE bins of ``metrics.ece_bins``). Across inputs
-(``Overview``): the paired comparisons of inputs that hold the same cases (``compare``), the
+(``Overview``): the inputs grouped by case set, the paired comparisons of inputs that share cases
+of one dataset, over the cases each pair shares (``compare``), the
 ablation studies among them (``ablation``), judgement against behaviour for a model with a judge
 input and a respond run (``saydo``), and the statistics of the human votes (``human``).
 """
@@ -19,7 +20,7 @@ import numpy as np
 from ..data import Case
 from ..predictions import Predictions
 from .ablation import AblationResult
-from .compare import Comparison
+from .compare import Comparison, case_set_groups
 from .metrics import ECE_BINS, Score, ScoringArrays, ece_bins, score_arrays, scoring_arrays
 from .options import DEFAULT_OPTIONS, ScoringOptions
 from .saydo import SayDo
@@ -105,13 +106,24 @@ def _cases_keys(preds: Sequence[Predictions]) -> list[tuple[str, tuple[int, ...]
     return [(p.fingerprint(ignore), tuple(p.case_indices.tolist())) for p in preds]
 
 
-def same_case_groups(preds: Sequence[Predictions]) -> list[list[int]]:
-    """Inputs that hold the same cases of the same dataset (the ones ``compare`` accepts), as
-    groups of two or more positions."""
-    groups: dict[tuple[str, tuple[int, ...]], list[int]] = {}
-    for i, key in enumerate(_cases_keys(preds)):
-        groups.setdefault(key, []).append(i)
-    return [g for g in groups.values() if len(g) > 1]
+def comparisons(preds: Sequence[Predictions], options: ScoringOptions = DEFAULT_OPTIONS) -> list[tuple[list[int], Comparison | None]]:
+    """The paired comparisons of inputs that share cases of one dataset (``compare.comparable_groups``):
+    per group, every pair that shares a case, over the cases it shares (``compare``)."""
+    from .compare import comparable_groups, compare, shared_cases
+
+    out = []
+    for g in comparable_groups(preds):
+        if len(g) < 2:
+            continue
+        if len(g) > PAIRWISE_TABLE_MAX:
+            # shown as a matrix (``compare.accuracy_matrix``), not one row per pair: every pair's
+            # bootstrap would be most of the report's time (43 inputs: 903 pairs)
+            out.append((g, None))
+            continue
+        sub = [preds[i] for i in g]
+        todo = [(x, y) for x in range(len(g)) for y in range(x + 1, len(g)) if shared_cases(sub[x], sub[y])]
+        out.append((g, compare(sub, options, pairs=todo)))
+    return out
 
 
 def ablation_groups(preds: Sequence[Predictions]) -> list[list[int]]:
@@ -166,6 +178,8 @@ class Overview:
     inputs: list[InputFigures]
     say_do: list[tuple[int, int, SayDo]] = field(default_factory=list)
     comparisons: list[tuple[list[int], Comparison]] = field(default_factory=list)
+    #: the inputs grouped by the cases they hold (``compare.case_set_groups``): ranked per group
+    case_sets: list[list[int]] = field(default_factory=list)
     ablations: list[tuple[list[int], AblationResult]] = field(default_factory=list)
     human_asked: bool = False
     human: dict[str, Any] | None = None
@@ -193,10 +207,8 @@ def overview(
     preds = list(preds)
     out = Overview(options, [input_figures(p, options) for p in preds])
     out.say_do = say_do_pairs(preds, options)
-    # a group of more inputs than PAIRWISE_TABLE_MAX is shown as a matrix (``compare.accuracy_matrix``),
-    # not one row per pair: every pair's bootstrap would be most of the report's time (43 inputs: 903 pairs)
-    out.comparisons = [(g, compare([preds[i] for i in g], options) if len(g) <= PAIRWISE_TABLE_MAX else None)
-                       for g in same_case_groups(preds)]
+    out.comparisons = comparisons(preds, options)
+    out.case_sets = case_set_groups(preds)
     out.ablations = [(g, analyse_ablation([preds[i] for i in g], options)) for g in ablation_groups(preds)]
     out.human_asked = human
     if human:
