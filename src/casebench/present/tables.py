@@ -174,7 +174,8 @@ def _undefined_shown(s: Score) -> bool:
 
 
 def text_table(scores: Sequence[Score]) -> str:
-    """One block per input: every metric with its CI and, when asked, its breakdowns."""
+    """One block per input: every metric with its CI and, when asked, its breakdowns; prob-mode
+    runs also their verdict mass (and how many cases it left out)."""
     out = []
     for s in scores:
         tag = " (paper-compatible)" if s.paper_compat else ""
@@ -185,15 +186,6 @@ def text_table(scores: Sequence[Score]) -> str:
                       if s.low_mass_missing else "") + ")")
         if s.verdict_mass:
             out.append("  " + verdict_mass_line(s))
-        for m in metric_names(s.mode):
-            if m not in s.values:
-                continue
-            lo, hi = s.ci.get(m, [float("nan")] * 2)
-            out.append(f"  {METRIC[m].label:<34} {fmt_metric(m, s.values[m]):>8}   "
-                       f"95% CI [{fmt_metric(m, lo)}, {fmt_metric(m, hi)}]")
-
-
-        out.append(f"  cases {s.n}, answered {s.answered} (coverage {100 * s.coverage:.1f}%)")
         for m in _shown(s):
             fig = fmt_metric(m, s.values[m]) + _mark(s.cases_of, m, s.values[m])
             ci = f"   95% CI {_ci(s.ci, m)}" if s.ci else ""  # no CIs: --bootstrap 0, or no case scored
@@ -279,13 +271,12 @@ def csv_table(scores: Sequence[Score]) -> str:
     """One row per input and per breakdown group (``flat_rows``); undefined figures as
     ``UNDEFINED``, figures that do not apply blank."""
     buf = io.StringIO()
-    rows = [flat_row(s) for s in scores]
-    if _with_mass(scores):
-        rows = [{**r, **verdict_mass_cells(s)} for r, s in zip(rows, scores)]
-    w = csv.DictWriter(buf, fieldnames=list(rows[0]) if rows else ["source"])
-
-
-    rows = [r for s in scores for r in flat_rows(s)]
+    rows = []
+    for s in scores:
+        rs = flat_rows(s)
+        if _with_mass(scores):  # the input's own row carries its verdict mass
+            rs[0] = {**rs[0], **verdict_mass_cells(s)}
+        rows += rs
     fields = list(dict.fromkeys(k for r in rows for k in r)) or list(_ID_COLUMNS)
     w = csv.DictWriter(buf, fieldnames=fields)
     w.writeheader()
@@ -305,6 +296,8 @@ def _md_cell(m: str, r: dict[str, Any], ci: dict[str, list[float]], cases_of: di
 
 
 def markdown_table(scores: Sequence[Score]) -> str:
+    """One row per input (every metric with its CI; prob-mode runs also their verdict mass), then a
+    table per breakdown of each input, then the notes."""
     mass = _with_mass(scores)
     cols = ["model", "mode", "removed", "coverage"] + (["verdict mass (median, below)"] if mass else []) + list(ROW_METRICS)
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
@@ -314,14 +307,6 @@ def markdown_table(scores: Sequence[Score]) -> str:
             vm = s.verdict_mass
             cells.append(f"{mass_pct(vm['median'])}, {vm['below']}/{vm['known']} below {mass_pct(vm['threshold'])}"
                          if vm else "-")
-
-
-    """One row per input (every metric with its CI), then a table per breakdown of each input,
-    then the notes."""
-    cols = ["model", "mode", "removed", "coverage"] + list(ROW_METRICS)
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    for s in scores:
-        cells = [s.model, s.mode, ",".join(s.removed) or "-", f"{100 * s.coverage:.1f}%"]
         shown = set(_shown(s))
         for m in ROW_METRICS:
             cells.append(_md_cell(m, s.values, s.ci, s.cases_of) if m in shown else "")
