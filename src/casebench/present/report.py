@@ -99,7 +99,7 @@ def _f(x: float | None, digits: int = 3) -> str:
 
 def _fm(metric: str, x: float | None) -> str:
     """A metric's figure in the report's compact tables (``MetricDef.digits`` minus one)."""
-    return _f(x, METRIC[metric].digits - 1)
+    return _f(x, max(0, METRIC[metric].digits - 1))
 
 
 def _fp(p: float | None) -> str:

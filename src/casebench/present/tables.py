@@ -52,7 +52,7 @@ def fmt_p(p: float | None, digits: int = 4, sci_digits: int = 2, missing: str = 
 def fmt_metric(name: str, x: float | None, compact: bool = False) -> str:
     """A metric's value (or a difference or CI bound of it) with the metric's digits
     (``MetricDef.digits``; one fewer in the compact Markdown and HTML tables)."""
-    digits = METRIC[name].digits - (1 if compact else 0)
+    digits = max(0, METRIC[name].digits - (1 if compact else 0))
     return fmt_num(x, digits)
 
 
@@ -81,8 +81,8 @@ def text_table(scores: Sequence[Score]) -> str:
             if m not in s.values:
                 continue
             lo, hi = s.ci.get(m, [float("nan")] * 2)
-            out.append(f"  {METRIC[m].label:<34} {fmt_metric(m, s.values[m]):>8}   "
-                       f"95% CI [{fmt_metric(m, lo)}, {fmt_metric(m, hi)}]")
+            ci = f"   95% CI [{fmt_metric(m, lo)}, {fmt_metric(m, hi)}]" if METRIC[m].interval else ""
+            out.append(f"  {METRIC[m].label:<34} {fmt_metric(m, s.values[m]):>8}{ci}")
         out.append("")
     return "\n".join(out).rstrip() + "\n"
 
@@ -94,6 +94,8 @@ def flat_row(s: Score) -> dict[str, Any]:
     }
     for m in ROW_METRICS:
         row[m] = s.values.get(m)
+        if not METRIC[m].interval:
+            continue
         lo, hi = s.ci.get(m, [None, None])
         row[f"{m}_ci_lo"], row[f"{m}_ci_hi"] = lo, hi
     return row
@@ -120,7 +122,9 @@ def markdown_table(scores: Sequence[Score]) -> str:
     for s in scores:
         cells = [s.model, s.mode, ",".join(s.removed) or "-", f"{100 * s.coverage:.1f}%"]
         for m in ROW_METRICS:
-            if m in s.values:
+            if m in s.values and not METRIC[m].interval:
+                cells.append(fmt_metric(m, s.values[m], True))
+            elif m in s.values:
                 lo, hi = s.ci.get(m, [float("nan")] * 2)
                 cells.append(f"{fmt_metric(m, s.values[m], True)} [{fmt_metric(m, lo, True)}, "
                              f"{fmt_metric(m, hi, True)}]")

@@ -260,21 +260,27 @@ def _describe(p: Predictions, i: int) -> dict[str, Any]:
 def compare_pair(
     a: Predictions, b: Predictions, *, paper_compat: bool = False, n_boot: int = DEFAULT_BOOTSTRAP,
     seed: int = 0, level: float = 0.95, weights: np.ndarray | None = None, label_source: str = "published",
+    pair_weights: np.ndarray | None = None,
 ) -> PairComparison:
     """All tests for one pair (no multiple-testing adjustment: see ``compare``).
 
     ``weights``: the resamples (``bootstrap.resample_weights(a.n, ...)``) when several pairs
     share them. Both inputs are scored by the same metric formulas (``metrics.metric_values``)
-    on the same resamples.
+    on the same resamples. ``pair_weights``: likewise for the per-pair context figures
+    (``stats.context``), resampling the query pairs of ``a``'s cases; they are scored on the
+    pairs both inputs answered both cases of.
     """
     sa, sb, positions, dropped = _paired_arrays(a, b, paper_compat, label_source)
     n = len(sa.y)
     both_cont = a.is_continuous and b.is_continuous
     metrics = [m for m in COMPARED_METRICS if both_cont or not METRIC[m].continuous]
-    W = None
+    W = PW = None
     if n_boot > 0 and n > 0:
         W = weights if weights is not None else resample_weights(a.n, n_boot, seed)
-    (pa, ba), (pb, bb) = metric_values([sa, sb], metrics, W, positions)
+        n_pairs = _all_pairs(a)
+        if n_pairs and sa.pairs is not None and len(sa.pairs):
+            PW = pair_weights if pair_weights is not None else resample_weights(n_pairs, n_boot, seed)
+    (pa, ba), (pb, bb) = metric_values([sa, sb], metrics, W, positions, PW, sa.pair_ids)
     mc = mcnemar_exact(sa.correct, sb.correct)
     wt = None
     if both_cont and n:
@@ -298,6 +304,13 @@ def compare_pair(
     return PairComparison(-1, -1, n, dropped, mc, wt, out)
 
 
+def _all_pairs(p: Predictions) -> int:
+    """How many query pairs ``p``'s cases hold (the rows a pair resample draws from)."""
+    from .human import pair_by_query
+
+    return len(pair_by_query(p.cases).pairs)
+
+
 def _pearson_point(x: np.ndarray | None, z: np.ndarray | None) -> float:
     from scipy.stats import pearsonr
 
@@ -309,16 +322,22 @@ def _pearson_point(x: np.ndarray | None, z: np.ndarray | None) -> float:
 
 
 def adjust(pairs: Sequence[PairComparison], alpha: float) -> None:
-    """Benjamini-Hochberg over every primary p-value of every pair (in place)."""
+    """Benjamini-Hochberg over every primary p-value of every pair (in place), one family of
+    metrics at a time (``MetricDef.family``: the paper's metrics, then the context figures, then
+    the human-reference figures), so that adding metrics never moves the adjusted p-values of
+    the metrics that were there before."""
     from statsmodels.stats.multitest import multipletests
 
-    tested = [m for pc in pairs for m in pc.metrics.values() if m.p is not None and math.isfinite(m.p)]
-    if not tested:
-        return
-    reject, p_adj, _, _ = multipletests([m.p for m in tested], alpha=alpha, method="fdr_bh")
-    for m, r, pa in zip(tested, reject, p_adj):
-        m.p_adjusted = float(pa)
-        m.significant = bool(r)
+    families: dict[str, list[MetricDiff]] = {}
+    for pc in pairs:
+        for m in pc.metrics.values():
+            if m.p is not None and math.isfinite(m.p):
+                families.setdefault(METRIC[m.metric].family, []).append(m)
+    for tested in families.values():
+        reject, p_adj, _, _ = multipletests([m.p for m in tested], alpha=alpha, method="fdr_bh")
+        for m, r, pa in zip(tested, reject, p_adj):
+            m.p_adjusted = float(pa)
+            m.significant = bool(r)
 
 
 def compare(
@@ -335,16 +354,21 @@ def compare(
     if not 0 < level < 1:
         raise CompareError(f"the CI level must be in (0, 1), got {level}")
     weights = resample_weights(preds[0].n, n_boot, seed) if n_boot > 0 and preds[0].n else None
+    n_pairs = _all_pairs(preds[0])
+    pair_weights = resample_weights(n_pairs, n_boot, seed) if n_boot > 0 and n_pairs else None
     todo = list(pairs) if pairs is not None else list(itertools.combinations(range(len(preds)), 2))
     results = []
     for i, j in todo:
         pc = compare_pair(preds[i], preds[j], paper_compat=paper_compat, n_boot=n_boot, seed=seed, level=level,
-                          weights=weights, label_source=label_source)
+                          weights=weights, label_source=label_source, pair_weights=pair_weights)
         pc.a, pc.b = i, j
         results.append(pc)
     adjust(results, alpha)
     settings = {"paper_compat": paper_compat, "bootstrap": n_boot, "seed": seed, "level": level, "alpha": alpha,
                 "difference": "A - B", "adjustment": "Benjamini-Hochberg over all primary p-values",
+                "adjustment_families": "the paper's metrics; the context figures; the human-reference figures "
+                                       "(each adjusted on its own, so added figures never move earlier ones)",
+                "context_pairs": "query pairs whose two cases both inputs answered, resampled as pairs",
                 "cases": "all cases (paper-compatible)" if paper_compat else "cases both inputs answered",
                 "label_source": label_source}
     return Comparison([_describe(p, i) for i, p in enumerate(preds)], results, settings)
