@@ -48,3 +48,9 @@ def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: s
         for s in scores:
             for kind in by:
                 click.echo("\n" + breakdown_table(s, kind), nl=False)
+        from ..stats.context import reference_line, references_by_dataset
+
+        refs = references_by_dataset(preds, n_boot=n_boot, seed=seed)
+        for members, ref in refs:
+            which = "" if len(refs) == 1 else " (inputs " + ", ".join(str(i + 1) for i in members) + ")"
+            click.echo(f"\nreference{which}: {reference_line(ref)}")

@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # pragma: no cover
 #: the metrics of the CSV and Markdown rows (every metric, in table order)
 ROW_METRICS = ALL_METRICS
 #: the point figures of a per-category or per-intent breakdown
-BREAKDOWN_METRICS = ("accuracy", "safe_recall", "unsafe_recall", "pcc", "brier")
+BREAKDOWN_METRICS = ("accuracy", "safe_recall", "unsafe_recall", "pcc", "brier", "context_shift", "context_follow")
 #: the metrics an ablation study prints per condition
 STUDY_METRICS = ("accuracy", "safe_recall", "unsafe_recall", "pcc", "bce")
 

@@ -305,3 +305,18 @@ def reference_line(ref: dict[str, Any]) -> str:
             f"follow {f(ref['context_follow'])}; one annotator agrees with another {f(ref['annotator_agreement'])}, "
             f"the majority with single votes {f(ref['oracle_vote_agreement'])} (vote-agreement ceiling); "
             f"BCE floor {f(ref['bce_floor'])}")
+
+
+def references_by_dataset(preds: Sequence["Predictions"], n_boot: int = DEFAULT_BOOTSTRAP,
+                          seed: int = 0) -> list[tuple[list[int], dict[str, Any]]]:
+    """The human references of each distinct set of voted cases among ``preds`` (inputs of one
+    dataset share one; an ablation condition shares its full context's): a list of (positions
+    of the inputs it belongs to, ``human_references``). Inputs without votes are left out."""
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    for i, p in enumerate(preds):
+        if not p.cases or not all(c.has_votes for c in p.cases):
+            continue
+        key = tuple((c.index, c.query, c.votes, c.safe_rate, c.category, c.intended_safe) for c in p.cases)
+        groups.setdefault(key, []).append(i)
+    return [(members, human_references(preds[members[0]].cases, n_boot=n_boot, seed=seed))
+            for members in groups.values()]

@@ -585,6 +585,9 @@ def human_stats(
     paired, pairs_sig, pair_rows = paired_tests(table, pairing, alpha)
     stab, stab_settings = stability(table, draws=draws, seed=seed)
     per_case = Counter(len(c.votes) for c in all_cases)
+    from .context import human_references
+
+    ref = human_references(voted, seed=seed)
     return {
         "dataset": {
             "cases": len(all_cases),
@@ -611,4 +614,11 @@ def human_stats(
             table, pairing, votes["safe_contexts"]["share"], votes["unsafe_contexts"]["share"], alpha
         ),
         "pairs": pair_rows,
+        # the references every judge is shown beside (``stats.context``)
+        "annotator_agreement": ref["annotator_agreement"],
+        "oracle_vote_agreement": ref["oracle_vote_agreement"],
+        "bce_floor": ref["bce_floor"],
+        "context_shift": ref["context_shift"],
+        "context_follow": ref["context_follow"],
+        "references": ref,
     }
