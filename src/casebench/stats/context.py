@@ -86,8 +86,10 @@ def pair_positions(pred: "Predictions", mask: np.ndarray) -> tuple[np.ndarray, n
 
 
 def _centred(x: np.ndarray) -> np.ndarray:
-    """``x`` minus its mean, exactly 0 when ``x`` is constant (so its variance is exactly 0)."""
-    if not len(x) or np.ptp(x) == 0:
+    """``x`` minus its mean, exactly 0 when ``x`` is constant up to rounding (a spread below
+    1e-12; shifts lie in [-1, 1], and 0.7 - 0.2 is not 0.75 - 0.25 in floating point), so that a
+    constant side gets a variance of exactly 0."""
+    if not len(x) or np.ptp(x) <= 1e-12:
         return np.zeros(len(x))
     return x - x.mean()
 
