@@ -249,7 +249,14 @@ def _paired_arrays(
     pos_b = np.cumsum(mb) - 1
     ia = pos_a[np.flatnonzero(keep)]
     ib = pos_b[perm[np.flatnonzero(keep)]]
-    return sa.take(ia), sb.take(ib), np.flatnonzero(keep), int((~keep).sum())
+    sa, sb = sa.take(ia), sb.take(ib)
+    if sa.pairs is not None and sb.pairs is not None:
+        # the same cases in the same order: keep the query pairs both inputs answered both cases of
+        theirs = {tuple(x) for x in sb.pairs.tolist()}
+        common = np.array([tuple(x) in theirs for x in sa.pairs.tolist()], dtype=bool)
+        sa.pairs, sa.pair_ids = sa.pairs[common], sa.pair_ids[common]
+        sb.pairs, sb.pair_ids = sa.pairs.copy(), sa.pair_ids.copy()
+    return sa, sb, np.flatnonzero(keep), int((~keep).sum())
 
 
 def _describe(p: Predictions, i: int) -> dict[str, Any]:
