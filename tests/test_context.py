@@ -198,3 +198,20 @@ def test_references_by_dataset_groups_inputs_of_one_dataset():
     refs = references_by_dataset(preds, n_boot=0)
     assert [m for m, _ in refs] == [[0, 1], [2]]
     assert refs[0][1]["context_shift"] == pytest.approx(0.375)
+
+
+def test_report_section_and_reference_lines():
+    from casebench.present.report import build_report
+
+    b = Predictions.from_values("fixture-b", "m2", "binary", CASES, ["safe"] * 8)
+    html = build_report([prob_pred(), b], n_boot=30, human=False)
+    sec = html[html.index('id="context"'):]
+    assert "Context sensitivity" in sec and "People</b> (8 cases, 4 pairs): shift 0.375" in sec
+    assert "Reference, people (8 cases)" in html  # under the leaderboard
+    # blind where people differ: m on Q2 and Q4 (people's shifts 0.15 and 0.80: Q4 first); m2 on Q1, Q2, Q4
+    assert "m [prob]: 2 queries" in sec and "m2 [binary]: 3 queries" in sec
+    first = sec.index("m [prob]: 2 queries")
+    assert sec.index("cases 6 / 7", first) < sec.index("cases 2 / 3", first)
+    assert "“q4”" in sec
+    hidden = build_report([prob_pred()], n_boot=0, human=False, show_text=False)
+    assert "cases 6 / 7" in hidden and "“q4”" not in hidden and "query text hidden" in hidden

@@ -20,13 +20,16 @@ from ._common import BadInput, bad_input_errors, check_label_source, file_kind_o
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--title", default="casebench report", show_default=True)
 @click.option("--no-human", is_flag=True, help="Leave out the human-vote section.")
+@click.option("--hide-text", is_flag=True,
+              help="List the context-blind queries by case index only, without their text (for sharing a report "
+                   "without the data).")
 @label_source_option
 @file_kind_options
 def report_cmd(inputs: tuple[str, ...], out: str, data: str | None, paper_compat: bool, n_boot: int, seed: int,
-               title: str, no_human: bool, label_source: str, mode: str | None, remove: str | None) -> None:
+               title: str, no_human: bool, hide_text: bool, label_source: str, mode: str | None, remove: str | None) -> None:
     """Write one self-contained HTML report over INPUTS (run directories or published exp/ files):
     leaderboard with CIs, over/under-refusal, paired differences, category heat map, P(safe) vs
-    the human safe_rate, reliability, ablation (when given) and the human votes."""
+    the human safe_rate, reliability, ablation (when given), the human votes and context sensitivity."""
     from ..stats.compare import CompareError
     from ..data import load_dataset
     from ..loader import load_predictions
@@ -42,5 +45,6 @@ def report_cmd(inputs: tuple[str, ...], out: str, data: str | None, paper_compat
         raise BadInput("give at least one input")
     with bad_input_errors(LabelSourceError):
         path = write_report(out, preds, human_cases=dataset.cases if dataset else None, paper_compat=paper_compat,
-                            n_boot=n_boot, seed=seed, title=title, human=not no_human, label_source=label_source)
+                            n_boot=n_boot, seed=seed, title=title, human=not no_human, label_source=label_source,
+                            show_text=not hide_text)
     click.echo(f"wrote {path}")
