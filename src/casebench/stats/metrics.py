@@ -29,7 +29,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from ..data import SAFE_THRESHOLD
+from ..data import SAFE_THRESHOLD, VOTE_SAFE
 from ..predictions import Predictions
 from .bootstrap import DEFAULT_BOOTSTRAP, percentile_ci, resample_weights
 
@@ -117,7 +117,7 @@ def scoring_arrays(pred: Predictions, paper_compat: bool = False, human_rate: np
     if pred.mode_spec.reads_behaviour:
         a.partial = partial_shares(pred)[mask]
     cases = [c for c, m in zip(pred.cases, mask) if m]
-    a.vote_safe = np.array([c.votes_safe for c in cases], dtype=float)
+    a.vote_safe = np.array([c.votes.count(VOTE_SAFE) for c in cases], dtype=float)
     a.vote_n = np.array([len(c.votes) for c in cases], dtype=float)
     from .context import pair_positions
 
