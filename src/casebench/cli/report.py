@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import click
 
-from ._common import BadInput, bad_input_errors, check_label_source, file_kind_options, label_source_option
+from ._common import (
+    BadInput, bad_input_errors, check_label_source, file_kind_options, label_source_option, load_reference_inputs,
+    reference_option,
+)
 
 
 @click.command("report")
@@ -25,8 +28,10 @@ from ._common import BadInput, bad_input_errors, check_label_source, file_kind_o
                    "without the data).")
 @label_source_option
 @file_kind_options
+@reference_option
 def report_cmd(inputs: tuple[str, ...], out: str, data: str | None, paper_compat: bool, n_boot: int, seed: int,
-               title: str, no_human: bool, hide_text: bool, label_source: str, mode: str | None, remove: str | None) -> None:
+               title: str, no_human: bool, hide_text: bool, label_source: str, mode: str | None, remove: str | None,
+               reference: str | None, no_reference: bool) -> None:
     """Write one self-contained HTML report over INPUTS (run directories or published exp/ files):
     leaderboard with CIs, over/under-refusal, paired differences, category heat map, P(safe) vs
     the human safe_rate, reliability, ablation (when given), the human votes and context sensitivity."""
@@ -43,8 +48,9 @@ def report_cmd(inputs: tuple[str, ...], out: str, data: str | None, paper_compat
         preds = [load_predictions(p, dataset=dataset, mode=mode, removed=remove) for p in inputs]
     if not preds:
         raise BadInput("give at least one input")
+    refs, ref_root = load_reference_inputs(reference, no_reference, preds, dataset)
     with bad_input_errors(LabelSourceError):
         path = write_report(out, preds, human_cases=dataset.cases if dataset else None, paper_compat=paper_compat,
                             n_boot=n_boot, seed=seed, title=title, human=not no_human, label_source=label_source,
-                            show_text=not hide_text)
+                            show_text=not hide_text, references=refs, reference_root=ref_root)
     click.echo(f"wrote {path}")

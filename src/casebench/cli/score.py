@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import click
 
-from ._common import bad_input_errors, check_label_source, file_kind_options, label_source_option
+from ._common import (
+    bad_input_errors, check_label_source, file_kind_options, label_source_option, load_reference_inputs, reference_option,
+)
 
 
 @click.command("score")
@@ -22,13 +24,14 @@ from ._common import bad_input_errors, check_label_source, file_kind_options, la
                    "are checked against it record by record (default: the CASEBench_data.json beside their exp/).")
 @label_source_option
 @file_kind_options
+@reference_option
 def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: str, by: tuple[str, ...],
               n_boot: int, seed: int, data: str | None, label_source: str, mode: str | None,
-              remove: str | None) -> None:
+              remove: str | None, reference: str | None, no_reference: bool) -> None:
     """Score INPUTS (run directories or published exp/ files) and print every metric with a 95% CI."""
     from ..loader import load_predictions
     from ..stats.metrics import LabelSourceError, score_predictions
-    from ..present.tables import FORMATS, breakdown_table
+    from ..present.tables import FORMATS, breakdown_table, reference_table
 
     if as_json:
         fmt = "json"
@@ -43,7 +46,15 @@ def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: s
     with bad_input_errors(LabelSourceError):
         scores = [score_predictions(p, paper_compat=paper_compat, n_boot=n_boot, seed=seed, breakdowns=bool(by),
                                     label_source=label_source) for p in preds]
+    refs, ref_root = load_reference_inputs(reference, no_reference, preds, dataset)
+    with bad_input_errors(LabelSourceError):
+        ref_scores = [score_predictions(p, paper_compat=paper_compat, n_boot=n_boot, seed=seed,
+                                        label_source=label_source) for p in refs]
     click.echo(FORMATS[fmt](scores), nl=False)
+    if ref_scores and fmt == "table":
+        click.echo(f"\n{reference_table(ref_scores, ref_root or '')}", nl=False)
+    elif ref_scores:
+        click.echo(FORMATS[fmt](ref_scores, reference=True), nl=False)
     if fmt == "table":
         for s in scores:
             for kind in by:

@@ -286,7 +286,7 @@ def context_shift_dots(names: Sequence[str], shift: Sequence[float], shift_ci: S
     query pairs) with its CI, beside the humans' shift (a vertical line with its CI band); a
     second panel shows how often it follows the context and how often it is context-blind where
     people are not, beside the humans' follow rate. ``reference``: inputs drawn hollow (published
-    models shown for reference)."""
+    models shown for reference; their names say so)."""
     n = len(names)
     ref = list(reference) if reference is not None else [False] * n
     fig = _figure(10, 1.4 + 0.5 * n)
@@ -326,7 +326,7 @@ def context_shift_dots(names: Sequence[str], shift: Sequence[float], shift_ci: S
     ax2.grid(axis="x", alpha=0.3)
     handles, labels = ax2.get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", fontsize=8.5, ncols=3)
-    axes[0].set_yticks(y, [_wrap(s + (" (published)" if r else ""), 40) for s, r in zip(names, ref)])
+    axes[0].set_yticks(y, [_wrap(s, 40) for s in names])
     axes[0].invert_yaxis()
     return to_png(fig)
 

@@ -93,6 +93,9 @@ class ReportInput:
     pred: Predictions
     score: Score
     rates: np.ndarray | None = None
+    #: a published model shown for reference (``--reference``): in the leaderboard and the context
+    #: section, marked, and never in a paired comparison
+    reference: bool = False
 
 
 def _e(x: Any) -> str:
@@ -179,6 +182,7 @@ def _leaderboard(inputs: Sequence[ReportInput], paper_compat: bool, n_boot: int)
             ci = f'<span class="ci">[{_fm(m, lo)}, {_fm(m, hi)}]</span>' if s.ci else ""
             cells.append(f"<td>{_fm(m, s.values[m])}{ci}</td>")
         cls = "leaderboard-row best" if rank == 1 and len(inputs) > 1 else "leaderboard-row"
+        cls += " reference" if it.reference else ""
         rows.append(f'<tr class="{cls}">' + "".join(cells) + "</tr>")
     scores = [inputs[i].score for i in order]
     downloads = " ".join([
@@ -480,9 +484,10 @@ def _context(inputs: Sequence[ReportInput], paper_compat: bool, n_boot: int, see
 
     head = '<h2 id="context">9. Context sensitivity</h2>'
     shown = [it for it in inputs if "context_pairs" in it.score.values]
+    own = [it for it in shown if not it.reference]
     if not shown:
         return head + '<p class="note">No input holds both contexts of any query, so there is no pair to compare.</p>'
-    refs = references_by_dataset([it.pred for it in shown], n_boot=n_boot, seed=seed)
+    refs = references_by_dataset([it.pred for it in own or shown], n_boot=n_boot, seed=seed)
     ref = refs[0][1] if refs else None
     nan2 = [float("nan")] * 2
     parts = [head, '<p class="note">Every query of CASE-Bench comes with two contexts, one written to make answering '
@@ -510,7 +515,7 @@ def _context(inputs: Sequence[ReportInput], paper_compat: bool, n_boot: int, see
         [it.score.values.get("context_follow", float("nan")) for it in shown],
         [it.score.values.get("context_blind", float("nan")) for it in shown],
         None if ref is None else ref["context_shift"], None if ref is None else ref["ci"].get("context_shift"),
-        None if ref is None else ref["context_follow"])
+        None if ref is None else ref["context_follow"], [it.reference for it in shown])
     parts.append(_figure(png, "context shift per input beside people's",
                          "Left: each input's shift with its 95% CI; the dashed line and grey band are people's shift "
                          "and its CI. Right: how often each input follows the context, and how often it is blind "
@@ -539,8 +544,12 @@ def _context(inputs: Sequence[ReportInput], paper_compat: bool, n_boot: int, see
                  '<p class="note">Vote agreement: mean share of a case\'s individual votes equal to the judge\'s '
                  "label (people's row: one annotator with another; ceiling: the majority label). Accuracy is split "
                  "into contested cases (0.3 ≤ h ≤ 0.7, people split) and clear ones.</p>")
+    if not any(it.reference for it in shown):
+        parts.append('<p class="note">To see the authors\' published models here for reference, run '
+                     "<code>casebench data fetch</code> (it caches them; <code>report</code> then shows them) or "
+                     "pass <code>--reference DIR</code>.</p>")
     panels, blind_parts = [], []
-    for it in shown:
+    for it in own:
         a, mask = scoring_arrays(it.pred, paper_compat, it.rates)
         if a.pairs is None or not len(a.pairs):
             continue
@@ -657,7 +666,8 @@ def _number_sections(sections: Sequence[str]) -> list[str]:
 def build_report(
     preds: Sequence[Predictions], *, human_cases: Sequence[Case] | None = None, paper_compat: bool = False,
     n_boot: int = DEFAULT_BOOTSTRAP, seed: int = 0, title: str = "casebench report", human: bool = True,
-    label_source: str = "published", show_text: bool = True,
+    label_source: str = "published", show_text: bool = True, references: Sequence[Predictions] | None = None,
+    reference_root: str | None = None,
 ) -> str:
     """The report as one HTML string (see the module docstring).
 
@@ -665,6 +675,9 @@ def build_report(
     the cases of the input that holds the most. ``label_source``: the human labels every input
     is scored against (``stats.metrics.human_rates``: published, or the votes alone).
     ``show_text``: list the context-blind queries with their text (else case indices only).
+    ``references``: published models shown for reference (from ``reference_root``): ranked in the
+    leaderboard and drawn in the context section, marked "(published)", never paired with the
+    inputs; without them, the context section says how to get them.
     """
     preds = list(preds)
     if not preds:
@@ -677,8 +690,16 @@ def build_report(
                                                           human_rate=rates), rates))
     if human and human_cases is None:
         human_cases = max(preds, key=lambda p: p.n).cases
+    ref_inputs = []
+    for p in references or ():
+        rates = human_rates(p, label_source)
+        ref_inputs.append(ReportInput(f"{display_name(p)} (published)", p, score_predictions(
+            p, paper_compat=paper_compat, n_boot=n_boot, seed=seed, human_rate=rates), rates, reference=True))
     sections = [
-        _leaderboard(inputs, paper_compat, n_boot) + _reference_note(preds, n_boot, seed),
+        _leaderboard(inputs + ref_inputs, paper_compat, n_boot) + _reference_note(preds, n_boot, seed)
+        + (f'<p class="note">Rows marked “(published)”: the authors\' published models, for reference '
+           f"(from {_e(reference_root or 'the given directory')}); they are never paired with the inputs.</p>"
+           if ref_inputs else ""),
         _refusal(inputs),
         _say_do(inputs, n_boot, seed),
         _pairwise(inputs, paper_compat, n_boot, seed, label_source),
@@ -687,7 +708,7 @@ def build_report(
         _reliability(inputs, paper_compat),
         _ablation(inputs, paper_compat, n_boot, seed, label_source),
         _human(human_cases, seed) if human else "",
-        _context(inputs, paper_compat, n_boot, seed, show_text),
+        _context(inputs + ref_inputs, paper_compat, n_boot, seed, show_text),
     ]
     sections = _number_sections(sections)
     toc = "".join(

@@ -69,7 +69,7 @@ def lower_is_better_note(names: Sequence[str]) -> str:
 # Scores
 
 
-def text_table(scores: Sequence[Score]) -> str:
+def text_table(scores: Sequence[Score], reference: bool = False) -> str:
     """One block per input: every metric with its bootstrap CI."""
     out = []
     for s in scores:
@@ -101,26 +101,37 @@ def flat_row(s: Score) -> dict[str, Any]:
     return row
 
 
-def csv_table(scores: Sequence[Score]) -> str:
+def csv_table(scores: Sequence[Score], reference: bool = False) -> str:
+    """One row per input; ``reference``: rows of published models to append under the inputs'
+    table (no header; the model named ``<model> (published)``)."""
     buf = io.StringIO()
     rows = [flat_row(s) for s in scores]
+    if reference:
+        for r in rows:
+            r["model"] = f"{r['model']} (published)"
     w = csv.DictWriter(buf, fieldnames=list(rows[0]) if rows else ["source"])
-    w.writeheader()
+    if not reference:
+        w.writeheader()
     for r in rows:
         w.writerow({k: ("" if v is None else v) for k, v in r.items()})
     return buf.getvalue()
 
 
-def json_lines(scores: Sequence[Score]) -> str:
-    """One JSON object per input per line (NaN as null, infinities as strings: strict JSON)."""
-    return "".join(json.dumps(json_safe(s.to_dict())) + "\n" for s in scores)
+def json_lines(scores: Sequence[Score], reference: bool = False) -> str:
+    """One JSON object per input per line (NaN as null, infinities as strings: strict JSON);
+    ``reference``: objects of published models, marked ``"reference": true``."""
+    extra = {"reference": True} if reference else {}
+    return "".join(json.dumps(json_safe({**s.to_dict(), **extra})) + "\n" for s in scores)
 
 
-def markdown_table(scores: Sequence[Score]) -> str:
+def markdown_table(scores: Sequence[Score], reference: bool = False) -> str:
+    """A Markdown table; ``reference``: rows of published models to append under the inputs'
+    table (no header; the model named ``<model> (published)``)."""
     cols = ["model", "mode", "removed", "coverage"] + list(ROW_METRICS)
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines = [] if reference else ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for s in scores:
-        cells = [s.model, s.mode, ",".join(s.removed) or "-", f"{100 * s.coverage:.1f}%"]
+        cells = [s.model + (" (published)" if reference else ""), s.mode, ",".join(s.removed) or "-",
+                 f"{100 * s.coverage:.1f}%"]
         for m in ROW_METRICS:
             if m in s.values and not METRIC[m].interval:
                 cells.append(fmt_metric(m, s.values[m], True))
@@ -146,6 +157,22 @@ def breakdown_table(s: Score, kind: str) -> str:
 
 
 FORMATS = {"table": text_table, "csv": csv_table, "json": json_lines, "md": markdown_table}
+
+#: the figures of a reference row (a published model beside the inputs)
+REFERENCE_METRICS = ("accuracy", "context_shift", "context_follow", "context_blind", "shift_pcc", "vote_agreement")
+
+
+def reference_table(scores: Sequence[Score], root: str) -> str:
+    """The published models shown for reference under ``casebench score``'s table: one line
+    each with accuracy and the context figures (CIs under ``--json``). Never paired with the
+    inputs."""
+    width = max([len(f"{s.model} [{s.mode}]") for s in scores] + [12])
+    lines = [f"published models for reference ({root}; not paired with the inputs above):",
+             f"  {'':<{width}}" + "".join(f"{METRIC[m].short:>16}" for m in REFERENCE_METRICS)]
+    for s in scores:
+        lines.append(f"  {s.model + ' [' + s.mode + ']':<{width}}"
+                     + "".join(f"{fmt_metric(m, s.values.get(m)):>16}" for m in REFERENCE_METRICS))
+    return "\n".join(lines) + "\n"
 
 
 # --------------------------------------------------------------------------------------------
