@@ -294,3 +294,78 @@ def test_people_figures_of_the_dataset():
     agree = [(k * (k - 1) + (n - k) * (n - k - 1)) / (n * (n - 1))
              for n, k in ((len(r["scores"]), r["scores"].count(1)) for r in recs)]
     assert ref["annotator_agreement"] == pytest.approx(np.mean(agree), abs=1e-9)  # 20 votes each: same weights
+
+
+# ------------------------------------------------------------------------------ published models as reference rows
+
+
+@pytest.fixture()
+def served_release(tmp_path):
+    """The published release (dataset and exp/) served by a real HTTP server on loopback; the
+    served tree links to ../shared, nothing is copied."""
+    import functools
+    import http.server
+    import threading
+
+    if not (SHARED / "exp").is_dir():
+        pytest.skip("the published outputs are not at ../shared/casebench")
+    root = tmp_path / "www"
+    root.mkdir()
+    (root / "exp").symlink_to(SHARED / "exp")
+    (root / "CASEBench_data.json").symlink_to(SHARED / "CASEBench_data.json")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
+    handler.log_message = lambda *a, **k: None  # type: ignore[attr-defined]
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    yield root, f"http://127.0.0.1:{srv.server_address[1]}"
+    srv.shutdown()
+    srv.server_close()
+
+
+def test_fetch_outputs_checks_every_file(served_release, tmp_path):
+    from casebench.sources import PUBLISHED_OUTPUTS, FetchError, fetch_outputs
+
+    root, base = served_release
+    dest = fetch_outputs(base_url=base, dest=tmp_path / "pub")
+    assert sorted(str(p.relative_to(dest)) for p in dest.glob("exp/*/*.json")) == sorted(PUBLISHED_OUTPUTS)
+    # a mirror serving one altered file: refused, nothing kept under that name
+    mirror = tmp_path / "mirror"
+    for rel in PUBLISHED_OUTPUTS:
+        (mirror / rel).parent.mkdir(parents=True, exist_ok=True)
+        (mirror / rel).symlink_to(SHARED / rel)
+    bad = "exp/safety_gpt-4o/output_binary.json"
+    (mirror / bad).unlink()
+    (mirror / bad).write_text("[]")
+    with pytest.raises(FetchError, match="checksum mismatch"):
+        fetch_outputs(base_url=mirror.as_uri(), dest=tmp_path / "pub2")
+    assert not (tmp_path / "pub2" / bad).exists()
+
+
+def test_cli_fetch_then_score_and_report_show_reference_rows(served_release, tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from casebench.cli import cli
+    from casebench.sources import cached_outputs
+
+    root, base = served_release
+    monkeypatch.setenv("CASEBENCH_CACHE", str(tmp_path / "cache"))
+    r = CliRunner().invoke(cli, ["data", "fetch", "--url", f"{base}/CASEBench_data.json", "--outputs-url", base])
+    assert r.exit_code == 0, r.output
+    assert cached_outputs() is not None and str(cached_outputs()) in r.output
+    mine = str(SHARED / "exp" / "safety_gpt-4o" / "output_binary.json")
+    r = CliRunner().invoke(cli, ["score", mine, "--bootstrap", "0"])
+    assert r.exit_code == 0, r.output
+    block = r.output[r.output.index("published models for reference"):]
+    assert "claude-3-5-sonnet-20240620 [binary]" in block and "gpt-4o [binary]" not in block  # not repeated
+    assert len([x for x in block.splitlines() if x.startswith("  ") and "[" in x]) == 17
+    r = CliRunner().invoke(cli, ["score", mine, "--bootstrap", "0", "--json"])
+    rows = [json.loads(x) for x in r.output.splitlines()]
+    assert [x.get("reference", False) for x in rows] == [False] + [True] * 17
+    assert "published models" not in CliRunner().invoke(cli, ["score", mine, "--bootstrap", "0",
+                                                               "--no-reference"]).output
+    out = tmp_path / "r.html"
+    r = CliRunner().invoke(cli, ["report", mine, "--bootstrap", "0", "--no-human", "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    html = out.read_text()
+    assert html.count('class="leaderboard-row') == 18 and html.count("reference\"") >= 17
+    assert "never paired with the inputs" in html and "casebench data fetch</code> (it caches" not in html
