@@ -215,7 +215,8 @@ def format_comparison(c: "Comparison") -> str:
             lines.append(f"  {f:<14}{fmt_metric(f, m.a):>9}{fmt_metric(f, m.b):>9}{fmt_metric(f, m.diff):>10}   "
                          f"{ci:<21}{fmt_p(m.p):>9}{fmt_p(m.p_adjusted):>10}  {m.test}{sig}")
     lines.append("")
-    lines.append("* significant after Benjamini-Hochberg; " + lower_is_better_note(COMPARED_METRICS))
+    lines.append("* significant after Benjamini-Hochberg (each family apart: the paper's metrics, the context "
+                 "figures, the human-reference figures); " + lower_is_better_note(COMPARED_METRICS))
     return "\n".join(lines) + "\n"
 
 
