@@ -369,3 +369,20 @@ def test_cli_fetch_then_score_and_report_show_reference_rows(served_release, tmp
     html = out.read_text()
     assert html.count('class="leaderboard-row') == 18 and html.count("reference\"") >= 17
     assert "never paired with the inputs" in html and "casebench data fetch</code> (it caches" not in html
+
+
+@pytest.mark.skipif(not (SHARED / "exp").is_dir(), reason="the published outputs are not at ../shared/casebench")
+def test_main_job_finds_the_cached_published_models(tmp_path, monkeypatch):
+    from casebench.cli.run import _cached_references
+    from casebench.sources import PUBLISHED_OUTPUTS, cached_outputs_dir
+
+    monkeypatch.setenv("CASEBENCH_CACHE", str(tmp_path / "cache"))
+    mine = Predictions.from_values("run", "llama370B", "prob", CASES, PROB)
+    assert _cached_references(mine) == ([], None)  # nothing cached: the job says how to get them
+    root = cached_outputs_dir()
+    for rel in PUBLISHED_OUTPUTS:  # the cache as `casebench data fetch` leaves it (links, not copies)
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).symlink_to(SHARED / rel)
+    refs, where = _cached_references(mine)
+    assert where == str(root) and len(refs) == 17  # 18 full-context files, less the run's own model and mode
+    assert ("llama370B", "prob") not in {(r.model, r.mode) for r in refs}
