@@ -260,5 +260,5 @@ def format_stats(r: dict[str, Any]) -> str:
         out.append(f"  oracle vote agreement (the majority with single votes): {_f(ref['oracle_vote_agreement'])}")
         out.append(f"  BCE floor (mean binary entropy of h, nats): {_f(ref['bce_floor'])}")
         out.append(f"  contested cases (0.3 <= h <= 0.7): {ref['contested_cases']}, clear: {ref['clear_cases']}")
-        out.append(f"  ({ref['definitions']['ci']})")
+        out.append(f"  CIs: {ref['definitions']['ci']}")
     return "\n".join(out)

@@ -27,6 +27,9 @@ Definitions
     * ``accuracy_contested`` / ``accuracy_clear``: accuracy over the cases whose h lies in
       [0.3, 0.7] (people are split) and over the others.
 
+    Under ``--paper-compat`` the figures are the same (the paper has none of them): pairs are
+    still the queries answered in both contexts, never filled-in answers.
+
     The pair figures' bootstrap CIs resample pairs (not cases): one row of per-pair columns per
     pair, summed with pair weights exactly as the case metrics are (``metrics.metric_values``).
     ``compare`` tests them on the pairs both inputs answered with the paired bootstrap, adjusted

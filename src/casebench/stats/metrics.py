@@ -682,7 +682,9 @@ class Score:
             "answered": self.answered,
             "coverage": self.coverage,
         }
-        d.update(self.values)
+        # counts (``digits == 0``, e.g. context_pairs) as integers
+        d.update({k: int(v) if k in METRIC and METRIC[k].digits == 0 and np.isfinite(v) else v
+                  for k, v in self.values.items()})
         d["ci"] = self.ci
         if self.breakdowns:
             d["breakdowns"] = self.breakdowns
