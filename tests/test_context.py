@@ -386,3 +386,12 @@ def test_main_job_finds_the_cached_published_models(tmp_path, monkeypatch):
     refs, where = _cached_references(mine)
     assert where == str(root) and len(refs) == 17  # 18 full-context files, less the run's own model and mode
     assert ("llama370B", "prob") not in {(r.model, r.mode) for r in refs}
+
+
+def test_paper_compatible_scoring_keeps_the_definitions():
+    # a missing answer is a miss for accuracy there, but pairs and vote agreement stay over answered cases
+    s = score_predictions(prob_pred(), paper_compat=True, n_boot=0).values
+    own = score_predictions(prob_pred(), n_boot=0).values
+    for k in ("context_pairs", "context_shift", "context_follow", "context_blind", "shift_pcc", "vote_agreement"):
+        assert s[k] == pytest.approx(own[k]), k
+    assert s["accuracy"] == pytest.approx(5 / 8)  # the missing case 5 read as 1.0 (safe): a miss

@@ -118,7 +118,8 @@ def scoring_arrays(pred: Predictions, paper_compat: bool = False, human_rate: np
         a.partial = partial_shares(pred)[mask]
     cases = [c for c, m in zip(pred.cases, mask) if m]
     a.vote_safe = np.array([c.votes.count(VOTE_SAFE) for c in cases], dtype=float)
-    a.vote_n = np.array([len(c.votes) for c in cases], dtype=float)
+    # vote agreement is over answered cases, also when paper-compatible scoring keeps the others
+    a.vote_n = np.array([len(c.votes) for c in cases], dtype=float) * pred.answered[mask]
     from .context import pair_positions
 
     a.pairs, a.pair_ids = pair_positions(pred, mask)
