@@ -395,3 +395,21 @@ def test_paper_compatible_scoring_keeps_the_definitions():
     for k in ("context_pairs", "context_shift", "context_follow", "context_blind", "shift_pcc", "vote_agreement"):
         assert s[k] == pytest.approx(own[k]), k
     assert s["accuracy"] == pytest.approx(5 / 8)  # the missing case 5 read as 1.0 (safe): a miss
+
+
+@pytest.mark.skipif(not (SHARED / "exp").is_dir(), reason="the published outputs are not at ../shared/casebench")
+def test_score_and_compare_print_people_beside_the_models():
+    from click.testing import CliRunner
+
+    from casebench.cli import cli
+
+    a = str(SHARED / "exp" / "safety_gpt-4o" / "output_binary.json")
+    b = str(SHARED / "exp" / "safety_claude-3-5-sonnet-20240620" / "output_binary.json")
+    for args in (["score", a, "--no-reference"], ["compare", a, b]):
+        r = CliRunner().invoke(cli, [*args, "--bootstrap", "0"])
+        assert r.exit_code == 0, r.output
+        last = r.output.strip().splitlines()[-1]
+        assert last.startswith("reference: people (900 cases, 450 pairs): context shift 0.410, follow 0.887"), last
+    r = CliRunner().invoke(cli, ["compare", a, b, "--bootstrap", "0"])
+    shift = next(x for x in r.output.splitlines() if x.strip().startswith("context_shift"))
+    assert shift.split()[1:4] == ["0.5378", "0.8644", "-0.3267"]  # GPT-4o, Claude-3.5-Sonnet, A - B
