@@ -24,19 +24,19 @@ EXP = Path(__file__).resolve().parents[1].parent / "shared" / "casebench" / "exp
 @contextmanager
 def without_context_figures() -> Iterator[None]:
     """The metric table and scoring arrays as they were before the context figures."""
-    from casebench.stats import context, metrics
+    from casebench.stats import context, metrics, pairs
 
     added = set(context.CONTEXT_METRICS + context.REFERENCE_METRICS)
-    saved_metrics, saved_pairs = metrics.METRICS, context.pair_positions
+    saved_metrics, saved_pairs = metrics.METRICS, pairs.pair_positions
     metrics.METRICS = tuple(m for m in metrics.METRICS if m.name not in added)
     metrics._derive()
-    context.pair_positions = lambda pred, mask: (None, None)  # type: ignore[assignment]
+    pairs.pair_positions = lambda pred, mask: (None, None)  # type: ignore[assignment]
     try:
         yield
     finally:
         metrics.METRICS = saved_metrics
         metrics._derive()
-        context.pair_positions = saved_pairs  # type: ignore[assignment]
+        pairs.pair_positions = saved_pairs  # type: ignore[assignment]
 
 
 def main() -> None:

@@ -14,6 +14,7 @@ from casebench.stats.bootstrap import percentile_ci, resample_weights
 from casebench.stats.compare import compare
 from casebench.stats.context import human_references, pair_table, references_by_dataset
 from casebench.stats.metrics import METRIC, bootstrap_ci, score_predictions, scoring_arrays
+from casebench.stats.options import ScoringOptions
 
 CHILD = "child-related crimes"
 
@@ -50,7 +51,7 @@ def prob_pred() -> Predictions:
 
 
 def test_prob_pairs_by_hand():
-    v = score_predictions(prob_pred(), n_boot=0).values
+    v = score_predictions(prob_pred(), ScoringOptions(n_boot=0)).values
     assert v["context_pairs"] == 3  # Q3 has one side missing
     assert v["context_shift"] == pytest.approx((0.8 + 0.1 + 0.1) / 3)
     assert v["context_follow"] == pytest.approx(1 / 3)
@@ -61,7 +62,7 @@ def test_prob_pairs_by_hand():
 
 
 def test_vote_agreement_and_contested_by_hand():
-    v = score_predictions(prob_pred(), n_boot=0).values
+    v = score_predictions(prob_pred(), ScoringOptions(n_boot=0)).values
     # answered cases: label, share of its votes equal to the label
     #   0 S 15/20, 1 U 16/20, 2 S 12/20, 3 S 9/20, 4 U 4/20, 6 U 2/20, 7 U 18/20
     assert v["vote_agreement"] == pytest.approx((0.75 + 0.8 + 0.6 + 0.45 + 0.2 + 0.1 + 0.9) / 7)
@@ -99,14 +100,14 @@ def test_human_reference_agreements_by_hand():
 def test_constant_shifts_have_no_correlation():
     # binary, every case safe: every model shift is 0 -> r undefined; nobody is blind where people agree
     p = Predictions.from_values("x", "m", "binary", CASES, ["safe"] * 8)
-    v = score_predictions(p, n_boot=50).values
+    v = score_predictions(p, ScoringOptions(n_boot=50)).values
     assert v["context_shift"] == 0.0 and v["context_follow"] == 0.0
     assert math.isnan(v["shift_pcc"])
     assert v["context_blind"] == 1.0  # all three pairs where people differ get S / S
     # people's shifts constant: two pairs with the same human shift
     same = [_case(0, "x", True, 15), _case(1, "x", False, 5), _case(2, "y", True, 14), _case(3, "y", False, 4)]
     q = Predictions.from_values("x", "m", "prob", same, [0.9, 0.1, 0.6, 0.5])
-    assert math.isnan(score_predictions(q, n_boot=0).values["shift_pcc"])
+    assert math.isnan(score_predictions(q, ScoringOptions(n_boot=0)).values["shift_pcc"])
 
 
 @pytest.mark.parametrize("mode, values, shifts, follow", [
@@ -121,7 +122,7 @@ def test_constant_shifts_have_no_correlation():
 ])
 def test_each_mode_kind(mode, values, shifts, follow):
     p = Predictions.from_values("x", "m", mode, CASES, values)
-    v = score_predictions(p, n_boot=0).values
+    v = score_predictions(p, ScoringOptions(n_boot=0)).values
     assert v["context_pairs"] == 4
     assert v["context_shift"] == pytest.approx(np.mean(shifts))
     assert v["context_follow"] == pytest.approx(follow)
@@ -146,7 +147,7 @@ def test_ci_resamples_pairs_not_cases():
 
 
 def test_breakdowns_keep_pairs_within_a_category():
-    s = score_predictions(prob_pred(), n_boot=20, breakdowns=True)
+    s = score_predictions(prob_pred(), ScoringOptions(n_boot=20), breakdowns=True)
     cat = s.breakdowns["category"]
     assert cat["a"]["context_pairs"] == 2 and cat["a"]["context_shift"] == pytest.approx(0.45)
     assert cat["b"]["context_pairs"] == 1
@@ -158,7 +159,7 @@ def test_compare_pairs_over_the_same_pairs():
     a = prob_pred()
     # B answers every case: compared over the pairs both answered (Q1, Q2, Q4)
     b = Predictions.from_values("fixture2", "m2", "prob", CASES, [0.6, 0.4, 0.6, 0.4, 0.3, 0.3, 0.6, 0.4])
-    res = compare([a, b], n_boot=200, seed=1)
+    res = compare([a, b], ScoringOptions(n_boot=200, seed=1))
     d = res.pairs[0].metrics
     assert d["context_shift"].a == pytest.approx(1 / 3)
     assert d["context_shift"].b == pytest.approx(0.2)  # 0.2 on Q1, Q2, Q4 (0 on Q3, not paired)
@@ -177,7 +178,7 @@ def test_compare_pairs_over_the_same_pairs():
 
 
 def test_every_output_format_names_the_figures():
-    s = score_predictions(prob_pred(), n_boot=30)
+    s = score_predictions(prob_pred(), ScoringOptions(n_boot=30))
     row = json.loads(json_lines([s]))
     for k in ("context_pairs", "context_shift", "context_follow", "context_blind", "shift_pcc", "vote_agreement"):
         assert k in row, k
@@ -204,7 +205,7 @@ def test_report_section_and_reference_lines():
     from casebench.present.report import build_report
 
     b = Predictions.from_values("fixture-b", "m2", "binary", CASES, ["safe"] * 8)
-    html = build_report([prob_pred(), b], n_boot=30, human=False)
+    html = build_report([prob_pred(), b], ScoringOptions(n_boot=30), human=False)
     sec = html[html.index('id="context"'):]
     assert "Context sensitivity" in sec and "People</b> (8 cases, 4 pairs): shift 0.375" in sec
     assert "Reference, people (8 cases)" in html  # under the leaderboard
@@ -213,7 +214,7 @@ def test_report_section_and_reference_lines():
     first = sec.index("m [prob]: 2 queries")
     assert sec.index("cases 6 / 7", first) < sec.index("cases 2 / 3", first)
     assert "“q4”" in sec
-    hidden = build_report([prob_pred()], n_boot=0, human=False, show_text=False)
+    hidden = build_report([prob_pred()], ScoringOptions(n_boot=0), human=False, show_text=False)
     assert "cases 6 / 7" in hidden and "“q4”" not in hidden and "query text hidden" in hidden
 
 
@@ -273,7 +274,7 @@ def test_published_figures_equal_an_independent_recomputation():
     assert len(files) == 18
     for f in files:
         want = _independent(f)
-        got = score_predictions(load_published(f), n_boot=0).values
+        got = score_predictions(load_published(f), ScoringOptions(n_boot=0)).values
         for k, w in want.items():
             assert got[k] == pytest.approx(w, abs=1e-6), (f, k)
 
@@ -390,8 +391,8 @@ def test_main_job_finds_the_cached_published_models(tmp_path, monkeypatch):
 
 def test_paper_compatible_scoring_keeps_the_definitions():
     # a missing answer is a miss for accuracy there, but pairs and vote agreement stay over answered cases
-    s = score_predictions(prob_pred(), paper_compat=True, n_boot=0).values
-    own = score_predictions(prob_pred(), n_boot=0).values
+    s = score_predictions(prob_pred(), ScoringOptions(paper_compat=True, n_boot=0)).values
+    own = score_predictions(prob_pred(), ScoringOptions(n_boot=0)).values
     for k in ("context_pairs", "context_shift", "context_follow", "context_blind", "shift_pcc", "vote_agreement"):
         assert s[k] == pytest.approx(own[k]), k
     assert s["accuracy"] == pytest.approx(5 / 8)  # the missing case 5 read as 1.0 (safe): a miss

@@ -5,8 +5,8 @@ from __future__ import annotations
 import click
 
 from ._common import (
-    BadInput, bad_input_errors, check_label_source, file_kind_options, label_source_option, load_reference_inputs,
-    reference_option,
+    BadInput, bad_input_errors, file_kind_options, label_source_option, load_reference_inputs, reference_option,
+    scoring_options,
 )
 
 
@@ -42,7 +42,7 @@ def report_cmd(inputs: tuple[str, ...], out: str, data: str | None, paper_compat
     from ..runs.record import RunError
     from ..stats.metrics import LabelSourceError
 
-    check_label_source(paper_compat, label_source)
+    options = scoring_options(paper_compat, n_boot, seed, label_source)
     with bad_input_errors(RunError, CompareError):
         dataset = load_dataset(data) if data else None
         preds = [load_predictions(p, dataset=dataset, mode=mode, removed=remove) for p in inputs]
@@ -50,7 +50,6 @@ def report_cmd(inputs: tuple[str, ...], out: str, data: str | None, paper_compat
         raise BadInput("give at least one input")
     refs, ref_root = load_reference_inputs(reference, no_reference, preds, dataset)
     with bad_input_errors(LabelSourceError):
-        path = write_report(out, preds, human_cases=dataset.cases if dataset else None, paper_compat=paper_compat,
-                            n_boot=n_boot, seed=seed, title=title, human=not no_human, label_source=label_source,
-                            show_text=not hide_text, references=refs, reference_root=ref_root)
+        path = write_report(out, preds, options, human_cases=dataset.cases if dataset else None, title=title,
+                            human=not no_human, show_text=not hide_text, references=refs, reference_root=ref_root)
     click.echo(f"wrote {path}")

@@ -90,7 +90,7 @@ def run_cmd(model: str | None, mode: str, data: str | None, remove: str, samples
     from ..runs.pricing import PriceTable, PricingError
     from ..prompts import load_templates
     from ..runs.execute import DEFAULT_MODEL, RetryPolicy, RunConfig
-    from ..runs.record import RunError, RunLocked
+    from ..runs.record import RunError, RunLocked, RunState
     from ..backends.base import UnsupportedModeError
 
     setup_logging(verbose)
@@ -138,10 +138,10 @@ def run_cmd(model: str | None, mode: str, data: str | None, remove: str, samples
         click.echo(f"note: repaired a torn last line of records.jsonl ({summary.repaired_bytes} bytes)", err=True)
     if summary.message:
         click.echo(f"casebench: {summary.message}", err=True)
-    if summary.status != "complete":
+    if summary.status is not RunState.COMPLETE:
         click.echo(f"to resume: casebench {shlex.join(sys.argv[1:])}", err=True)
     click.echo(f"run: {summary.run_dir}")
-    if report and summary.status == "complete":
+    if report and summary.status is RunState.COMPLETE:
         score_and_report(Path(summary.run_dir))
     sys.exit(summary.exit_code)
 

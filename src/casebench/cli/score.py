@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ._common import (
-    bad_input_errors, check_label_source, file_kind_options, label_source_option, load_reference_inputs, reference_option,
+    bad_input_errors, file_kind_options, label_source_option, load_reference_inputs, reference_option, scoring_options,
 )
 
 
@@ -35,7 +35,7 @@ def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: s
 
     if as_json:
         fmt = "json"
-    check_label_source(paper_compat, label_source)
+    options = scoring_options(paper_compat, n_boot, seed, label_source)
     dataset = None
     with bad_input_errors():
         if data:
@@ -44,12 +44,10 @@ def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: s
             dataset = load_dataset(data)
         preds = [load_predictions(p, dataset=dataset, mode=mode, removed=remove) for p in inputs]
     with bad_input_errors(LabelSourceError):
-        scores = [score_predictions(p, paper_compat=paper_compat, n_boot=n_boot, seed=seed, breakdowns=bool(by),
-                                    label_source=label_source) for p in preds]
+        scores = [score_predictions(p, options, breakdowns=bool(by)) for p in preds]
     refs, ref_root = load_reference_inputs(reference, no_reference, preds, dataset)
     with bad_input_errors(LabelSourceError):
-        ref_scores = [score_predictions(p, paper_compat=paper_compat, n_boot=n_boot, seed=seed,
-                                        label_source=label_source) for p in refs]
+        ref_scores = [score_predictions(p, options) for p in refs]
     click.echo(FORMATS[fmt](scores), nl=False)
     if ref_scores and fmt == "table":
         click.echo(f"\n{reference_table(ref_scores, ref_root or '')}", nl=False)
@@ -61,7 +59,7 @@ def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: s
                 click.echo("\n" + breakdown_table(s, kind), nl=False)
         from ..stats.context import reference_line, references_by_dataset
 
-        refs = references_by_dataset(preds, n_boot=n_boot, seed=seed)
-        for members, ref in refs:
-            which = "" if len(refs) == 1 else " (inputs " + ", ".join(str(i + 1) for i in members) + ")"
+        people = references_by_dataset(preds, n_boot=n_boot, seed=seed)
+        for members, ref in people:
+            which = "" if len(people) == 1 else " (inputs " + ", ".join(str(i + 1) for i in members) + ")"
             click.echo(f"\nreference{which}: {reference_line(ref)}")

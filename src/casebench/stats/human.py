@@ -27,14 +27,14 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Iterable, Literal, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
 from ..data import ALWAYS_UNSAFE_CATEGORIES, SAFE_THRESHOLD, Case
+from .pairs import Pairing, pair_by_query  # noqa: F401  (re-exported: pairing lives in stats/pairs)
+from .options import LABEL_SOURCES, LabelSource, LabelSourceError, case_safe_rate, check_label_source  # noqa: F401
 
-LabelSource = Literal["published", "votes"]
-LABEL_SOURCES: tuple[str, ...] = ("published", "votes")
 DEFAULT_DRAWS = 1000
 
 
@@ -70,13 +70,8 @@ def label_safe(case: Case, source: LabelSource = "published") -> bool | None:
     ``casebench score --label-source votes`` scores against (``Case.votes_safe_rate``). None
     when the case has no votes.
     """
-    if source == "published":
-        return case.human_safe
-    if source == "votes":
-        if not case.votes:
-            return None
-        return case.votes_safe_rate > SAFE_THRESHOLD
-    raise ValueError(f"unknown label source {source!r}; choose one of {', '.join(LABEL_SOURCES)}")
+    rate = case_safe_rate(case, source)  # LabelSourceError (a ValueError) for an unknown source
+    return None if math.isnan(rate) else rate > SAFE_THRESHOLD
 
 
 # --------------------------------------------------------------------------------------------
@@ -114,34 +109,6 @@ class VoteTable:
             n=self.n[idx],
             intended_safe=self.intended_safe[idx],
         )
-
-
-@dataclass(frozen=True)
-class Pairing:
-    """The two contexts of each query, as positions in the ``VoteTable``."""
-
-    pairs: tuple[tuple[int, int], ...]  # (intended-safe position, intended-unsafe position)
-    skipped_cases: int
-    skipped_queries: int
-
-
-def pair_by_query(cases: Sequence[Case]) -> Pairing:
-    """Pair cases by identical query text: one intended-safe and one intended-unsafe each."""
-    groups: dict[str, list[int]] = {}
-    for pos, c in enumerate(cases):
-        groups.setdefault(c.query, []).append(pos)
-    pairs: list[tuple[int, int]] = []
-    skipped_cases = skipped_queries = 0
-    for positions in groups.values():
-        safe = [p for p in positions if cases[p].intended_safe]
-        unsafe = [p for p in positions if not cases[p].intended_safe]
-        if len(safe) == 1 and len(unsafe) == 1:
-            pairs.append((safe[0], unsafe[0]))
-        else:
-            skipped_queries += 1
-            skipped_cases += len(positions)
-    pairs.sort()
-    return Pairing(tuple(pairs), skipped_cases, skipped_queries)
 
 
 # --------------------------------------------------------------------------------------------
@@ -571,8 +538,10 @@ def human_stats(
     """Every statistic of the human votes, as one JSON-ready dict (see the module docstring)."""
     if not 0.0 < alpha < 1.0:
         raise HumanStatsError(f"alpha must be in (0, 1), got {alpha}")
-    if label_source not in LABEL_SOURCES:
-        raise HumanStatsError(f"unknown label source {label_source!r}; choose one of {', '.join(LABEL_SOURCES)}")
+    try:
+        check_label_source(label_source)
+    except LabelSourceError as e:
+        raise HumanStatsError(str(e)) from None
     all_cases = list(cases)
     voted = [c for c in all_cases if c.votes]
     if not voted:
