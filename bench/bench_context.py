@@ -48,6 +48,7 @@ def main() -> None:
 
     from casebench.published import load_published
     from casebench.stats.metrics import score_predictions
+    from casebench.stats.options import ScoringOptions
 
     files = sorted(EXP.glob("safety_*/output_*.json"))
     if not files:
@@ -59,10 +60,10 @@ def main() -> None:
     def run() -> float:
         t0 = time.perf_counter()
         for p in preds:
-            score_predictions(p, n_boot=args.bootstrap, seed=0)
+            score_predictions(p, ScoringOptions(n_boot=args.bootstrap, seed=0))
         return time.perf_counter() - t0
 
-    score_predictions(preds[0], n_boot=100)  # warm-up (imports, allocator)
+    score_predictions(preds[0], ScoringOptions(n_boot=100))  # warm-up (imports, allocator)
     with_s, without_s = [], []
     for _ in range(args.repeat):  # interleaved, so a change in machine load hits both alike
         with_s.append(run())
