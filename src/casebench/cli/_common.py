@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import sys
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterator, Mapping, TypeVar
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterator, Mapping, Sequence, TypeVar
 
 import click
 
@@ -339,3 +339,34 @@ def scoring_options(paper_compat: bool, n_boot: int, seed: int, label_source: st
         raise BadInput("--paper-compat uses the published labels; drop --label-source votes")
     return ScoringOptions(paper_compat=paper_compat, n_boot=n_boot, seed=seed,
                           label_source=label_source)  # type: ignore[arg-type]
+
+
+def reference_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    """``--reference DIR`` / ``--no-reference``: the authors' published models shown beside the
+    inputs as reference rows (default: the outputs ``casebench data fetch`` cached, if any)."""
+    f = click.option("--no-reference", is_flag=True,
+                     help="Show no published models, even when `casebench data fetch` cached them.")(f)
+    return click.option(
+        "--reference", "reference", type=click.Path(exists=True, file_okay=False), default=None,
+        help="A directory of the authors' published outputs (holding exp/ or safety_* folders), shown as reference "
+             "rows, marked and never paired with the inputs; default: the cached ones (casebench data fetch).",
+    )(f)
+
+
+def load_reference_inputs(reference: str | None, no_reference: bool, preds: Sequence[Any],
+                          dataset: Any = None) -> tuple[list[Any], str | None]:
+    """The reference predictions to show beside ``preds`` and where they came from (None: none).
+    Published models that are already among the inputs (same model, mode and removals) are not
+    repeated."""
+    from ..published import load_references
+    from ..sources import cached_outputs
+
+    if no_reference:
+        return [], None
+    root = reference or cached_outputs()
+    if root is None:
+        return [], None
+    with bad_input_errors():
+        refs = load_references(root, reference=dataset)
+    have = {(p.model, p.mode, tuple(p.removed)) for p in preds}
+    return [r for r in refs if (r.model, r.mode, tuple(r.removed)) not in have], str(root)

@@ -97,6 +97,11 @@ def compare_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, n_bo
         for x in say:
             click.echo("")
             click.echo(format_say_do(x), nl=False)
+        from ..stats.context import reference_line, references_by_dataset
+
+        refs = references_by_dataset(preds[:1], n_boot=n_boot, seed=seed)  # the inputs hold the same cases
+        if refs:
+            click.echo(f"\nreference: {reference_line(refs[0][1])}")
 
 
 @click.command("ablate", cls=RegistryCommand, backend_flags=True)

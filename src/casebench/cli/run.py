@@ -6,6 +6,7 @@ from __future__ import annotations
 import shlex
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -185,8 +186,31 @@ def score_and_report(run_dir: Path) -> None:
     except ImportError as e:  # matplotlib is an optional extra
         click.echo(f"no report: {e} (pip install 'casebench[report]')", err=True)
         return
-    path = write_report(run_dir / "report.html", [pred])
+    refs, root = _cached_references(pred)
+    path = write_report(run_dir / "report.html", [pred], references=refs, reference_root=root)
     click.echo(f"report: {path}")
+    if refs:
+        click.echo(f"the report ranks this run among the {len(refs)} published models (from {root})")
+    else:
+        click.echo("to see this run among the paper's published models: casebench data fetch (then report again)")
+
+
+def _cached_references(pred: Any) -> tuple[list[Any], str | None]:
+    """The published models cached by ``casebench data fetch`` (none when absent or unreadable:
+    the main job never fails for want of a reference)."""
+    from ..data import DatasetError
+    from ..published import load_references
+    from ..sources import cached_outputs
+
+    root = cached_outputs()
+    if root is None:
+        return [], None
+    try:
+        refs = load_references(root)
+    except (DatasetError, OSError) as e:
+        click.echo(f"published models not shown: {e}", err=True)
+        return [], None
+    return [r for r in refs if (r.model, r.mode) != (pred.model, pred.mode)], str(root)
 
 
 @click.command("export")
