@@ -242,6 +242,9 @@ class HFBackend:
 
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="casebench-hf")
         self.tokenizer, self.model = self._worker.submit(self._load).result()
+        #: the hooks of the call the torch thread is working on (checked between layers)
+        self._active: _Hooks | None = None
+        self._cancel_points = _watch_layers(self.model, self._between_layers)
         self.variants = verdict_variants(self.tokenizer)
         self.forms = continuation_forms(self.tokenizer)
         self._keep_arg = _logits_to_keep_arg(self.model)
@@ -363,12 +366,26 @@ class HFBackend:
         finally:
             self._calls.discard(hooks)
 
+    def _between_layers(self, module: Any, args: Any) -> None:
+        """A forward pre-hook on every decoder layer: a cancelled call stops within one layer
+        of a forward pass (a long prompt's pass takes seconds on a busy CPU), not after it."""
+        active = self._active
+        if active is not None:
+            active.check()
+
     def _answer_blocking(self, requests: list[Request], settings: GenerationSettings,
                          hooks: _Hooks | None = None) -> list[Answer]:
+        with self._lock:
+            self._active = hooks = hooks or _Hooks()
+            try:
+                return self._answer_locked(requests, settings, hooks)
+            finally:
+                self._active = None
+
+    def _answer_locked(self, requests: list[Request], settings: GenerationSettings, hooks: _Hooks) -> list[Answer]:
         system = self.system
-        hooks = hooks or _Hooks()
         answers: list[Answer | None] = [None] * len(requests)
-        with self._lock, self._torch.inference_mode():
+        with self._torch.inference_mode():
             hooks.check()
             prob = [i for i, r in enumerate(requests) if r.want == "p_safe"]
             text = [i for i, r in enumerate(requests) if r.want != "p_safe"]
@@ -665,6 +682,9 @@ class HFBackend:
             "device": self.device,
             "dtype": self.dtype,
             "batch_size": self.prob_batch_size,
+            "prob_batch": (f"adaptive: about {self.prob_batch_seconds:g} s of work per forward pass, at most "
+                           f"{self.prob_batch_size} prompts" if self.prob_batch_seconds is not None
+                           else f"{self.prob_batch_size} prompts"),
             "generation_batch_size": self.generation_batch_size,
             "padding": "left, sorted by length",
             "prob_method": self.prob_method,
@@ -750,6 +770,19 @@ def _keep_freed_memory() -> str | None:
             result = None
     _MALLOC_STATE["done"] = result
     return result
+
+
+def _watch_layers(model: Any, hook: Callable[[Any, Any], None]) -> int:
+    """Register ``hook`` as a forward pre-hook on each layer of the model's stack of decoder
+    layers (its first ``ModuleList`` of more than one module); returns how many."""
+    import torch
+
+    for module in model.modules():
+        if isinstance(module, torch.nn.ModuleList) and len(module) > 1:
+            for layer in module:
+                layer.register_forward_pre_hook(hook)
+            return len(module)
+    return 0
 
 
 def _logits_to_keep_arg(model: Any) -> str | None:

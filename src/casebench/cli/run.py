@@ -14,7 +14,7 @@ from ..modes import MODES, mode_names
 from ..prompts import CONTEXT_PLACEMENTS
 from ._common import (
     API_PREFIXES, BadInput, backend_options, bad_input_errors, classifier_options, refusal_classifier_options,
-    run_with_signals, setup_logging,
+    exit_interrupted, run_with_signals, setup_logging,
 )
 
 
@@ -131,7 +131,7 @@ def run_cmd(model: str | None, mode: str, data: str | None, remove: str, samples
                 raise BadInput(str(e)) from None
     except KeyboardInterrupt:
         click.echo("casebench: interrupted before the run started; nothing was asked", err=True)
-        sys.exit(130)
+        exit_interrupted(130)
     click.echo(summary.line())
     if summary.repaired_bytes:
         click.echo(f"note: repaired a torn last line of records.jsonl ({summary.repaired_bytes} bytes)", err=True)
@@ -142,6 +142,8 @@ def run_cmd(model: str | None, mode: str, data: str | None, remove: str, samples
     click.echo(f"run: {summary.run_dir}")
     if report and summary.status == "complete":
         score_and_report(Path(summary.run_dir))
+    if summary.status == "interrupted":
+        exit_interrupted(summary.exit_code)
     sys.exit(summary.exit_code)
 
 
