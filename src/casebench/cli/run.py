@@ -72,6 +72,10 @@ from ._common import (
 @click.option("--max-cost", type=float, default=None, metavar="USD", help="Stop before the run's total cost (all sessions) would pass this.")
 @click.option("--timeout", type=float, default=None, help="Seconds per API request (default 60).")
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: on a terminal).")
+@click.option("--salvage", is_flag=True, default=False,
+              help="A damaged run directory: move damaged lines of records.jsonl aside (records.damaged.jsonl) and, "
+                   "if manifest.json is lost, rebuild it from this command's settings when every surviving record "
+                   "fits them. Says what it did; changes nothing when records do not fit.")
 @click.option("-v", "--verbose", count=True, help="Log retries (-v) and details (-vv).")
 @refusal_classifier_options
 def run_cmd(model: str | None, mode: str, data: str | None, remove: str, samples: int | None, limit: int | None,
@@ -83,7 +87,7 @@ def run_cmd(model: str | None, mode: str, data: str | None, remove: str, samples
             prob_method: str | None = None, context_as: str | None = None, full_answers: bool = False,
             refusal_classifier: str | None = None, refusal_labels: str | None = None,
             partial_as: str = "unsafe", refusal_base_url: str | None = None, batch: bool = False,
-            batch_poll: float = 10.0) -> None:
+            batch_poll: float = 10.0, salvage: bool = False) -> None:
     """Run a model as a judge (or, in respond mode, as the chatbot) over a dataset.
     Re-run the same command to resume a run."""
     from ..runs.pricing import PriceTable, PricingError
@@ -121,7 +125,7 @@ def run_cmd(model: str | None, mode: str, data: str | None, remove: str, samples
                 progress=progress, context_as=context_as, full_answers=full_answers,
                 refusal_classifier=refusal_classifier,
                 classifier_options=classifier_options(refusal_classifier, refusal_labels, refusal_base_url),
-                partial_as_safe=partial_as == "safe", batch=batch, batch_poll_s=batch_poll,
+                partial_as_safe=partial_as == "safe", batch=batch, batch_poll_s=batch_poll, salvage=salvage,
             )
             try:
                 summary = run_with_signals(config)
@@ -178,8 +182,8 @@ def choose_data(data: str | None, model: str, limit: int | None, stratified: int
             if not torch.cuda.is_available():
                 stratified = MAIN_JOB_CASES
                 click.echo(f"cases: a seeded subset of {MAIN_JOB_CASES} of {n}, stratified by category and intent "
-                           f"(--stratified {MAIN_JOB_CASES} --seed 0), to finish in minutes on a CPU; pass "
-                           "--stratified N or --limit N to choose", err=True)
+                           f"(--stratified {MAIN_JOB_CASES} --seed 0; pass --stratified N or --limit N to choose); "
+                           "the expected duration, measured on this machine, follows the first answers", err=True)
     return str(choice.path), stratified
 
 

@@ -192,7 +192,13 @@ def prepare(config: RunConfig, dataset: Dataset | None = None, backend: Backend 
 
 def check_resumable(prep: Prepared) -> Manifest | None:
     """The existing manifest of the output directory (None if new); raises ``ManifestMismatch``
-    naming every difference when it holds another run (nothing is written)."""
+    naming every difference when it holds another run, and ``repair.RunDamaged`` saying how to
+    recover when it is damaged (records without a readable manifest, a damaged line); nothing
+    is written."""
+    from .repair import check_not_damaged
+
+    if prep.out.is_dir():
+        check_not_damaged(prep.out)
     if not (prep.out / "manifest.json").exists():
         # files starting with "." are ours (the lock, a temp manifest left by a kill)
         if prep.out.exists() and (not prep.out.is_dir()
@@ -811,7 +817,12 @@ async def arun(config: RunConfig, backend: Backend | None = None, dataset: Datas
     is asked when the inputs or the run directory do not fit.
     """
     prep = prepare(config, dataset, backend)
-    check_resumable(prep)  # refuse a mismatching directory before loading a model
+    if config.salvage:
+        from .repair import salvage
+
+        for line in salvage(prep).lines():
+            log.warning("--salvage: %s", line)
+    check_resumable(prep)  # refuse a mismatching or damaged directory before loading a model
     own = backend is None
     if own:
         backend = await asyncio.to_thread(make_run_backend, config)
