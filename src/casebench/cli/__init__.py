@@ -67,8 +67,10 @@ def cli() -> None:
 def main() -> None:
     """The console entry point: a missing optional dependency ends with the extra to install and
     exit code 2, never a traceback."""
+    from ..backends.hf import settle_omp_wait_policy
     from ..extras import MissingExtra, missing_extra
 
+    settle_omp_wait_policy()  # before anything imports torch
     try:
         cli(prog_name="casebench", standalone_mode=True)
     except MissingExtra as e:
