@@ -68,6 +68,7 @@ bench: venv
 	$(BIN)/python bench/bench_classify.py
 	$(BIN)/python bench/bench_respond.py
 	$(BIN)/python bench/bench_annotate.py
+	$(BIN)/python bench/bench_local_stop.py
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info
