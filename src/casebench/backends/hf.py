@@ -357,6 +357,8 @@ class HFBackend:
         future = loop.run_in_executor(self._worker, self._answer_blocking, list(requests), settings, hooks)
         try:
             return await asyncio.shield(future)
+        except _Cancelled:  # not this call's cancellation: the backend was closed under it
+            raise PermanentError("the hf backend was closed while answering") from None
         except asyncio.CancelledError:
             hooks.cancel.set()
             try:  # the torch thread notices at its next step; what ended by then was delivered
