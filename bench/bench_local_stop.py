@@ -10,7 +10,9 @@ shipped demo set) as a user would, and measures
   the process's exit is taken (target: under 2 s), with its exit code (130 expected).
 
 Binary mode generates whole answers (``--full-answers``, 128 tokens) so that the signal lands
-while sequences are being generated. Prints the machine line first: figures depend on it.
+while sequences are being generated, with no parse re-asks (``--parse-retries 0``: an answer the
+mode cannot read is recorded at once instead of being asked twice more, which would time the
+re-asks, not the writing). Prints the machine line first: figures depend on it.
 
     .venv/bin/python bench/bench_local_stop.py [--repeats 3] [--seed 0]
 """
@@ -35,7 +37,7 @@ sys.path.insert(0, str(REPO / "bench"))
 CASEBENCH = [sys.executable, "-c", "from casebench.cli import main; main()"]
 MODES = {
     "prob": ["--mode", "prob", "--limit", "12"],
-    "binary": ["--mode", "binary", "--limit", "12", "--full-answers", "--max-tokens", "128"],
+    "binary": ["--mode", "binary", "--limit", "12", "--full-answers", "--max-tokens", "128", "--parse-retries", "0"],
 }
 
 
