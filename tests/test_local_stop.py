@@ -195,3 +195,34 @@ def test_each_sequence_is_delivered_when_it_ends_and_a_cancel_drops_the_unfinish
     again = asyncio.run(backend.answer(reqs[:1], settings))  # the backend still answers
     assert again[0].text == answers[0].text
     asyncio.run(backend.aclose())
+
+
+def test_prob_batches_grow_to_the_time_target_and_no_further(tmp_path):
+    """With the default batch size, the first prob batch is one prompt (nothing measured yet),
+    later ones as many as fit in ``prob_batch_seconds`` at the measured pace, capped by
+    ``prob_batch_size``; an explicit batch size is taken as is."""
+    import importlib.util
+
+    from casebench.backends.base import GenerationSettings, Request
+    from casebench.backends.hf import HFBackend
+
+    builder = Path(__file__).resolve().parent / "fixtures" / "tiny_model" / "build.py"
+    spec = importlib.util.spec_from_file_location("tiny_model_build", builder)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    folder = module.build_tiny_model(tmp_path / "tiny")
+    reqs = [Request(case=i, sample=0, prompt=f"question number {i}", want="p_safe") for i in range(12)]
+
+    def sizes(backend: HFBackend) -> list[int]:
+        answers = asyncio.run(backend.answer(reqs, GenerationSettings()))
+        return [a.detail["batch_prompts"] for a in answers]
+
+    adaptive = HFBackend(str(folder), device="cpu")
+    assert adaptive.prob_batch_seconds is not None
+    adaptive.prob_batch_size = 4  # the cap (a GPU's default would be 16)
+    got = sizes(adaptive)
+    assert got.count(1) >= 1 and max(got) == 4  # a probe of one, then full batches: the tiny model is fast
+    adaptive.prob_batch_seconds = 1e-12  # a target no batch meets: one prompt at a time
+    assert set(sizes(adaptive)) == {1}
+    fixed = HFBackend(str(folder), device="cpu", batch_size=4)
+    assert fixed.prob_batch_seconds is None and set(sizes(fixed)) == {4}
