@@ -7,7 +7,9 @@ import sys
 
 import click
 
-from ._common import API_PREFIXES, backend_options, bad_input_errors, echo_err, run_under_signals, setup_logging
+from ._common import (
+    API_PREFIXES, backend_options, bad_input_errors, echo_err, exit_interrupted, run_under_signals, setup_logging,
+)
 
 
 @click.group("contexts")
@@ -75,7 +77,7 @@ def generate_cmd(queries: str, domain: str, model: str, out: str, run_dir: str |
                 raise click.ClickException(str(e)) from None
     except KeyboardInterrupt:
         echo_err("casebench: interrupted before the run started; nothing was asked")
-        sys.exit(130)
+        exit_interrupted(130)
     summary = result.summary
     click.echo(summary.line())
     if summary.message:
