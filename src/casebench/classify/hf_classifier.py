@@ -103,7 +103,7 @@ class HFClassifier:
     def _resolve_mapping(self, labels: Mapping[str, str] | str | None) -> dict[int, str]:
         """Model class index -> behaviour, checked to cover every class exactly."""
         if isinstance(labels, str):
-            from . import parse_label_map
+            from .base import parse_label_map
 
             labels = parse_label_map(labels)
         names = ", ".join(f"{i}={n}" for i, n in self.id2label.items())

@@ -217,10 +217,12 @@ def run_with_signals(config: "RunConfig") -> "RunSummary":
 
 def label_source_option(f: Callable[..., Any]) -> Callable[..., Any]:
     """``--label-source``: the human labels a scoring command (score, compare, ablate, report)
-    scores against; ``check_label_source`` refuses it with ``--paper-compat``."""
+    scores against; ``scoring_options`` refuses it with ``--paper-compat``."""
+    from ..stats.options import LABEL_SOURCE_HELP, LABEL_SOURCES
+
     return click.option(
-        "--label-source", type=click.Choice(["published", "votes"]), default="published", show_default=True,
-        help="Human label: the published safe_rate (21 votes incl. intent) or the majority of the votes alone.",
+        "--label-source", type=click.Choice(LABEL_SOURCES), default="published", show_default=True,
+        help=LABEL_SOURCE_HELP,
     )(f)
 
 
@@ -245,7 +247,12 @@ def file_kind_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--mode", "mode", type=click.Choice(mode_names()), default=None, help=FILE_MODE_HELP)(f)
 
 
-def check_label_source(paper_compat: bool, label_source: str) -> None:
-    """The published script scores against the published labels only."""
+def scoring_options(paper_compat: bool, n_boot: int, seed: int, label_source: str) -> "ScoringOptions":
+    """The scoring options of a scoring command's flags. The published script scores against
+    the published labels only, so ``--paper-compat`` with ``--label-source votes`` is refused."""
+    from ..stats.options import ScoringOptions
+
     if paper_compat and label_source != "published":
         raise BadInput("--paper-compat uses the published labels; drop --label-source votes")
+    return ScoringOptions(paper_compat=paper_compat, n_boot=n_boot, seed=seed,
+                          label_source=label_source)  # type: ignore[arg-type]

@@ -12,8 +12,8 @@ import click
 from ..modes import mode_names
 from ..prompts import CONTEXT_PLACEMENTS
 from ._common import (
-    FILE_MODE_HELP, BadInput, bad_input_errors, check_label_source, echo_err, exit_interrupted, file_kind_options,
-    label_source_option, remove_option,
+    FILE_MODE_HELP, BadInput, bad_input_errors, echo_err, exit_interrupted, file_kind_options, label_source_option,
+    remove_option, scoring_options,
 )
 
 
@@ -29,7 +29,7 @@ def _load(inputs: tuple[str, ...], data: str | None, mode: str | None = None, re
 
 def _warn_incomplete(preds: list[Any]) -> None:
     for p in preds:
-        pending = p.meta.get("pending_requests")
+        pending = p.pending
         if pending:
             echo_err(f"casebench: warning: {p.source} is incomplete ({pending} requests pending); "
                      "its pending cases count as unanswered")
@@ -82,13 +82,12 @@ def compare_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, n_bo
 
     if len(inputs) < 2:
         raise BadInput("compare needs at least two inputs")
-    check_label_source(paper_compat, label_source)
+    options = scoring_options(paper_compat, n_boot, seed, label_source)
     preds = _load(inputs, data, mode, remove)
     _warn_incomplete(preds)
     with bad_input_errors(CompareError, LabelSourceError):
-        result = compare(preds, paper_compat=paper_compat, n_boot=n_boot, seed=seed, level=level, alpha=alpha,
-                         label_source=label_source)
-        say = [say_do(a, b, n_boot=n_boot, seed=seed, level=level)
+        result = compare(preds, options, level=level, alpha=alpha)
+        say = [say_do(a, b, options, level=level)
                for i, a in enumerate(preds) for b in preds[i + 1:] if is_say_do_pair(a, b) and a.model == b.model]
     if as_json:
         click.echo(json.dumps({**result.to_dict(), "say_do": [json_safe(x.to_dict()) for x in say]}, indent=2,
@@ -154,7 +153,7 @@ def ablate_cmd(inputs: tuple[str, ...], model: str | None, mode: str | None, par
     from ..stats.compare import CompareError
     from ..stats.metrics import LabelSourceError
 
-    check_label_source(paper_compat, label_source)
+    options = scoring_options(paper_compat, n_boot, seed, label_source)
     if model is None:
         if not inputs:
             raise BadInput("give INPUTS to analyse (run directories or published ablation files), "
@@ -172,8 +171,7 @@ def ablate_cmd(inputs: tuple[str, ...], model: str | None, mode: str | None, par
                            device, dtype, max_cost, progress)
     _warn_incomplete(preds)
     with bad_input_errors(CompareError, AblationStudyError, LabelSourceError):
-        result = analyse_ablation(preds, paper_compat=paper_compat, n_boot=n_boot, seed=seed, level=level,
-                                  alpha=alpha, label_source=label_source)
+        result = analyse_ablation(preds, options, level=level, alpha=alpha)
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
     else:
@@ -190,7 +188,7 @@ def _run_study(model: str, mode: str, params: str, context_as: str | None, out_r
     from ..runs.study import run_ablation
     from ..stats.ablation import AblationStudyError, condition_name
     from ..runs.execute import RunConfig, resolve_data_path
-    from ..runs.record import RunError, RunLocked
+    from ..runs.record import RunError, RunLocked, RunState
     from ..runs.results import load_run
     from ._common import API_PREFIXES, backend_options, setup_logging
 
@@ -213,7 +211,7 @@ def _run_study(model: str, mode: str, params: str, context_as: str | None, out_r
                 runs = run_ablation(base, params, out_root=out_root, dataset=dataset, on_condition=note)
             except RunLocked as e:
                 raise click.ClickException(str(e)) from None
-            unfinished = [r for r in runs if r.status != "complete"]
+            unfinished = [r for r in runs if r.status is not RunState.COMPLETE]
             if unfinished:
                 r = unfinished[0]
                 echo_err(f"casebench: {condition_name(r.removed)} stopped ({r.status}); re-run the same "

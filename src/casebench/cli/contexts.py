@@ -58,7 +58,7 @@ def generate_cmd(queries: str, domain: str, model: str, out: str, run_dir: str |
     from ..backends.base import PermanentError, UnsupportedModeError
     from ..contexts.generate import ContextsError, agenerate, failures_path
     from ..runs.pricing import PriceTable, PricingError
-    from ..runs.record import RunLocked
+    from ..runs.record import RunLocked, RunState
 
     setup_logging(verbose)
     opts = backend_options(model, base_url=base_url, api_key_env=api_key_env, timeout=timeout, batch_size=None,
@@ -82,7 +82,7 @@ def generate_cmd(queries: str, domain: str, model: str, out: str, run_dir: str |
     click.echo(summary.line())
     if summary.message:
         echo_err(f"casebench: {summary.message}")
-    if summary.status != "complete":
+    if summary.status is not RunState.COMPLETE:
         echo_err(f"to resume: casebench {shlex.join(sys.argv[1:])}")
         click.echo(f"run: {summary.run_dir}")
         sys.exit(result.exit_code)

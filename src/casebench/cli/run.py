@@ -93,7 +93,7 @@ def run_cmd(model: str | None, mode: str, data: str | None, remove: str, samples
     from ..runs.pricing import PriceTable, PricingError
     from ..prompts import load_templates
     from ..runs.execute import DEFAULT_MODEL, RetryPolicy, RunConfig
-    from ..runs.record import RunError, RunLocked
+    from ..runs.record import RunError, RunLocked, RunState
     from ..backends.base import UnsupportedModeError
 
     setup_logging(verbose)
@@ -141,12 +141,12 @@ def run_cmd(model: str | None, mode: str, data: str | None, remove: str, samples
         click.echo(f"note: repaired a torn last line of records.jsonl ({summary.repaired_bytes} bytes)", err=True)
     if summary.message:
         click.echo(f"casebench: {summary.message}", err=True)
-    if summary.status != "complete":
+    if summary.status is not RunState.COMPLETE:
         click.echo(f"to resume: casebench {shlex.join(sys.argv[1:])}", err=True)
     click.echo(f"run: {summary.run_dir}")
-    if report and summary.status == "complete":
+    if report and summary.status is RunState.COMPLETE:
         score_and_report(Path(summary.run_dir))
-    if summary.status == "interrupted":
+    if summary.status is RunState.INTERRUPTED:
         exit_interrupted(summary.exit_code)
     sys.exit(summary.exit_code)
 

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..atomic import write_bytes_atomic
 from .record import (
-    MANIFEST, RECORDS, Asked, Invocation, Record, RunDir, RunError, RunStatus, now_iso, read_manifest,
+    MANIFEST, RECORDS, Asked, Invocation, Record, RunDir, RunError, RunState, now_iso, read_manifest,
 )
 
 if TYPE_CHECKING:
@@ -321,7 +321,7 @@ def salvage(prep: "Prepared") -> RepairReport:
                 os.replace(path / MANIFEST, path / DAMAGED_MANIFEST)
                 report.manifest_kept_aside = True
             manifest = prep.manifest
-            manifest.status = RunStatus.INTERRUPTED
+            manifest.status = RunState.INTERRUPTED
             manifest.history.append(Invocation(
                 started_at=now_iso(), host=platform.node(), pid=os.getpid(), casebench_version=__version__,
                 finished_at=now_iso(), status="salvaged",
