@@ -811,7 +811,7 @@ async def arun(config: RunConfig, backend: Backend | None = None, dataset: Datas
     if config.salvage:
         from .repair import salvage
 
-        for line in salvage(prep).lines():
+        for line in salvage(prep.out, prep.manifest).lines():
             log.warning("--salvage: %s", line)
     check_resumable(prep)  # refuse a mismatching or damaged directory before loading a model
     own = backend is None

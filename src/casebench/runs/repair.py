@@ -27,15 +27,11 @@ import os
 import platform
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from ..atomic import write_bytes_atomic
 from .record import (
-    MANIFEST, RECORDS, Asked, Invocation, Record, RunDir, RunError, RunState, now_iso, read_manifest,
+    MANIFEST, RECORDS, Asked, Invocation, Manifest, Record, RunDir, RunError, RunState, now_iso, read_manifest,
 )
-
-if TYPE_CHECKING:
-    from .execute import Prepared
 
 #: where ``repair_records`` moves damaged lines (appended to, never overwritten)
 DAMAGED_RECORDS = "records.damaged.jsonl"
@@ -290,15 +286,15 @@ def record_misfit(rec: Record, asked: Asked) -> str | None:
     return None
 
 
-def salvage(prep: "Prepared") -> RepairReport:
-    """``casebench run --salvage``: make the run directory of ``prep`` resumable without losing a
-    valid record. Damaged lines are moved aside; a missing or unreadable manifest is rebuilt from
-    the command's settings (``prep.manifest``) when every valid record fits them, else
-    ``RunError`` names the records that do not fit and nothing is changed. A directory that needs
-    nothing is left as it is (the report says so)."""
+def salvage(path: Path, manifest: Manifest) -> RepairReport:
+    """``casebench run --salvage``: make the run directory ``path`` resumable without losing a
+    valid record. Damaged lines are moved aside; a missing or unreadable manifest is rebuilt as
+    ``manifest`` (the one the command would write for a new run) when every valid record fits
+    what it asks, else ``RunError`` names the records that do not fit and nothing is changed. A
+    directory that needs nothing is left as it is (the report says so)."""
     from .. import __version__
 
-    path = prep.out
+    path = Path(path)
     if not path.exists():
         return RepairReport(path)
     with RunDir(path, create=False) as rundir:
@@ -307,7 +303,7 @@ def salvage(prep: "Prepared") -> RepairReport:
         report.kept = len(d.records.valid)
         if not d.manifest_ok and d.holds_records:
             misfits = [(n, why) for n, rec, _ in d.records.valid
-                       if (why := record_misfit(rec, prep.asked)) is not None]
+                       if (why := record_misfit(rec, manifest.asked)) is not None]
             if misfits:
                 shown = "; ".join(f"line {n}: {why}" for n, why in misfits[:5])
                 more = f" (and {len(misfits) - 5} more)" if len(misfits) > 5 else ""
@@ -320,7 +316,6 @@ def salvage(prep: "Prepared") -> RepairReport:
             if d.has_manifest:
                 os.replace(path / MANIFEST, path / DAMAGED_MANIFEST)
                 report.manifest_kept_aside = True
-            manifest = prep.manifest
             manifest.status = RunState.INTERRUPTED
             manifest.history.append(Invocation(
                 started_at=now_iso(), host=platform.node(), pid=os.getpid(), casebench_version=__version__,
