@@ -263,7 +263,7 @@ def test_a_study_loads_its_backend_once(tmp_path, small_data_path, monkeypatch):
         runs = run_ablation(base, "sender,recipient", out_root=tmp_path / "runs", dataset=ds)
         assert [r.action for r in runs] == ["ran"] * 4 and all(r.status == "complete" for r in runs)
         assert srv.count == 4 * len(ds)
-        assert len(built) == 1 and built[0]._client.is_closed()
+        assert len(built) == 1 and built[0].client.is_closed()
         for r in runs:  # every condition's manifest records that same backend
             manifest = json.loads((r.run_dir / "manifest.json").read_text())
             assert manifest["history"][-1]["backend"] == json.loads(json.dumps(built[0].describe()))

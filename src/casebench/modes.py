@@ -406,6 +406,13 @@ for _m in (BinaryMode(), ScoreMode(), ProbMode(), RespondMode()):
     register(_m)
 
 
+def mode(cls: "type[Mode]") -> "type[Mode]":
+    """Class decorator: register one instance of a ``Mode`` subclass (the style of ``@backend``,
+    ``@refusal_classifier`` and ``@metric``; a plugin's mode is one decorated class)."""
+    register(cls())
+    return cls
+
+
 def mode_names() -> list[str]:
     """Every registered mode's CLI name, in registration order."""
     return list(MODES)

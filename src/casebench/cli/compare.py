@@ -12,8 +12,8 @@ import click
 from ..modes import mode_names
 from ..prompts import CONTEXT_PLACEMENTS
 from ._common import (
-    FILE_MODE_HELP, BadInput, bad_input_errors, echo_err, exit_interrupted, file_kind_options, label_source_option,
-    remove_option, scoring_options,
+    FILE_MODE_HELP, BadInput, RegistryCommand, bad_input_errors, echo_err, exit_interrupted, file_kind_options,
+    label_source_option, remove_option, scoring_options,
 )
 
 
@@ -99,7 +99,7 @@ def compare_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, n_bo
             click.echo(format_say_do(x), nl=False)
 
 
-@click.command("ablate")
+@click.command("ablate", cls=RegistryCommand, backend_flags=True)
 @click.argument("inputs", nargs=-1, type=click.Path(exists=True))
 @click.option("--model", default=None, metavar="SPEC",
               help="Run the study with this model (openai/NAME, anthropic/NAME, hf/ID). Without it, "
@@ -123,23 +123,16 @@ def compare_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, n_bo
 @click.option("--temperature", type=float, default=None)
 @click.option("--max-tokens", type=int, default=None)
 @click.option("--max-connections", type=int, default=8, show_default=True)
-@click.option("--base-url", default=None, help="API endpoint (OpenAI-compatible servers).")
-@click.option("--api-key-env", default=None, metavar="VAR", help="Environment variable holding the API key.")
-@click.option("--timeout", type=float, default=None, help="Seconds per API request.")
-@click.option("--batch-size", type=int, default=None, help="Batch size of local models.")
-@click.option("--device", default=None, help="Device of local models.")
-@click.option("--dtype", default=None, help="Dtype of local models.")
 @click.option("--max-cost", type=float, default=None, metavar="USD", help="Stop each condition before spending past this.")
 @click.option("--progress/--no-progress", default=None)
 @_stat_options
 def ablate_cmd(inputs: tuple[str, ...], model: str | None, mode: str | None, params: str, context_as: str | None,
                out_root: str,
                limit: int | None, stratified: int | None, stratified_seed: int, samples: int | None,
-               temperature: float | None, max_tokens: int | None, max_connections: int, base_url: str | None,
-               api_key_env: str | None, timeout: float | None, batch_size: int | None, device: str | None,
-               dtype: str | None, max_cost: float | None, progress: bool | None, paper_compat: bool,
+               temperature: float | None, max_tokens: int | None, max_connections: int,
+               max_cost: float | None, progress: bool | None, paper_compat: bool,
                as_json: bool, n_boot: int, seed: int, level: float, alpha: float, data: str | None,
-               label_source: str, remove: str | None) -> None:
+               label_source: str, remove: str | None, **registry_flags: Any) -> None:
     """CI-parameter ablation: run the conditions of a study, or re-analyse finished ones.
 
     \b
@@ -167,8 +160,7 @@ def ablate_cmd(inputs: tuple[str, ...], model: str | None, mode: str | None, par
         if remove is not None:
             raise BadInput("--remove names what published INPUTS hold; a study's conditions are --params")
         preds = _run_study(model, mode, params, context_as, out_root, data, limit, stratified, stratified_seed, samples,
-                           temperature, max_tokens, max_connections, base_url, api_key_env, timeout, batch_size,
-                           device, dtype, max_cost, progress)
+                           temperature, max_tokens, max_connections, registry_flags, max_cost, progress)
     _warn_incomplete(preds)
     with bad_input_errors(CompareError, AblationStudyError, LabelSourceError):
         result = analyse_ablation(preds, options, level=level, alpha=alpha)
@@ -180,8 +172,7 @@ def ablate_cmd(inputs: tuple[str, ...], model: str | None, mode: str | None, par
 
 def _run_study(model: str, mode: str, params: str, context_as: str | None, out_root: str, data: str | None, limit: int | None,
                stratified: int | None, stratified_seed: int, samples: int | None, temperature: float | None,
-               max_tokens: int | None, max_connections: int, base_url: str | None, api_key_env: str | None,
-               timeout: float | None, batch_size: int | None, device: str | None, dtype: str | None,
+               max_tokens: int | None, max_connections: int, registry_flags: dict[str, Any],
                max_cost: float | None, progress: bool | None) -> list[Any]:
     from ..backends.base import UnsupportedModeError
     from ..data import AblationError, load_dataset
@@ -190,12 +181,11 @@ def _run_study(model: str, mode: str, params: str, context_as: str | None, out_r
     from ..runs.execute import RunConfig, resolve_data_path
     from ..runs.record import RunError, RunLocked, RunState
     from ..runs.results import load_run
-    from ._common import API_PREFIXES, backend_options, setup_logging
+    from ._common import backend_options, call_timeout as wall_limit, setup_logging
 
     setup_logging(0)
-    opts = backend_options(model, base_url=base_url, api_key_env=api_key_env, timeout=timeout,
-                           batch_size=batch_size, device=device, dtype=dtype)
-    call_timeout = 2 * (timeout or 60.0) + 10 if model.startswith(API_PREFIXES) else None
+    opts = backend_options(model, registry_flags)
+    call_timeout = wall_limit(model, opts)
 
     def note(removed: tuple[str, ...], run_dir: Any, action: str) -> None:
         echo_err(f"casebench: {condition_name(removed)}: {action} {run_dir}")

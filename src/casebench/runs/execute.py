@@ -478,7 +478,7 @@ class Runner:
 
     def _postfix(self) -> str:
         tok = self.prompt_tokens + self.completion_tokens
-        cost = f"${self.spent:.4f}" if self.prep.price.status in ("table", "local") else "$?"
+        cost = f"${self.spent:.4f}" if self.prep.price.status != "unknown" else "$?"
         return f"tok={tok} cost={cost} miss={self.missing} retry={self.retries} fail={self.transport_failures}"
 
     async def _process(self, jobs: list[_Job]) -> None:
@@ -710,7 +710,7 @@ class Runner:
             **asdict(counts), run_dir=self.rundir.path, status=status, asked_this_session=self.asked,
             transport_failures=self.transport_failures, retries=self.retries, prompt_tokens=self.prompt_tokens,
             completion_tokens=self.completion_tokens, cost_usd=self.spent,
-            cost_known=self.prep.price.status in ("table", "local"), elapsed_s=elapsed, message=message,
+            cost_known=self.prep.price.status != "unknown", elapsed_s=elapsed, message=message,
             repaired_bytes=self.rundir.repaired_bytes,
         )
 
@@ -733,7 +733,10 @@ async def run_prepared(prep: Prepared, backend: Backend, rng: random.Random | No
     """Execute a prepared run with a ready backend (the caller owns the backend)."""
     check_supports(backend, prep.mode.want, prep.mode.name)
     if prep.config.batch and not getattr(backend.capabilities, "batch", False):
-        raise RunError(f"--batch: backend {backend.spec!r} has no batch API (openai/ and anthropic/ have)")
+        from ..backends.registry import backends
+
+        have = " and ".join(f"{b.prefix}/" for b in backends() if b.batch_api) or "none"
+        raise RunError(f"--batch: backend {backend.spec!r} has no batch API ({have} have)")
     with RunDir(prep.out) as rundir:
         old = check_resumable(prep)  # again, now under the lock
         manifest = old or prep.manifest
