@@ -263,19 +263,39 @@ def classifier_options(spec: str | None, flags: Mapping[str, Any], prefixed: boo
 
 def run_under_signals(make: Callable[[], Awaitable[T]]) -> T:
     """Run ``make()`` under SIGINT/SIGTERM handlers that cancel it cleanly (the run engine then
-    writes its manifest with status ``interrupted``; exit 130); the library itself installs no
-    handlers. A cancellation before the engine took over becomes ``KeyboardInterrupt``."""
+    stops the backend at its next step, records what finished and writes its manifest with
+    status ``interrupted``; exit 130); the library itself installs no handlers. A second signal
+    exits at once (130): records are whole lines written with one ``write`` each and the
+    manifest is replaced atomically, so nothing is left half-written, and the run resumes with
+    the same command. A cancellation before the engine took over becomes ``KeyboardInterrupt``."""
     import asyncio
+    import os
     import signal
+
+    def exit_now(signum: int, frame: Any) -> None:
+        os.write(2, b"\ncasebench: second interrupt: exiting now (what is on disk is kept; "
+                    b"re-run the same command to resume)\n")
+        os._exit(130)
 
     async def main() -> T:
         loop = asyncio.get_running_loop()
         task = asyncio.current_task()
         assert task is not None
         handled = []
+
+        def first(sig: int) -> None:
+            # later signals bypass the event loop, so they work even while it is busy
+            for s in handled:
+                loop.remove_signal_handler(s)
+                signal.signal(s, exit_now)
+            handled.clear()
+            echo_err(f"\ncasebench: {signal.Signals(sig).name}: stopping after the current step, keeping every "
+                     "finished answer (press Ctrl-C again to exit at once)")
+            task.cancel()
+
         for sig in (signal.SIGINT, signal.SIGTERM):
             try:
-                loop.add_signal_handler(sig, task.cancel)
+                loop.add_signal_handler(sig, first, sig)
                 handled.append(sig)
             except (RuntimeError, NotImplementedError, ValueError):  # pragma: no cover - not the main thread
                 pass
@@ -289,6 +309,20 @@ def run_under_signals(make: Callable[[], Awaitable[T]]) -> T:
         return asyncio.run(main())
     except asyncio.CancelledError:
         raise KeyboardInterrupt from None
+
+
+def exit_interrupted(code: int = 130) -> None:
+    """End an interrupted command at once: flush what was printed, then skip the interpreter's
+    teardown (finalising torch and transformers takes seconds on a busy CPU, and a user who
+    pressed Ctrl-C is waiting). Everything casebench writes is already on disk by then."""
+    import os
+
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
 
 
 def run_with_signals(config: "RunConfig") -> "RunSummary":
