@@ -18,6 +18,7 @@ from click.testing import CliRunner
 
 from casebench.present.tables import format_ablation
 from casebench.runs.study import ablation_run_dir
+from casebench.stats.metrics import METRIC
 from casebench.stats.ablation import AblationStudyError, ablation_conditions, analyse_ablation, canonical
 from casebench.cli import cli
 from casebench.data import load_dataset
@@ -94,7 +95,12 @@ def test_per_condition_figures_equal_paper_compatible_scores(study):
     for c in res.conditions[1:]:
         assert c.n_paired == 900 and c.dropped == 0
         for m, d in c.diffs.items():
-            assert d.diff == pytest.approx(c.score.values[m] - full[m], abs=1e-12)
+            if METRIC[m].unit == "pair":
+                # context figures are compared over the query pairs both inputs answered both cases of
+                # (a few answers are missing), not over each input's own pairs
+                assert d.diff == pytest.approx(d.a - d.b, abs=1e-12)
+            else:
+                assert d.diff == pytest.approx(c.score.values[m] - full[m], abs=1e-12)
             assert d.ci[0] <= d.diff <= d.ci[1]
     # removing everything hurts this synthetic judge clearly
     everything = by_cond[("sender", "recipient", "transmission_principle")]

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 
 import numpy as np
+
+from casebench.stats.metrics import METRIC
 import pytest
 from click.testing import CliRunner
 
@@ -61,7 +63,8 @@ def test_binary_vs_score_mcnemar_matches_an_exact_binomial_test(gpt4o):
     assert acc.ci[0] < acc.diff < acc.ci[1]
     assert acc.test == "mcnemar" and acc.p == pc.mcnemar["p"]
     # a binary verdict has no P(safe): only label metrics are compared
-    assert set(pc.metrics) == {"accuracy", "safe_recall", "unsafe_recall"}
+    assert set(pc.metrics) == {"accuracy", "safe_recall", "unsafe_recall", "context_shift", "context_follow",
+                               "context_blind", "shift_pcc", "vote_agreement", "accuracy_contested", "accuracy_clear"}
     assert pc.williams is None
     for m in pc.metrics.values():
         assert 0 < m.p_bootstrap <= 1 and m.p_adjusted >= m.p
@@ -307,11 +310,17 @@ def test_benjamini_hochberg_runs_over_every_pair_and_metric(gpt4o, llama):
 
     a, b = gpt4o
     res = compare([a, b, llama], ScoringOptions(n_boot=300))
-    ps = [m.p for pc in res.pairs for m in pc.metrics.values()]
+    primary = [m for pc in res.pairs for m in pc.metrics.values() if METRIC[m.metric].family == "primary"]
+    ps = [m.p for m in primary]
     assert len(ps) == 3 + 3 + 6  # binary pairs: 3 label metrics; score vs prob: 6
     _, adj, _, _ = multipletests(ps, method="fdr_bh")
-    got = [m.p_adjusted for pc in res.pairs for m in pc.metrics.values()]
-    np.testing.assert_allclose(got, adj)
+    np.testing.assert_allclose([m.p_adjusted for m in primary], adj)
+    # the added figures (context, human reference) are each a family of their own
+    for fam in ("context", "reference"):
+        ms = [m for pc in res.pairs for m in pc.metrics.values() if METRIC[m.metric].family == fam]
+        assert len(ms) == 3 * (4 if fam == "context" else 3)
+        _, adj, _, _ = multipletests([m.p for m in ms], method="fdr_bh")
+        np.testing.assert_allclose([m.p_adjusted for m in ms], adj)
     text = format_comparison(res)
     assert text.count(" vs ") == 3 and "Williams' t" in text
 

@@ -24,7 +24,8 @@ CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
 SECTIONS = ["Leaderboard", "Over- and under-refusal", "Paired differences", "Accuracy by category",
-            "P(safe) against the human safe_rate", "Calibration", "Context ablation", "The human votes"]
+            "P(safe) against the human safe_rate", "Calibration", "Context ablation", "The human votes",
+            "Context sensitivity"]
 
 
 def _run_dir(tmp: Path, data: Path) -> Path:
@@ -129,8 +130,9 @@ def test_report_in_headless_chromium(report, inputs, tmp_path):
             browser.close()
     assert errors == []
     assert outside == []
-    # refusal, heat map, scatter, reliability, one ablation study, context effect, stability
-    assert len(images) == 7 and all(i["ok"] for i in images), images
+    # refusal, heat map, scatter, reliability, one ablation study, context effect, stability,
+    # context shift dots, per-pair shift scatter
+    assert len(images) == 9 and all(i["ok"] for i in images), images
     assert all(i["shown"] >= 400 for i in images)  # every figure is shown at a readable size
     assert rows == len(inputs)
     assert [re.sub(r"^\d+\.\s*", "", h) for h in headings] == SECTIONS
@@ -145,7 +147,7 @@ def test_report_is_self_contained(report):
     assert "<script" not in text
     assert not re.search(r'(src|href)="(https?:)?//', text)
     srcs = re.findall(r'<img src="([^"]+)"', text)
-    assert len(srcs) == 7
+    assert len(srcs) == 9
     for s in srcs:
         assert s.startswith("data:image/png;base64,")
         assert base64.b64decode(s.split(",", 1)[1])[:8] == b"\x89PNG\r\n\x1a\n"
@@ -198,7 +200,8 @@ def test_report_without_ablation_numbers_its_sections(exp_dir, tmp_path):
     text = build_report(preds, ScoringOptions(n_boot=0), human=False)
     heads = re.findall(r"<h2[^>]*>(.*?)</h2>", text)
     assert heads == ["1. Leaderboard", "2. Over- and under-refusal", "3. Paired differences",
-                     "4. Accuracy by category", "5. P(safe) against the human safe_rate", "6. Calibration"]
+                     "4. Accuracy by category", "5. P(safe) against the human safe_rate", "6. Calibration",
+                     "7. Context sensitivity"]
     assert "No input gives a continuous P(safe)" in text
     assert len(_rows(text)) == 1
 

@@ -65,8 +65,8 @@ def from_json(text: str) -> dict:
             figs = {}
             for m in METRIC:
                 if m in r:
-                    lo, hi = r["ci"][m]
-                    small = r["cases_of"][m] < MIN_CASES and r[m] is not None
+                    lo, hi = r["ci"].get(m, (None, None))  # a count (context_pairs) has no CI
+                    small = r["cases_of"].get(m, MIN_CASES) < MIN_CASES and r[m] is not None
                     figs[m] = (r[m], lo, hi, small)
             out[(d["source"], kind, group)] = figs
     return out
@@ -80,13 +80,15 @@ def from_csv(text: str) -> dict:
             if row[m] == "":
                 continue
             v = None if row[m] == UNDEFINED else float(row[m])
-            lo, hi = (None if row[f"{m}_ci_{b}"] == UNDEFINED else float(row[f"{m}_ci_{b}"]) for b in ("lo", "hi"))
-            figs[m] = (v, lo, hi, v is not None and int(row[f"{m}_n"]) < MIN_CASES)
+            lo, hi = (None if row.get(f"{m}_ci_{b}", "") in (UNDEFINED, "") else float(row[f"{m}_ci_{b}"])
+                      for b in ("lo", "hi"))
+            n = row.get(f"{m}_n", "")  # blank for a count (context_pairs): no note
+            figs[m] = (v, lo, hi, v is not None and n != "" and int(n) < MIN_CASES)
         out[(row["source"], row["by"], row["group"])] = figs
     return out
 
 
-_CELL = re.compile(r"^(\S+?)(†?) \[(\S+), (\S+)\]$")
+_CELL = re.compile(r"^(\S+?)(†?)(?: \[(\S+), (\S+)\])?$")
 
 
 def from_markdown(text: str, sources: dict[str, str]) -> dict:
@@ -109,7 +111,7 @@ def from_markdown(text: str, sources: dict[str, str]) -> dict:
             for m in METRIC:
                 if row.get(m):
                     v, mark, lo, hi = _CELL.match(row[m]).groups()
-                    figs[m] = (_num(v), _num(lo), _num(hi), bool(mark))
+                    figs[m] = (_num(v), _num(lo) if lo else None, _num(hi) if hi else None, bool(mark))
             out[key] = figs
     return out
 
@@ -178,10 +180,16 @@ def test_every_format_carries_the_same_figures_cis_breakdowns_and_notes(inputs, 
     _agree(ref, from_markdown(_score(inputs, "md", *by), sources), md, "md")
     if by:
         # the breakdowns hold the breakdown metrics that apply to the mode, with CIs
+        # (the per-pair context figures only by category: one intent holds no query pair)
         some = next(v for (_, k, _), v in ref.items() if k)
-        assert set(some) == {m for m in BREAKDOWN_METRICS if m in metric_names("score")}
+        kind = next(k for (_, k, _) in ref if k)
+        want = {m for m in BREAKDOWN_METRICS if m in metric_names("score")}
+        if kind == "intent":
+            want -= {"context_shift", "context_follow"}
+        assert set(some) == want
         # the 12-case input: every figure has the note, and an undefined one is shown as such
-        assert all(f[3] or f[0] is None for f in ref[(inputs[1], "", "")].values())
+        assert all(f[3] or f[0] is None for m, f in ref[(inputs[1], "", "")].items()
+                   if METRIC[m].interval)  # (a count, context_pairs, has none)
 
 
 def test_notes_are_stated_under_the_table(inputs):
@@ -207,7 +215,8 @@ def test_wilson_cis_do_not_collapse_at_zero_or_one():
     assert s.values["accuracy"] == 1.0 and hi == 1.0 and lo < 0.6
     lo, hi = s.ci["safe_recall"]
     assert lo < 0.5 < hi
-    assert s.small() == [m for m in s.values]  # every figure from fewer than 30 cases
+    # every figure from fewer than 30 cases (or pairs) carries the note; a count (context_pairs) does not
+    assert set(s.small()) == {m for m in s.values if METRIC[m].interval and not math.isnan(s.values[m])}
     assert SMALL in text_table([s]) and f"from fewer than {MIN_CASES} cases" in text_table([s])
 
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import click
 
-from ._common import (BadInput, apply_min_verdict_mass, bad_input_errors, file_kind_options, label_source_option,
-                      min_verdict_mass_option, scoring_options)
+from ._common import (
+    BadInput, apply_min_verdict_mass, bad_input_errors, file_kind_options, label_source_option, load_reference_inputs, reference_option,
+    min_verdict_mass_option, scoring_options,
+)
 
 
 @click.command("report")
@@ -21,15 +23,19 @@ from ._common import (BadInput, apply_min_verdict_mass, bad_input_errors, file_k
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--title", default="casebench report", show_default=True)
 @click.option("--no-human", is_flag=True, help="Leave out the human-vote section.")
+@click.option("--hide-text", is_flag=True,
+              help="List the context-blind queries by case index only, without their text (for sharing a report "
+                   "without the data).")
 @label_source_option
 @file_kind_options
 @min_verdict_mass_option
+@reference_option
 def report_cmd(inputs: tuple[str, ...], out: str, data: str | None, paper_compat: bool, n_boot: int, seed: int,
-               title: str, no_human: bool, label_source: str, mode: str | None, remove: str | None,
-               min_verdict_mass: float = 0.5) -> None:
+               title: str, no_human: bool, hide_text: bool, label_source: str, mode: str | None, remove: str | None,
+               reference: str | None, no_reference: bool, min_verdict_mass: float = 0.5) -> None:
     """Write one self-contained HTML report over INPUTS (run directories or published exp/ files):
     leaderboard with CIs, over/under-refusal, paired differences, category heat map, P(safe) vs
-    the human safe_rate, reliability, ablation (when given) and the human votes."""
+    the human safe_rate, reliability, ablation (when given), the human votes and context sensitivity."""
     from ..stats.compare import CompareError
     from ..data import load_dataset
     from ..loader import load_predictions
@@ -44,8 +50,9 @@ def report_cmd(inputs: tuple[str, ...], out: str, data: str | None, paper_compat
     if not preds:
         raise BadInput("give at least one input")
     apply_min_verdict_mass(preds, min_verdict_mass)
+    refs, ref_root = load_reference_inputs(reference, no_reference, preds, dataset)
     with bad_input_errors(LabelSourceError):
         path = write_report(out, preds, options, human_cases=dataset.cases if dataset else None, title=title,
-                            human=not no_human,
+                            human=not no_human, show_text=not hide_text, references=refs, reference_root=ref_root,
                             progress=lambda line: click.echo(f"casebench: report: {line}", err=True))
     click.echo(f"wrote {path}")

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import click
 
-from ._common import (apply_min_verdict_mass, bad_input_errors, file_kind_options, label_source_option,
-                      min_verdict_mass_option, scoring_options, warn_low_verdict_mass)
+from ._common import (
+    apply_min_verdict_mass, bad_input_errors, file_kind_options, label_source_option, load_reference_inputs, reference_option, scoring_options,
+    min_verdict_mass_option, warn_low_verdict_mass,
+)
 
 
 @click.command("score")
@@ -24,13 +26,14 @@ from ._common import (apply_min_verdict_mass, bad_input_errors, file_kind_option
 @label_source_option
 @file_kind_options
 @min_verdict_mass_option
+@reference_option
 def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: str, by: tuple[str, ...],
               n_boot: int, seed: int, data: str | None, label_source: str, mode: str | None,
-              remove: str | None, min_verdict_mass: float = 0.5) -> None:
+              remove: str | None, reference: str | None, no_reference: bool, min_verdict_mass: float = 0.5) -> None:
     """Score INPUTS (run directories or published exp/ files) and print every metric with a 95% CI."""
     from ..loader import load_predictions
     from ..stats.metrics import LabelSourceError, score_predictions
-    from ..present.tables import FORMATS
+    from ..present.tables import FORMATS, reference_table
 
     if as_json:
         fmt = "json"
@@ -45,5 +48,25 @@ def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: s
     apply_min_verdict_mass(preds, min_verdict_mass)
     with bad_input_errors(LabelSourceError):
         scores = [score_predictions(p, options, breakdowns=by) for p in preds]
+    refs, ref_root = load_reference_inputs(reference, no_reference, preds, dataset)
+    with bad_input_errors(LabelSourceError):
+        ref_scores = [score_predictions(p, options) for p in refs]
+    if fmt in ("csv", "md") and ref_scores:
+        # one table: the published models' rows follow the inputs', marked in their name
+        from dataclasses import replace
+
+        scores = scores + [replace(r, model=f"{r.model} (published)") for r in ref_scores]
+        ref_scores = []
     click.echo(FORMATS[fmt](scores), nl=False)
     warn_low_verdict_mass(scores)
+    if ref_scores and fmt == "table":
+        click.echo(f"\n{reference_table(ref_scores, ref_root or '')}", nl=False)
+    elif ref_scores:
+        click.echo(FORMATS[fmt](ref_scores, reference=True), nl=False)
+    if fmt == "table":
+        from ..stats.context import reference_line, references_by_dataset
+
+        people = references_by_dataset(preds, n_boot=n_boot, seed=seed)
+        for members, ref in people:
+            which = "" if len(people) == 1 else " (inputs " + ", ".join(str(i + 1) for i in members) + ")"
+            click.echo(f"\nreference{which}: {reference_line(ref)}")

@@ -60,7 +60,7 @@ def fmt_p(p: float | None, digits: int = 4, sci_digits: int = 2, missing: str = 
 def fmt_metric(name: str, x: float | None, compact: bool = False) -> str:
     """A metric's value (or a difference or CI bound of it) with the metric's digits
     (``MetricDef.digits``; one fewer in the compact Markdown and HTML tables)."""
-    digits = METRIC[name].digits - (1 if compact else 0)
+    digits = max(0, METRIC[name].digits - (1 if compact else 0))
     return fmt_num(x, digits)
 
 
@@ -188,7 +188,8 @@ def text_table(scores: Sequence[Score]) -> str:
             out.append("  " + verdict_mass_line(s))
         for m in _shown(s):
             fig = fmt_metric(m, s.values[m]) + _mark(s.cases_of, m, s.values[m])
-            ci = f"   95% CI {_ci(s.ci, m)}" if s.ci else ""  # no CIs: --bootstrap 0, or no case scored
+            # no CIs: --bootstrap 0, no case scored, or a count (context_pairs)
+            ci = f"   95% CI {_ci(s.ci, m)}" if s.ci and METRIC[m].interval else ""
             out.append(f"  {METRIC[m].label:<34} {fig:>8}{ci}".rstrip())
             if m == "refusal_rate":
                 out.append(f"    ({classifier_note(s.classifier)})")
@@ -243,9 +244,11 @@ def flat_rows(s: Score) -> list[dict[str, Any]]:
         shown = set(_shown(s, BREAKDOWN_METRICS if kind else ROW_METRICS))
         for m in ROW_METRICS:
             on = m in shown and m in r
-            lo, hi = r.get("ci", {}).get(m, [float("nan")] * 2) if on and r.get("ci") else (None, None)
+            has_ci = on and r.get("ci") and METRIC[m].interval  # a count (context_pairs) has none
+            lo, hi = r.get("ci", {}).get(m, [float("nan")] * 2) if has_ci else (None, None)
             row[m] = _csv_cell(r[m]) if on else None
-            row[f"{m}_ci_lo"], row[f"{m}_ci_hi"] = _csv_cell(lo), _csv_cell(hi)
+            if METRIC[m].interval:
+                row[f"{m}_ci_lo"], row[f"{m}_ci_hi"] = _csv_cell(lo), _csv_cell(hi)
             row[f"{m}_n"] = r.get("cases_of", {}).get(m) if on else None
         if not kind and "refusal_rate" in s.values:  # who read the behaviour, and how well
             v = (s.classifier or {}).get("validation") or {}
@@ -285,19 +288,21 @@ def csv_table(scores: Sequence[Score]) -> str:
     return buf.getvalue()
 
 
-def json_lines(scores: Sequence[Score]) -> str:
-    """One JSON object per input per line (NaN as null, infinities as strings: strict JSON)."""
-    return "".join(json.dumps(json_safe(s.to_dict())) + "\n" for s in scores)
+def json_lines(scores: Sequence[Score], reference: bool = False) -> str:
+    """One JSON object per input per line (NaN as null, infinities as strings: strict JSON);
+    ``reference``: objects of published models, marked ``"reference": true``."""
+    extra = {"reference": True} if reference else {}
+    return "".join(json.dumps(json_safe({**s.to_dict(), **extra})) + "\n" for s in scores)
 
 
 def _md_cell(m: str, r: dict[str, Any], ci: dict[str, list[float]], cases_of: dict[str, int]) -> str:
     cell = fmt_metric(m, r[m], True) + _mark(cases_of, m, r[m])
-    return cell + (f" {_ci(ci, m, True)}" if ci else "")
+    return cell + (f" {_ci(ci, m, True)}" if ci and METRIC[m].interval else "")
 
 
 def markdown_table(scores: Sequence[Score]) -> str:
-    """One row per input (every metric with its CI; prob-mode runs also their verdict mass), then a
-    table per breakdown of each input, then the notes."""
+    """One row per input (every metric with its CI), then a table per breakdown of each input,
+    then the notes. Published reference rows: pass their scores renamed ``<model> (published)``. Prob-mode runs also show their verdict mass."""
     mass = _with_mass(scores)
     cols = ["model", "mode", "removed", "coverage"] + (["verdict mass (median, below)"] if mass else []) + list(ROW_METRICS)
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
@@ -331,6 +336,22 @@ def markdown_table(scores: Sequence[Score]) -> str:
 
 
 FORMATS = {"table": text_table, "csv": csv_table, "json": json_lines, "md": markdown_table}
+
+#: the figures of a reference row (a published model beside the inputs)
+REFERENCE_METRICS = ("accuracy", "context_shift", "context_follow", "context_blind", "shift_pcc", "vote_agreement")
+
+
+def reference_table(scores: Sequence[Score], root: str) -> str:
+    """The published models shown for reference under ``casebench score``'s table: one line
+    each with accuracy and the context figures (CIs under ``--json``). Never paired with the
+    inputs."""
+    width = max([len(f"{s.model} [{s.mode}]") for s in scores] + [12])
+    lines = [f"published models for reference ({root}; not paired with the inputs above):",
+             f"  {'':<{width}}" + "".join(f"{METRIC[m].short:>16}" for m in REFERENCE_METRICS)]
+    for s in scores:
+        lines.append(f"  {s.model + ' [' + s.mode + ']':<{width}}"
+                     + "".join(f"{fmt_metric(m, s.values.get(m)):>16}" for m in REFERENCE_METRICS))
+    return "\n".join(lines) + "\n"
 
 
 # --------------------------------------------------------------------------------------------
@@ -388,7 +409,8 @@ def format_comparison(c: "Comparison") -> str:
             lines.append(f"  {f:<14}{fmt_metric(f, m.a):>9}{fmt_metric(f, m.b):>9}{fmt_metric(f, m.diff):>10}   "
                          f"{ci:<21}{fmt_p(m.p):>9}{fmt_p(m.p_adjusted):>10}  {m.test}{sig}{no_mark}")
     lines.append("")
-    lines.append("* significant after Benjamini-Hochberg; " + lower_is_better_note(COMPARED_METRICS))
+    lines.append("* significant after Benjamini-Hochberg (each family apart: the paper's metrics, the context "
+                 "figures, the human-reference figures); " + lower_is_better_note(COMPARED_METRICS))
     lines.append(_marks_line(c.settings))
     return "\n".join(lines) + "\n"
 

@@ -353,7 +353,14 @@ def _paired_arrays(
         positions = kept
     else:
         positions = np.array([union[int(c)] for c in a.case_indices[kept]], dtype=int)
-    return sa.take(ia), sb.take(ib), positions, int(held.sum() - keep.sum())
+    sa, sb = sa.take(ia), sb.take(ib)
+    if sa.pairs is not None and sb.pairs is not None:
+        # the same cases in the same order: keep the query pairs both inputs answered both cases of
+        theirs = {tuple(x) for x in sb.pairs.tolist()}
+        common = np.array([tuple(x) in theirs for x in sa.pairs.tolist()], dtype=bool)
+        sa.pairs, sa.pair_ids = sa.pairs[common], sa.pair_ids[common]
+        sb.pairs, sb.pair_ids = sa.pairs.copy(), sa.pair_ids.copy()
+    return sa, sb, positions, int(held.sum() - keep.sum())
 
 
 def _describe(p: Predictions, i: int) -> dict[str, Any]:
@@ -364,6 +371,7 @@ def _describe(p: Predictions, i: int) -> dict[str, Any]:
 def compare_pair(
     a: Predictions, b: Predictions, options: ScoringOptions = DEFAULT_OPTIONS, *, level: float = 0.95,
     weights: np.ndarray | None = None, union: dict[int, int] | None = None,
+    pair_weights: np.ndarray | None = None,
 ) -> PairComparison:
     """All tests for one pair (no multiple-testing adjustment: see ``compare``).
 
@@ -371,6 +379,9 @@ def compare_pair(
     share them, drawn over the cases of ``union`` (case index -> column of ``weights``; default
     ``a``'s cases). Both inputs are scored by the same metric formulas
     (``metrics.metric_values``) on the same resamples, over the cases both hold.
+    ``pair_weights``: likewise for the per-pair context figures (``stats.context``), resampling
+    the query pairs of ``a``'s cases; they are scored on the pairs both inputs answered both
+    cases of.
     """
     if union is None and weights is not None and weights.shape[1] != a.n:
         raise CompareError("the resamples were drawn over other cases than the first input's; pass union")
@@ -381,10 +392,13 @@ def compare_pair(
     behaviour = a.mode_spec.reads_behaviour or b.mode_spec.reads_behaviour
     metrics = [m for m in COMPARED_METRICS if (both_cont or not METRIC[m].continuous)
                and not (behaviour and METRIC[m].calibration)]
-    W = None
+    W = PW = None
     if n_boot > 0 and n > 0:
         W = weights if weights is not None else resample_weights(len(union) if union else a.n, n_boot, seed)
-    (pa, ba), (pb, bb) = metric_values([sa, sb], metrics, W, positions)
+        n_pairs = _all_pairs(a)
+        if n_pairs and sa.pairs is not None and len(sa.pairs):
+            PW = pair_weights if pair_weights is not None else resample_weights(n_pairs, n_boot, seed)
+    (pa, ba), (pb, bb) = metric_values([sa, sb], metrics, W, positions, PW, sa.pair_ids)
     mc = mcnemar_exact(sa.correct, sb.correct)
     wt = None
     if both_cont and n:
@@ -424,6 +438,13 @@ def _withheld(metric: str, sa: ScoringArrays, mc: dict[str, Any]) -> str | None:
     return None
 
 
+def _all_pairs(p: Predictions) -> int:
+    """How many query pairs ``p``'s cases hold (the rows a pair resample draws from)."""
+    from .pairs import pair_by_query
+
+    return len(pair_by_query(p.cases).pairs)
+
+
 def _pearson_point(x: np.ndarray | None, z: np.ndarray | None) -> float:
     from scipy.stats import pearsonr
 
@@ -435,18 +456,24 @@ def _pearson_point(x: np.ndarray | None, z: np.ndarray | None) -> float:
 
 
 def adjust(pairs: Sequence[PairComparison], alpha: float) -> None:
-    """Benjamini-Hochberg over every primary p-value of every pair (in place). A difference whose
-    mark is withheld (``MetricDiff.withheld``: too few cases) stays in the family (its p-value is
-    shown and adjusted) but is never marked significant."""
+    """Benjamini-Hochberg over every primary p-value of every pair (in place), one family of
+    metrics at a time (``MetricDef.family``: the paper's metrics, then the context figures, then
+    the human-reference figures), so that adding metrics never moves the adjusted p-values of
+    the metrics that were there before. A difference whose mark is withheld
+    (``MetricDiff.withheld``: too few cases) stays in its family (its p-value is shown and
+    adjusted) but is never marked significant."""
     from statsmodels.stats.multitest import multipletests
 
-    tested = [m for pc in pairs for m in pc.metrics.values() if m.p is not None and math.isfinite(m.p)]
-    if not tested:
-        return
-    reject, p_adj, _, _ = multipletests([m.p for m in tested], alpha=alpha, method="fdr_bh")
-    for m, r, pa in zip(tested, reject, p_adj):
-        m.p_adjusted = float(pa)
-        m.significant = bool(r) and m.withheld is None
+    families: dict[str, list[MetricDiff]] = {}
+    for pc in pairs:
+        for m in pc.metrics.values():
+            if m.p is not None and math.isfinite(m.p):
+                families.setdefault(METRIC[m.metric].family, []).append(m)
+    for tested in families.values():
+        reject, p_adj, _, _ = multipletests([m.p for m in tested], alpha=alpha, method="fdr_bh")
+        for m, r, pa in zip(tested, reject, p_adj):
+            m.p_adjusted = float(pa)
+            m.significant = bool(r) and m.withheld is None
 
 
 def compare(
@@ -465,14 +492,23 @@ def compare(
         raise CompareError(f"the CI level must be in (0, 1), got {level}")
     union = _union_positions(preds)
     weights = resample_weights(len(union), n_boot, seed) if n_boot > 0 and union else None
+    # the pair resamples are shared only when every input holds the same cases (pair ids are
+    # numbered within an input's cases); otherwise each comparison draws its own
+    same_cases = len(case_set_groups(preds)) == 1
+    n_pairs = _all_pairs(preds[0]) if same_cases and preds else 0
+    pair_weights = resample_weights(n_pairs, n_boot, seed) if n_boot > 0 and n_pairs else None
     results = []
     for i, j in todo:
-        pc = compare_pair(preds[i], preds[j], options, level=level, weights=weights, union=union)
+        pc = compare_pair(preds[i], preds[j], options, level=level, weights=weights, union=union,
+                          pair_weights=pair_weights)
         pc.a, pc.b = i, j
         results.append(pc)
     adjust(results, alpha)
     settings = {"paper_compat": paper_compat, "bootstrap": n_boot, "seed": seed, "level": level, "alpha": alpha,
                 "difference": "A - B", "adjustment": "Benjamini-Hochberg over all primary p-values",
+                "adjustment_families": "the paper's metrics; the context figures; the human-reference figures "
+                                       "(each adjusted on its own, so added figures never move earlier ones)",
+                "context_pairs": "query pairs whose two cases both inputs answered, resampled as pairs",
                 "cases": "all cases (paper-compatible)" if paper_compat else "cases both inputs answered",
                 "label_source": label_source, "min_paired": MIN_PAIRED, "min_discordant": MIN_DISCORDANT}
     sets = [{"inputs": [input_label(i) for i in g], "cases": preds[g[0]].n} for g in case_set_groups(preds)]
