@@ -48,8 +48,10 @@ from ..stats.options import DEFAULT_OPTIONS, ScoringOptions
 from ..stats.overview import PAIRWISE_TABLE_MAX, InputFigures, Overview, input_figures, overview
 from .tables import SMALL, STUDY_METRICS, UNDEFINED, fmt_num, fmt_p
 
-#: the leaderboard's columns: every metric, in the table's order (``stats.metrics.METRICS``)
-LEADERBOARD_METRICS = ALL_METRICS
+#: the leaderboard's columns: the paper's metrics (family ``primary``), in the table's order
+#: (``stats.metrics.METRICS``); the context figures and human references have their own
+#: section, and every figure is in the leaderboard's downloads (so the table fits 1400 px)
+LEADERBOARD_METRICS = tuple(m for m in ALL_METRICS if METRIC[m].family == "primary")
 #: the paired differences the report shows per pair (``casebench compare`` shows them all)
 PAIRWISE_METRICS = ("accuracy", "safe_recall", "unsafe_recall", "pcc")
 #: the compact view's rows of neighbours in the ranking (each with paired-bootstrap CIs); a group
@@ -812,7 +814,8 @@ def _context(ctx: "ReportContext") -> str:
                      "<code>casebench data fetch</code> (it caches them; <code>report</code> then shows them) or "
                      "pass <code>--reference DIR</code>.</p>")
     panels, blind_parts = [], []
-    for it in own:
+    drawn, left_out = _best(own, PLOT_MAX_INPUTS)  # one panel and one list per input: the best few
+    for it in drawn:
         a, mask = scoring_arrays(it.pred, options)
         if a.pairs is None or not len(a.pairs):
             continue
@@ -844,7 +847,7 @@ def _context(ctx: "ReportContext") -> str:
         parts.append(_figure(shift_scatter(panels), "per-pair shift of each judge against people's",
                              "Each dot is a query pair: x = people's shift (safe-context minus unsafe-context safe "
                              "rate), y = the judge's. A judge that moves where people move lies along the dashed "
-                             "diagonal; r is the shift r of the table."))
+                             "diagonal; r is the shift r of the table." + _left_out_note(left_out)))
     if blind_parts:
         parts.append("<h3>Where the judge is context-blind and people are not</h3>"
                      '<p class="note">Queries whose two contexts people label differently but the judge labels '
