@@ -60,6 +60,33 @@ def _stat_options(f: Any) -> Any:
     return f
 
 
+#: how a study's runs are made (``ablate`` and ``study`` with --model)
+_RUN_OPTIONS = [
+    click.option("--limit", type=int, default=None, help="Only the first N cases (with --model)."),
+    click.option("--stratified", type=int, default=None, metavar="N",
+                 help="A seeded subset of N cases stratified by category x intent (with --model)."),
+    click.option("--stratified-seed", type=int, default=0, show_default=True, help="Seed of --stratified."),
+    click.option("--samples", type=int, default=None, help="Samples per case (default: 3 in score mode, else 1)."),
+    click.option("--temperature", type=float, default=None),
+    click.option("--max-tokens", type=int, default=None),
+    click.option("--max-connections", type=int, default=8, show_default=True),
+    click.option("--base-url", default=None, help="API endpoint (OpenAI-compatible servers)."),
+    click.option("--api-key-env", default=None, metavar="VAR", help="Environment variable holding the API key."),
+    click.option("--timeout", type=float, default=None, help="Seconds per API request."),
+    click.option("--batch-size", type=int, default=None, help="Batch size of local models."),
+    click.option("--device", default=None, help="Device of local models."),
+    click.option("--dtype", default=None, help="Dtype of local models."),
+    click.option("--max-cost", type=float, default=None, metavar="USD", help="Stop each condition before spending past this."),
+    click.option("--progress/--no-progress", default=None),
+]
+
+
+def _run_options(f: Any) -> Any:
+    for opt in reversed(_RUN_OPTIONS):
+        f = opt(f)
+    return f
+
+
 @click.command("compare")
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True))
 @_stat_options
@@ -116,22 +143,7 @@ def compare_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, n_bo
 @click.option("--out-root", default="runs", show_default=True, type=click.Path(file_okay=False),
               help="Where condition runs live (<out-root>/<model>_<mode>[_<removed>][_ctx-<placement>], the names "
                    "`casebench run` gives); existing ones are re-used.")
-@click.option("--limit", type=int, default=None, help="Only the first N cases (with --model).")
-@click.option("--stratified", type=int, default=None, metavar="N",
-              help="A seeded subset of N cases stratified by category x intent (with --model).")
-@click.option("--stratified-seed", type=int, default=0, show_default=True, help="Seed of --stratified.")
-@click.option("--samples", type=int, default=None, help="Samples per case (default: 3 in score mode, else 1).")
-@click.option("--temperature", type=float, default=None)
-@click.option("--max-tokens", type=int, default=None)
-@click.option("--max-connections", type=int, default=8, show_default=True)
-@click.option("--base-url", default=None, help="API endpoint (OpenAI-compatible servers).")
-@click.option("--api-key-env", default=None, metavar="VAR", help="Environment variable holding the API key.")
-@click.option("--timeout", type=float, default=None, help="Seconds per API request.")
-@click.option("--batch-size", type=int, default=None, help="Batch size of local models.")
-@click.option("--device", default=None, help="Device of local models.")
-@click.option("--dtype", default=None, help="Dtype of local models.")
-@click.option("--max-cost", type=float, default=None, metavar="USD", help="Stop each condition before spending past this.")
-@click.option("--progress/--no-progress", default=None)
+@_run_options
 @_stat_options
 def ablate_cmd(inputs: tuple[str, ...], model: str | None, mode: str | None, params: str, context_as: str | None,
                out_root: str,
