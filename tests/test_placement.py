@@ -88,6 +88,7 @@ def test_study_runs_every_placement_with_one_server_and_reports_figures(tmp_path
         assert p["over_refusal"] == pytest.approx(over) and p["under_refusal"] == pytest.approx(under)
         assert p["over_refusal_ci"][0] <= over <= p["over_refusal_ci"][1]
         assert p["score"]["refusal_rate"] == pytest.approx(1 - answered.mean())
+        assert p["classifier"]["partial_as"] == "unsafe"  # which classifier read the answers travels along
         sd = p["say_do"]  # the judge says safe everywhere
         assert sd["judged_safe"] == 1.0 and sd["answered"] == pytest.approx(answered.mean())
         assert sd["gap"] == pytest.approx(1 - answered.mean())
@@ -200,3 +201,36 @@ def test_stratified_pairs_on_the_real_dataset(real_dataset):
         by_query.setdefault(c.query, []).append(c.intended_safe)
     assert len(by_query) == 45 and all(sorted(v) == [False, True] for v in by_query.values())
     assert stratified_pairs(real_dataset, 45, seed=1) != idx
+
+
+def test_report_has_a_placement_section(tmp_path, small_data_path, quiet_openai):
+    """The report finds the study among its inputs (runs made with the Python API) and shows a
+    row per placement with the same figures as ``analyse_placements``, the say-do columns from
+    the judge runs, and the pairs between placements."""
+    import re
+
+    from casebench.present.report import build_report
+    from casebench.runs.config import RunConfig
+    from casebench.runs.results import load_run
+    from casebench.runs.study import run_placements
+
+    ds = load_dataset(small_data_path)
+    with FaultServer(answer_fn=_chatbot(ds)) as srv:
+        base = RunConfig(mode="respond", model="openai/bot-x", data=small_data_path, progress=False,
+                         backend_options={"base_url": srv.base_url})
+        runs = run_placements(base, "turns,user", out_root=tmp_path / "runs", dataset=ds, judge_mode="binary")
+    assert [(r.context_as, r.mode) for r in runs] == [("turns", None), ("user", None), ("turns", "binary"),
+                                                      ("user", "binary")]
+    preds = [load_run(r.run_dir, dataset=ds) for r in runs]
+    html = build_report(preds, n_boot=100, human=False)
+    assert 'id="placement"' in html and "Where the context goes" in html
+    section = html[html.index('id="placement"'):]
+    table = section[section.index('<table class="placement">'):section.index("</table>")]
+    rows = re.findall(r'<tr><td class="l">(\w+)</td>', table)
+    assert rows == ["user", "turns"]
+    res = analyse_placements(preds[:2], judges=preds[2:], n_boot=100)
+    turns = res.placements[1]
+    assert turns.placement == "turns" and turns.say_do is not None
+    assert f"<td>{turns.over_refusal:.3f}" in table and f"<td>{turns.context.shift:.3f}" in table
+    assert "Say-do gap" in table and "Answers read by the refusal classifier" in section
+    assert "user − turns" in section

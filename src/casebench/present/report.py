@@ -18,7 +18,10 @@ Sections (each only when its inputs allow it):
 7. ablation studies, when the inputs hold ablation conditions with their full context
    (``ablation``);
 8. the human votes (``human.human_stats``): context effect by category and how many annotators
-   a stable majority needs.
+   a stable majority needs;
+9. placement studies, when the inputs hold one model in several context placements
+   (``placement``): per placement the figures, context shift/follow/blind, over- and
+   under-refusal and the say-do gap, and the paired tests between placements.
 """
 
 from __future__ import annotations
@@ -444,6 +447,125 @@ def _ablation(inputs: Sequence[ReportInput], paper_compat: bool, n_boot: int, se
     return "".join(parts)
 
 
+def _placement_groups(preds: Sequence[Predictions]) -> list[tuple[list[int], list[int]]]:
+    """Placement studies among the inputs: (study inputs, judge inputs for the say-do gap). A
+    study is one model, mode and removal over the same cases in at least two placements, each
+    once; a respond study's judges are that model's judge inputs over the same cases."""
+    from ..stats.placement import placement_of
+
+    keys = _cases_keys(preds)
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    for i, (p, key) in enumerate(zip(preds, keys)):
+        groups.setdefault((p.model, p.mode, tuple(p.removed), *key), []).append(i)
+    out = []
+    for (model, mode, removed, *key), g in groups.items():
+        where = [placement_of(preds[i]) for i in g]
+        if len(g) < 2 or len(set(where)) != len(where):
+            continue
+        judges: list[int] = []
+        if preds[g[0]].mode_spec.reads_behaviour:
+            seen: set[str] = set()
+            for j, (p, k) in enumerate(zip(preds, keys)):
+                if (p.model == model and not p.mode_spec.reads_behaviour and k == tuple(key)
+                        and placement_of(p) not in seen and placement_of(p) in where):
+                    seen.add(placement_of(p))
+                    judges.append(j)
+        out.append((g, judges))
+    return out
+
+
+def _placement(inputs: Sequence[ReportInput], paper_compat: bool, n_boot: int, seed: int,
+               label_source: str = "published") -> str:
+    """The placement study: the same model with the context in the prompt, the system prompt or
+    the turns before the query (``stats.placement``)."""
+    from ..stats.placement import analyse_placements
+
+    preds = [it.pred for it in inputs]
+    groups = _placement_groups(preds)
+    if not groups:
+        return ""
+    parts = ['<h2 id="placement">9. Where the context goes</h2>',
+             '<p class="note">The same model, mode and cases with the context inside the user message (user), as '
+             "the operator's system prompt (system) or as the conversation before the query (turns). Figures with "
+             "95% bootstrap CIs; context shift, follow and blind over the query pairs with both contexts answered "
+             "(CIs resample pairs); over-refusal = 1 − safe recall, under-refusal = 1 − unsafe recall. Between "
+             "placements: McNemar's exact test on per-case correctness and paired-bootstrap CIs over the shared "
+             'cases, Benjamini–Hochberg over all pairs and metrics (<span class="sig">red</span> = significant). '
+             "The same study in text or JSON: <code>casebench study INPUTS…</code>.</p>"]
+    for g, judges in groups:
+        res = analyse_placements([preds[i] for i in g], judges=[preds[j] for j in judges], paper_compat=paper_compat,
+                                 n_boot=n_boot, seed=seed, label_source=label_source)
+        behaviour = any(p.over_refusal is not None for p in res.placements)
+        saydo = any(p.say_do is not None for p in res.placements)
+        rm = f" − {', '.join(res.removed)}" if res.removed else ""
+        parts.append(f"<h3>{_e(res.model)} [{_e(res.mode)}]{_e(rm)}</h3>")
+        head = ["Placement", "Answered", "Accuracy", "Safe recall", "Unsafe recall"]
+        head += ["Over-refusal", "Under-refusal"] if behaviour else []
+        head += ["Pairs", "Context shift", "Context follow", "Context blind"]
+        head += ["Say-do agreement", "Say-do gap"] if saydo else []
+
+        def cell(x: float | None, ci: Sequence[float] | None = None) -> str:
+            return f"<td>{_f(x)}" + (f'<span class="ci">[{_f(ci[0])}, {_f(ci[1])}]</span>' if ci else "") + "</td>"
+
+        rows = []
+        for p in res.placements:
+            sc, c = p.score, p.context
+            cells = [f'<td class="l">{_e(p.placement)}</td>', f"<td>{sc.answered}/{sc.n}</td>"]
+            cells += [cell(sc.values.get(m), sc.ci.get(m)) for m in ("accuracy", "safe_recall", "unsafe_recall")]
+            if behaviour:
+                cells += [cell(p.over_refusal, p.over_refusal_ci), cell(p.under_refusal, p.under_refusal_ci)]
+            cells.append(f"<td>{c.pairs}</td>")
+            cells += [cell(c.shift, c.ci.get("context_shift")), cell(c.follow, c.ci.get("context_follow")),
+                      cell(c.blind, c.ci.get("context_blind"))]
+            if saydo:
+                sd = p.say_do
+                cells += ([cell(sd.agreement, sd.agreement_ci), cell(sd.judged_safe - sd.answered)] if sd
+                          else ["<td>–</td>", "<td>–</td>"])
+            rows.append("<tr>" + "".join(cells) + "</tr>")
+        parts.append('<div class="wide"><table class="placement"><thead><tr>'
+                     + "".join(f'<th class="{"l" if h == "Placement" else ""}">{_e(h)}</th>' for h in head)
+                     + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>")
+        notes = []
+        if not any(p.context.pairs for p in res.placements):
+            notes.append("No query has both its contexts among these cases, so the context figures are left out "
+                         "(run the study with <code>--pairs N</code>).")
+        cl = next((p.classifier for p in res.placements if p.classifier), None)
+        if cl:
+            notes.append("Answers read by the refusal classifier " + _e(", ".join(f"{k} {v}" for k, v in cl.items()))
+                         + ".")
+        if res.placements[0].context.note:
+            notes.append("Context figures " + _e(res.placements[0].context.note) + ".")
+        parts.append('<p class="note">' + " ".join(notes) + "</p>")
+        if res.comparison is None:
+            continue
+        shifts = {(d.a, d.b): d for d in res.shift_diffs}
+        ms = ("accuracy", "safe_recall", "unsafe_recall")
+        prow = []
+        for pc in res.comparison.pairs:
+            a, b = res.placements[pc.a].placement, res.placements[pc.b].placement
+            mc = pc.mcnemar
+            cells = [f'<td class="l">{_e(a)} − {_e(b)}</td>',
+                     f"<td>{pc.n_paired}" + (f" ({pc.dropped} dropped)" if pc.dropped else "") + "</td>",
+                     f"<td>{mc['a_only']} / {mc['b_only']}<span class=\"ci\">p {_fp(mc['p'])}</span></td>"]
+            for m in ms:
+                d = pc.metrics.get(m)
+                if d is None:
+                    cells.append("<td>–</td>")
+                    continue
+                cls = ' class="sig"' if d.significant else ""
+                cells.append(f'<td{cls}>{_fm(m, d.diff)}<span class="ci">[{_fm(m, d.ci[0])}, {_fm(m, d.ci[1])}] '
+                             f"p(BH) {_fp(d.p_adjusted)}</span></td>")
+            sd = shifts.get((a, b))
+            cells.append(cell(sd.diff, sd.ci) if sd and sd.pairs else "<td>–</td>")
+            prow.append("<tr>" + "".join(cells) + "</tr>")
+        phead = ["Placements (A − B)", "Paired cases", "McNemar (A only / B only)", "Δ Accuracy", "Δ Safe recall",
+                 "Δ Unsafe recall", "Δ Context shift"]
+        parts.append('<div class="wide"><table class="placement-pairs"><thead><tr>'
+                     + "".join(f'<th class="{"l" if i == 0 else ""}">{_e(h)}</th>' for i, h in enumerate(phead))
+                     + "</tr></thead><tbody>" + "".join(prow) + "</tbody></table></div>")
+    return "".join(parts)
+
+
 def _human(cases: Sequence[Case] | None, seed: int) -> str:
     head = '<h2 id="human">8. The human votes</h2>'
     if not cases:
@@ -549,6 +671,7 @@ def build_report(
         _reliability(inputs, paper_compat),
         _ablation(inputs, paper_compat, n_boot, seed, label_source),
         _human(human_cases, seed) if human else "",
+        _placement(inputs, paper_compat, n_boot, seed, label_source),
     ]
     sections = _number_sections(sections)
     toc = "".join(
@@ -558,6 +681,7 @@ def build_report(
             ("saydo", "Judgement and behaviour", bool(sections[2])), ("pairwise", "Paired differences", True), ("categories", "Accuracy by category", True),
             ("scatter", "P(safe) against the human safe_rate", True), ("reliability", "Calibration", True),
             ("ablation", "Context ablation", bool(sections[7])), ("human", "The human votes", human),
+            ("placement", "Where the context goes", bool(sections[9])),
         ) if present
     )
     try:

@@ -231,6 +231,8 @@ def format_placements(res: "PlacementResult") -> str:
     """``casebench study``: per placement its metrics, context figures and (respond mode)
     refusal figures and say-do gap; then the paired tests between placements."""
     ms = [m for m in STUDY_METRICS if m in metric_names(res.mode)]
+    if any(p.over_refusal is not None for p in res.placements):
+        ms.append("refusal_rate")
     tag = " (paper-compatible)" if res.paper_compat else ""
     s = res.settings
     rm = f", - {', '.join(res.removed)}" if res.removed else ""
@@ -239,12 +241,12 @@ def format_placements(res: "PlacementResult") -> str:
              f"{s['level']:.0%} CIs ({s['bootstrap']} bootstrap resamples, seed {s['seed']}); context figures: "
              f"{s['context_ci']}", *_labels_line(s), ""]
     width = max(12, max(len(p.placement) for p in ps) + 2)
-    lines.append(f"{'placement':<{width}}{'answered':>10}" + "".join(f"{m:>15}" for m in ms))
+    lines.append(f"{'placement':<{width}}{'answered':>10}" + "".join(f"{m:>17}" for m in ms))
     for p in ps:
         sc = p.score
         lines.append(f"{p.placement:<{width}}{f'{sc.answered}/{sc.n}':>10}"
-                     + "".join(f"{fmt_metric(m, sc.values.get(m)):>15}" for m in ms))
-        lines.append(f"{'':<{width}}{'':>10}" + "".join(f"{_ci(sc.ci.get(m), METRIC[m].digits - 1):>15}" for m in ms))
+                     + "".join(f"{fmt_metric(m, sc.values.get(m)):>17}" for m in ms))
+        lines.append(f"{'':<{width}}{'':>10}" + "".join(f"{_ci(sc.ci.get(m), METRIC[m].digits - 1):>17}" for m in ms))
     lines += ["", "context figures over query pairs (both cases answered):",
               f"  {'placement':<{width}}{'pairs':>6}  {'shift':<24}{'follow':<24}blind (of pairs people split)"]
     for p in ps:

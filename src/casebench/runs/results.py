@@ -101,6 +101,8 @@ def load_run(run_path: str | Path, dataset: Dataset | None = None) -> "Predictio
         "format": "run", "run_dir": str(run_path), "model_spec": m.model, "pending_requests": pending,
         "complete": pending == 0, "status": m.status.value, "samples": m.samples, "context_as": m.asked.context_as,
     }
+    if m.asked.classifier:
+        meta["classifier"] = m.asked.classifier
     behaviours = [[finals[(c, s)].behaviour for s in range(m.samples) if (c, s) in finals] for c in cases]
     if any(b for bs in behaviours for b in bs):
         meta["behaviour"] = behaviours

@@ -124,6 +124,8 @@ def run_conditions(
         mode = cond.mode or base.mode
         out = study_run_dir(out_root, base.model, mode, cond.removed, cond.context_as)
         cfg = replace(base, mode=mode, removed=tuple(cond.removed), context_as=cond.context_as, out=out)
+        if not get_mode(mode).reads_behaviour:  # a judge run beside a respond study reads no answers
+            cfg = replace(cfg, refusal_classifier=None, classifier_options={}, partial_as_safe=False)
         prep = prepare(cfg, dataset)
         old = check_resumable(prep)  # refuse a directory holding another run, before any work
         done = old is not None and run_status(out)["pending"] == 0
