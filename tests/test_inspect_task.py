@@ -304,7 +304,11 @@ def _same(a: float, b: float) -> bool:
 
 
 @pytest.mark.slow
-def test_inspect_eval_equals_casebench_run_and_score(tmp_path, llama_server, real_data_path):
+def test_inspect_eval_equals_casebench_run_and_score(tmp_path, llama_server_stateless, real_data_path):
+    """inspect and casebench ask the same server in turn: it decodes every request from scratch
+    (``llama_server_stateless``), so each answer depends on its prompt alone and not on which
+    request came before, as it would with llama.cpp's prompt cache."""
+    llama_server = llama_server_stateless
     from inspect_ai.log import read_eval_log
 
     from casebench.runs.record import final_records, iter_records

@@ -44,11 +44,14 @@ def study(exp_dir, tmp_path_factory):
 
 
 def test_score_paper_compat_json_prints_one_object_per_published_file(study, exp_dir):
-    inputs = [*study, *sorted(p for p in exp_dir.glob("safety_*/output_*.json") if "llama370B" not in str(p))]
+    others = sorted(p for p in exp_dir.glob("safety_*/output_*.json") if "llama370B" not in str(p))
+    inputs = [*study, *others]
     r = CliRunner().invoke(cli, ["score", "--paper-compat", "--json", "--bootstrap", "0", *map(str, inputs)])
     assert r.exit_code == 0, r.output
     objs = [json.loads(line) for line in r.output.splitlines() if line.strip()]
-    assert len(objs) == len(inputs) == 18
+    # the 15 rebuilt llama370B conditions plus the 16 other published files (19 in ../shared, 3 of llama370B)
+    assert len(study) == 15 and len(others) == 16
+    assert len(objs) == len(inputs)
     removed = {tuple(o["removed"]) for o in objs}
     assert ("sender", "transmission_principle") in removed and ("sender",) in removed
     full = next(o for o in objs if o["source"].endswith("safety_llama370B/output_logits.json"))

@@ -462,12 +462,14 @@ def cases_from_records(records: Sequence[Any], path: str | Path, removed: Sequen
 
 
 def duplicate_groups(cases: Iterable[Case]) -> list[tuple[int, ...]]:
-    """Groups of cases that hold the same query and the same context (by case index, in order),
-    largest first then by first index. Such a case would be prompted, voted on and scored twice,
-    counting twice in every figure."""
+    """Groups of cases that hold the same query, the same context and the same intended context
+    (by case index, in order). Such a case would be prompted, voted on and scored twice, counting
+    twice in every figure. The intent is part of the key because an ablation that removes every CI
+    parameter leaves a query's safe- and unsafe-intent cases with the same (empty) context: they
+    are still two cases, voted on in their full contexts."""
     seen: dict[str, list[int]] = {}
     for c in cases:
-        key = json.dumps([c.query, c.context], sort_keys=True, ensure_ascii=False)
+        key = json.dumps([c.query, c.context, c.intended_safe], sort_keys=True, ensure_ascii=False)
         seen.setdefault(key, []).append(c.index)
     groups = [tuple(v) for v in seen.values() if len(v) > 1]
     return sorted(groups, key=lambda g: g[0])
@@ -478,7 +480,7 @@ def duplicate_problems(cases: Iterable[Case]) -> list[tuple[int | None, str | No
     out: list[tuple[int | None, str | None, str]] = []
     for g in duplicate_groups(cases):
         others = ", ".join(map(str, g[1:]))
-        out.append((g[0], "query+context", f"duplicated by record(s) {others} (same query and context): "
+        out.append((g[0], "query+context", f"duplicated by record(s) {others} (same query, context and intent): "
                                            "each would count twice; remove the copies"))
     return out
 
@@ -492,7 +494,7 @@ def check_no_duplicates(cases: Sequence[Case], path: str | Path) -> None:
 
 def load_dataset(path: str | Path, allow_duplicates: bool = False) -> Dataset:
     """Load and validate a dataset (JSON list or JSONL). Raises ``DatasetError``, also for
-    duplicated records (same query and context: they would count twice) unless
+    duplicated records (same query, context and intent: they would count twice) unless
     ``allow_duplicates`` (``data validate`` lists them itself)."""
     p = Path(path)
     records = read_records(p)

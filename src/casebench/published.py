@@ -117,7 +117,7 @@ def load_published(path: str | Path, model: str | None = None, mode: str | Mode 
     accepted (any other missing field is still an error), and the predictions carry the removal.
     ``removed`` (``--remove``) names them when the file name does not.
 
-    Duplicated records (same query and context) are refused: they would count twice.
+    Duplicated records (same query, context and intent) are refused: they would count twice.
     ``reference``: the dataset the file must hold, record for record and in order
     (``check_against_dataset``); None: no such check.
     """

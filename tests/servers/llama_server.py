@@ -90,6 +90,7 @@ class LlamaServer:
         n_threads_batch: int | None = None,
         startup_timeout: float = 120.0,
         extra_args: list[str] | None = None,
+        stateless: bool = False,
     ):
         path = Path(model_path) if model_path is not None else find_smollm2_gguf()
         if path is None or not path.is_file():
@@ -101,6 +102,9 @@ class LlamaServer:
         self.n_threads_batch = max(1, int(n_threads_batch or min(2, os.cpu_count() or 1)))
         self.startup_timeout = startup_timeout
         self.extra_args = list(extra_args or [])
+        #: every request decoded from scratch (``llama_stateless.py``): an answer depends on its
+        #: prompt alone, not on what was asked before; slower, as no prompt prefix is reused
+        self.stateless = stateless
         self.port: int | None = None
         self.startup_seconds: float | None = None
         self._proc: subprocess.Popen[bytes] | None = None
@@ -122,7 +126,8 @@ class LlamaServer:
         self.port = free_port()
         self._log = tempfile.TemporaryFile()
         cmd = [
-            sys.executable, "-m", "llama_cpp.server",
+            sys.executable,
+            *([str(Path(__file__).with_name("llama_stateless.py"))] if self.stateless else ["-m", "llama_cpp.server"]),
             "--model", str(self.model_path),
             "--model_alias", self.model,
             "--host", "127.0.0.1",
