@@ -154,6 +154,8 @@ def test_context_figures_by_hand(small_data_path):
     fig = interim_context_figures(pred, n_boot=300, seed=1)
     lo, hi = fig.ci["context_shift"]
     assert lo <= fig.shift <= hi
+    # follow: 1 of 3 pairs, Wilson 95%: (p + z^2/2n -+ z sqrt(p(1-p)/n + z^2/4n^2)) / (1 + z^2/n)
+    assert fig.ci["context_follow"] == pytest.approx([0.06149, 0.79234], abs=1e-4)
 
 
 def test_study_errors_are_clear(small_data_path):

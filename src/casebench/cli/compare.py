@@ -277,7 +277,7 @@ def study_cmd(inputs: tuple[str, ...], placements: str, model: str | None, mode:
                                      judge runs among a respond study's inputs give the say-do gap)
 
     Prints per placement the metrics, the context figures over query pairs (shift, follow,
-    blind; CIs resample pairs), in respond mode over- and under-refusal and the say-do gap; then
+    blind; the shift's CI resamples pairs, the shares have Wilson CIs), in respond mode over- and under-refusal and the say-do gap; then
     the paired tests between placements (McNemar on the shared cases, paired-bootstrap CIs,
     Benjamini-Hochberg) and the paired difference of the context shift.
     """

@@ -8,7 +8,7 @@ is ``runs.study.run_placements``'s job; this module reads the finished runs like
 
 * the metrics of ``casebench score`` with their CIs (``metrics.score_predictions``);
 * the context figures over query pairs (``context_shift``, ``context_follow``,
-  ``context_blind``; see ``interim_context_figures``) with CIs that resample pairs;
+  ``context_blind``; see ``interim_context_figures``) with CIs (the shift's resamples pairs; follow and blind: Wilson);
 * in respond mode, over-refusal (1 - safe recall) and under-refusal (1 - unsafe recall) with
   their CIs, and, when a judge run of the same model in the same placement is given, the say-do
   gap (``saydo.say_do``: how often the behaviour matches the model's own verdict);
@@ -98,8 +98,8 @@ class ContextFigures:
     v(safe-intent case) - v(unsafe-intent case), v the input's P(safe) as its mode defines it
     (respond: P(answered)). ``follow``: share of pairs labelled safe in the safe-intent context
     and unsafe in the unsafe-intent one. ``blind``: among the ``blind_pairs`` pairs whose human
-    labels differ, the share given the same label in both contexts. ``ci``: percentile CIs from
-    resampling pairs. ``note`` says where the definitions live.
+    labels differ, the share given the same label in both contexts. ``ci``: the shift's from
+    resampling pairs, follow's and blind's Wilson intervals. ``note`` says where the definitions live.
     """
 
     pairs: int
@@ -148,10 +148,25 @@ def _figures(v: np.ndarray, lab: np.ndarray, human: np.ndarray) -> tuple[float, 
     return shift, follow, blind, k
 
 
+def _wilson(k: float, n: int, level: float) -> list[float]:
+    """The Wilson score interval of k successes in n trials ([NaN, NaN] for n = 0)."""
+    if n <= 0:
+        return [float("nan"), float("nan")]
+    from scipy.stats import norm
+
+    z = float(norm.ppf((1 + level) / 2))
+    p = k / n
+    den = 1 + z * z / n
+    mid = (p + z * z / (2 * n)) / den
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
+    return [float(max(0.0, mid - half)), float(min(1.0, mid + half))]
+
+
 def interim_context_figures(pred: Predictions, n_boot: int = DEFAULT_BOOTSTRAP, seed: int = 0,
                             level: float = 0.95, human_rate: np.ndarray | None = None) -> ContextFigures:
-    """``context_shift``, ``context_follow`` and ``context_blind`` of one input, with
-    percentile CIs from ``n_boot`` resamples of its answered query pairs (``ContextFigures``).
+    """``context_shift``, ``context_follow`` and ``context_blind`` of one input with CIs
+    (``ContextFigures``): the shift's from ``n_boot`` resamples of its answered query pairs
+    (percentile), follow's and blind's Wilson score intervals over those pairs.
 
     Interim: these are issue 17's definitions, computed here until ``stats/context.py`` (the
     context-sensitivity work) is on main; a pair is the two cases of one query with opposite
@@ -161,18 +176,14 @@ def interim_context_figures(pred: Predictions, n_boot: int = DEFAULT_BOOTSTRAP, 
     shift, follow, blind, k = _figures(v, lab, human)
     ci: dict[str, list[float]] = {}
     n = len(v)
-    if n_boot > 0 and n > 0:
-        idx = resample_indices(n, n_boot, seed)
-        d = v[:, 0] - v[:, 1]
-        fol = (lab[:, 0] & ~lab[:, 1]).astype(float)
-        ci["context_shift"] = percentile_ci(d[idx].mean(axis=1), level)
-        ci["context_follow"] = percentile_ci(fol[idx].mean(axis=1), level)
-        differ = (human[:, 0] != human[:, 1]).astype(float)
-        same = (lab[:, 0] == lab[:, 1]).astype(float) * differ
-        with np.errstate(invalid="ignore", divide="ignore"):
-            den = differ[idx].sum(axis=1)
-            blind_b = np.where(den > 0, same[idx].sum(axis=1) / np.where(den > 0, den, 1), np.nan)
-        ci["context_blind"] = percentile_ci(blind_b, level)
+    if n > 0:
+        # shares of pairs: Wilson score intervals (never [1, 1] from a handful of pairs)
+        ci["context_follow"] = _wilson(float(np.sum(lab[:, 0] & ~lab[:, 1])), n, level)
+        differ = human[:, 0] != human[:, 1]
+        ci["context_blind"] = _wilson(float(np.sum(lab[differ, 0] == lab[differ, 1])), k, level)
+        if n_boot > 0:  # a mean of differences in [-1, 1]: percentile bootstrap over pairs
+            d = v[:, 0] - v[:, 1]
+            ci["context_shift"] = percentile_ci(d[resample_indices(n, n_boot, seed)].mean(axis=1), level)
     return ContextFigures(n, shift, follow, blind, k, ci, INTERIM_NOTE)
 
 
@@ -354,5 +365,5 @@ def analyse_placements(
                 "adjustment": "Benjamini-Hochberg over all placement pairs and metrics",
                 "cases": "all cases (paper-compatible)" if paper_compat else "cases both inputs answered",
                 "label_source": label_source, "context_figures": INTERIM_NOTE,
-                "context_ci": "percentile, resampling query pairs"}
+                "context_ci": "shift: percentile bootstrap over query pairs; follow, blind: Wilson over pairs"}
     return PlacementResult(models[0], modes[0], tuple(removed[0]), paper_compat, out, cmp, diffs, settings)
