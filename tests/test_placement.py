@@ -236,3 +236,18 @@ def test_report_has_a_placement_section(tmp_path, small_data_path, quiet_openai)
     assert f"<td>{turns.over_refusal:.3f}" in table and f"<td>{turns.context.shift:.3f}" in table
     assert "Say-do gap" in table and "Answers read by the refusal classifier" in section
     assert "user − turns" in section
+
+
+def test_run_placements_refuses_a_judge_mode_that_does_not_fit(small_data_path):
+    from casebench.runs.config import RunConfig
+    from casebench.runs.record import RunError
+    from casebench.runs.study import run_placements
+
+    judge = RunConfig(mode="binary", model="openai/x", data=small_data_path)
+    with pytest.raises(RunError, match="goes with a respond study"):
+        run_placements(judge, "user,turns", judge_mode="prob")
+    respond = RunConfig(mode="respond", model="openai/x", data=small_data_path)
+    with pytest.raises(RunError, match="must be a judge mode"):
+        run_placements(respond, "user,turns", judge_mode="respond")
+    with pytest.raises(RunError, match="at least two placements"):
+        run_placements(respond, "turns")
