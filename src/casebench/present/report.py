@@ -478,7 +478,7 @@ def _placement(inputs: Sequence[ReportInput], paper_compat: bool, n_boot: int, s
                label_source: str = "published") -> str:
     """The placement study: the same model with the context in the prompt, the system prompt or
     the turns before the query (``stats.placement``)."""
-    from ..stats.placement import analyse_placements
+    from ..stats.placement import analyse_placements, classifier_line
 
     preds = [it.pred for it in inputs]
     groups = _placement_groups(preds)
@@ -531,8 +531,7 @@ def _placement(inputs: Sequence[ReportInput], paper_compat: bool, n_boot: int, s
                          "(run the study with <code>--pairs N</code>).")
         cl = next((p.classifier for p in res.placements if p.classifier), None)
         if cl:
-            notes.append("Answers read by the refusal classifier " + _e(", ".join(f"{k} {v}" for k, v in cl.items()))
-                         + ".")
+            notes.append("Answers read by the refusal classifier " + _e(classifier_line(cl)) + ".")
         if res.placements[0].context.note:
             notes.append("Context figures " + _e(res.placements[0].context.note) + ".")
         parts.append('<p class="note">' + " ".join(notes) + "</p>")

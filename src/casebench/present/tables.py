@@ -268,7 +268,9 @@ def format_placements(res: "PlacementResult") -> str:
                          f"   under-refusal {fmt_num(p.under_refusal, 3)} {_ci(p.under_refusal_ci)}")
         cl = next((p.classifier for p in ps if p.classifier), None)
         if cl:
-            lines.append("  answers read by: " + ", ".join(f"{k} {v}" for k, v in cl.items()))
+            from ..stats.placement import classifier_line
+
+            lines.append("  answers read by the refusal classifier: " + classifier_line(cl))
     if any(p.say_do is not None for p in ps):
         lines += ["", "say-do gap (the model as judge vs as chatbot, same placement):"]
         for p in ps:
