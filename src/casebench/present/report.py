@@ -487,7 +487,7 @@ def _placement(inputs: Sequence[ReportInput], paper_compat: bool, n_boot: int, s
     parts = ['<h2 id="placement">9. Where the context goes</h2>',
              '<p class="note">The same model, mode and cases with the context inside the user message (user), as '
              "the operator's system prompt (system) or as the conversation before the query (turns). Figures with "
-             "95% bootstrap CIs; context shift, follow and blind over the query pairs with both contexts answered "
+             "95% CIs (as in the leaderboard); context shift, follow and blind over the query pairs with both contexts answered "
              "(the shift's CI resamples pairs; follow and blind: Wilson intervals); over-refusal = 1 − safe recall, under-refusal = 1 − unsafe recall. Between "
              "placements: McNemar's exact test on per-case correctness and paired-bootstrap CIs over the shared "
              'cases, Benjamini–Hochberg over all pairs and metrics (<span class="sig">red</span> = significant). '
