@@ -87,6 +87,12 @@ def test_study_runs_every_placement_with_one_server_and_reports_figures(tmp_path
         under = float(np.mean(answered[~human]))
         assert p["over_refusal"] == pytest.approx(over) and p["under_refusal"] == pytest.approx(under)
         assert p["over_refusal_ci"][0] <= over <= p["over_refusal_ci"][1]
+        assert p["under_refusal_ci"][0] <= under <= p["under_refusal_ci"][1]
+        k, n = int(np.sum(~answered[human])), int(human.sum())  # Wilson, worked out here
+        z = 1.959963984540054
+        mid, half = (k / n + z * z / (2 * n)), z * np.sqrt(k / n * (1 - k / n) / n + z * z / (4 * n * n))
+        assert p["over_refusal_ci"] == pytest.approx([max(0, (mid - half) / (1 + z * z / n)),
+                                                      min(1, (mid + half) / (1 + z * z / n))])
         assert p["score"]["refusal_rate"] == pytest.approx(1 - answered.mean())
         assert p["classifier"]["partial_as"] == "unsafe"  # which classifier read the answers travels along
         sd = p["say_do"]  # the judge says safe everywhere

@@ -488,7 +488,7 @@ def _placement(inputs: Sequence[ReportInput], paper_compat: bool, n_boot: int, s
              '<p class="note">The same model, mode and cases with the context inside the user message (user), as '
              "the operator's system prompt (system) or as the conversation before the query (turns). Figures with "
              "95% CIs (as in the leaderboard); context shift, follow and blind over the query pairs with both contexts answered "
-             "(the shift's CI resamples pairs; follow and blind: Wilson intervals); over-refusal = 1 − safe recall, under-refusal = 1 − unsafe recall. Between "
+             "(the shift's CI resamples pairs; follow and blind: Wilson intervals); over-refusal = 1 − safe recall, under-refusal = 1 − unsafe recall (Wilson CIs). Between "
              "placements: McNemar's exact test on per-case correctness and paired-bootstrap CIs over the shared "
              'cases, Benjamini–Hochberg over all pairs and metrics (<span class="sig">red</span> = significant). '
              "The same study in text or JSON: <code>casebench study INPUTS…</code>.</p>"]

@@ -262,7 +262,8 @@ def format_placements(res: "PlacementResult") -> str:
     if ps and ps[0].context.note:
         lines.append(f"  ({ps[0].context.note})")
     if any(p.over_refusal is not None for p in ps):
-        lines += ["", "behaviour (respond mode): over-refusal = 1 - safe recall, under-refusal = 1 - unsafe recall"]
+        lines += ["", "behaviour (respond mode): over-refusal = 1 - safe recall, under-refusal = 1 - unsafe recall "
+                  + ("(the recalls' CIs)" if res.paper_compat else "(Wilson CIs)")]
         for p in ps:
             lines.append(f"  {p.placement:<{width}}over-refusal {fmt_num(p.over_refusal, 3)} {_ci(p.over_refusal_ci)}"
                          f"   under-refusal {fmt_num(p.under_refusal, 3)} {_ci(p.under_refusal_ci)}")
