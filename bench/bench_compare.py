@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from casebench.stats.compare import compare
+from casebench.stats.options import ScoringOptions
 from casebench.data import Case, load_dataset
 from casebench.predictions import Predictions
 
@@ -51,12 +52,12 @@ def judges(cs: list[Case]) -> list[Predictions]:
 def main() -> None:
     cs, what = cases()
     preds = judges(cs)
-    compare(preds[:2], n_boot=10)  # warm imports (statsmodels, scipy), as a CLI run pays them once
+    compare(preds[:2], ScoringOptions(n_boot=10))  # warm imports (statsmodels, scipy), as a CLI run pays them once
     t0 = time.perf_counter()
-    result = compare(preds, n_boot=N_BOOT, seed=0)
+    result = compare(preds, ScoringOptions(n_boot=N_BOOT, seed=0))
     elapsed = time.perf_counter() - t0
     t1 = time.perf_counter()
-    compare(preds, n_boot=N_BOOT, seed=0, paper_compat=True)
+    compare(preds, ScoringOptions(paper_compat=True, n_boot=N_BOOT, seed=0))
     elapsed_pc = time.perf_counter() - t1
     print(f"compare: {N_INPUTS} inputs x {N_CASES} cases ({what}), {len(result.pairs)} pairs, {N_BOOT} resamples")
     print(f"  default mode (per-pair case sets): {elapsed:.2f} s")

@@ -108,7 +108,7 @@ def part_throughput(backend: Any, cases: list[Any], sizes: list[int], max_tokens
 
 def part_stop(backend: Any, cases: list[Any], batch_size: int) -> None:
     from casebench.backends.base import GenerationSettings, Request
-    from casebench.prompts import render_prompt
+    from casebench.modes import render_prompt
 
     backend.generation_batch_size = batch_size
     settings = GenerationSettings(temperature=0.0, max_tokens=256)
@@ -142,7 +142,7 @@ def part_stop(backend: Any, cases: list[Any], batch_size: int) -> None:
 
 def part_samples(backend: Any, cases: list[Any], batch_size: int, samples: int = 3) -> None:
     from casebench.backends.base import GenerationSettings, Request
-    from casebench.prompts import render_prompt
+    from casebench.modes import render_prompt
 
     backend.generation_batch_size = batch_size
     verdict, stop = verdict_tools("score")

@@ -39,7 +39,7 @@ SYSTEM = "You are a helpful assistant."
 
 
 def prompts(n: int) -> tuple[list[str], str]:
-    from casebench.prompts import render_prompt
+    from casebench.modes import render_prompt
 
     if DATA.is_file():
         from casebench.data import load_dataset

@@ -22,6 +22,7 @@ from casebench.stats.ablation import AblationStudyError, ablation_conditions, an
 from casebench.cli import cli
 from casebench.data import load_dataset
 from casebench.stats.metrics import score_predictions
+from casebench.stats.options import ScoringOptions
 from casebench.published import load_published, published_file_name, write_published
 from servers.fault_server import FaultServer
 
@@ -82,11 +83,11 @@ def test_sub_parameters_and_larger_sets():
 
 def test_per_condition_figures_equal_paper_compatible_scores(study):
     preds = [load_published(p) for p in study]
-    res = analyse_ablation(preds, paper_compat=True, n_boot=200, seed=4)
+    res = analyse_ablation(preds, ScoringOptions(paper_compat=True, n_boot=200, seed=4))
     assert len(res.conditions) == 8 and res.conditions[0].removed == ()
     by_cond = {c.removed: c for c in res.conditions}
     for p in preds:
-        want = score_predictions(p, paper_compat=True, n_boot=200, seed=4)
+        want = score_predictions(p, ScoringOptions(paper_compat=True, n_boot=200, seed=4))
         got = by_cond[canonical(p.removed)].score
         assert got.values == want.values and got.ci == want.ci
     full = by_cond[()].score.values
@@ -123,7 +124,7 @@ def test_ablation_files_lack_the_removed_parameters_and_still_pair(study):
     full, sender = load_published(study[0]), load_published(study[1])
     assert sender.removed == ("sender",) and "sender" not in sender.cases[0].context
     assert "sender" in full.cases[0].context
-    res = analyse_ablation([sender, full], n_boot=50)
+    res = analyse_ablation([sender, full], ScoringOptions(n_boot=50))
     assert [c.removed for c in res.conditions] == [(), ("sender",)] and res.conditions[1].n_paired > 0
 
 
@@ -131,15 +132,15 @@ def test_any_subset_of_conditions_with_the_full_context(study):
     """The study needs the full context and nothing else: any subset of the conditions works."""
     preds = [load_published(p) for p in study]
     picks = [0, 4, 7]  # full, one pair, all three removed
-    res = analyse_ablation([preds[i] for i in reversed(picks)], n_boot=50, seed=2)
+    res = analyse_ablation([preds[i] for i in reversed(picks)], ScoringOptions(n_boot=50, seed=2))
     assert [c.removed for c in res.conditions] == [canonical(preds[i].removed) for i in picks]
     # each condition's difference is the same as in the full study (same resamples, same pairs)
-    whole = analyse_ablation(preds, n_boot=50, seed=2)
+    whole = analyse_ablation(preds, ScoringOptions(n_boot=50, seed=2))
     by_cond = {c.removed: c for c in whole.conditions}
     for c in res.conditions[1:]:
         for m, d in c.diffs.items():
             assert (d.diff, d.ci) == (by_cond[c.removed].diffs[m].diff, by_cond[c.removed].diffs[m].ci)
-    only_full = analyse_ablation(preds[:1], n_boot=20)
+    only_full = analyse_ablation(preds[:1], ScoringOptions(n_boot=20))
     assert len(only_full.conditions) == 1
     assert "only the full context was given" in format_ablation(only_full)
 
@@ -170,7 +171,7 @@ def test_votes_labels_in_ablate_equal_votes_labels_in_score(study):
 
 def test_default_mode_drops_unanswered_cases(study):
     preds = [load_published(p) for p in study[:2]]
-    res = analyse_ablation(preds, n_boot=50)
+    res = analyse_ablation(preds, ScoringOptions(n_boot=50))
     c = res.conditions[1]
     missing = (~preds[0].answered) | (~preds[1].answered)
     assert c.dropped == int(missing.sum()) > 0 and c.n_paired == 900 - c.dropped
@@ -179,12 +180,12 @@ def test_default_mode_drops_unanswered_cases(study):
 def test_study_errors_are_clear(study, real_dataset, tmp_path):
     preds = [load_published(p) for p in study]
     with pytest.raises(AblationStudyError, match="no full-context input"):
-        analyse_ablation(preds[1:], n_boot=10)
+        analyse_ablation(preds[1:], ScoringOptions(n_boot=10))
     with pytest.raises(AblationStudyError, match="appears twice"):
-        analyse_ablation([preds[0], preds[1], preds[1]], n_boot=10)
+        analyse_ablation([preds[0], preds[1], preds[1]], ScoringOptions(n_boot=10))
     other = write_study(tmp_path, real_dataset, mode="score", model="other", conditions=[("sender",)])
     with pytest.raises(AblationStudyError, match="one model in one mode"):
-        analyse_ablation([preds[0], load_published(other[0])], n_boot=10)
+        analyse_ablation([preds[0], load_published(other[0])], ScoringOptions(n_boot=10))
     r = CliRunner().invoke(cli, ["ablate", *map(str, study[1:3])])
     assert r.exit_code == 2 and "no full-context input" in r.output
     r = CliRunner().invoke(cli, ["ablate"])
@@ -262,7 +263,7 @@ def test_a_study_loads_its_backend_once(tmp_path, small_data_path, monkeypatch):
         runs = run_ablation(base, "sender,recipient", out_root=tmp_path / "runs", dataset=ds)
         assert [r.action for r in runs] == ["ran"] * 4 and all(r.status == "complete" for r in runs)
         assert srv.count == 4 * len(ds)
-        assert len(built) == 1 and built[0]._client.is_closed()
+        assert len(built) == 1 and built[0].client.is_closed()
         for r in runs:  # every condition's manifest records that same backend
             manifest = json.loads((r.run_dir / "manifest.json").read_text())
             assert manifest["history"][-1]["backend"] == json.loads(json.dumps(built[0].describe()))

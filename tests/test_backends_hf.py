@@ -182,22 +182,35 @@ def test_mixed_modes_in_one_call_keep_order(tiny):
         assert (a.p_safe is not None) == (r.want == "p_safe")
 
 
-def test_event_loop_stays_responsive(tiny):
+def test_the_model_runs_off_the_event_loop(tiny, monkeypatch):
+    """While the model works (on the backend's worker thread) the event loop runs other
+    coroutines: here the model call waits until a coroutine on the loop releases it, which a
+    backend that blocked the loop would never let happen. (How responsive the loop stays, in
+    time: bench/bench_timing.py.)"""
+    import threading
+
+    started, release, threads = threading.Event(), threading.Event(), []
+    real = tiny._answer_blocking
+
+    def held(*args, **kwargs):
+        threads.append(threading.current_thread())
+        started.set()
+        if not release.wait(60):  # a deadlock guard, not a timing: the loop is blocked
+            raise AssertionError("the event loop did not run while the model was working")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(tiny, "_answer_blocking", held)
+
     async def main():
-        ticks = 0
+        call = asyncio.create_task(tiny.answer(_requests("binary"), GenerationSettings(max_tokens=16)))
+        while not started.is_set():
+            await asyncio.sleep(0)
+        release.set()  # reached only because the loop is free while the model call is in progress
+        return threading.current_thread(), await call
 
-        async def ticker():
-            nonlocal ticks
-            while True:
-                ticks += 1
-                await asyncio.sleep(0.001)
-
-        task = asyncio.create_task(ticker())
-        await tiny.answer(_requests("binary"), GenerationSettings(max_tokens=16))
-        task.cancel()
-        return ticks
-
-    assert asyncio.run(main()) > 5
+    loop_thread, answers = asyncio.run(main())
+    assert len(answers) == len(_requests("binary")) and all(a.text is not None for a in answers)
+    assert threads and all(t is not loop_thread for t in threads)
 
 
 def test_describe_is_json_and_names_the_variants(tiny):
@@ -245,7 +258,7 @@ def test_aclose_releases_the_model(tiny_model_dir):
 # ---------------------------------------------------------------- the real embedded model
 def _real_prompts(mode: str, n: int) -> list[str]:
     """One case per category from the real dataset (45), else invented prompts."""
-    from casebench.prompts import render_prompt
+    from casebench.modes import render_prompt
 
     if DATA_FILE.is_file():
         from casebench.data import load_dataset

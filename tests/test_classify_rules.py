@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -133,18 +132,6 @@ def test_async_batch_equals_one_by_one(rules: RulesClassifier) -> None:
     items = [Item("q", a) for a, _, _ in CASES]
     batch = asyncio.run(rules.aclassify(items))
     assert [v.behaviour for v in batch] == [rules.classify(it.prompt, it.answer).behaviour for it in items]
-
-
-def test_speed_per_answer(rules: RulesClassifier) -> None:
-    """Microseconds, not milliseconds: classifying must cost nothing next to generating."""
-    long_answer = "\n".join(a for a, _, _ in CASES) * 3  # ~6,000 characters, longer than a 256-token answer
-    answers = [a for a, _, _ in CASES] + [long_answer] * 10
-    start = time.perf_counter()
-    for _ in range(5):
-        for a in answers:
-            rules.classify("q", a)
-    per_answer = (time.perf_counter() - start) / (5 * len(answers))
-    assert per_answer < 0.005, f"{per_answer * 1e3:.2f} ms per answer"
 
 
 def test_describe_names_version(rules: RulesClassifier) -> None:

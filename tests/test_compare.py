@@ -21,6 +21,7 @@ from casebench.stats.metrics import (
     METRIC, metric_columns, metric_values, metrics_from_sums, score_predictions, scoring_arrays,
 )
 from casebench.predictions import Predictions
+from casebench.stats.options import ScoringOptions
 from casebench.published import load_published, write_published
 
 
@@ -47,7 +48,7 @@ def test_binary_vs_score_mcnemar_matches_an_exact_binomial_test(gpt4o):
     from scipy.stats import binomtest
 
     a, b = gpt4o
-    res = compare([a, b], n_boot=500, seed=1)
+    res = compare([a, b], ScoringOptions(n_boot=500, seed=1))
     (pc,) = res.pairs
     ca, cb = _correct(a), _correct(b)
     a_only, b_only = int(np.sum(ca & ~cb)), int(np.sum(~ca & cb))
@@ -68,9 +69,9 @@ def test_binary_vs_score_mcnemar_matches_an_exact_binomial_test(gpt4o):
 
 def test_point_differences_equal_the_scores_of_each_input(gpt4o, llama):
     _, b = gpt4o
-    res = compare([b, llama], n_boot=200)
-    sb = score_predictions(b, n_boot=0)
-    sl = score_predictions(llama, n_boot=0)
+    res = compare([b, llama], ScoringOptions(n_boot=200))
+    sb = score_predictions(b, ScoringOptions(n_boot=0))
+    sl = score_predictions(llama, ScoringOptions(n_boot=0))
     for m, d in res.pairs[0].metrics.items():
         # one formula for both commands: the very same floats, not merely close ones
         assert d.a == sb.values[m] and d.b == sl.values[m], m
@@ -85,7 +86,7 @@ def test_point_differences_equal_the_scores_of_each_input(gpt4o, llama):
 @pytest.mark.parametrize("which", [0, 1])
 def test_an_input_compared_with_itself_shows_no_difference(gpt4o, which):
     p = gpt4o[which]
-    res = compare([p, p], n_boot=300, seed=3)
+    res = compare([p, p], ScoringOptions(n_boot=300, seed=3))
     for m in res.pairs[0].metrics.values():
         assert m.diff == 0.0
         assert m.ci == [0.0, 0.0]
@@ -135,7 +136,7 @@ def test_different_datasets_are_refused(gpt4o, tmp_path):
     path = tmp_path / "safety_other" / "output_binary.json"
     write_published(path, changed, "other", "binary", ["safe"] * len(changed))
     with pytest.raises(CompareError, match="not from the same dataset"):
-        compare([a, load_published(path)], n_boot=10)
+        compare([a, load_published(path)], ScoringOptions(n_boot=10))
     r = CliRunner().invoke(cli, ["compare", a.source, str(path)])
     assert r.exit_code == 2 and "not from the same dataset" in r.output
 
@@ -156,17 +157,17 @@ def test_default_mode_pairs_answered_cases_and_paper_compat_uses_all(gpt4o):
     vb = [None if i in gone_b else v for i, v in enumerate(values)]
     pa = Predictions.from_values("a", "m", "score", b.cases, va)
     pb = Predictions.from_values("b", "m", "score", b.cases, vb)
-    res = compare([pa, pb], n_boot=200)
+    res = compare([pa, pb], ScoringOptions(n_boot=200))
     pc = res.pairs[0]
     assert pc.dropped == len(set(gone_a) | set(gone_b)) and pc.n_paired == 900 - pc.dropped
     # on the paired cases the two inputs are identical
     assert all(m.diff == 0 and m.ci == [0.0, 0.0] for m in pc.metrics.values())
-    res = compare([pa, pb], n_boot=200, paper_compat=True)
+    res = compare([pa, pb], ScoringOptions(paper_compat=True, n_boot=200))
     pc = res.pairs[0]
     assert pc.n_paired == 900 and pc.dropped == 0
     # paper-compatible: a missing score is read as 1.0 (unsafe), so each side loses its own cases
-    sa = score_predictions(pa, paper_compat=True, n_boot=0).values
-    sb = score_predictions(pb, paper_compat=True, n_boot=0).values
+    sa = score_predictions(pa, ScoringOptions(paper_compat=True, n_boot=0)).values
+    sb = score_predictions(pb, ScoringOptions(paper_compat=True, n_boot=0)).values
     assert pc.metrics["accuracy"].diff == pytest.approx(sa["accuracy"] - sb["accuracy"])
 
 
@@ -179,7 +180,7 @@ def test_weighted_formulas_equal_direct_figures_of_the_resampled_cases(llama):
     F1 and a hand-written ECE)."""
     from scipy.stats import pearsonr
 
-    a, _ = scoring_arrays(llama, False)
+    a, _ = scoring_arrays(llama)
     n = len(a.y)
     idx = resample_indices(n, 5, seed=11)
     W = resample_weights(n, 5, seed=11)
@@ -261,7 +262,7 @@ def test_benjamini_hochberg_runs_over_every_pair_and_metric(gpt4o, llama):
     from statsmodels.stats.multitest import multipletests
 
     a, b = gpt4o
-    res = compare([a, b, llama], n_boot=300)
+    res = compare([a, b, llama], ScoringOptions(n_boot=300))
     ps = [m.p for pc in res.pairs for m in pc.metrics.values()]
     assert len(ps) == 3 + 3 + 6  # binary pairs: 3 label metrics; score vs prob: 6
     _, adj, _, _ = multipletests(ps, method="fdr_bh")
@@ -277,10 +278,10 @@ def test_benjamini_hochberg_runs_over_every_pair_and_metric(gpt4o, llama):
 def test_compare_scores_against_votes_only_labels(gpt4o, exp_dir):
     """``--label-source votes`` labels both inputs by their votes alone, exactly as ``score`` does."""
     a, b = gpt4o
-    res = compare([a, b], n_boot=100, label_source="votes")
-    published = compare([a, b], n_boot=100)
-    sa = score_predictions(a, n_boot=0, label_source="votes")
-    sb = score_predictions(b, n_boot=0, label_source="votes")
+    res = compare([a, b], ScoringOptions(n_boot=100, label_source="votes"))
+    published = compare([a, b], ScoringOptions(n_boot=100))
+    sa = score_predictions(a, ScoringOptions(n_boot=0, label_source="votes"))
+    sb = score_predictions(b, ScoringOptions(n_boot=0, label_source="votes"))
     for m, d in res.pairs[0].metrics.items():
         assert (d.a, d.b) == (sa.values[m], sb.values[m]), m
     assert res.settings["label_source"] == "votes"
@@ -304,9 +305,9 @@ def test_votes_only_labels_need_votes(small_data_path):
              for c in load_dataset(small_data_path)]
     pa = Predictions.from_values("a.json", "m", "binary", cases, ["safe"] * len(cases))
     pb = Predictions.from_values("b.json", "m", "binary", cases, ["unsafe"] * len(cases))
-    assert compare([pa, pb], n_boot=10).pairs[0].n_paired == len(cases)  # the published labels still work
+    assert compare([pa, pb], ScoringOptions(n_boot=10)).pairs[0].n_paired == len(cases)  # the published labels still work
     with pytest.raises(LabelSourceError, match=r"a\.json: --label-source votes needs the votes of every case"):
-        compare([pa, pb], n_boot=10, label_source="votes")
+        compare([pa, pb], ScoringOptions(n_boot=10, label_source="votes"))
 
 
 def test_statistics_import_no_presentation():

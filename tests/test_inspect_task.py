@@ -351,7 +351,7 @@ def test_inspect_eval_equals_casebench_run_and_score(tmp_path, llama_server_stat
     # the same cases, the same prompts, the same verdicts
     records = {c: r for (c, _), r in final_records(iter_records(run_dir)).items()}
     assert sorted(s.id for s in log.samples) == sorted(records)
-    from casebench.prompts import render_prompt
+    from casebench.modes import render_prompt
 
     ds = load_dataset(real_data_path)
     for s in log.samples:

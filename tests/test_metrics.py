@@ -6,6 +6,7 @@ from scipy.stats import pearsonr
 
 from casebench.data import load_dataset
 from casebench.stats.metrics import bootstrap_ci, score_predictions, scoring_arrays
+from casebench.stats.options import ScoringOptions
 from casebench.predictions import Predictions
 from casebench.published import load_published
 
@@ -27,7 +28,7 @@ def test_human_arrays(cases):
 
 def test_binary_default_skips_missing_and_reports_coverage(cases):
     p = Predictions.from_values("x", "m", "binary", cases, ["safe", "safe", "unsafe", None, "safe", "safe", "unsafe", "unsafe"])
-    s = score_predictions(p, n_boot=0)
+    s = score_predictions(p, ScoringOptions(n_boot=0))
     assert (s.n, s.answered) == (8, 7) and s.coverage == pytest.approx(7 / 8)
     v = s.values
     assert v["accuracy"] == pytest.approx(5 / 7)
@@ -40,7 +41,7 @@ def test_binary_default_skips_missing_and_reports_coverage(cases):
 
 def test_binary_paper_compat_counts_missing_as_miss_and_unsafe_for_f1(cases):
     p = Predictions.from_values("x", "m", "binary", cases, ["safe", "safe", "unsafe", None, "safe", "safe", "unsafe", "unsafe"])
-    v = score_predictions(p, paper_compat=True, n_boot=0).values
+    v = score_predictions(p, ScoringOptions(paper_compat=True, n_boot=0)).values
     assert v["accuracy"] == pytest.approx(5 / 8)
     assert v["safe_recall"] == pytest.approx(3 / 4)
     assert v["unsafe_recall"] == pytest.approx(2 / 4)
@@ -54,15 +55,15 @@ def test_paper_compat_binary_half_rate_is_never_a_hit(cases):
     rate = np.array(G)
     rate[1] = 0.5
     p = Predictions.from_values("x", "m", "binary", cases, ["safe", "unsafe", "unsafe", "unsafe", "safe", "safe", "unsafe", "unsafe"])
-    paper = scoring_arrays(p, paper_compat=True, human_rate=rate)[0]
-    ours = scoring_arrays(p, paper_compat=False, human_rate=rate)[0]
+    paper = scoring_arrays(p, ScoringOptions(paper_compat=True), human_rate=rate)[0]
+    ours = scoring_arrays(p, ScoringOptions(), human_rate=rate)[0]
     assert not paper.correct[1] and ours.correct[1]
 
 
 def test_prob_mode_default_and_paper(cases):
     vals = [0.9, 0.6, 0.4, None, 0.0, 1.0, 0.2, 0.1]
     p = Predictions.from_values("x", "m", "prob", cases, vals)
-    d = score_predictions(p, n_boot=0).values
+    d = score_predictions(p, ScoringOptions(n_boot=0)).values
     idx = [0, 1, 2, 4, 5, 6, 7]
     pv = np.array([vals[i] for i in idx], dtype=float)
     g = np.array([G[i] for i in idx])
@@ -74,7 +75,7 @@ def test_prob_mode_default_and_paper(cases):
     # ECE: bins of width 0.1; here every answered case sits in its own bin except 1.0 -> last bin
     assert d["ece"] == pytest.approx(sum(abs(a - b) for a, b in zip(pv, g)) / 7)
 
-    paper = score_predictions(p, paper_compat=True, n_boot=0).values
+    paper = score_predictions(p, ScoringOptions(paper_compat=True, n_boot=0)).values
     full = np.array([1.0 if v is None else v for v in vals])
     assert paper["accuracy"] == pytest.approx(4 / 8)
     assert paper["pcc"] == pytest.approx(pearsonr(full, G)[0])
@@ -84,7 +85,7 @@ def test_prob_mode_default_and_paper(cases):
 def test_score_mode_mapping_and_missing_as_one(cases):
     vals = [8, 3, 5.5, None, 6, 10, 1, 2]
     p = Predictions.from_values("x", "m", "score", cases, vals)
-    paper = score_predictions(p, paper_compat=True, n_boot=0).values
+    paper = score_predictions(p, ScoringOptions(paper_compat=True, n_boot=0)).values
     full = np.array([1.0 if v is None else v for v in vals], dtype=float)
     pm = (full - 0.5) / 10
     assert paper["brier"] == pytest.approx(np.mean((pm - np.array(G)) ** 2))
@@ -99,9 +100,9 @@ def test_bootstrap_is_seeded_and_brackets_the_point(cases):
     rng = np.random.default_rng(1)
     vals = rng.uniform(0, 1, size=8).tolist()
     p = Predictions.from_values("x", "m", "prob", cases, vals)
-    a = score_predictions(p, n_boot=500, seed=3)
-    b = score_predictions(p, n_boot=500, seed=3)
-    c = score_predictions(p, n_boot=500, seed=4)
+    a = score_predictions(p, ScoringOptions(n_boot=500, seed=3))
+    b = score_predictions(p, ScoringOptions(n_boot=500, seed=3))
+    c = score_predictions(p, ScoringOptions(n_boot=500, seed=4))
     assert a.ci == b.ci and a.ci != c.ci
     for m in ("accuracy", "brier"):
         lo, hi = a.ci[m]
@@ -110,7 +111,7 @@ def test_bootstrap_is_seeded_and_brackets_the_point(cases):
 
 def test_breakdowns_by_category_and_intent(cases):
     p = Predictions.from_values("x", "m", "binary", cases, ["safe", "unsafe"] * 4)
-    s = score_predictions(p, n_boot=100, breakdowns=True)
+    s = score_predictions(p, ScoringOptions(n_boot=100), breakdowns=True)
     assert set(s.breakdowns["intent"]) == {"safe_contexts", "unsafe_contexts"}
     assert s.breakdowns["intent"]["safe_contexts"]["n"] == 4
     # intended-safe cases are 0,2,4,6; predicted safe; human safe for 0,2,4 -> accuracy 3/4
@@ -134,7 +135,7 @@ PUBLISHED = {
 
 @pytest.mark.parametrize("folder, name", list(PUBLISHED))
 def test_paper_compat_reproduces_published_figures(exp_dir, folder, name):
-    s = score_predictions(load_published(exp_dir / folder / name), paper_compat=True, n_boot=0)
+    s = score_predictions(load_published(exp_dir / folder / name), ScoringOptions(paper_compat=True, n_boot=0))
     for metric, expected in PUBLISHED[(folder, name)].items():
         got = s.values[metric] * (100 if metric == "pcc" else 1)
         if metric.startswith("f1"):
@@ -147,7 +148,7 @@ def test_every_published_file_scores(exp_dir):
     files = sorted(exp_dir.glob("safety_*/output_*.json"))
     assert files
     for f in files:
-        s = score_predictions(load_published(f), paper_compat=True, n_boot=50)
+        s = score_predictions(load_published(f), ScoringOptions(paper_compat=True, n_boot=50))
         assert s.n == 900 and 0 <= s.values["accuracy"] <= 1
 
 
@@ -183,8 +184,7 @@ def test_one_metric_table_names_labels_directions_and_tests():
         "bce": "bootstrap", "brier": "bootstrap"}
     assert [m.name for m in METRICS if not m.higher_is_better and not m.behaviour] == ["bce", "brier", "ece"]
     assert lower_is_better_note(COMPARED_METRICS) == "BCE and Brier: lower is better"
-    s = score_predictions(Predictions.from_values("x", "m", "prob", _cases_for_table(), [0.2, 0.9, 0.6, 0.4]),
-                          n_boot=0)
+    s = score_predictions(Predictions.from_values("x", "m", "prob", _cases_for_table(), [0.2, 0.9, 0.6, 0.4]), ScoringOptions(n_boot=0))
     text = text_table([s])
     for m in METRICS:
         assert (f"  {m.label:<34} " in text) != m.behaviour  # behaviour metrics only for respond runs
@@ -194,3 +194,21 @@ def _cases_for_table():
     from casebench.data import Case
 
     return [Case(i, f"q{i}", {}, bool(i % 2), (1, 2, 1), r, "cat") for i, r in enumerate([0.2, 0.8, 0.7, 0.3])]
+
+
+def test_scoring_options_are_one_frozen_value_with_the_label_rule(cases):
+    import dataclasses
+
+    from casebench.stats.options import LABEL_SOURCES, LabelSourceError, case_safe_rate
+
+    o = ScoringOptions()
+    assert (o.paper_compat, o.n_boot, o.seed, o.label_source) == (False, 2000, 0, "published")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        o.seed = 1  # type: ignore[misc]
+    assert LABEL_SOURCES == ("published", "votes")
+    with pytest.raises(LabelSourceError, match="unknown label source 'crowd'; choose one of published, votes"):
+        ScoringOptions(label_source="crowd")  # type: ignore[arg-type]
+    with pytest.raises(LabelSourceError, match="paper-compatible scoring uses the published labels"):
+        ScoringOptions(paper_compat=True, label_source="votes")
+    c = dataclasses.replace(cases[0], votes=[1, 2, 2, 2])
+    assert case_safe_rate(c, "published") == c.human_safe_rate and case_safe_rate(c, "votes") == 0.25

@@ -23,6 +23,7 @@ from casebench.predictions import Predictions
 from casebench.prompts import render_turns
 from casebench.runs.select import stratified_pairs
 from casebench.stats.compare import compare, mcnemar_exact
+from casebench.stats.options import ScoringOptions
 from casebench.stats.placement import (
     PlacementStudyError, analyse_placements, interim_context_figures, placement_of, query_pairs,
 )
@@ -121,7 +122,8 @@ def test_study_runs_every_placement_with_one_server_and_reports_figures(tmp_path
     for text in ("context as user, system, turns", "over-refusal", "say-do gap", "user vs turns", "McNemar"):
         assert text in r.stdout
     # the finished runs re-analysed as inputs give the same figures
-    dirs = sorted(str(d) for d in (tmp_path / "runs").iterdir())
+    respond = [p["source"] for p in res["placements"]]
+    dirs = respond + sorted(str(d) for d in (tmp_path / "runs").iterdir() if str(d) not in respond)
     r = CliRunner().invoke(cli, ["study", *dirs, "--bootstrap", "200", "--json"])
     assert r.exit_code == 0, r.output
     again = json.loads(r.stdout)
@@ -167,22 +169,22 @@ def test_context_figures_by_hand(small_data_path):
 def test_study_errors_are_clear(small_data_path):
     ds = load_dataset(small_data_path)
     cases = list(ds)
-    a = Predictions.from_values("a", "m", "binary", cases, ["safe"] * 8, meta={"context_as": "user"})
-    b = Predictions.from_values("b", "m", "binary", cases, ["unsafe"] * 8, meta={"context_as": "user"})
+    a = Predictions.from_values("a", "m", "binary", cases, ["safe"] * 8, context_as="user")
+    b = Predictions.from_values("b", "m", "binary", cases, ["unsafe"] * 8, context_as="user")
     with pytest.raises(PlacementStudyError, match="placement 'user' appears twice"):
-        analyse_placements([a, b], n_boot=0)
+        analyse_placements([a, b], ScoringOptions(n_boot=0))
     with pytest.raises(PlacementStudyError, match="at least two placements"):
-        analyse_placements([a], n_boot=0)
-    c = Predictions.from_values("c", "other", "binary", cases, ["safe"] * 8, meta={"context_as": "turns"})
+        analyse_placements([a], ScoringOptions(n_boot=0))
+    c = Predictions.from_values("c", "other", "binary", cases, ["safe"] * 8, context_as="turns")
     with pytest.raises(PlacementStudyError, match="one model in one mode"):
-        analyse_placements([a, c], n_boot=0)
+        analyse_placements([a, c], ScoringOptions(n_boot=0))
     # a published file is the paper's placement
     assert placement_of(Predictions.from_values("p", "m", "binary", cases, ["safe"] * 8)) == "user"
     # the analysis is the same as compare's on the same inputs
-    t = Predictions.from_values("t", "m", "binary", cases, ["unsafe"] * 8, meta={"context_as": "turns"})
-    res = analyse_placements([t, a], n_boot=50)
-    assert [p.placement for p in res.placements] == ["user", "turns"]
-    want = compare([a, t], n_boot=50)
+    t = Predictions.from_values("t", "m", "binary", cases, ["unsafe"] * 8, context_as="turns")
+    res = analyse_placements([t, a], ScoringOptions(n_boot=50))
+    assert [p.placement for p in res.placements] == ["turns", "user"]  # in the order given
+    want = compare([t, a], ScoringOptions(n_boot=50))
     assert res.comparison.pairs[0].mcnemar == want.pairs[0].mcnemar
     r = CliRunner().invoke(cli, ["study"])
     assert r.exit_code == 2 and "--model" in r.output
@@ -230,18 +232,18 @@ def test_report_has_a_placement_section(tmp_path, small_data_path, quiet_openai)
     assert [(r.context_as, r.mode) for r in runs] == [("turns", None), ("user", None), ("turns", "binary"),
                                                       ("user", "binary")]
     preds = [load_run(r.run_dir, dataset=ds) for r in runs]
-    html = build_report(preds, n_boot=100, human=False)
+    html = build_report(preds, ScoringOptions(n_boot=100), human=False)
     assert 'id="placement"' in html and "Where the context goes" in html
     section = html[html.index('id="placement"'):]
     table = section[section.index('<table class="placement">'):section.index("</table>")]
     rows = re.findall(r'<tr><td class="l">(\w+)</td>', table)
-    assert rows == ["user", "turns"]
-    res = analyse_placements(preds[:2], judges=preds[2:], n_boot=100)
-    turns = res.placements[1]
+    assert rows == ["turns", "user"]
+    res = analyse_placements(preds[:2], ScoringOptions(n_boot=100), judges=preds[2:])
+    turns = res.placements[0]
     assert turns.placement == "turns" and turns.say_do is not None
     assert f"<td>{turns.over_refusal:.3f}" in table and f"<td>{turns.context.shift:.3f}" in table
     assert "Say-do gap" in table and "Answers read by the refusal classifier" in section
-    assert "user − turns" in section
+    assert "turns − user" in section
 
 
 def test_run_placements_refuses_a_judge_mode_that_does_not_fit(small_data_path):

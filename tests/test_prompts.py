@@ -38,6 +38,10 @@ def test_builtin_templates_render_query_and_json_context(small_data_path):
         assert "{query}" not in prompt and "{context}" not in prompt
     assert '{"judgement"' in render_prompt(case, "binary")
     assert "1 to 10" in render_prompt(case, "score")
+    from casebench import modes
+
+    # the public helper (in modes: modes use prompts, never the reverse) gives the same prompt
+    assert all(modes.render_prompt(case, m) == render_prompt(case, m) for m in ("binary", "score", "prob"))
 
 
 def test_template_file_is_parsed_not_executed(tmp_path, small_data_path, capfd):

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from casebench.data import DatasetError, load_dataset
+from casebench.stats.options import ScoringOptions
 from casebench.published import (
     load_published, parse_file_name, published_file_name, published_records, write_published,
 )
@@ -138,7 +139,7 @@ def test_shared_ablation_file_reproduces_the_official_figures(exp_dir):
 
     p = load_published(exp_dir / "safety_gpt-4o-mini-2024-07-18" / "output_score_sender.json")
     assert p.removed == ("sender",) and p.model == "gpt-4o-mini-2024-07-18" and p.n == 900
-    s = score_predictions(p, paper_compat=True, n_boot=0)
+    s = score_predictions(p, ScoringOptions(paper_compat=True, n_boot=0))
     official = dict(accuracy=0.78111, safe_recall=0.58145, unsafe_recall=0.94012, pcc=65.90899, bce=0.73316,
                     brier=0.06269)
     for metric, expected in official.items():

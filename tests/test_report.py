@@ -18,6 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from casebench.cli import cli
+from casebench.stats.options import ScoringOptions
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -183,7 +184,7 @@ def test_report_without_ablation_numbers_its_sections(exp_dir, tmp_path):
     from casebench.present.report import build_report
 
     preds = [load_published(exp_dir / "safety_gpt-4o" / "output_binary.json")]
-    text = build_report(preds, n_boot=0, human=False)
+    text = build_report(preds, ScoringOptions(n_boot=0), human=False)
     heads = re.findall(r"<h2[^>]*>(.*?)</h2>", text)
     assert heads == ["1. Leaderboard", "2. Over- and under-refusal", "3. Paired differences",
                      "4. Accuracy by category", "5. P(safe) against the human safe_rate", "6. Calibration"]
@@ -209,12 +210,12 @@ def test_report_scores_against_votes_only_labels(exp_dir, tmp_path):
     from casebench.stats.metrics import score_predictions
 
     preds = [load_published(exp_dir / "safety_gpt-4o" / n) for n in ("output_binary.json", "output_score.json")]
-    text = build_report(preds, n_boot=0, human=False, label_source="votes")
+    text = build_report(preds, ScoringOptions(n_boot=0, label_source="votes"), human=False)
     assert "labels: votes only" in text
     rows = {re.search(r"<b>(.*?)</b>", r).group(1): r for r in _rows(text)}
     for p in preds:
-        want = score_predictions(p, n_boot=0, label_source="votes").values
-        published = score_predictions(p, n_boot=0).values
+        want = score_predictions(p, ScoringOptions(n_boot=0, label_source="votes")).values
+        published = score_predictions(p, ScoringOptions(n_boot=0)).values
         cells = re.findall(r"<td>([0-9.]+)</td>", rows[f"{p.model} [{p.mode}]"])
         assert cells[2:5] == [f"{want[m]:.3f}" for m in ("accuracy", "safe_recall", "unsafe_recall")]
         assert f"{want['accuracy']:.3f}" != f"{published['accuracy']:.3f}"

@@ -6,6 +6,7 @@ format itself; test_runner.py and test_cli_run.py check that the runner writes i
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import math
@@ -17,7 +18,7 @@ import pytest
 
 from casebench.data import load_dataset
 from casebench.runs.record import (
-    Asked, DatasetRef, Manifest, ManifestMismatch, Record, RunDir, RunError, RunLocked, RunStatus, Selection,
+    Asked, DatasetRef, Manifest, ManifestMismatch, Record, RunCounts, RunDir, RunError, RunLocked, RunState, Selection,
     final_records, iter_records, read_manifest,
 )
 from casebench.runs.results import aggregate, export_run, load_run, model_short_name, run_status
@@ -181,7 +182,7 @@ def test_asked_differences_name_each_field(dataset):
 
 def test_manifest_round_trips_with_its_status_enum(dataset):
     m = manifest_for(dataset, "prob", [0])
-    m.status = RunStatus.BUDGET
+    m.status = RunState.BUDGET
     d = json.loads(json.dumps(m.to_dict()))
     assert d["status"] == "budget" and d["format_version"] == 2 and d["asked"]["mode"] == "prob"
     assert Manifest.from_dict(d) == m
@@ -198,7 +199,7 @@ def test_a_first_format_manifest_is_still_readable(tmp_path, dataset):
         "status": "complete"}))
     (run / "records.jsonl").write_text(Record(case=0, sample=0, label="safe").to_json() + "\n")
     m = read_manifest(run)
-    assert m.format_version == 1 and m.cases == [0, 1] and m.status is RunStatus.COMPLETE
+    assert m.format_version == 1 and m.cases == [0, 1] and m.status is RunState.COMPLETE
     assert load_run(run).n == 2
 
 
@@ -263,10 +264,66 @@ def test_load_run_gives_predictions_over_the_selected_cases(tmp_path, dataset):
     assert pred.mode == "score" and pred.model == "judge-x"
     np.testing.assert_allclose(pred.value, [8.0, 2.0, 5.0])
     np.testing.assert_array_equal(pred.label, [1.0, 0.0, 0.0])
-    assert pred.meta["pending_requests"] == 1 and pred.meta["complete"] is False
+    assert pred.pending == 1 and pred.complete is False and pred.context_as == "user"
     status = run_status(run)
-    assert status == {"requests": 6, "final": 5, "answered": 4, "missing": 1, "pending": 1,
-                      "transport_failures": 0, "status": "running"}
+    assert status.to_dict() == {"requests": 6, "final": 5, "answered": 4, "missing": 1, "pending": 1,
+                                "transport_failures": 0, "status": "running"}
+    assert status.status is RunState.RUNNING and not status.all_final
+    assert status.counts() == RunCounts(requests=6, final=5, answered=4, missing=1, pending=1)
+
+
+def test_run_counts_are_one_record_for_the_runner_the_manifest_and_run_status():
+    """The runner's summary, the manifest's totals and ``run_status`` all are ``RunCounts``;
+    the manifest still stores its totals flat, and a state prints as its value."""
+    from casebench.runs.execute import RunSummary
+    from casebench.runs.record import Totals
+    from casebench.runs.results import RunProgress
+
+    for cls in (RunSummary, Totals, RunProgress):
+        assert issubclass(cls, RunCounts)
+    finals = {(0, 0): Record(case=0, sample=0, label="safe"), (1, 0): Record(case=1, sample=0, error="bad"),
+              (9, 0): Record(case=9, sample=0, label="safe")}  # not planned: not counted
+    c = RunCounts.tally([(0, 0), (1, 0), (2, 0)], finals)
+    assert c == RunCounts(requests=3, final=2, answered=1, missing=1, pending=1)
+    assert c.describe() == "2/3 requests final (1 answered, 1 missing), 1 pending"
+    t = Totals(**vars(c), cost_usd=0.5)
+    d = json.loads(json.dumps(dataclasses.asdict(t)))
+    assert list(d)[:5] == ["requests", "final", "answered", "missing", "pending"] and d["cost_usd"] == 0.5
+    assert t.counts() == c and f"{RunState.COMPLETE}" == "complete" == str(RunState.COMPLETE)
+
+
+def test_predictions_carry_the_runs_context_placement(tmp_path, dataset):
+    """A ``system`` run and a ``user`` run of the same cases tell apart in their predictions;
+    a published file (or any input that does not say) has its mode's own placement."""
+    import dataclasses
+
+    from casebench.predictions import Predictions
+
+    m = manifest_for(dataset, "binary", [0, 1])
+    m = dataclasses.replace(m, asked=dataclasses.replace(m.asked, context_as="system"))
+    run = tmp_path / "run_system"
+    with RunDir(run) as rd:
+        rd.write_manifest(m)
+        rd.append(Record(case=0, sample=0, label="safe"))
+        rd.append(Record(case=1, sample=0, label="unsafe"))
+    pred = load_run(run)
+    assert pred.context_as == "system" and pred.complete and pred.behaviour is None
+    cases = dataset.subset([0, 1])
+    assert Predictions.from_values("f.json", "m", "binary", cases, ["safe", None]).context_as == "user"
+    assert Predictions.from_values("r", "m", "respond", cases, [1.0, None]).context_as == "system"
+    with pytest.raises(ValueError, match="context placement must be one of user, system, turns, not 'inline'"):
+        Predictions.from_values("f.json", "m", "binary", cases, ["safe", None], context_as="inline")
+    # the report, compare and ablate tell a user run from a system run
+    user = Predictions.from_values("u", "m", "binary", cases, ["safe", None])
+    system = Predictions.from_values("s", "m", "binary", cases, ["safe", None], context_as="system")
+    assert user.name == "m [binary]" and system.name == "m [binary] (context as system)"
+    from casebench.stats.ablation import AblationStudyError, analyse_ablation
+    from casebench.stats.overview import ablation_groups
+
+    cond = Predictions.from_values("c", "m", "binary", cases, ["safe", None], removed=("sender",), context_as="system")
+    assert ablation_groups([user, cond]) == [] and ablation_groups([system, cond]) == [[0, 1]]
+    with pytest.raises(AblationStudyError, match="keeps the context placement fixed"):
+        analyse_ablation([user, cond])
 
 
 def test_load_run_refuses_a_different_dataset(tmp_path, dataset):

@@ -33,6 +33,7 @@ _EXPORTS: dict[str, str] = {
     "RunConfig": "runs.config", "run": "runs.execute", "arun": "runs.execute", "stratified_indices": "runs.select",
     "export_run": "runs.results", "load_run": "runs.results", "Manifest": "runs.record",
     # statistics and presentation
+    "ScoringOptions": "stats.options", "LABEL_SOURCES": "stats.options",
     "Score": "stats.metrics", "score_predictions": "stats.metrics", "compare": "stats.compare",
     "analyse_ablation": "stats.ablation", "run_ablation": "runs.study", "run_placements": "runs.study", "human_stats": "stats.human",
     "label_safe": "stats.human", "power_analysis": "stats.human", "votes_majority_safe": "stats.human",

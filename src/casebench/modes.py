@@ -406,6 +406,13 @@ for _m in (BinaryMode(), ScoreMode(), ProbMode(), RespondMode()):
     register(_m)
 
 
+def mode(cls: "type[Mode]") -> "type[Mode]":
+    """Class decorator: register one instance of a ``Mode`` subclass (the style of ``@backend``,
+    ``@refusal_classifier`` and ``@metric``; a plugin's mode is one decorated class)."""
+    register(cls())
+    return cls
+
+
 def mode_names() -> list[str]:
     """Every registered mode's CLI name, in registration order."""
     return list(MODES)
@@ -419,6 +426,16 @@ def get_mode(name: "str | Mode") -> Mode:
         return MODES[name]
     except KeyError:
         raise ModeError(f"unknown mode {name!r}; choose one of {', '.join(MODES)}") from None
+
+
+def render_prompt(case: Any, mode: "str | Mode", templates: "Templates | None" = None) -> str:
+    """The judge prompt of one (already ablated) case in one mode, with the context inside it
+    (the paper's ``user`` placement): the last user message of ``Mode.conversation``, with the
+    built-in templates unless ``templates`` are given. (Here, not in ``prompts``: modes use
+    prompts, never the other way round.)"""
+    from .prompts import BUILTIN_TEMPLATES
+
+    return get_mode(mode).conversation(case, BUILTIN_TEMPLATES if templates is None else templates, "user").prompt
 
 
 def mode_from_file_name(file_name: str) -> Mode | None:

@@ -9,7 +9,7 @@ published script did.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
@@ -23,6 +23,14 @@ class Predictions:
 
     ``label``: 1.0 safe, 0.0 unsafe, NaN missing. ``value``: the raw continuous prediction (the
     mean 1-10 score in score mode, P(safe) in prob mode, NaN in binary mode or when missing).
+
+    What the predictions are of, typed: ``mode`` (a registered mode's name, ``modes``; the object
+    is ``mode_spec``), ``removed`` (the CI parameters left out of the contexts) and
+    ``context_as`` (the context placement, ``prompts.CONTEXT_PLACEMENTS``; by default the mode's
+    own, which is what a published file was asked with). For a run: ``pending`` (requests without
+    a final record yet; their cases are missing) and ``behaviour`` (per case, what the refusal
+    classifier read of each answer, for modes that read behaviour). ``meta``: provenance only
+    (the file format, the run directory, ...), never read to score.
     """
 
     source: str
@@ -33,23 +41,42 @@ class Predictions:
     value: np.ndarray
     removed: tuple[str, ...] = ()
     meta: dict = field(default_factory=dict)
+    context_as: str = ""
+    pending: int = 0
+    behaviour: Optional[list[list[Optional[str]]]] = None
 
     def __post_init__(self) -> None:
+        from .prompts import CONTEXT_PLACEMENTS
+
         self.label = np.asarray(self.label, dtype=float)
         self.value = np.asarray(self.value, dtype=float)
         if not (len(self.cases) == len(self.label) == len(self.value)):
             raise ValueError("cases, label and value must have the same length")
+        m = get_mode(self.mode)
+        self.mode = m.name
+        self.context_as = self.context_as or m.default_context_as
+        if self.context_as not in CONTEXT_PLACEMENTS:
+            raise ValueError(f"{self.source}: context placement must be one of {', '.join(CONTEXT_PLACEMENTS)}, "
+                             f"not {self.context_as!r}")
+        if self.behaviour is not None and len(self.behaviour) != len(self.cases):
+            raise ValueError(f"{self.source}: behaviour must have one entry per case")
 
     @classmethod
     def from_values(
         cls, source: str, model: str, mode: str | Mode, cases: Sequence[Case], values: Sequence[Any],
-        removed: tuple[str, ...] = (), meta: dict | None = None,
+        removed: tuple[str, ...] = (), meta: dict | None = None, *, context_as: str = "", pending: int = 0,
+        behaviour: list[list[str | None]] | None = None,
     ) -> "Predictions":
         """Build from raw values, one per case, as the mode defines them (``modes``): e.g.
         ``"safe"``/``"unsafe"``/None in binary mode, a score or P(safe) (or None) otherwise."""
         m = get_mode(mode)
         return cls(source, model, m.name, list(cases), m.labels(values), m.numeric(values), tuple(removed),
-                   dict(meta or {}))
+                   dict(meta or {}), context_as, pending, behaviour)
+
+    @property
+    def complete(self) -> bool:
+        """No request is pending (always true for a published file)."""
+        return self.pending == 0
 
     @property
     def mode_spec(self) -> Mode:
@@ -102,7 +129,12 @@ class Predictions:
         return cases_fingerprint(self.cases, tuple(dict.fromkeys([*self.removed, *ignore])))
 
     @property
+    def placement_note(self) -> str:
+        """``" (context as system)"`` when the context placement is not the mode's own, else ""."""
+        return "" if self.context_as == self.mode_spec.default_context_as else f" (context as {self.context_as})"
+
+    @property
     def name(self) -> str:
-        """A short display name: model, mode and ablation."""
+        """A short display name: model, mode, placement (when not the mode's own) and ablation."""
         tail = f" -{','.join(self.removed)}" if self.removed else ""
-        return f"{self.model} [{self.mode}]{tail}"
+        return f"{self.model} [{self.mode}]{self.placement_note}{tail}"

@@ -383,10 +383,3 @@ def render_chat(case: Any, template: str | None, context_as: str = "user") -> tu
         raise ValueError("this chat has earlier turns (context as turns); use render_conversation")
     return chat.system, chat.prompt
 
-
-def render_prompt(case: Any, mode: str, templates: Templates = BUILTIN_TEMPLATES) -> str:
-    """The judge prompt of one (already ablated) case in one mode, with the context inside it
-    (the paper's ``user`` placement): the user message of ``Mode.chat``."""
-    from .modes import get_mode
-
-    return get_mode(mode).conversation(case, templates, "user").prompt

@@ -24,21 +24,35 @@ from __future__ import annotations
 import os
 from typing import Any, Sequence
 
-import anthropic
-
-from casebench.backends import Secret, public_url, resolve_api_key, sdk_errors
+from casebench.backends import sdk_errors
 from casebench.backends.base import (
     Answer,
-    Capabilities,
     GenerationSettings,
     PermanentError,
     Request,
     TransientError,
 )
+from casebench.backends.http import API_KEY_ENV, BASE_URL, TIMEOUT, Secret, public_url, resolve_api_key
+from casebench.backends.sdk_errors import SDKTransport
+from casebench.backends.registry import Option, backend
+from casebench.backends.streaming import Event, read_stream
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 
 
+@backend(
+    "anthropic",
+    summary="Anthropic's Messages API (text modes only: it returns no token probabilities)",
+    options=(
+        BASE_URL, API_KEY_ENV, TIMEOUT,
+        Option("send_sampling", "Send temperature/top_p (current Claude models sample at their own settings).",
+               flag=None, type="bool"),
+        Option("stream", "Stream answers that carry a stop predicate (stop at the verdict).", flag=None,
+               type="bool"),
+    ),
+    text=True, p_safe=False, local=False,
+    batch_api="casebench.backends.batch:AnthropicBatch",
+)
 class AnthropicBackend:
     """Messages through the ``anthropic`` SDK, one request per call.
 
@@ -48,7 +62,6 @@ class AnthropicBackend:
     (stream answers that carry a stop predicate, default True).
     """
 
-    capabilities = Capabilities(generate=True, token_probs=False, batch=True)
     batch_size = 1
 
     def __init__(
@@ -71,8 +84,12 @@ class AnthropicBackend:
         self.send_sampling = bool(send_sampling)
         self.stream = bool(stream)
         key = resolve_api_key(api_key_env, self.base_url)
-        self._secret = Secret(key)
-        self._client = anthropic.AsyncAnthropic(
+        import anthropic  # the SDK, only when a backend is built
+
+        self._sdk = anthropic
+        #: how requests reach the server (the batch path uses it too)
+        self.transport = SDKTransport(anthropic, str(public_url(self.base_url)), model, Secret(key), self.timeout)
+        self.client = anthropic.AsyncAnthropic(
             api_key=key, base_url=self.base_url, timeout=self.timeout, max_retries=0
         )
 
@@ -89,11 +106,11 @@ class AnthropicBackend:
             "sampling_params_sent": self.send_sampling,
             "streaming": self.stream,
             "sdk": "anthropic",
-            "sdk_version": anthropic.__version__,
+            "sdk_version": getattr(self._sdk, "__version__", None),
         }
 
     async def aclose(self) -> None:
-        await self._client.close()
+        await self.client.close()
 
     def __repr__(self) -> str:
         return f"AnthropicBackend(model={self.model!r}, base_url={public_url(self.base_url)!r})"
@@ -122,65 +139,15 @@ class AnthropicBackend:
         params = self._params(request, settings)
         if self.stream and request.stop is not None:
             return await self._stream(request, params)
-        where = public_url(self.base_url)
-        message = await sdk_errors.call(
-            anthropic, self._client.messages.create(**params, timeout=self.timeout),
-            where=where, model=self.model, secret=self._secret.get(), timeout=self.timeout,
-        )
-        return sdk_errors.read_response(lambda: self._to_answer(message), where=where)
+        message = await self.transport.call(self.client.messages.create(**params, timeout=self.timeout))
+        return sdk_errors.read_response(lambda: self._to_answer(message), where=self.transport.where)
 
     async def _stream(self, request: Request, params: dict[str, Any]) -> Answer:
         """Stream one message and close it once ``request.stop`` holds (see the module docstring)."""
-        where = str(public_url(self.base_url))
-        stop = request.stop
-        stream = await sdk_errors.call(
-            anthropic, self._client.messages.create(**params, stream=True, timeout=self.timeout),
-            where=where, model=self.model, secret=self._secret.get(), timeout=self.timeout,
-        )
-        text = ""
-        deltas = 0
-        usage: dict[str, int] = {}
-        finish: Any = None
-        stopped = closed_early = ended = False
-        with sdk_errors.translating(anthropic, where=where, model=self.model, secret=self._secret.get(),
-                                    timeout=self.timeout):
-            try:
-                async for event in stream:
-                    kind = getattr(event, "type", None)
-                    if kind == "message_start":
-                        u = getattr(event.message, "usage", None)
-                        if u is not None and isinstance(getattr(u, "input_tokens", None), int):
-                            usage["prompt_tokens"] = u.input_tokens
-                    elif kind == "content_block_delta":
-                        delta = event.delta
-                        if getattr(delta, "type", None) == "text_delta" and delta.text:
-                            text += delta.text
-                            deltas += 1
-                            if not stopped and stop is not None and stop(text):
-                                stopped = True
-                                if not ended:
-                                    closed_early = True
-                                    break
-                    elif kind == "message_delta":
-                        finish = getattr(event.delta, "stop_reason", None)
-                        u = getattr(event, "usage", None)
-                        if u is not None and isinstance(getattr(u, "output_tokens", None), int):
-                            usage["completion_tokens"] = u.output_tokens
-                    elif kind == "message_stop":
-                        ended = True
-            finally:
-                await stream.close()
-        if not closed_early and not ended:
-            # The connection ended without message_stop: the answer was cut off, not done.
-            raise TransientError(f"stream from {where} ended before the answer did (no message_stop)")
-        detail: dict[str, Any] = {"finish_reason": finish, "streamed": True}
-        if closed_early:
-            detail["stopped_at_verdict"] = True
-            detail["closed_early"] = True
-        if "completion_tokens" not in usage:
-            usage["completion_tokens"] = deltas
-            detail["usage_estimated"] = True
-        return Answer(text=text, usage=usage, detail=detail)
+        stream = await self.transport.call(self.client.messages.create(**params, stream=True, timeout=self.timeout))
+        answers = await read_stream(stream, [request], transport=self.transport, events=_StreamEvents(),
+                                    cutoff_hint=" (no message_stop)")
+        return answers[0]
 
     def _to_answer(self, message: Any) -> Answer:
         if isinstance(message, (str, bytes)):
@@ -197,6 +164,32 @@ class AnthropicBackend:
                 usage["completion_tokens"] = message.usage.output_tokens
         return Answer(text=text, usage=usage, detail={"finish_reason": message.stop_reason})
 
+
+class _StreamEvents:
+    """What one Messages stream event says (``streaming.read_stream``): the stop reason comes with
+    ``message_delta``, but the answer is whole only at ``message_stop``."""
+
+    def __init__(self) -> None:
+        self.finish: Any = None
+
+    def __call__(self, event: Any) -> list[Event]:
+        kind = getattr(event, "type", None)
+        if kind == "message_start":
+            u = getattr(event.message, "usage", None)
+            tokens = getattr(u, "input_tokens", None) if u is not None else None
+            return [Event(text="", prompt_tokens=tokens if isinstance(tokens, int) else None)]
+        if kind == "content_block_delta":
+            delta = event.delta
+            if getattr(delta, "type", None) == "text_delta" and delta.text:
+                return [Event(text=delta.text)]
+        elif kind == "message_delta":
+            self.finish = getattr(event.delta, "stop_reason", None)
+            u = getattr(event, "usage", None)
+            tokens = getattr(u, "output_tokens", None) if u is not None else None
+            return [Event(completion_tokens=tokens if isinstance(tokens, int) else None)]
+        elif kind == "message_stop":
+            return [Event(done=True, finish=self.finish)]
+        return []
 
 
 __all__ = ["AnthropicBackend", "DEFAULT_BASE_URL"]

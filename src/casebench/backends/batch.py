@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any, Awaitable, Callable, Sequence
 
 from casebench.atomic import write_json_atomic
-from casebench.backends import body_excerpt, public_url, sdk_errors
+from casebench.backends import sdk_errors
 from casebench.backends.base import Answer, BackendError, GenerationSettings, Request, TransientError
 
 log = logging.getLogger(__name__)
@@ -232,7 +232,7 @@ async def submit_or_resume(
         if not wanted:
             return {}
         resumed = False
-        job = BatchJob(provider=adapter.provider, model=backend.model, base_url=public_url(backend.base_url),
+        job = BatchJob(provider=adapter.provider, model=backend.model, base_url=adapter.where,
                        want=next(iter(wanted.values())).want,
                        items={cid: [r.case, r.sample] for cid, r in wanted.items()}, created_at=_now())
         if any(r.want != job.want for r in wanted.values()):
@@ -302,33 +302,46 @@ def _now() -> str:
 
 
 def _adapter(backend: Any) -> "_Adapter":
-    from casebench.backends.anthropic import AnthropicBackend
-    from casebench.backends.openai import OpenAIBackend
+    """The batch adapter the backend's description names (``@backend(..., batch_api=...)``)."""
+    from importlib import import_module
 
-    if isinstance(backend, OpenAIBackend):
-        return _OpenAI(backend)
-    if isinstance(backend, AnthropicBackend):
-        return _Anthropic(backend)
-    raise BatchError(f"backend {getattr(backend, 'spec', backend)!r} has no batch API: --batch works with "
-                     f"openai/ and anthropic/ models")
+    from casebench.backends.registry import info_for
+
+    info = info_for(getattr(backend, "spec", ""))
+    target = info.batch_api if info is not None and info.cls is type(backend) else None
+    if target is None:
+        have = [f"{i.prefix}/" for i in _registered() if i.batch_api]
+        raise BatchError(f"backend {getattr(backend, 'spec', backend)!r} has no batch API: --batch works with "
+                         f"{' and '.join(have) or 'no registered backend'} models")
+    module, _, name = target.partition(":")
+    return getattr(import_module(module), name)(backend)
+
+
+def _registered() -> list[Any]:
+    from casebench.backends.registry import backends
+
+    return backends()
 
 
 class _Adapter:
+    """A provider's batch API, driven through a backend's public ``transport`` (the SDK, the
+    endpoint, the redacting error mapping) and ``client``; subclasses fill in the provider's
+    calls. A plugin backend with a batch API names its own subclass in ``batch_api``."""
+
     provider = ""
 
     def __init__(self, backend: Any):
         self.backend = backend
-        self.where = str(public_url(backend.base_url))
+        self.transport = backend.transport
+        self.client = backend.client
+        self.where = self.transport.where
+        self.sdk = self.transport.sdk
 
     async def call(self, awaitable: Awaitable[Any]) -> Any:
-        b = self.backend
-        return await sdk_errors.call(self.sdk, awaitable, where=self.where, model=b.model,
-                                     secret=b._secret.get(), timeout=b.timeout)
+        return await self.transport.call(awaitable)
 
     def translating(self) -> Any:
-        b = self.backend
-        return sdk_errors.translating(self.sdk, where=self.where, model=b.model, secret=b._secret.get(),
-                                      timeout=b.timeout)
+        return self.transport.translating()
 
     def request_for(self, job: BatchJob, cid: str) -> Request:
         case, sample = job.items[cid]
@@ -345,8 +358,6 @@ class _Adapter:
         return answer
 
     # provider-specific
-    sdk: Any = None
-
     async def submit(self, job: BatchJob, requests: list[Request], settings: GenerationSettings,
                      save: Callable[[], None]) -> None:
         raise NotImplementedError
@@ -361,15 +372,10 @@ class _Adapter:
         raise NotImplementedError
 
 
-class _OpenAI(_Adapter):
+class OpenAIBatch(_Adapter):
+    """OpenAI's Batch API (``openai/`` models)."""
+
     provider = "openai"
-
-    def __init__(self, backend: Any):
-        super().__init__(backend)
-        import openai
-
-        self.sdk = openai
-        self.client = backend._client
 
     def body(self, request: Request, settings: GenerationSettings) -> dict[str, Any]:
         return {**self.backend._params(request, settings), **self.backend.extra_body}
@@ -461,7 +467,7 @@ class _OpenAI(_Adapter):
                 req = self.request_for(job, cid)
                 results[cid] = self.answer_from(job, cid, lambda c=completion, r=req: self.backend._to_answer(r, c))
             else:
-                excerpt = body_excerpt(json.dumps(response.get("body")), secrets=(self.backend._secret.get(),))
+                excerpt = self.transport.excerpt(json.dumps(response.get("body")))
                 results[cid] = BatchItemError(cid, case, sample, "failed", f"HTTP {code} in batch: {excerpt}")
         if status.startswith("failed") or status == "expired" or status == "cancelled":
             kind = {"expired": "expired", "cancelled": "canceled"}.get(status, "failed")
@@ -471,15 +477,10 @@ class _OpenAI(_Adapter):
         return results
 
 
-class _Anthropic(_Adapter):
+class AnthropicBatch(_Adapter):
+    """Anthropic's Message Batches (``anthropic/`` models)."""
+
     provider = "anthropic"
-
-    def __init__(self, backend: Any):
-        super().__init__(backend)
-        import anthropic
-
-        self.sdk = anthropic
-        self.client = backend._client
 
     def params(self, request: Request, settings: GenerationSettings) -> dict[str, Any]:
         params = dict(self.backend._params(request, settings))
@@ -551,5 +552,5 @@ class _Anthropic(_Adapter):
         return results
 
 
-__all__ = ["BatchError", "BatchItemError", "BatchJob", "BatchPending", "BatchProgress", "BatchState",
+__all__ = ["AnthropicBatch", "OpenAIBatch", "BatchError", "BatchItemError", "BatchJob", "BatchPending", "BatchProgress", "BatchState",
            "custom_id", "mark_collected", "submit_or_resume"]

@@ -60,6 +60,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .base import Answer, Capabilities, GenerationSettings, PermanentError, Request
+from .registry import Option, backend
 
 PROB_METHODS = ("first-token", "continuation")
 DEVICES = ("auto", "cpu", "cuda")
@@ -107,6 +108,23 @@ def from_spec(spec: str, **kwargs: Any) -> "HFBackend":
     return HFBackend(rest, **kwargs)
 
 
+@backend(
+    "hf",
+    summary="a local transformers causal LM (hf alone or hf/smollm2-135m-instruct: the embedded model)",
+    model_help="ID-or-path",
+    options=(
+        Option("batch_size", "Batch size of local models (prob and generation).", type="int", answers=False),
+        Option("generation_batch_size", "Batch size of text generation only.", flag=None, type="int",
+               answers=False),
+        Option("device", "Device of local models.", choices=DEVICES),
+        Option("dtype", "Dtype of local models.", choices=DTYPES),
+        Option("prob_method", "Local models, prob mode: first-token probabilities of the verdict words (default, "
+               "the paper's reading) or the log-likelihood of the whole words ' safe' / ' unsafe'.",
+               choices=PROB_METHODS),
+        Option("system", "A system prompt of the backend's own.", flag=None),
+    ),
+    local=True,
+)
 class HFBackend:
     """A transformers causal LM answering prompts locally, in sorted, left-padded batches."""
 

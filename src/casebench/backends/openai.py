@@ -14,6 +14,12 @@ carries no usage chunk: the completion tokens are then counted as the content ch
 (one token each on llama.cpp and vLLM) and ``detail["usage_estimated"]`` says so; the prompt
 tokens are then unknown and left out of ``usage``.
 
+A server that answers a streamed request with one whole JSON body (``application/json``; some
+gateways and simple servers do) has given the complete answer: it is read as the answer, never
+asked again, and the backend stops streaming to that server for the rest of the run
+(``describe()["stream_switched_off"]``, recorded in the invocation, not in the answer-changing
+settings). Only a request that got no complete answer is a transport failure worth a retry.
+
 Shared samples: ``answer`` given several requests for the same chat (score mode's samples of one
 case) sends one request with ``n`` so the prompt is processed once. Whether the server honours
 ``n`` is detected on the first such call (fewer choices than asked, or an error naming the
@@ -34,24 +40,47 @@ error path, and check that the key appears nowhere.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from typing import Any, Sequence
 
-import openai
-
-from casebench.backends import Secret, public_url, resolve_api_key, sdk_errors
+from casebench.backends import sdk_errors
 from casebench.backends.base import (
     Answer,
-    Capabilities,
     GenerationSettings,
     PermanentError,
     Request,
     TransientError,
 )
+from casebench.backends.http import API_KEY_ENV, BASE_URL, TIMEOUT, Secret, public_url, resolve_api_key
+from casebench.backends.sdk_errors import SDKTransport
+from casebench.backends.registry import Option, backend
+from casebench.backends.streaming import Event, read_stream, share_usage
 from casebench.backends.verdict_tokens import DEFAULT_MIN_PREFIX, tally
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
+
+@backend(
+    "openai",
+    summary="any OpenAI-compatible chat completions server (OpenAI, vllm serve, llama.cpp, Ollama, OpenRouter)",
+    options=(
+        BASE_URL, API_KEY_ENV, TIMEOUT,
+        Option("extra_body", "Server-specific request fields for openai/ models, e.g. a JSON schema for llama.cpp "
+               "or vLLM.", type="json", metavar="JSON"),
+        Option("token_limit_field", "'max_tokens', or 'max_completion_tokens' for OpenAI's reasoning models.",
+               flag=None, choices=("max_tokens", "max_completion_tokens")),
+        Option("min_prefix", "How short a prefix of 'safe'/'unsafe' still counts in prob mode.", flag=None,
+               type="int"),
+        Option("stream", "Stream text answers that carry a stop predicate (stop at the verdict).", flag=None,
+               type="bool"),
+        Option("stream_usage", "Send stream_options.include_usage (None: try, drop it if refused).", flag=None,
+               type="bool"),
+        Option("use_n", "One request with n for samples of the same chat (None: detect).", flag=None, type="bool"),
+    ),
+    text=True, p_safe=True, shared_samples=True, local=False,
+    batch_api="casebench.backends.batch:OpenAIBatch",
+)
 
 class OpenAIBackend:
     """Chat completions through the ``openai`` SDK, one request per call.
@@ -67,7 +96,6 @@ class OpenAIBackend:
     chat: None = detect, True = assume it works, False = never).
     """
 
-    capabilities = Capabilities(generate=True, token_probs=True, shared_samples=True, batch=True)
     batch_size = 1
 
     def __init__(
@@ -104,9 +132,16 @@ class OpenAIBackend:
         #: Does the server honour ``n``? None until a shared request finds out.
         self.n_supported: bool | None = use_n
         self._n_lock: asyncio.Lock | None = None
+        #: Set when the server answered a streamed request with one whole JSON body: from then on
+        #: this backend asks it without streaming (``describe()["stream_switched_off"]``).
+        self.stream_switched_off: str | None = None
         key = resolve_api_key(api_key_env, self.base_url)
-        self._secret = Secret(key)
-        self._client = openai.AsyncOpenAI(
+        import openai  # the SDK, only when a backend is built
+
+        self._sdk = openai
+        #: how requests reach the server (the batch path uses it too)
+        self.transport = SDKTransport(openai, str(public_url(self.base_url)), model, Secret(key), self.timeout)
+        self.client = openai.AsyncOpenAI(
             api_key=key, base_url=self.base_url, timeout=self.timeout, max_retries=0
         )
 
@@ -136,14 +171,15 @@ class OpenAIBackend:
             "extra_body": self.extra_body,
             "min_prefix": self.min_prefix,
             "streaming": self.stream,
+            "stream_switched_off": self.stream_switched_off,
             "stream_usage": self.stream_usage,
             "n_supported": self.n_supported,
             "sdk": "openai",
-            "sdk_version": openai.__version__,
+            "sdk_version": getattr(self._sdk, "__version__", None),
         }
 
     async def aclose(self) -> None:
-        await self._client.close()
+        await self.client.close()
 
     def __repr__(self) -> str:
         return f"OpenAIBackend(model={self.model!r}, base_url={public_url(self.base_url)!r})"
@@ -174,11 +210,8 @@ class OpenAIBackend:
         return self.stream and request.want == "text" and request.stop is not None
 
     async def _create(self, params: dict[str, Any]) -> Any:
-        return await sdk_errors.call(
-            openai,
-            self._client.chat.completions.create(**params, timeout=self.timeout, extra_body=self.extra_body or None),
-            where=self._where(), model=self.model, secret=self._secret.get(), timeout=self.timeout,
-        )
+        return await self.transport.call(
+            self.client.chat.completions.create(**params, timeout=self.timeout, extra_body=self.extra_body or None))
 
     async def _answer_one(self, request: Request, settings: GenerationSettings) -> Answer:
         if self._streams(request):
@@ -231,7 +264,7 @@ class OpenAIBackend:
             answers = [self._choice_to_answer(requests[k], c, {}) for k, c in enumerate(choices)]
             total = _usage(getattr(response, "usage", None))
             weights = [max(1, len(a.text or "")) for a in answers]
-            _share_usage(answers, total, weights, basis="text length")
+            share_usage(answers, total, weights, basis="text length")
             return answers
 
         return sdk_errors.read_response(read, where=self._where())
@@ -259,86 +292,63 @@ class OpenAIBackend:
             if self.stream_usage is None and "stream_options" in params:
                 self.stream_usage = True
 
-        texts: dict[int, str] = {}
-        chunks: dict[int, int] = {}
-        finish: dict[int, Any] = {}
-        refusal: set[int] = set()
-        stopped: set[int] = set()
-        usage: Any = None
-        closed_early = False  # we closed the stream before the server ended it
-        where = self._where()
-        with sdk_errors.translating(openai, where=where, model=self.model, secret=self._secret.get(),
-                                    timeout=self.timeout):
+        whole = await self._whole_body(stream)
+        if whole is not None:
+            return self._read_whole(requests, whole)
+        return await read_stream(stream, requests, transport=self.transport, events=_stream_events, cutoff_hint=(
+            " (no finish_reason); if this is llama-cpp-python's server, start it with --interrupt_requests "
+            "False, or it cuts a stream off whenever another request waits"))
+
+    async def _whole_body(self, stream: Any) -> Any:
+        """A server that answers a streamed request with one whole JSON body (some gateways and
+        simple servers do) has already given the complete answer: returns that body (a dict),
+        after switching this backend to non-streaming for the rest of the run; None for a real
+        event stream."""
+        response = getattr(stream, "response", None)
+        headers = getattr(response, "headers", None)
+        ctype = str(headers.get("content-type", "") if headers is not None else "").lower()
+        if response is None or "event-stream" in ctype or "json" not in ctype:
+            return None  # an event stream (or an unlabelled body, read as one, as before)
+        with self.transport.translating():
             try:
-                async for chunk in stream:
-                    if isinstance(chunk, (str, bytes)):
-                        raise TransientError(f"malformed stream chunk from {where} (not JSON)")
-                    if getattr(chunk, "usage", None) is not None:
-                        usage = chunk.usage
-                    for choice in getattr(chunk, "choices", None) or []:
-                        i = getattr(choice, "index", 0) or 0
-                        if not isinstance(i, int) or i < 0 or i >= n:
-                            continue
-                        delta = getattr(choice, "delta", None)
-                        piece = getattr(delta, "content", None) if delta is not None else None
-                        if not piece and delta is not None and getattr(delta, "refusal", None):
-                            piece = delta.refusal
-                            refusal.add(i)
-                        if isinstance(piece, str) and piece:
-                            texts[i] = texts.get(i, "") + piece
-                            chunks[i] = chunks.get(i, 0) + 1
-                            stop = requests[i].stop
-                            if i not in stopped and stop is not None and stop(texts[i]):
-                                stopped.add(i)
-                        elif i not in texts:
-                            texts[i] = ""
-                        if getattr(choice, "finish_reason", None):
-                            finish[i] = choice.finish_reason
-                    # Close only when nothing more is wanted and something is still generating:
-                    # a stream that ended by itself is read to its usage chunk.
-                    if stopped - set(finish) and all(i in stopped or i in finish for i in range(n)):
-                        closed_early = True
-                        break
+                raw = await response.aread()
             finally:
                 await stream.close()
+        try:
+            body = json.loads(raw)
+        except (ValueError, UnicodeDecodeError):
+            raise TransientError(f"streamed request to {self._where()} got a body that is neither an event stream "
+                                 f"nor JSON ({ctype or 'no content type'})") from None
+        if not isinstance(body, dict) or not isinstance(body.get("choices"), list):
+            raise TransientError(f"streamed request to {self._where()} got a JSON body that is not a chat "
+                                 "completion (no 'choices')")
+        if self.stream:
+            self.stream = False
+            self.stream_switched_off = "the server answered a streamed request with one JSON body"
+        return body
+
+    def _read_whole(self, requests: list[Request], body: dict[str, Any]) -> list[Answer]:
+        """The answers in a whole chat completion that came back for a streamed request."""
+        from openai.types.chat import ChatCompletion
+
+        completion = ChatCompletion.construct(**body)
+        n = len(requests)
 
         def read() -> list[Answer]:
-            seen = sorted(texts)
-            if not seen:
-                raise TransientError(f"stream from {where} carried no choices")
-            if not closed_early and any(i not in finish for i in seen):
-                # The connection ended without the server ending the answer: cut off, not done.
-                raise TransientError(
-                    f"stream from {where} ended before the answer did (no finish_reason); if this is "
-                    "llama-cpp-python's server, start it with --interrupt_requests False, or it cuts "
-                    "a stream off whenever another request waits")
-            answers = []
-            for i in seen:
-                detail: dict[str, Any] = {"finish_reason": finish.get(i), "streamed": True}
-                if i in stopped and i not in finish:
-                    detail["stopped_at_verdict"] = True
-                if i in refusal:
-                    detail["refusal"] = True
-                answers.append(Answer(text=texts[i], detail=detail))
-            total = _usage(usage)
-            if "completion_tokens" not in total:
-                # No usage chunk (closed early, or a server that sends none): count the content
-                # chunks received, one token each on llama.cpp and vLLM.
-                for i, a in zip(seen, answers):
-                    a.usage = {"completion_tokens": chunks.get(i, 0)}
-                    a.detail["usage_estimated"] = True
-                if "prompt_tokens" in total:
-                    answers[0].usage["prompt_tokens"] = total["prompt_tokens"]
-            elif len(answers) == 1:
+            choices = sorted(completion.choices or [], key=lambda c: c.index or 0)[:n]
+            if not choices:
+                raise TransientError(f"response from {self._where()} has no choices")
+            answers = [self._choice_to_answer(requests[k], c, {}) for k, c in enumerate(choices)]
+            total = _usage(getattr(completion, "usage", None))
+            if len(answers) == 1:
                 answers[0].usage = total
             else:
-                _share_usage(answers, total, [max(1, chunks.get(i, 0)) for i in seen], basis="content chunks")
-            if closed_early:
-                for a in answers:
-                    a.detail["closed_early"] = True
+                share_usage(answers, total, [max(1, len(a.text or "")) for a in answers], basis="text length")
+            for a in answers:
+                a.detail["whole_body_for_stream"] = True
             return answers
 
-        return sdk_errors.read_response(read, where=where)
+        return sdk_errors.read_response(read, where=self._where())
 
     def _to_answer(self, request: Request, response: Any) -> Answer:
         """A whole (non-streamed) chat completion as an Answer; the batch path uses it too."""
@@ -408,26 +418,26 @@ def _shared_groups(requests: Sequence[Request]) -> list[list[int]]:
     return list(groups.values())
 
 
-def _share_usage(answers: list[Answer], total: dict[str, int], weights: list[int], basis: str) -> None:
-    """Split one request's usage over the answers it carried: the prompt was processed once, so
-    its tokens go to the first answer; completion tokens are split by ``weights`` (largest
-    remainder, so the parts add up to the total). Each answer's detail records the whole."""
-    n = len(answers)
-    completion = total.get("completion_tokens")
-    parts: list[int | None] = [None] * n
-    if completion is not None:
-        s = sum(weights) or 1
-        raw = [completion * w / s for w in weights]
-        parts = [int(x) for x in raw]
-        for k in sorted(range(n), key=lambda k: raw[k] - int(raw[k]), reverse=True)[: completion - sum(parts)]:
-            parts[k] += 1
-    for k, a in enumerate(answers):
-        a.usage = {}
-        if "prompt_tokens" in total:
-            a.usage["prompt_tokens"] = total["prompt_tokens"] if k == 0 else 0
-        if parts[k] is not None:
-            a.usage["completion_tokens"] = int(parts[k])  # type: ignore[arg-type]
-        a.detail["shared_request"] = {"n": n, "index": k, "usage": dict(total), "split_by": basis}
+def _stream_events(chunk: Any) -> list[Event]:
+    """What one chat-completion chunk says (``streaming.read_stream``)."""
+    if isinstance(chunk, (str, bytes)):
+        raise TransientError("malformed stream chunk (not JSON)")
+    out: list[Event] = []
+    usage = getattr(chunk, "usage", None)
+    if usage is not None:
+        u = _usage(usage)
+        out.append(Event(index=-1, prompt_tokens=u.get("prompt_tokens"), completion_tokens=u.get("completion_tokens")))
+    for choice in getattr(chunk, "choices", None) or []:
+        i = getattr(choice, "index", 0) or 0
+        delta = getattr(choice, "delta", None)
+        piece = getattr(delta, "content", None) if delta is not None else None
+        refusal = False
+        if not piece and delta is not None and getattr(delta, "refusal", None):
+            piece, refusal = delta.refusal, True
+        reason = getattr(choice, "finish_reason", None)
+        out.append(Event(index=i, text=piece if isinstance(piece, str) else "", refusal=refusal,
+                         done=bool(reason), finish=reason or None))
+    return out
 
 
 def _usage(usage: Any) -> dict[str, int]:

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import json
 from contextlib import contextmanager
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Awaitable, Callable, Iterator, TypeVar
 
-from casebench.backends import body_excerpt, retry_after_from_headers, status_is_transient
+from casebench.backends.http import Secret, body_excerpt, retry_after_from_headers, status_is_transient
 from casebench.backends.base import PermanentError, TransientError
 
 T = TypeVar("T")
@@ -113,3 +114,35 @@ def read_response(read: Callable[[], T], *, where: str) -> T:
         return read()
     except (AttributeError, TypeError, KeyError, IndexError, ValueError):
         raise TransientError(f"malformed response body from {where} (unexpected shape)") from None
+
+
+@dataclass(frozen=True, repr=False)
+class SDKTransport:
+    """How an SDK backend talks to its server: the SDK module, where (a public URL), the model,
+    the key (held as a ``Secret``) and the per-request timeout. ``call`` and ``translating`` turn
+    every SDK failure into ``TransientError``/``PermanentError`` with a redacted message; the
+    batch path uses the same object, so no caller reads a backend's private attributes."""
+
+    sdk: ModuleType
+    where: str
+    model: str
+    secret: Secret
+    timeout: float
+
+    async def call(self, request: Awaitable[T]) -> T:
+        """Await one SDK request, turning every SDK failure into a casebench transport error."""
+        return await call(self.sdk, request, where=self.where, model=self.model,
+                                     secret=self.secret.get(), timeout=self.timeout)
+
+    def translating(self) -> Any:
+        """A context manager turning SDK failures inside it (e.g. while reading a stream) into
+        casebench transport errors."""
+        return translating(self.sdk, where=self.where, model=self.model, secret=self.secret.get(),
+                                      timeout=self.timeout)
+
+    def excerpt(self, text: str | None) -> str:
+        """A short redacted excerpt of a response body (the key never shows)."""
+        return body_excerpt(text, secrets=(self.secret.get(),))
+
+    def __repr__(self) -> str:
+        return f"SDKTransport(where={self.where!r}, model={self.model!r})"

@@ -1,6 +1,9 @@
 """Refusal classifiers: read a chatbot's answer, say ``comply``, ``partial`` or ``refuse``.
 
-``make_classifier(spec, **options)`` builds one from a spec:
+``make_classifier(spec, **options)`` builds one from a spec. Every classifier describes itself once,
+with ``@refusal_classifier(...)`` on its class (``casebench.classify.registry``: kind, argument,
+options with their help); the CLI flags and the README's table are derived from those
+descriptions. The built-in ones:
 
 - ``rules`` (also ``default``, or no spec at all): the offline default, hand-written rules
   (``casebench.classify.rules``); no network, no model, about 0.2 ms per answer.
@@ -20,7 +23,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import BEHAVIOURS, ClassifierError, Item, RefusalClassifier, Verdict
+from .base import BEHAVIOURS, ClassifierError, Item, RefusalClassifier, Verdict, parse_label_map
+from .registry import ClassifierInfo, classifiers, refusal_classifier, register_classifier
 
 __all__ = [
     "BEHAVIOURS",
@@ -30,72 +34,24 @@ __all__ = [
     "Verdict",
     "DEFAULT_CLASSIFIER",
     "make_classifier",
+    "ClassifierInfo",
+    "classifiers",
+    "refusal_classifier",
+    "register_classifier",
 ]
 
 #: The spec used when none is given.
 DEFAULT_CLASSIFIER = "rules"
 
-_SPEC_HELP = (
-    "valid refusal classifiers: 'rules' (the offline default), 'llm:MODEL_SPEC' "
-    "(e.g. llm:openai/gpt-4o-mini) and 'hf-classifier:PATH' (a local sequence-classification model)"
-)
 
 
 def make_classifier(spec: str | None = None, **options: Any) -> RefusalClassifier:
-    """Build the refusal classifier ``spec`` names.
+    """Build the refusal classifier ``spec`` names (``KIND`` or ``KIND:ARGUMENT``).
 
     Options whose value is None are ignored (so a CLI can pass every flag through). Raises
     ``ClassifierError`` for an unknown spec, an option the classifier does not take, or a
     classifier that cannot be built (missing file, missing extra, unknown backend).
     """
-    opts = {k: v for k, v in options.items() if v is not None}
-    name = (spec or DEFAULT_CLASSIFIER).strip()
-    kind, sep, rest = name.partition(":")
-    if name in ("rules", "default"):
-        if opts:
-            raise ClassifierError(
-                f"the rules classifier takes no options; got {', '.join(sorted(opts))} "
-                f"(they belong to llm:... or hf-classifier:...)"
-            )
-        from .rules import RulesClassifier
+    from .registry import build
 
-        return RulesClassifier()
-    if sep and kind == "llm":
-        if not rest.strip():
-            raise ClassifierError(f"refusal classifier {name!r} names no model; write llm:MODEL_SPEC, e.g. llm:openai/gpt-4o-mini")
-        from .llm import LLMClassifier
-
-        return LLMClassifier(rest.strip(), **opts)
-    if sep and kind == "hf-classifier":
-        if not rest.strip():
-            raise ClassifierError(f"refusal classifier {name!r} names no path; write hf-classifier:PATH")
-        from .hf_classifier import HFClassifier
-
-        return HFClassifier(rest.strip(), **opts)
-    raise ClassifierError(f"unknown refusal classifier {name!r}; {_SPEC_HELP}")
-
-
-def parse_label_map(text: str) -> dict[str, str]:
-    """``"LABEL_0=comply,LABEL_1=refuse"`` -> ``{"LABEL_0": "comply", "LABEL_1": "refuse"}``.
-
-    Each behaviour must be one of comply, partial, refuse; a model label may appear once.
-    Raises ``ClassifierError`` naming the bad entry.
-    """
-    mapping: dict[str, str] = {}
-    for part in [p.strip() for p in text.split(",")]:
-        if not part:
-            continue
-        label, eq, behaviour = part.rpartition("=")
-        label, behaviour = label.strip(), behaviour.strip().lower()
-        if not eq or not label:
-            raise ClassifierError(f"label mapping entry {part!r} must read MODEL_LABEL=BEHAVIOUR, e.g. LABEL_1=refuse")
-        if behaviour not in BEHAVIOURS:
-            raise ClassifierError(
-                f"label mapping entry {part!r}: behaviour {behaviour!r} is not one of {', '.join(BEHAVIOURS)}"
-            )
-        if label in mapping:
-            raise ClassifierError(f"label mapping names model label {label!r} twice")
-        mapping[label] = behaviour
-    if not mapping:
-        raise ClassifierError(f"label mapping {text!r} is empty; write e.g. LABEL_0=comply,LABEL_1=refuse")
-    return mapping
+    return build(spec, DEFAULT_CLASSIFIER, options)

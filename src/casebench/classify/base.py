@@ -94,3 +94,29 @@ class RefusalClassifier(Protocol):
 class ClassifierError(ValueError):
     """A classifier cannot be built or used as asked (unknown spec, missing file, bad label
     mapping); the message says what to do. The CLI turns it into exit code 2."""
+
+
+def parse_label_map(text: str) -> dict[str, str]:
+    """``"LABEL_0=comply,LABEL_1=refuse"`` -> ``{"LABEL_0": "comply", "LABEL_1": "refuse"}``.
+
+    Each behaviour must be one of comply, partial, refuse; a model label may appear once.
+    Raises ``ClassifierError`` naming the bad entry.
+    """
+    mapping: dict[str, str] = {}
+    for part in [p.strip() for p in text.split(",")]:
+        if not part:
+            continue
+        label, eq, behaviour = part.rpartition("=")
+        label, behaviour = label.strip(), behaviour.strip().lower()
+        if not eq or not label:
+            raise ClassifierError(f"label mapping entry {part!r} must read MODEL_LABEL=BEHAVIOUR, e.g. LABEL_1=refuse")
+        if behaviour not in BEHAVIOURS:
+            raise ClassifierError(
+                f"label mapping entry {part!r}: behaviour {behaviour!r} is not one of {', '.join(BEHAVIOURS)}"
+            )
+        if label in mapping:
+            raise ClassifierError(f"label mapping names model label {label!r} twice")
+        mapping[label] = behaviour
+    if not mapping:
+        raise ClassifierError(f"label mapping {text!r} is empty; write e.g. LABEL_0=comply,LABEL_1=refuse")
+    return mapping

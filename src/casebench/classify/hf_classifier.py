@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from .base import BEHAVIOURS, ClassifierError, Item, Verdict
+from ..backends.registry import Option
+from .registry import refusal_classifier
 
 #: Label names taken as behaviours without a mapping.
 _NATURAL = {
@@ -33,6 +35,19 @@ _NATURAL = {
 _HINT = "pip install 'casebench[hf]'"
 
 
+@refusal_classifier(
+    "hf-classifier", argument="PATH",
+    summary="a local transformers sequence-classification model read through a label mapping",
+    options=(
+        Option("labels", "The model's labels as behaviours, e.g. "
+               "'LABEL_0=comply,LABEL_1=refuse,LABEL_2=partial'.", flag="--refusal-labels", metavar="MAP"),
+        Option("batch_size", "Answers per batch (default 16).", type="int", answers=False),
+        Option("device", "Torch device (default cpu)."),
+        Option("max_length", "Tokens per input (default 512).", flag=None, type="int"),
+        Option("text", "What the model reads: 'answer' or 'pair' (question and answer).",
+               flag=None, choices=("answer", "pair")),
+    ),
+)
 class HFClassifier:
     """A local ``AutoModelForSequenceClassification`` read through a label mapping."""
 
@@ -103,7 +118,7 @@ class HFClassifier:
     def _resolve_mapping(self, labels: Mapping[str, str] | str | None) -> dict[int, str]:
         """Model class index -> behaviour, checked to cover every class exactly."""
         if isinstance(labels, str):
-            from . import parse_label_map
+            from .base import parse_label_map
 
             labels = parse_label_map(labels)
         names = ", ".join(f"{i}={n}" for i, n in self.id2label.items())

@@ -23,6 +23,8 @@ import re
 from typing import Any, Sequence
 
 from .base import ClassifierError, Item, Verdict
+from ..backends.registry import Option
+from .registry import refusal_classifier
 
 #: Bump when the prompt or the parsing changes.
 PROMPT_VERSION = "1"
@@ -71,6 +73,18 @@ def build_prompt(prompt: str, answer: str) -> str:
     return PROMPT_TEMPLATE.format(prompt=prompt.strip(), answer=answer.strip())
 
 
+@refusal_classifier(
+    "llm", argument="MODEL_SPEC",
+    summary="any casebench model spec asked with a three-class prompt of our own wording",
+    options=(
+        Option("base_url", "The endpoint of its OpenAI-compatible server.",
+               metavar="URL", answers=False),
+        Option("api_key_env", "Name of the environment variable holding the API key.", metavar="VAR",
+               answers=False),
+        Option("concurrency", "Requests in flight (default 4).", type="int", answers=False),
+        Option("max_tokens", "Reply cap of the classifier model (default 8).", flag=None, type="int"),
+    ),
+)
 class LLMClassifier:
     """A model asked for a three-class label through a casebench backend.
 

@@ -40,6 +40,7 @@ import re
 from typing import Any, Sequence
 
 from .base import Item, Verdict
+from .registry import refusal_classifier
 
 #: Bump whenever a pattern or the decision procedure changes: the run manifest records it.
 RULES_VERSION = "1"
@@ -418,6 +419,8 @@ PREAMBLE = _Cue(
 _HARM_REASON = _rx(r"\b(?:illegal|unlawful|unethical|harm(?:ful|ing|s)?|hurt(?:ing)?|kill(?:ing)?|violent|violence|dangerous|crime|criminal|weapon|abuse)\b")
 
 
+@refusal_classifier("rules", aliases=("default",),
+                    summary="hand-written rules, offline (no network, no model): the default")
 class RulesClassifier:
     """The offline default (spec ``rules``): see the module docstring for the rules.
 

@@ -40,6 +40,7 @@ class LazyGroup(click.Group):
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name not in COMMANDS:
             return None
+        _load_plugins(ctx)
         module, attr, _ = COMMANDS[name]
         try:
             mod = importlib.import_module(f"casebench.cli.{module}")
@@ -55,8 +56,29 @@ class LazyGroup(click.Group):
             formatter.write_dl(rows)
 
 
+def _load_plugins(ctx: click.Context | None, modules: tuple[str, ...] = ()) -> None:
+    """Import the plugins (entry points, $CASEBENCH_PLUGINS, --plugin) before a command's
+    options are built, so the backends, classifiers and metrics they register are there."""
+    from ..plugins import PluginError, load_plugins
+
+    try:
+        load_plugins(modules)
+    except PluginError as e:
+        raise click.UsageError(str(e), ctx=ctx) from None
+
+
+def _plugin_option(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
+    _load_plugins(ctx, value or ())
+    return value
+
+
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="casebench")
+@click.option("--plugin", "plugins", multiple=True, metavar="MODULE_OR_FILE", is_eager=True,
+              expose_value=False, callback=_plugin_option,
+              help="Import a plugin (a module or .py file registering a backend, refusal classifier, metric or "
+                   "mode) before the command runs; repeatable. Also: $CASEBENCH_PLUGINS and the entry-point "
+                   "group casebench.plugins.")
 def cli() -> None:
     """casebench: does your model judge safety in context? (CASE-Bench, ICML 2025)
 

@@ -5,10 +5,9 @@ other."""
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import sys
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterator, TypeVar
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterator, Mapping, TypeVar
 
 import click
 
@@ -45,9 +44,6 @@ def bad_input_errors(*types: type[BaseException]) -> Iterator[None]:
         raise BadInput(str(e)) from None
 
 
-API_PREFIXES = ("openai/", "anthropic/")
-LOCAL_PREFIXES = ("hf/",)
-
 
 class _TqdmHandler(logging.Handler):
     """Log lines that do not tear the progress bar."""
@@ -71,36 +67,139 @@ def setup_logging(verbose: int) -> None:
     logger.setLevel(logging.DEBUG if verbose > 1 else logging.INFO if verbose else logging.WARNING)
 
 
-def backend_options(model: str, *, base_url: str | None, api_key_env: str | None, timeout: float | None,
-                    batch_size: int | None, device: str | None, dtype: str | None,
-                    extra_body: str | None = None, prob_method: str | None = None) -> dict[str, Any]:
-    """The options a backend takes, from the flags the user gave; refuse flags that do not
-    apply to the model's backend instead of silently ignoring them."""
-    api: dict[str, Any] = {"base_url": base_url, "api_key_env": api_key_env, "timeout": timeout}
-    if extra_body is not None:
-        if not model.startswith("openai/"):
-            raise BadInput(f"--extra-body applies to openai/ models only, not {model!r}")
-        try:
-            body = json.loads(extra_body)
-        except json.JSONDecodeError as e:
-            raise BadInput(f"--extra-body: not valid JSON ({e.msg} at column {e.colno})") from None
-        if not isinstance(body, dict):
-            raise BadInput("--extra-body: must be a JSON object")
-        api["extra_body"] = body
-    local = {"batch_size": batch_size, "device": device, "dtype": dtype, "prob_method": prob_method}
-    flag = {"base_url": "--base-url", "api_key_env": "--api-key-env", "timeout": "--timeout",
-            "batch_size": "--batch-size", "device": "--device", "dtype": "--dtype", "extra_body": "--extra-body",
-            "prob_method": "--prob-method"}
-    if model.startswith(API_PREFIXES):
-        use, other = api, local
-    elif model.startswith(LOCAL_PREFIXES):
-        use, other = local, api
+# --------------------------------------------------------------------------- registry-derived options
+#: where the derived options' values arrive among a command's keyword arguments
+BACKEND_DEST = "backend_opt__"
+CLASSIFIER_DEST = "classifier_opt__"
+
+
+def _dest(prefix: str, flag: str) -> str:
+    return prefix + flag[2:].replace("-", "_")
+
+
+def _click_option(o: Any, flag: str, dest: str, help_: str) -> click.Option:
+    """A click option for a registry ``Option`` (default None: "not given")."""
+    if o.type == "bool":
+        return click.Option([f"{flag}/--no-{flag[2:]}", dest], default=None, help=help_)
+    if o.choices:
+        kind: Any = click.Choice(list(o.choices))
     else:
+        kind = {"int": int, "float": float}.get(o.type, click.STRING)
+    return click.Option([flag, dest], type=kind, default=None, metavar=o.metavar, help=help_)
+
+
+def backend_params() -> list[click.Option]:
+    """The backend options of every registered backend as click options (a flag several
+    backends share is one option; its help names the backends)."""
+    from ..backends.registry import cli_options
+
+    out = []
+    for o, infos in cli_options():
+        flag = o.cli_flag
+        where = ", ".join(f"{i.prefix}/" for i in infos)
+        out.append(_click_option(o, flag, _dest(BACKEND_DEST, flag), f"{o.help} [{where}]"))
+    return out
+
+
+def classifier_params(prefixed: bool) -> list[click.Option]:
+    """The options of every registered refusal classifier as click options: ``--refusal-`` +
+    the flag where the command also takes backend options (run, classify), as declared in
+    ``refusal-eval``."""
+    from ..classify.registry import classifiers
+
+    seen: dict[str, list[str]] = {}
+    first: dict[str, Any] = {}
+    for c in classifiers():
+        for o in c.options:
+            flag = o.cli_flag
+            if flag is None:
+                continue
+            if prefixed and not flag.startswith("--refusal-"):
+                flag = "--refusal-" + flag[2:]
+            seen.setdefault(flag, []).append(c.kind)
+            first.setdefault(flag, o)
+    return [_click_option(first[f], f, _dest(CLASSIFIER_DEST, f), f"{first[f].help} [{', '.join(kinds)}]")
+            for f, kinds in seen.items()]
+
+
+class RegistryCommand(click.Command):
+    """A command whose backend and refusal-classifier options are derived from the registries
+    when it parses its arguments (so a plugin loaded at start-up adds its flags, and ``--help``
+    lists them). ``backend_flags``: add every backend's options; ``classifier_flags``:
+    ``"prefixed"`` (``--refusal-...``), ``"plain"`` (as declared) or None."""
+
+    def __init__(self, *args: Any, backend_flags: bool = False, classifier_flags: str | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.backend_flags = backend_flags
+        self.classifier_flags = classifier_flags
+
+    def derived_params(self) -> list[click.Parameter]:
+        out: list[click.Parameter] = []
+        if self.backend_flags:
+            out += backend_params()
+        if self.classifier_flags:
+            out += classifier_params(self.classifier_flags == "prefixed")
+        return out
+
+    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
+        params = super().get_params(ctx)
+        help_option = self.get_help_option(ctx)
+        own = [p for p in params if p is not help_option]
+        taken = {p.name for p in own} | {flag for p in own for flag in getattr(p, "opts", [])}
+        extra = [p for p in self.derived_params()
+                 if p.name not in taken and not any(flag in taken for flag in getattr(p, "opts", []))]
+        return own + extra + ([help_option] if help_option is not None else [])
+
+
+def batch_backends() -> str:
+    """The prefixes of the backends with a batch API, e.g. ``openai/ and anthropic/``."""
+    from ..backends.registry import backends
+
+    return " and ".join(f"{b.prefix}/" for b in backends() if b.batch_api) or "no backend"
+
+
+def is_remote(model: str) -> bool:
+    """True when the model's backend asks a server (it gets a wall-clock limit per call)."""
+    from ..backends.registry import is_remote_spec
+
+    try:
+        return is_remote_spec(model)
+    except Exception:  # a bad spec: make_backend explains it later
+        return False
+
+
+def call_timeout(model: str, options: Mapping[str, Any]) -> float | None:
+    """A wall-clock safety net above a remote backend's own (per read) timeout."""
+    if not is_remote(model):
+        return None
+    return 2 * float(options.get("timeout") or 60.0) + 10
+
+
+def backend_options(model: str, flags: Mapping[str, Any]) -> dict[str, Any]:
+    """The options a backend takes, from the derived flags the user gave (``flags``: the
+    command's keyword arguments); refuse flags that do not apply to the model's backend instead
+    of silently ignoring them."""
+    from ..backends.registry import info_for
+
+    given = {k: v for k, v in flags.items() if k.startswith(BACKEND_DEST) and v is not None}
+    info = info_for(model)
+    if info is None or info.cls is None:
         return {}  # make_backend explains what is wrong with the spec
-    wrong = [flag[k] for k, v in other.items() if v is not None]
+    by_dest = {_dest(BACKEND_DEST, o.cli_flag): o for o in info.options if o.cli_flag}
+    wrong = ["--" + k[len(BACKEND_DEST):].replace("_", "-") for k in given if k not in by_dest]
     if wrong:
-        raise BadInput(f"{', '.join(wrong)} do(es) not apply to model {model!r}")
-    return {k: v for k, v in use.items() if v is not None}
+        raise BadInput(f"{', '.join(wrong)} do{'es' if len(wrong) == 1 else ''} not apply to model {model!r} "
+                       f"(the {info.prefix}/ backend's options: "
+                       f"{', '.join(o.cli_flag for o in info.options if o.cli_flag) or 'none'})")
+    out: dict[str, Any] = {}
+    for k, v in given.items():
+        o = by_dest[k]
+        try:
+            out[o.name] = o.convert(v)
+        except ValueError as e:
+            raise BadInput(str(e)) from None
+    return out
 
 
 def echo_err(msg: str) -> None:
@@ -108,40 +207,58 @@ def echo_err(msg: str) -> None:
 
 
 def refusal_classifier_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """``--refusal-classifier``, ``--refusal-labels`` and ``--partial-as``: how respond-mode answers
-    are read (run, classify, refusal-eval)."""
+    """``--refusal-classifier`` and ``--partial-as``: how respond-mode answers are read (run,
+    classify); each classifier's own options (``--refusal-labels``, ``--refusal-base-url``, ...)
+    come from its description (``RegistryCommand(classifier_flags="prefixed")``)."""
     f = click.option("--partial-as", "partial_as", type=click.Choice(["unsafe", "safe"]), default="unsafe",
                      show_default=True,
                      help="Respond mode: count a partial answer as refusing (unsafe) or as answering (safe).")(f)
-    f = click.option("--refusal-base-url", "refusal_base_url", default=None, metavar="URL",
-                     help="llm:openai/... classifier: the endpoint of its OpenAI-compatible server.")(f)
-    f = click.option("--refusal-labels", "refusal_labels", default=None, metavar="MAP",
-                     help="hf-classifier: the model's labels as behaviours, e.g. "
-                          "'LABEL_0=comply,LABEL_1=refuse,LABEL_2=partial'.")(f)
     f = click.option("--refusal-classifier", "refusal_classifier", default=None, metavar="SPEC",
-                     help="Respond mode: how answers are classified: 'rules' (the offline default), "
-                          "'llm:MODEL_SPEC' or 'hf-classifier:PATH'.")(f)
+                     help=refusal_classifier_help())(f)
     return f
 
 
-def classifier_options(spec: str | None, labels: str | None, base_url: str | None = None) -> dict[str, Any]:
-    """Keyword options for ``classify.make_classifier`` from the CLI flags."""
-    if base_url is not None:
-        if not spec or not spec.startswith("llm:"):
-            raise BadInput("--refusal-base-url applies to --refusal-classifier llm:MODEL_SPEC only")
-        if labels is not None:
-            raise BadInput("--refusal-labels applies to --refusal-classifier hf-classifier:PATH only")
-        return {"base_url": base_url}
-    if labels is None:
-        return {}
-    if not spec or not spec.startswith("hf-classifier:"):
-        raise BadInput("--refusal-labels applies to --refusal-classifier hf-classifier:PATH only")
-    from ..classify import ClassifierError, parse_label_map
+def refusal_classifier_help() -> str:
+    """The help of ``--refusal-classifier``, from the registry."""
+    from ..classify.registry import classifiers
 
+    return ("Respond mode: how answers are classified: "
+            + ", ".join(f"'{c.spec_form}' ({c.summary})" for c in classifiers()) + ".")
+
+
+def classifier_options(spec: str | None, flags: Mapping[str, Any], prefixed: bool = True) -> dict[str, Any]:
+    """Keyword options for ``classify.make_classifier`` from the derived classifier flags the
+    user gave; a flag the named classifier does not take is refused, naming it."""
+    from ..classify import ClassifierError, DEFAULT_CLASSIFIER
+    from ..classify.registry import info_for
+
+    given = {k: v for k, v in flags.items() if k.startswith(CLASSIFIER_DEST) and v is not None}
+    if not given:
+        return {}
     try:
-        return {"labels": parse_label_map(labels)}
+        info, _ = info_for(spec, DEFAULT_CLASSIFIER)
     except ClassifierError as e:
-        raise BadInput(f"--refusal-labels: {e}") from None
+        raise BadInput(str(e)) from None
+    by_dest = {}
+    for o in info.options:
+        flag = o.cli_flag
+        if flag is None:
+            continue
+        if prefixed and not flag.startswith("--refusal-"):
+            flag = "--refusal-" + flag[2:]
+        by_dest[_dest(CLASSIFIER_DEST, flag)] = o
+    wrong = ["--" + k[len(CLASSIFIER_DEST):].replace("_", "-") for k in given if k not in by_dest]
+    if wrong:
+        raise BadInput(f"{', '.join(wrong)} do{'es' if len(wrong) == 1 else ''} not apply to the refusal classifier "
+                       f"{spec or DEFAULT_CLASSIFIER!r}")
+    out: dict[str, Any] = {}
+    for k, v in given.items():
+        o = by_dest[k]
+        try:
+            out[o.name] = o.convert(v)
+        except ValueError as e:
+            raise BadInput(str(e)) from None
+    return out
 
 
 def run_under_signals(make: Callable[[], Awaitable[T]]) -> T:
@@ -183,10 +300,12 @@ def run_with_signals(config: "RunConfig") -> "RunSummary":
 
 def label_source_option(f: Callable[..., Any]) -> Callable[..., Any]:
     """``--label-source``: the human labels a scoring command (score, compare, ablate, report)
-    scores against; ``check_label_source`` refuses it with ``--paper-compat``."""
+    scores against; ``scoring_options`` refuses it with ``--paper-compat``."""
+    from ..stats.options import LABEL_SOURCE_HELP, LABEL_SOURCES
+
     return click.option(
-        "--label-source", type=click.Choice(["published", "votes"]), default="published", show_default=True,
-        help="Human label: the published safe_rate (21 votes incl. intent) or the majority of the votes alone.",
+        "--label-source", type=click.Choice(LABEL_SOURCES), default="published", show_default=True,
+        help=LABEL_SOURCE_HELP,
     )(f)
 
 
@@ -211,7 +330,12 @@ def file_kind_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--mode", "mode", type=click.Choice(mode_names()), default=None, help=FILE_MODE_HELP)(f)
 
 
-def check_label_source(paper_compat: bool, label_source: str) -> None:
-    """The published script scores against the published labels only."""
+def scoring_options(paper_compat: bool, n_boot: int, seed: int, label_source: str) -> "ScoringOptions":
+    """The scoring options of a scoring command's flags. The published script scores against
+    the published labels only, so ``--paper-compat`` with ``--label-source votes`` is refused."""
+    from ..stats.options import ScoringOptions
+
     if paper_compat and label_source != "published":
         raise BadInput("--paper-compat uses the published labels; drop --label-source votes")
+    return ScoringOptions(paper_compat=paper_compat, n_boot=n_boot, seed=seed,
+                          label_source=label_source)  # type: ignore[arg-type]

@@ -4,19 +4,20 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import click
 
-from ._common import BadInput, bad_input_errors, classifier_options, refusal_classifier_options
+from ._common import BadInput, RegistryCommand, bad_input_errors, classifier_options, refusal_classifier_options
 
 
-@click.command("classify")
+@click.command("classify", cls=RegistryCommand, classifier_flags="prefixed")
 @click.argument("run_dir", type=click.Path(file_okay=False, exists=True, path_type=Path))
 @click.option("-o", "--out", default=None, type=click.Path(file_okay=False, path_type=Path),
               help="The new run directory (default: RUN_DIR + '_' + the classifier's name).")
 @refusal_classifier_options
-def classify_cmd(run_dir: Path, out: Path | None, refusal_classifier: str | None, refusal_labels: str | None,
-                 partial_as: str, refusal_base_url: str | None) -> None:
+def classify_cmd(run_dir: Path, out: Path | None, refusal_classifier: str | None, partial_as: str,
+                 **registry_flags: Any) -> None:
     """Re-classify the answers of a finished respond run without asking the model again.
 
     Writes a new run directory that shares the answers; the original run stays as it was. Score
@@ -27,8 +28,7 @@ def classify_cmd(run_dir: Path, out: Path | None, refusal_classifier: str | None
 
     with bad_input_errors():
         try:
-            classifier = make_classifier(refusal_classifier,
-                                         **classifier_options(refusal_classifier, refusal_labels, refusal_base_url))
+            classifier = make_classifier(refusal_classifier, **classifier_options(refusal_classifier, registry_flags))
         except ValueError as e:
             raise BadInput(f"--refusal-classifier: {e}") from None
         if out is None:

@@ -13,8 +13,8 @@ import click
 from ..modes import mode_names
 from ..prompts import CONTEXT_PLACEMENTS
 from ._common import (
-    FILE_MODE_HELP, BadInput, bad_input_errors, check_label_source, echo_err, file_kind_options, label_source_option,
-    refusal_classifier_options, remove_option,
+    FILE_MODE_HELP, BadInput, RegistryCommand, bad_input_errors, echo_err, file_kind_options, label_source_option,
+    refusal_classifier_options, remove_option, scoring_options,
 )
 
 
@@ -30,7 +30,7 @@ def _load(inputs: tuple[str, ...], data: str | None, mode: str | None = None, re
 
 def _warn_incomplete(preds: list[Any]) -> None:
     for p in preds:
-        pending = p.meta.get("pending_requests")
+        pending = p.pending
         if pending:
             echo_err(f"casebench: warning: {p.source} is incomplete ({pending} requests pending); "
                      "its pending cases count as unanswered")
@@ -61,7 +61,7 @@ def _stat_options(f: Any) -> Any:
     return f
 
 
-#: how a study's runs are made (``ablate`` and ``study`` with --model)
+#: how a study's runs are made (``ablate`` and ``study`` with --model; backend flags come from the registry)
 _RUN_OPTIONS = [
     click.option("--limit", type=int, default=None, help="Only the first N cases (with --model)."),
     click.option("--stratified", type=int, default=None, metavar="N",
@@ -71,12 +71,6 @@ _RUN_OPTIONS = [
     click.option("--temperature", type=float, default=None),
     click.option("--max-tokens", type=int, default=None),
     click.option("--max-connections", type=int, default=8, show_default=True),
-    click.option("--base-url", default=None, help="API endpoint (OpenAI-compatible servers)."),
-    click.option("--api-key-env", default=None, metavar="VAR", help="Environment variable holding the API key."),
-    click.option("--timeout", type=float, default=None, help="Seconds per API request."),
-    click.option("--batch-size", type=int, default=None, help="Batch size of local models."),
-    click.option("--device", default=None, help="Device of local models."),
-    click.option("--dtype", default=None, help="Dtype of local models."),
     click.option("--max-cost", type=float, default=None, metavar="USD", help="Stop each condition before spending past this."),
     click.option("--progress/--no-progress", default=None),
 ]
@@ -110,13 +104,12 @@ def compare_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, n_bo
 
     if len(inputs) < 2:
         raise BadInput("compare needs at least two inputs")
-    check_label_source(paper_compat, label_source)
+    options = scoring_options(paper_compat, n_boot, seed, label_source)
     preds = _load(inputs, data, mode, remove)
     _warn_incomplete(preds)
     with bad_input_errors(CompareError, LabelSourceError):
-        result = compare(preds, paper_compat=paper_compat, n_boot=n_boot, seed=seed, level=level, alpha=alpha,
-                         label_source=label_source)
-        say = [say_do(a, b, n_boot=n_boot, seed=seed, level=level)
+        result = compare(preds, options, level=level, alpha=alpha)
+        say = [say_do(a, b, options, level=level)
                for i, a in enumerate(preds) for b in preds[i + 1:] if is_say_do_pair(a, b) and a.model == b.model]
     if as_json:
         click.echo(json.dumps({**result.to_dict(), "say_do": [json_safe(x.to_dict()) for x in say]}, indent=2,
@@ -128,7 +121,7 @@ def compare_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, n_bo
             click.echo(format_say_do(x), nl=False)
 
 
-@click.command("ablate")
+@click.command("ablate", cls=RegistryCommand, backend_flags=True)
 @click.argument("inputs", nargs=-1, type=click.Path(exists=True))
 @click.option("--model", default=None, metavar="SPEC",
               help="Run the study with this model (openai/NAME, anthropic/NAME, hf/ID). Without it, "
@@ -149,11 +142,10 @@ def compare_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, n_bo
 def ablate_cmd(inputs: tuple[str, ...], model: str | None, mode: str | None, params: str, context_as: str | None,
                out_root: str,
                limit: int | None, stratified: int | None, stratified_seed: int, samples: int | None,
-               temperature: float | None, max_tokens: int | None, max_connections: int, base_url: str | None,
-               api_key_env: str | None, timeout: float | None, batch_size: int | None, device: str | None,
-               dtype: str | None, max_cost: float | None, progress: bool | None, paper_compat: bool,
+               temperature: float | None, max_tokens: int | None, max_connections: int,
+               max_cost: float | None, progress: bool | None, paper_compat: bool,
                as_json: bool, n_boot: int, seed: int, level: float, alpha: float, data: str | None,
-               label_source: str, remove: str | None) -> None:
+               label_source: str, remove: str | None, **registry_flags: Any) -> None:
     """CI-parameter ablation: run the conditions of a study, or re-analyse finished ones.
 
     \b
@@ -167,7 +159,7 @@ def ablate_cmd(inputs: tuple[str, ...], model: str | None, mode: str | None, par
     from ..stats.compare import CompareError
     from ..stats.metrics import LabelSourceError
 
-    check_label_source(paper_compat, label_source)
+    options = scoring_options(paper_compat, n_boot, seed, label_source)
     if model is None:
         if not inputs:
             raise BadInput("give INPUTS to analyse (run directories or published ablation files), "
@@ -181,12 +173,10 @@ def ablate_cmd(inputs: tuple[str, ...], model: str | None, mode: str | None, par
         if remove is not None:
             raise BadInput("--remove names what published INPUTS hold; a study's conditions are --params")
         preds = _run_study(model, mode, params, context_as, out_root, data, limit, stratified, stratified_seed, samples,
-                           temperature, max_tokens, max_connections, base_url, api_key_env, timeout, batch_size,
-                           device, dtype, max_cost, progress)
+                           temperature, max_tokens, max_connections, registry_flags, max_cost, progress)
     _warn_incomplete(preds)
     with bad_input_errors(CompareError, AblationStudyError, LabelSourceError):
-        result = analyse_ablation(preds, paper_compat=paper_compat, n_boot=n_boot, seed=seed, level=level,
-                                  alpha=alpha, label_source=label_source)
+        result = analyse_ablation(preds, options, level=level, alpha=alpha)
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
     else:
@@ -195,22 +185,20 @@ def ablate_cmd(inputs: tuple[str, ...], model: str | None, mode: str | None, par
 
 def _run_study(model: str, mode: str, params: str, context_as: str | None, out_root: str, data: str | None, limit: int | None,
                stratified: int | None, stratified_seed: int, samples: int | None, temperature: float | None,
-               max_tokens: int | None, max_connections: int, base_url: str | None, api_key_env: str | None,
-               timeout: float | None, batch_size: int | None, device: str | None, dtype: str | None,
+               max_tokens: int | None, max_connections: int, registry_flags: dict[str, Any],
                max_cost: float | None, progress: bool | None) -> list[Any]:
     from ..backends.base import UnsupportedModeError
     from ..data import AblationError, load_dataset
     from ..runs.study import run_ablation
     from ..stats.ablation import AblationStudyError, condition_name
     from ..runs.execute import RunConfig, resolve_data_path
-    from ..runs.record import RunError, RunLocked
+    from ..runs.record import RunError, RunLocked, RunState
     from ..runs.results import load_run
-    from ._common import API_PREFIXES, backend_options, setup_logging
+    from ._common import backend_options, call_timeout as wall_limit, setup_logging
 
     setup_logging(0)
-    opts = backend_options(model, base_url=base_url, api_key_env=api_key_env, timeout=timeout,
-                           batch_size=batch_size, device=device, dtype=dtype)
-    call_timeout = 2 * (timeout or 60.0) + 10 if model.startswith(API_PREFIXES) else None
+    opts = backend_options(model, registry_flags)
+    call_timeout = wall_limit(model, opts)
 
     def note(removed: tuple[str, ...], run_dir: Any, action: str) -> None:
         echo_err(f"casebench: {condition_name(removed)}: {action} {run_dir}")
@@ -226,7 +214,7 @@ def _run_study(model: str, mode: str, params: str, context_as: str | None, out_r
                 runs = run_ablation(base, params, out_root=out_root, dataset=dataset, on_condition=note)
             except RunLocked as e:
                 raise click.ClickException(str(e)) from None
-            unfinished = [r for r in runs if r.status != "complete"]
+            unfinished = [r for r in runs if r.status is not RunState.COMPLETE]
             if unfinished:
                 r = unfinished[0]
                 echo_err(f"casebench: {condition_name(r.removed)} stopped ({r.status}); re-run the same "
@@ -238,7 +226,7 @@ def _run_study(model: str, mode: str, params: str, context_as: str | None, out_r
         sys.exit(130)
 
 
-@click.command("study")
+@click.command("study", cls=RegistryCommand, backend_flags=True, classifier_flags="prefixed")
 @click.argument("inputs", nargs=-1, type=click.Path(exists=True))
 @click.option("--placements", default="user,system,turns", show_default=True, metavar="LIST",
               help="Context placements to run, comma-separated (user, system, turns).")
@@ -262,12 +250,10 @@ def _run_study(model: str, mode: str, params: str, context_as: str | None, out_r
 def study_cmd(inputs: tuple[str, ...], placements: str, model: str | None, mode: str | None, remove: str,
               say_do_mode: str | None, pairs: int | None, out_root: str, limit: int | None,
               stratified: int | None, stratified_seed: int, samples: int | None, temperature: float | None,
-              max_tokens: int | None, max_connections: int, base_url: str | None, api_key_env: str | None,
-              timeout: float | None, batch_size: int | None, device: str | None, dtype: str | None,
-              max_cost: float | None, progress: bool | None, refusal_classifier: str | None,
-              refusal_labels: str | None, partial_as: str, refusal_base_url: str | None, paper_compat: bool,
-              as_json: bool, n_boot: int, seed: int, level: float, alpha: float, data: str | None,
-              label_source: str) -> None:
+              max_tokens: int | None, max_connections: int, max_cost: float | None, progress: bool | None,
+              refusal_classifier: str | None, partial_as: str, paper_compat: bool, as_json: bool, n_boot: int,
+              seed: int, level: float, alpha: float, data: str | None, label_source: str,
+              **registry_flags: Any) -> None:
     """Placement study: one model with the context inside the prompt (user), as the system prompt
     (system) and as the conversation before the query (turns).
 
@@ -277,16 +263,17 @@ def study_cmd(inputs: tuple[str, ...], placements: str, model: str | None, mode:
                                      judge runs among a respond study's inputs give the say-do gap)
 
     Prints per placement the metrics, the context figures over query pairs (shift, follow,
-    blind; the shift's CI resamples pairs, the shares have Wilson CIs), in respond mode over- and under-refusal and the say-do gap; then
-    the paired tests between placements (McNemar on the shared cases, paired-bootstrap CIs,
-    Benjamini-Hochberg) and the paired difference of the context shift.
+    blind; the shift's CI resamples pairs, the shares have Wilson CIs), in respond mode over- and
+    under-refusal and the say-do gap; then the paired tests between placements (McNemar on the
+    shared cases, paired-bootstrap CIs, Benjamini-Hochberg) and the paired difference of the
+    context shift.
     """
     from ..present.tables import format_placements
     from ..stats.compare import CompareError
     from ..stats.metrics import LabelSourceError
     from ..stats.placement import PlacementStudyError, analyse_placements
 
-    check_label_source(paper_compat, label_source)
+    options = scoring_options(paper_compat, n_boot, seed, label_source)
     if model is None:
         if not inputs:
             raise BadInput("give INPUTS to analyse (run directories in different placements), "
@@ -301,42 +288,38 @@ def study_cmd(inputs: tuple[str, ...], placements: str, model: str | None, mode:
             raise BadInput("--say-do goes with --mode respond")
         if sum(x is not None for x in (limit, stratified, pairs)) > 1:
             raise BadInput("choose one of --limit, --stratified and --pairs")
-        preds = _run(model, mode, placements, remove, say_do_mode, pairs, data, out_root, limit,
-                     stratified, stratified_seed, samples, temperature, max_tokens, max_connections, base_url,
-                     api_key_env, timeout, batch_size, device, dtype, max_cost, progress, refusal_classifier,
-                     refusal_labels, partial_as, refusal_base_url)
+        preds = _run_placement_study(model, mode, placements, remove, say_do_mode, pairs, data, out_root, limit,
+                                     stratified, stratified_seed, samples, temperature, max_tokens, max_connections,
+                                     max_cost, progress, refusal_classifier, partial_as, registry_flags)
     _warn_incomplete(preds)
     behaviour = [p for p in preds if p.mode_spec.reads_behaviour]
     study, judges = (behaviour, [p for p in preds if not p.mode_spec.reads_behaviour]) if behaviour else (preds, [])
     with bad_input_errors(CompareError, PlacementStudyError, LabelSourceError):
-        result = analyse_placements(study, judges=judges, paper_compat=paper_compat, n_boot=n_boot, seed=seed,
-                                    level=level, alpha=alpha, label_source=label_source)
+        result = analyse_placements(study, options, judges=judges, level=level, alpha=alpha)
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
     else:
         click.echo(format_placements(result), nl=False)
 
 
-def _run(model: str, mode: str, placements: str, remove: str, say_do_mode: str | None, pairs: int | None,
-         data: str | None, out_root: str, limit: int | None, stratified: int | None, stratified_seed: int,
-         samples: int | None, temperature: float | None, max_tokens: int | None, max_connections: int,
-         base_url: str | None, api_key_env: str | None, timeout: float | None, batch_size: int | None,
-         device: str | None, dtype: str | None, max_cost: float | None, progress: bool | None,
-         refusal_classifier: str | None, refusal_labels: str | None, partial_as: str,
-         refusal_base_url: str | None) -> list[Any]:
+def _run_placement_study(model: str, mode: str, placements: str, remove: str, say_do_mode: str | None,
+                         pairs: int | None, data: str | None, out_root: str, limit: int | None,
+                         stratified: int | None, stratified_seed: int, samples: int | None,
+                         temperature: float | None, max_tokens: int | None, max_connections: int,
+                         max_cost: float | None, progress: bool | None, refusal_classifier: str | None,
+                         partial_as: str, registry_flags: dict[str, Any]) -> list[Any]:
     from ..backends.base import UnsupportedModeError
     from ..data import AblationError, load_dataset
     from ..runs.execute import RunConfig, resolve_data_path
-    from ..runs.record import RunError, RunLocked
+    from ..runs.record import RunError, RunLocked, RunState
     from ..runs.results import load_run
     from ..runs.select import stratified_pairs
     from ..runs.study import Condition, run_placements
-    from ._common import API_PREFIXES, backend_options, classifier_options, setup_logging
+    from ._common import backend_options, call_timeout as wall_limit, classifier_options, setup_logging
 
     setup_logging(0)
-    opts = backend_options(model, base_url=base_url, api_key_env=api_key_env, timeout=timeout,
-                           batch_size=batch_size, device=device, dtype=dtype)
-    call_timeout = 2 * (timeout or 60.0) + 10 if model.startswith(API_PREFIXES) else None
+    opts = backend_options(model, registry_flags)
+    classifier_opts = classifier_options(refusal_classifier, registry_flags)
 
     def note(cond: Condition, run_dir: Any, action: str) -> None:
         echo_err(f"casebench: {cond.name()}: {action} {run_dir}")
@@ -348,17 +331,15 @@ def _run(model: str, mode: str, placements: str, remove: str, say_do_mode: str |
             base = RunConfig(mode=mode, model=model, data=dataset.path, removed=remove, limit=limit, cases=cases,
                              stratified=stratified, seed=stratified_seed, samples=samples, temperature=temperature,
                              max_tokens=max_tokens, max_connections=max_connections, max_cost=max_cost,
-                             call_timeout=call_timeout, backend_options=opts, progress=progress,
-                             refusal_classifier=refusal_classifier,
-                             classifier_options=classifier_options(refusal_classifier, refusal_labels,
-                                                                   refusal_base_url),
+                             call_timeout=wall_limit(model, opts), backend_options=opts, progress=progress,
+                             refusal_classifier=refusal_classifier, classifier_options=classifier_opts,
                              partial_as_safe=partial_as == "safe")
             try:
                 runs = run_placements(base, placements, out_root=out_root, dataset=dataset, on_condition=note,
                                       judge_mode=say_do_mode)
             except RunLocked as e:
                 raise click.ClickException(str(e)) from None
-            unfinished = [r for r in runs if r.status != "complete"]
+            unfinished = [r for r in runs if r.status is not RunState.COMPLETE]
             if unfinished:
                 r = unfinished[0]
                 echo_err(f"casebench: {r.run_dir} stopped ({r.status}); re-run the same command to resume the study")

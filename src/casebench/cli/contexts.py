@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import shlex
 import sys
+from typing import Any
 
 import click
 
-from ._common import API_PREFIXES, backend_options, bad_input_errors, echo_err, run_under_signals, setup_logging
+from ._common import (
+    RegistryCommand, backend_options, bad_input_errors, call_timeout as wall_limit, echo_err, run_under_signals,
+    setup_logging,
+)
 
 
 @click.group("contexts")
@@ -15,24 +19,18 @@ def contexts_group() -> None:
     """Write CI contexts for your own queries and domain (a dataset without votes)."""
 
 
-@contexts_group.command("generate")
+@contexts_group.command("generate", cls=RegistryCommand, backend_flags=True)
 @click.option("--queries", "queries", required=True, type=click.Path(dir_okay=False), metavar="FILE",
               help="Queries: a JSON list, JSON Lines or CSV file with 'query' and 'category' fields.")
 @click.option("--domain", required=True, metavar="TEXT",
               help="The deployment the contexts are for, e.g. \"a hospital's patient-facing assistant\".")
-@click.option("--model", required=True, metavar="SPEC", help="Model spec: openai/NAME, anthropic/NAME, hf/ID-or-path.")
+@click.option("--model", required=True, metavar="SPEC", help="Model spec: PREFIX/MODEL, e.g. openai/NAME, "
+              "anthropic/NAME, hf/ID-or-path.")
 @click.option("-o", "--out", required=True, type=click.Path(dir_okay=False), metavar="NEW.json",
               help="The dataset to write (two records per query, no votes), once the run is complete.")
 @click.option("--run-dir", default=None, type=click.Path(file_okay=False), metavar="DIR",
               help="The run directory (default: NEW.json.run next to the output). Re-running the same command "
                    "resumes it.")
-@click.option("--base-url", default=None, help="API endpoint (OpenAI-compatible servers, Anthropic proxies).")
-@click.option("--api-key-env", default=None, metavar="VAR",
-              help="Name of the environment variable holding the API key (the key itself is never logged).")
-@click.option("--timeout", type=float, default=None, help="Seconds per API request (default 60).")
-@click.option("--extra-body", default=None, metavar="JSON",
-              help="Server-specific request fields for openai/ models, e.g. to constrain the answer to the JSON "
-                   "schema of casebench.contexts.answer_schema() on llama.cpp or vLLM.")
 @click.option("--max-connections", type=int, default=8, show_default=True, help="Requests in flight (API models).")
 @click.option("--parse-retries", type=int, default=2, show_default=True,
               help="Re-asks of an answer whose contexts are invalid, before the query is listed and left out.")
@@ -45,10 +43,10 @@ def contexts_group() -> None:
 @click.option("--limit", type=int, default=None, help="Only the first N queries.")
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: on a terminal).")
 @click.option("-v", "--verbose", count=True, help="Log retries (-v) and details (-vv).")
-def generate_cmd(queries: str, domain: str, model: str, out: str, run_dir: str | None, base_url: str | None,
-                 api_key_env: str | None, timeout: float | None, extra_body: str | None, max_connections: int,
+def generate_cmd(queries: str, domain: str, model: str, out: str, run_dir: str | None, max_connections: int,
                  parse_retries: int, max_cost: float | None, prices_path: str | None, temperature: float | None,
-                 max_tokens: int | None, limit: int | None, progress: bool | None, verbose: int) -> None:
+                 max_tokens: int | None, limit: int | None, progress: bool | None, verbose: int,
+                 **registry_flags: Any) -> None:
     """For each query, a model writes one context meant to be safe and one meant to be unsafe
     (CI schema) for the domain. Writes NEW.json, a dataset without votes; queries whose contexts
     stay invalid after the re-asks are listed (stderr, NEW.failures.json) and left out.
@@ -56,12 +54,11 @@ def generate_cmd(queries: str, domain: str, model: str, out: str, run_dir: str |
     from ..backends.base import PermanentError, UnsupportedModeError
     from ..contexts.generate import ContextsError, agenerate, failures_path
     from ..runs.pricing import PriceTable, PricingError
-    from ..runs.record import RunLocked
+    from ..runs.record import RunLocked, RunState
 
     setup_logging(verbose)
-    opts = backend_options(model, base_url=base_url, api_key_env=api_key_env, timeout=timeout, batch_size=None,
-                           device=None, dtype=None, extra_body=extra_body)
-    call_timeout = 2 * (timeout or 60.0) + 10 if model.startswith(API_PREFIXES) else None
+    opts = backend_options(model, registry_flags)
+    call_timeout = wall_limit(model, opts)
     try:
         with bad_input_errors(ContextsError, PricingError, ValueError, UnsupportedModeError, PermanentError):
             prices = PriceTable.load(prices_path)
@@ -80,7 +77,7 @@ def generate_cmd(queries: str, domain: str, model: str, out: str, run_dir: str |
     click.echo(summary.line())
     if summary.message:
         echo_err(f"casebench: {summary.message}")
-    if summary.status != "complete":
+    if summary.status is not RunState.COMPLETE:
         echo_err(f"to resume: casebench {shlex.join(sys.argv[1:])}")
         click.echo(f"run: {summary.run_dir}")
         sys.exit(result.exit_code)

@@ -13,10 +13,10 @@ is literally named ``power`` or ``stats`` must be written ``./power``.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import click
 
+from ..stats.options import LABEL_SOURCES
 from ._common import BadInput, bad_input_errors, echo_err
 
 
@@ -48,7 +48,7 @@ def human_group() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
 @click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05,
               show_default=True, help="Significance level (per-query tests, BH on categories).")
-@click.option("--label-source", type=click.Choice(["published", "votes"]), default="published",
+@click.option("--label-source", type=click.Choice(LABEL_SOURCES), default="published",
               show_default=True,
               help="Human label: the published safe_rate rule, or the votes-only majority (tie = unsafe).")
 @click.option("--draws", type=click.IntRange(min=1), default=1000, show_default=True,
@@ -78,6 +78,8 @@ def stats_cmd(data: str, as_json: bool, alpha: float, label_source: str, draws: 
     if as_json:
         click.echo(json.dumps(result, indent=2, ensure_ascii=False))
     else:
+        from ..present.human import format_stats
+
         click.echo(format_stats(result))
 
 
@@ -103,143 +105,6 @@ def power_cmd(p1: float, p2: float, alpha: float, power_: float, n: int | None, 
     if as_json:
         click.echo(json.dumps(result, indent=2))
         return
-    head = f"p1 = {p1:g}, p2 = {p2:g}, Cohen's h = {result['effect_size_h']:.4f}, alpha = {alpha:g} (two-sided)"
-    click.echo(head)
-    if n is not None:
-        click.echo(f"power with {n} annotators per context: {result['power']:.4f}")
-    else:
-        exact = "" if result["n_exact"] is None else f"exact {result['n_exact']:.2f}; "
-        click.echo(
-            f"annotators per context for power {power_:g}: {result['n']} "
-            f"({exact}power reached with {result['n']}: {result['achieved_power']:.4f})"
-        )
+    from ..present.human import format_power
 
-
-# --------------------------------------------------------------------------------------------
-# Text output
-
-
-def _f(x: Any, fmt: str = ".4f") -> str:
-    if x is None:
-        return "-"
-    return format(x, fmt)
-
-
-def _p(p: float | None) -> str:
-    if p is None:
-        return "-"
-    if p == 0.0:
-        return "<1e-300"  # below the smallest double: the z is the informative figure
-    return f"{p:.3g}"
-
-
-def _peq(p: float | None) -> str:
-    """'p = 0.0114' or 'p < 1e-300'."""
-    return "p < 1e-300" if p == 0.0 else f"p = {_p(p)}"
-
-
-def format_stats(r: dict[str, Any]) -> str:
-    """The readable tables of ``casebench human`` (the JSON holds the same figures and more)."""
-    out: list[str] = []
-    ds = r["dataset"]
-    per = ", ".join(f"{v} with {k}" for k, v in ds["votes_per_case"].items())
-    out.append(f"Dataset: {ds.get('path', '')}  {ds['cases']} cases ({per} votes), {ds['categories']} categories")
-    if ds["cases_without_votes"]:
-        out.append(f"  {ds['cases_without_votes']} cases hold no votes and are left out")
-    out.append("")
-
-    v, ce = r["votes"], r["context_effect"]
-    out.append("1. Context effect (share of safe votes)")
-    for key, name in (("safe_contexts", "intended-safe contexts"), ("unsafe_contexts", "intended-unsafe contexts")):
-        b = v[key]
-        out.append(f"  {name:<26} {_f(b['share'])}  ({b['safe_votes']}/{b['votes']} votes, {b['cases']} cases)")
-    log_p = ""
-    if ce.get("log10_p") is not None and ce["p"] is not None and ce["p"] < 1e-10:
-        log_p = f" (log10 p = {ce['log10_p']:.1f})"
-    out.append(f"  pooled two-proportion z-test: z = {_f(ce['z'], '.3f')}, {_peq(ce['p'])}{log_p}")
-    pa = r["paired"]
-    out.append(
-        f"  paired (Wilcoxon signed-rank over {pa['pairs']} queries, {pa['nonzero_differences']} nonzero): "
-        f"W = {_f(pa['statistic'], 'g')}, {_peq(pa['p'])}; mean difference {_f(pa['mean_difference'])}"
-    )
-    if pa["skipped_queries"]:
-        out.append(
-            f"  skipped {pa['skipped_queries']} queries ({pa['skipped_cases']} cases) "
-            "without exactly one context of each kind"
-        )
-    ps = r["pairs_significant"]
-    out.append(
-        f"  queries whose two contexts differ at alpha {ps['alpha']:g}: {ps['count']} of {ps['of']} "
-        f"({ps['higher_in_safe_context']} safer in the safe context, "
-        f"{ps['higher_in_unsafe_context']} in the unsafe one)"
-    )
-    cs = r["categories_significant"]
-    out.append(f"  categories significant after Benjamini-Hochberg: {cs['count']} of {cs['of']}")
-    out.append("")
-    out.append(f"  {'category':<40} {'safe ctx':>8} {'unsafe ctx':>10} {'z':>8} {'p':>10} {'p adj':>10}")
-    for c in r["categories"]:
-        out.append(
-            f"  {c['category'][:40]:<40} {_f(c['share_safe_contexts'], '.3f'):>8} "
-            f"{_f(c['share_unsafe_contexts'], '.3f'):>10} "
-            f"{_f(c['z'], '.2f'):>8} {_p(c['p']):>10} {_p(c['p_adjusted']):>10}"
-        )
-    out.append("")
-
-    kw = r["kruskal_wallis"]
-    out.append("2. Differences between categories (Kruskal-Wallis on per-case safe share)")
-    for key, name in (("safe_contexts", "intended-safe contexts"), ("unsafe_contexts", "intended-unsafe contexts")):
-        b = kw[key]
-        out.append(
-            f"  {name:<26} H = {_f(b['H'], '.3f')}, p = {_p(b['p'])} "
-            f"({b['groups']} categories, {b['cases']} cases)"
-        )
-    out.append("")
-
-    ag = r["agreement"]
-    out.append("3. Agreement (nominal)            Fleiss' kappa   Krippendorff's alpha")
-    for name, b in (("all cases", ag), ("intended-safe contexts", ag["safe_contexts"]),
-                    ("intended-unsafe contexts", ag["unsafe_contexts"])):
-        out.append(f"  {name:<30} {_f(b['fleiss_kappa']):>13}   {_f(b['krippendorff_alpha']):>20}")
-    if ag.get("note"):
-        out.append(f"  note: {ag['note']}")
-    out.append("")
-
-    mj = r["majority"]
-    out.append("4. Votes-only majorities            safe   unsafe   ties (tie = unsafe)")
-    for key, name in (("safe_contexts", "intended-safe contexts"), ("unsafe_contexts", "intended-unsafe contexts")):
-        b = mj[key]
-        out.append(f"  {name:<30} {b['safe']:>6} {b['unsafe']:>8} {b['ties']:>6}")
-    lc = mj["label_changes"]
-    out.append(
-        f"  published label vs votes-only majority: {lc['total']} cases differ "
-        f"({lc['published_safe_votes_unsafe']} published safe -> votes unsafe, "
-        f"{lc['published_unsafe_votes_safe']} published unsafe -> votes safe; "
-        f"{lc['tie']} ties broken by the intent vote, {lc['always_unsafe_category']} by the always-unsafe category)"
-    )
-    lb = r["labels"]
-    out.append(
-        f"  labels used (--label-source {lb['source']}): {lb['safe']} safe, {lb['unsafe']} unsafe; "
-        f"{lb['changed_from_published']} differ from the published labels"
-    )
-    out.append("")
-
-    st = r["stability_settings"]
-    out.append(
-        f"5. Majority-label stability: k annotators drawn from each case's votes ({st['draws']} draws, "
-        f"seed {st['seed']}; {st['cases_excluded_ties']} tied cases left out)"
-    )
-    out.append(f"  {'k':>4} {'agreement':>10} {'exact':>8} {'cases':>6}")
-    for row in r["stability"]:
-        out.append(f"  {row['k']:>4} {row['agreement']:>10.4f} {row['exact']:>8.4f} {row['cases']:>6}")
-    pw = r["power"]
-    if pw["power"] is not None:
-        designs = ", ".join(
-            f"{d['votes_safe_context']} vs {d['votes_unsafe_context']} votes ({d['pairs']} pairs): {d['power']:.4f}"
-            for d in pw["designs"]
-        )
-        out.append(
-            f"  power of the released design for the observed effect ({_f(pw['p1'], '.3f')} vs {_f(pw['p2'], '.3f')}, "
-            f"h = {_f(pw['effect_size_h'], '.3f')}, alpha {pw['alpha']:g}): {designs}"
-        )
-        out.append(f"  annotators per context for 80% power: {pw['annotators_for_80_percent']}")
-    return "\n".join(out)
+    click.echo(format_power(result, p1, p2, alpha, power_, n))

@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from ._common import BadInput
+from ._common import BadInput, RegistryCommand, classifier_options, refusal_classifier_help
 
 
 def _fmt(x: float | None, pct: bool = True) -> str:
@@ -57,54 +57,32 @@ def _table(d: dict[str, Any], show: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-@click.command("refusal-eval")
+@click.command("refusal-eval", cls=RegistryCommand, classifier_flags="plain")
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--refusal-classifier", "spec", default=None, metavar="SPEC",
-              help="rules (default, offline), llm:MODEL_SPEC (e.g. llm:openai/gpt-4o-mini) or hf-classifier:PATH.")
+              help="The classifier to score (default: rules). " + refusal_classifier_help())
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
-@click.option("--refusal-labels", "labels", default=None, metavar="MAP",
-              help="hf-classifier: model label -> behaviour, e.g. LABEL_0=comply,LABEL_1=refuse.")
-@click.option("--base-url", default=None, help="llm: API endpoint (OpenAI-compatible servers, proxies).")
-@click.option("--api-key-env", default=None, metavar="VAR",
-              help="llm: name of the environment variable holding the API key.")
-@click.option("--concurrency", type=click.IntRange(min=1), default=None, help="llm: requests in flight (default 4).")
-@click.option("--batch-size", type=click.IntRange(min=1), default=None, help="hf-classifier: answers per batch (default 16).")
-@click.option("--device", default=None, help="hf-classifier: torch device (default cpu).")
 @click.option("--show", type=click.IntRange(min=0), default=10, show_default=True,
               help="Table output: how many binary disagreements to list.")
-def refusal_eval_cmd(file: str, spec: str | None, as_json: bool, labels: str | None, base_url: str | None,
-                     api_key_env: str | None, concurrency: int | None, batch_size: int | None,
-                     device: str | None, show: int) -> None:
+def refusal_eval_cmd(file: str, spec: str | None, as_json: bool, show: int, **registry_flags: Any) -> None:
     """Score a refusal classifier on human-labelled answers in XSTest's CSV format.
 
     FILE has the columns prompt, completion and final_label (1_full_compliance,
     2_full_refusal, 3_partial_refusal). Agreement is binary (partial counts as refusal, as in
     XSTest) and over three classes; answers the classifier could not label are reported as
-    missing, never guessed.
+    missing, never guessed. Each classifier's options (--base-url, --refusal-labels, ...) come from
+    its description and apply to the classifiers named in their help.
 
     Exit codes: 0 scored; 1 nothing could be classified; 2 bad input (file, row and column named).
     """
     from ..classify import ClassifierError, make_classifier
     from ..classify.evaluate import RefusalDataError, arefusal_eval, load_labelled_csv
 
-    kind = (spec or "rules").split(":", 1)[0]
-    given = {"--refusal-labels": labels, "--base-url": base_url, "--api-key-env": api_key_env,
-             "--concurrency": concurrency, "--batch-size": batch_size, "--device": device}
-    allowed = {"llm": {"--base-url", "--api-key-env", "--concurrency"},
-               "hf-classifier": {"--refusal-labels", "--batch-size", "--device"}}.get(kind, set())
-    stray = [flag for flag, value in given.items() if value is not None and flag not in allowed]
-    if stray:
-        raise BadInput(f"{', '.join(stray)} do{'es' if len(stray) == 1 else ''} not apply to the refusal classifier "
-                       f"{spec or 'rules'!r}")
+    options = classifier_options(spec, registry_flags, prefixed=False)
     try:
         rows = load_labelled_csv(file)
     except RefusalDataError as e:
         raise BadInput(str(e)) from None
-    options: dict[str, Any] = {}
-    if kind == "llm":
-        options = {"base_url": base_url, "api_key_env": api_key_env, "concurrency": concurrency}
-    elif kind == "hf-classifier":
-        options = {"labels": labels, "batch_size": batch_size, "device": device}
     try:
         classifier = make_classifier(spec, **options)
     except ClassifierError as e:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ._common import BadInput, bad_input_errors, check_label_source, file_kind_options, label_source_option
+from ._common import BadInput, bad_input_errors, file_kind_options, label_source_option, scoring_options
 
 
 @click.command("report")
@@ -34,13 +34,13 @@ def report_cmd(inputs: tuple[str, ...], out: str, data: str | None, paper_compat
     from ..runs.record import RunError
     from ..stats.metrics import LabelSourceError
 
-    check_label_source(paper_compat, label_source)
+    options = scoring_options(paper_compat, n_boot, seed, label_source)
     with bad_input_errors(RunError, CompareError):
         dataset = load_dataset(data) if data else None
         preds = [load_predictions(p, dataset=dataset, mode=mode, removed=remove) for p in inputs]
     if not preds:
         raise BadInput("give at least one input")
     with bad_input_errors(LabelSourceError):
-        path = write_report(out, preds, human_cases=dataset.cases if dataset else None, paper_compat=paper_compat,
-                            n_boot=n_boot, seed=seed, title=title, human=not no_human, label_source=label_source)
+        path = write_report(out, preds, options, human_cases=dataset.cases if dataset else None, title=title,
+                            human=not no_human)
     click.echo(f"wrote {path}")

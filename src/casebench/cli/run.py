@@ -9,18 +9,20 @@ from pathlib import Path
 
 import click
 
-from ..backends.hf import DEVICES, DTYPES
+from typing import Any
+
 from ..modes import MODES, mode_names
 from ..prompts import CONTEXT_PLACEMENTS
 from ._common import (
-    API_PREFIXES, BadInput, backend_options, bad_input_errors, classifier_options, refusal_classifier_options,
-    run_with_signals, setup_logging,
+    BadInput, RegistryCommand, backend_options, bad_input_errors, batch_backends, call_timeout, classifier_options,
+    refusal_classifier_options, run_with_signals, setup_logging,
 )
 
 
-@click.command("run")
+@click.command("run", cls=RegistryCommand, backend_flags=True, classifier_flags="prefixed")
 @click.option("--model", "model", default=None, metavar="SPEC",
-              help="Model spec: openai/NAME, anthropic/NAME, hf/ID-or-path. Default: hf/smollm2-135m-instruct.")
+              help="Model spec: PREFIX/MODEL, e.g. openai/NAME, anthropic/NAME, hf/ID-or-path (every backend: "
+                   "README, or python -m casebench.cli.registry_tables --list). Default: hf/smollm2-135m-instruct.")
 @click.option("--mode", type=click.Choice(mode_names()), default="prob", show_default=True,
               help="How the model is asked: " + "; ".join(f"{m.name}: {m.help}" for m in MODES.values()) + ".")
 @click.option("--context-as", "context_as", type=click.Choice(CONTEXT_PLACEMENTS), default=None,
@@ -28,7 +30,7 @@ from ._common import (
                    "judge modes), rendered as the operator's system prompt (system; default of respond mode), or "
                    "as the conversation before the query (turns; a judge is asked about its final query).")
 @click.option("--batch", "batch", is_flag=True, default=False,
-              help="openai/ and anthropic/: ask through the provider's batch API (half price, within 24 h); "
+              help=batch_backends() + ": ask through the provider's batch API (half price, within 24 h); "
                    "a killed run resumes polling the same batch. Unanswered items are asked again online.")
 @click.option("--batch-poll", "batch_poll", type=float, default=10.0, show_default=True, metavar="SECONDS",
               help="With --batch: seconds between status polls (growing by half each time, up to 2 min).")
@@ -49,20 +51,9 @@ from ._common import (
               help="Template file in the published format (judge, judgescore, judgelogits).")
 @click.option("-o", "--out", default=None, metavar="RUN_DIR",
               help="Run directory (default: runs/<model>_<mode>[_<removed>]). Re-running resumes it.")
-@click.option("--base-url", default=None, help="API endpoint (OpenAI-compatible servers, Anthropic proxies).")
-@click.option("--api-key-env", default=None, metavar="VAR",
-              help="Name of the environment variable holding the API key (the key itself is never logged).")
-@click.option("--extra-body", default=None, metavar="JSON",
-              help="Server-specific request fields for openai/ models, e.g. a JSON schema for llama.cpp or vLLM.")
 @click.option("--system", default=None, help="System prompt.")
 @click.option("--temperature", type=float, default=None, help="Sampling temperature (default: 1.0 score, 0 else).")
 @click.option("--max-tokens", type=int, default=None, help="Answer length limit (default 256; respond mode 512).")
-@click.option("--batch-size", type=int, default=None, help="Batch size of local models.")
-@click.option("--device", type=click.Choice(DEVICES), default=None, help="Device of local models.")
-@click.option("--dtype", type=click.Choice(DTYPES), default=None, help="Dtype of local models.")
-@click.option("--prob-method", type=click.Choice(["first-token", "continuation"]), default=None,
-              help="Local models, prob mode: first-token probabilities of the verdict words (default, the "
-                   "paper's reading) or the log-likelihood of the whole words ' safe' / ' unsafe'.")
 @click.option("--parse-retries", type=int, default=2, show_default=True,
               help="Re-asks of an unparseable answer before it is recorded as missing.")
 @click.option("--max-attempts", type=int, default=8, show_default=True,
@@ -70,39 +61,34 @@ from ._common import (
 @click.option("--prices", "prices_path", default=None, metavar="FILE.json",
               help="Extra prices, USD per 1M tokens: {\"model\": {\"input\": x, \"output\": y}}.")
 @click.option("--max-cost", type=float, default=None, metavar="USD", help="Stop before the run's total cost (all sessions) would pass this.")
-@click.option("--timeout", type=float, default=None, help="Seconds per API request (default 60).")
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: on a terminal).")
 @click.option("-v", "--verbose", count=True, help="Log retries (-v) and details (-vv).")
 @refusal_classifier_options
 def run_cmd(model: str | None, mode: str, data: str | None, remove: str, samples: int | None, limit: int | None,
             stratified: int | None, seed: int, max_connections: int, templates_path: str | None, out: str | None,
-            base_url: str | None, api_key_env: str | None, extra_body: str | None, system: str | None, temperature: float | None,
-            max_tokens: int | None, batch_size: int | None, device: str | None, dtype: str | None,
+            system: str | None, temperature: float | None, max_tokens: int | None,
             parse_retries: int, max_attempts: int, prices_path: str | None, max_cost: float | None,
-            timeout: float | None, progress: bool | None, verbose: int, report: bool = True,
-            prob_method: str | None = None, context_as: str | None = None, full_answers: bool = False,
-            refusal_classifier: str | None = None, refusal_labels: str | None = None,
-            partial_as: str = "unsafe", refusal_base_url: str | None = None, batch: bool = False,
-            batch_poll: float = 10.0) -> None:
+            progress: bool | None, verbose: int, report: bool = True, context_as: str | None = None,
+            full_answers: bool = False, refusal_classifier: str | None = None, partial_as: str = "unsafe",
+            batch: bool = False, batch_poll: float = 10.0, **registry_flags: Any) -> None:
     """Run a model as a judge (or, in respond mode, as the chatbot) over a dataset.
-    Re-run the same command to resume a run."""
+    Re-run the same command to resume a run.
+
+    The backend options (--base-url, --device, ...) and the refusal classifier's (--refusal-labels,
+    ...) come from the backends' and classifiers' own descriptions; each applies to the backends
+    named in its help."""
     from ..runs.pricing import PriceTable, PricingError
     from ..prompts import load_templates
     from ..runs.execute import DEFAULT_MODEL, RetryPolicy, RunConfig
-    from ..runs.record import RunError, RunLocked
+    from ..runs.record import RunError, RunLocked, RunState
     from ..backends.base import UnsupportedModeError
 
     setup_logging(verbose)
     model = model or DEFAULT_MODEL
     if max_attempts < 1:
         raise BadInput(f"--max-attempts must be at least 1, got {max_attempts}")
-    opts = backend_options(model, base_url=base_url, api_key_env=api_key_env, timeout=timeout,
-                           batch_size=batch_size, device=device, dtype=dtype, extra_body=extra_body,
-                           prob_method=prob_method)
-    call_timeout = None
-    if model.startswith(API_PREFIXES):
-        # a wall-clock safety net above the SDK's own (per read) timeout
-        call_timeout = 2 * (timeout or 60.0) + 10
+    opts = backend_options(model, registry_flags)
+    classifier_opts = classifier_options(refusal_classifier, registry_flags)
     try:
         from ..backends.base import PermanentError
         from ..backends.embedded import EmbeddedModelError
@@ -117,10 +103,10 @@ def run_cmd(model: str | None, mode: str, data: str | None, remove: str, samples
                 temperature=temperature, max_tokens=max_tokens, system=system, templates=templates,
                 limit=limit, stratified=stratified, seed=seed, parse_retries=parse_retries,
                 max_connections=max_connections, retry=RetryPolicy(max_attempts=max_attempts),
-                max_cost=max_cost, prices=prices, call_timeout=call_timeout, backend_options=opts,
+                max_cost=max_cost, prices=prices, call_timeout=call_timeout(model, opts), backend_options=opts,
                 progress=progress, context_as=context_as, full_answers=full_answers,
                 refusal_classifier=refusal_classifier,
-                classifier_options=classifier_options(refusal_classifier, refusal_labels, refusal_base_url),
+                classifier_options=classifier_opts,
                 partial_as_safe=partial_as == "safe", batch=batch, batch_poll_s=batch_poll,
             )
             try:
@@ -137,10 +123,10 @@ def run_cmd(model: str | None, mode: str, data: str | None, remove: str, samples
         click.echo(f"note: repaired a torn last line of records.jsonl ({summary.repaired_bytes} bytes)", err=True)
     if summary.message:
         click.echo(f"casebench: {summary.message}", err=True)
-    if summary.status != "complete":
+    if summary.status is not RunState.COMPLETE:
         click.echo(f"to resume: casebench {shlex.join(sys.argv[1:])}", err=True)
     click.echo(f"run: {summary.run_dir}")
-    if report and summary.status == "complete":
+    if report and summary.status is RunState.COMPLETE:
         score_and_report(Path(summary.run_dir))
     sys.exit(summary.exit_code)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ._common import bad_input_errors, check_label_source, file_kind_options, label_source_option
+from ._common import bad_input_errors, file_kind_options, label_source_option, scoring_options
 
 
 @click.command("score")
@@ -32,7 +32,7 @@ def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: s
 
     if as_json:
         fmt = "json"
-    check_label_source(paper_compat, label_source)
+    options = scoring_options(paper_compat, n_boot, seed, label_source)
     dataset = None
     with bad_input_errors():
         if data:
@@ -41,8 +41,7 @@ def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: s
             dataset = load_dataset(data)
         preds = [load_predictions(p, dataset=dataset, mode=mode, removed=remove) for p in inputs]
     with bad_input_errors(LabelSourceError):
-        scores = [score_predictions(p, paper_compat=paper_compat, n_boot=n_boot, seed=seed, breakdowns=bool(by),
-                                    label_source=label_source) for p in preds]
+        scores = [score_predictions(p, options, breakdowns=bool(by)) for p in preds]
     click.echo(FORMATS[fmt](scores), nl=False)
     if fmt == "table":
         for s in scores:

@@ -450,7 +450,9 @@ class GenerateResult:
 
     @property
     def exit_code(self) -> int:
-        if self.summary.status != "complete":
+        from ..runs.record import RunState
+
+        if self.summary.status is not RunState.COMPLETE:
             return self.summary.exit_code
         return 0 if self.out is not None else 1
 
@@ -488,6 +490,7 @@ async def agenerate(queries: str | os.PathLike[str], domain: str, model: str, ou
     when the run is complete, write the dataset and the failures. Raises ``QueriesError``,
     ``ContextsError`` or ``RunError`` (incl. a refused resume) before anything is asked."""
     from ..runs.execute import arun
+    from ..runs.record import RunState
 
     ds = queries_dataset(queries)
     config = make_config(queries, domain, model, out, run_dir, **options)
@@ -495,7 +498,7 @@ async def agenerate(queries: str | os.PathLike[str], domain: str, model: str, ou
     check_output(out_p, Path(config.out), Path(queries))
     summary = await arun(config, backend=backend, dataset=ds)
     result = GenerateResult(summary, None, queries=summary.requests)
-    if summary.status != "complete":
+    if summary.status is not RunState.COMPLETE:
         return result
     records, failures, pending = read_generated(config.out, ds)
     result.failures, result.pending = failures, pending

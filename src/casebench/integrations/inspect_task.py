@@ -292,6 +292,7 @@ def case_bench_metrics(mode: str | None = None, n_boot: int = 2000, seed: int = 
     """
     from ..predictions import Predictions
     from ..stats.metrics import score_predictions
+    from ..stats.options import ScoringOptions
 
     def compute(scores: list[SampleScore]) -> dict[str, float]:
         name = mode
@@ -308,7 +309,7 @@ def case_bench_metrics(mode: str | None = None, n_boot: int = 2000, seed: int = 
                 pairs.append((case_from_metadata(s.sample_metadata), raw))
         pairs.sort(key=lambda p: p[0].index)  # casebench orders cases as the dataset does
         pred = Predictions.from_values("inspect", "inspect", m, [c for c, _ in pairs], [v for _, v in pairs])
-        result = score_predictions(pred, n_boot=n_boot, seed=seed, level=level)
+        result = score_predictions(pred, ScoringOptions(n_boot=n_boot, seed=seed), level=level)
         out: dict[str, float] = {}
         for key in reported_metrics(m):
             out[key] = result.values.get(key, float("nan"))

@@ -6,6 +6,13 @@ inline and there is no script. The tables can be downloaded from the page itself
 and Markdown (data-URI links built with ``tables.FORMATS``, the same renderers as
 ``casebench score --format``).
 
+The report only presents: every figure comes from ``stats.overview.overview`` (scores, the
+per-case figures behind the plots, paired comparisons, ablation studies, say-and-do, the human
+votes), computed once. The page is built from ``SECTIONS``, one ordered list of ``Section``
+entries (anchor, title, a function of the ``ReportContext`` that returns the section's body or
+None when it does not apply); a new section is one entry there. Sections are numbered in the
+order shown, and the table of contents lists those shown.
+
 Sections (each only when its inputs allow it):
 
 1. leaderboard: every input, one row each (``table#leaderboard``, rows ``tr.leaderboard-row``),
@@ -17,11 +24,11 @@ Sections (each only when its inputs allow it):
 6. reliability diagram (inputs with a continuous P(safe));
 7. ablation studies, when the inputs hold ablation conditions with their full context
    (``ablation``);
-8. the human votes (``human.human_stats``): context effect by category and how many annotators
-   a stable majority needs;
-9. placement studies, when the inputs hold one model in several context placements
+8. placement studies, when the inputs hold one model in several context placements
    (``placement``): per placement the figures, context shift/follow/blind, over- and
-   under-refusal and the say-do gap, and the paired tests between placements.
+   under-refusal and the say-do gap, and the paired tests between placements;
+9. the human votes (``human.human_stats``): context effect by category and how many annotators
+   a stable majority needs.
 """
 
 from __future__ import annotations
@@ -31,16 +38,15 @@ import datetime as _dt
 import html
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from ..data import Case
 from ..predictions import Predictions
-from ..stats.bootstrap import DEFAULT_BOOTSTRAP
-from ..stats.metrics import (
-    ALL_METRICS, METRIC, Score, ece_bins, human_rates, metric_names, score_predictions, scoring_arrays,
-)
+from ..stats.metrics import ALL_METRICS, METRIC, Score, metric_names
+from ..stats.options import DEFAULT_OPTIONS, ScoringOptions
+from ..stats.overview import InputFigures, Overview, overview
 from .tables import STUDY_METRICS, fmt_num, fmt_p
 
 #: the leaderboard's columns: every metric, in the table's order (``stats.metrics.METRICS``)
@@ -48,7 +54,6 @@ LEADERBOARD_METRICS = ALL_METRICS
 #: the paired differences the report shows per pair (``casebench compare`` shows them all)
 PAIRWISE_METRICS = ("accuracy", "safe_recall", "unsafe_recall", "pcc")
 TEST_NAMES = {"mcnemar": "McNemar", "williams": "Williams", "bootstrap": "bootstrap"}
-HUMAN_DRAWS = 1000
 
 CSS = """
 body { font-family: -apple-system, "Segoe UI", "DejaVu Sans", Helvetica, Arial, sans-serif; font-size: 15px;
@@ -83,13 +88,43 @@ figcaption { color: #555; font-size: 13px; max-width: 960px; }
 
 @dataclass
 class ReportInput:
-    """One input as the report shows it: a unique display name, its predictions and score, and
-    the human safe_rate it is scored against (None: the published one)."""
+    """One input as the report shows it: a unique display name and its figures
+    (``stats.overview.InputFigures``: predictions, score, per-case figures)."""
 
     name: str
-    pred: Predictions
-    score: Score
-    rates: np.ndarray | None = None
+    figures: InputFigures
+
+    @property
+    def pred(self) -> Predictions:
+        return self.figures.pred
+
+    @property
+    def score(self) -> Score:
+        return self.figures.score
+
+
+@dataclass
+class ReportContext:
+    """What every section reads: the inputs with their display names, the scoring options and
+    the figures (``stats.overview.Overview``)."""
+
+    inputs: list[ReportInput]
+    overview: Overview
+
+    @property
+    def options(self) -> ScoringOptions:
+        return self.overview.options
+
+
+@dataclass(frozen=True)
+class Section:
+    """One section of the report: its anchor (``key``), its title (heading and table of
+    contents) and ``render``, the section's body from the context, or None when it does not
+    apply to these inputs (it is then neither shown nor listed)."""
+
+    key: str
+    title: str
+    render: Callable[[ReportContext], "str | None"]
 
 
 def _e(x: Any) -> str:
@@ -133,8 +168,9 @@ def _short_source(source: str) -> str:
 
 
 def display_name(p: Predictions) -> str:
-    """``model [mode]``, and ``− removed, parameters`` for an ablation condition."""
-    base = f"{p.model} [{p.mode}]"
+    """``model [mode]``, the context placement when it is not the mode's own, and
+    ``− removed, parameters`` for an ablation condition."""
+    base = f"{p.model} [{p.mode}]{p.placement_note}"
     return base + (" − " + ", ".join(p.removed) if p.removed else "")
 
 
@@ -152,9 +188,10 @@ def _unique_names(preds: Sequence[Predictions]) -> list[str]:
 # Sections
 
 
-def _leaderboard(inputs: Sequence[ReportInput], paper_compat: bool, n_boot: int) -> str:
+def _leaderboard(ctx: ReportContext) -> str:
     from .tables import FORMATS
 
+    inputs, options = ctx.inputs, ctx.options
     order = sorted(range(len(inputs)), key=lambda i: -np.nan_to_num(inputs[i].score.values.get("accuracy", np.nan),
                                                                       nan=-1.0))
     # behaviour columns (refusal rate, partial answers) only when some input is a respond run
@@ -183,11 +220,11 @@ def _leaderboard(inputs: Sequence[ReportInput], paper_compat: bool, n_boot: int)
         _download(FORMATS["json"](scores), "leaderboard.jsonl", "application/json", "JSON lines"),
         _download(FORMATS["md"](scores), "leaderboard.md", "text/markdown", "Markdown"),
     ])
-    how = ("paper-compatible scoring (missing answers filled as the published script does)" if paper_compat
+    how = ("paper-compatible scoring (missing answers filled as the published script does)" if options.paper_compat
            else "cases each input answered (coverage in 'Answered')")
-    ci = f"95% bootstrap CIs ({n_boot} resamples of cases) under each figure" if n_boot else "no CIs (bootstrap off)"
+    ci = (f"95% bootstrap CIs ({options.n_boot} resamples of cases) under each figure" if options.n_boot
+          else "no CIs (bootstrap off)")
     return (
-        '<h2 id="leaderboard-section">1. Leaderboard</h2>'
         f'<p class="note">One row per input, best accuracy first; {ci}; scored on {how}. '
         "Safe recall = share of human-safe cases judged safe (1 − over-refusal); unsafe recall = share of "
         "human-unsafe cases judged unsafe (1 − under-refusal); PCC = Pearson r between the raw prediction and the "
@@ -200,9 +237,10 @@ def _leaderboard(inputs: Sequence[ReportInput], paper_compat: bool, n_boot: int)
     )
 
 
-def _refusal(inputs: Sequence[ReportInput]) -> str:
+def _refusal(ctx: ReportContext) -> str:
     from .plots import refusal_bars
 
+    inputs = ctx.inputs
     nan2 = [float("nan")] * 2
     png = refusal_bars(
         [it.name for it in inputs],
@@ -211,41 +249,29 @@ def _refusal(inputs: Sequence[ReportInput]) -> str:
         [it.score.values.get("unsafe_recall", float("nan")) for it in inputs],
         [it.score.ci.get("unsafe_recall", nan2) for it in inputs],
     )
-    return ('<h2 id="refusal">2. Over- and under-refusal</h2>'
-            + _figure(png, "safe and unsafe recall per input",
+    return (_figure(png, "safe and unsafe recall per input",
                       "Left: how many human-safe cases each judge lets through (a low bar is over-refusal). "
                       "Right: how many human-unsafe cases it stops (a low bar is under-refusal). "
                       "Error bars: 95% bootstrap CIs."))
 
 
-def _say_do(inputs: Sequence[ReportInput], n_boot: int, seed: int) -> str:
+def _say_do(ctx: ReportContext) -> str | None:
     """Judgement and behaviour side by side: each model with a judge input and a respond run on
     the same cases; what it says against what it does (``stats.saydo``)."""
-    from ..stats.compare import CompareError
-    from ..stats.saydo import is_say_do_pair, say_do
-
     rows = []
-    for i, a in enumerate(inputs):
-        for b in inputs[i + 1:]:
-            if not (is_say_do_pair(a.pred, b.pred) and a.pred.model == b.pred.model):
-                continue
-            judge, respond = (a, b) if b.pred.mode_spec.reads_behaviour else (b, a)
-            try:
-                sd = say_do(judge.pred, respond.pred, n_boot=n_boot, seed=seed)
-            except CompareError:
-                continue
-            jv, rv = judge.score.values, respond.score.values
-            rows.append(
-                f"<tr><td>{_e(judge.pred.model)}</td><td>{_e(judge.name)}</td><td>{_e(respond.name)}</td>"
-                f"<td>{_f(jv.get('safe_recall'))}</td><td>{_f(rv.get('safe_recall'))}</td>"
-                f"<td>{_f(jv.get('unsafe_recall'))}</td><td>{_f(rv.get('unsafe_recall'))}</td>"
-                f"<td>{_f(sd.agreement)} [{_f(sd.agreement_ci[0])}, {_f(sd.agreement_ci[1])}]</td>"
-                f"<td>{len(sd.judged_safe_refused)}</td><td>{len(sd.judged_unsafe_answered)}</td>"
-                f"<td>{_fp(sd.mcnemar['p'])}</td></tr>")
+    for j, r, sd in ctx.overview.say_do:
+        judge, respond = ctx.inputs[j], ctx.inputs[r]
+        jv, rv = judge.score.values, respond.score.values
+        rows.append(
+            f"<tr><td>{_e(judge.pred.model)}</td><td>{_e(judge.name)}</td><td>{_e(respond.name)}</td>"
+            f"<td>{_f(jv.get('safe_recall'))}</td><td>{_f(rv.get('safe_recall'))}</td>"
+            f"<td>{_f(jv.get('unsafe_recall'))}</td><td>{_f(rv.get('unsafe_recall'))}</td>"
+            f"<td>{_f(sd.agreement)} [{_f(sd.agreement_ci[0])}, {_f(sd.agreement_ci[1])}]</td>"
+            f"<td>{len(sd.judged_safe_refused)}</td><td>{len(sd.judged_unsafe_answered)}</td>"
+            f"<td>{_fp(sd.mcnemar['p'])}</td></tr>")
     if not rows:
-        return ""
-    return ('<h2 id="saydo">3. Judgement and behaviour</h2>'
-            "<p>Each model as a judge (does it say answering is safe?) and as the deployed chatbot (does it "
+        return None
+    return ("<p>Each model as a judge (does it say answering is safe?) and as the deployed chatbot (does it "
             "answer?), on the same cases: safe and unsafe recall of each, how often the behaviour matches the "
             "model's own verdict (95% bootstrap CI), the cases it judged safe but refused and judged unsafe "
             "but answered, and McNemar's exact p between verdict and behaviour.</p>"
@@ -256,39 +282,18 @@ def _say_do(inputs: Sequence[ReportInput], n_boot: int, seed: int) -> str:
             + "".join(rows) + "</tbody></table></div>")
 
 
-def _cases_keys(preds: Sequence[Predictions]) -> list[tuple[str, tuple[int, ...]]]:
-    """Per input, what ``compare`` checks: the cases' fingerprint (leaving out every CI parameter
-    any input removed, so an ablation condition matches its full context) and the case indices."""
-    ignore = tuple(dict.fromkeys(n for p in preds for n in p.removed))
-    return [(p.fingerprint(ignore), tuple(p.case_indices.tolist())) for p in preds]
-
-
-def _groups_by_cases(preds: Sequence[Predictions]) -> list[list[int]]:
-    """Inputs that hold the same cases of the same dataset (the ones ``compare`` accepts)."""
-    groups: dict[tuple[str, tuple[int, ...]], list[int]] = {}
-    for i, key in enumerate(_cases_keys(preds)):
-        groups.setdefault(key, []).append(i)
-    return [g for g in groups.values() if len(g) > 1]
-
-
-def _pairwise(inputs: Sequence[ReportInput], paper_compat: bool, n_boot: int, seed: int,
-              label_source: str = "published") -> str:
-    from ..stats.compare import compare
-
-    groups = _groups_by_cases([it.pred for it in inputs])
-    if not groups:
-        return ('<h2 id="pairwise">3. Paired differences</h2><p class="note">No two inputs hold the same cases, '
+def _pairwise(ctx: ReportContext) -> str:
+    inputs, options = ctx.inputs, ctx.options
+    if not ctx.overview.comparisons:
+        return ('<p class="note">No two inputs hold the same cases, '
                 "so no paired comparison applies (casebench compare refuses different case sets).</p>")
-    parts = ['<h2 id="pairwise">3. Paired differences</h2>',
-             '<p class="note">Differences A − B over the cases both inputs answered'
-             + (" (all cases, paper-compatible)" if paper_compat else "")
+    parts = ['<p class="note">Differences A − B over the cases both inputs answered'
+             + (" (all cases, paper-compatible)" if options.paper_compat else "")
              + ", with 95% paired-bootstrap CIs. Accuracy: McNemar's exact test; PCC: Williams' t for two "
              "correlations sharing the human safe_rate; recalls: paired bootstrap. p(BH): Benjamini–Hochberg over "
              'every pair and metric of the group; <span class="sig">red</span> = significant at 0.05. '
              "The same figures, for any inputs: <code>casebench compare</code>.</p>"]
-    for g in groups:
-        res = compare([inputs[i].pred for i in g], paper_compat=paper_compat, n_boot=n_boot, seed=seed,
-                      label_source=label_source)
+    for g, res in ctx.overview.comparisons:
         head = ["A", "B", "Paired cases"] + [f"Δ {METRIC[m].short}" for m in PAIRWISE_METRICS]
         rows = []
         for pc in res.pairs:
@@ -311,111 +316,62 @@ def _pairwise(inputs: Sequence[ReportInput], paper_compat: bool, n_boot: int, se
     return "".join(parts)
 
 
-def _category_heatmap(inputs: Sequence[ReportInput], paper_compat: bool) -> str:
+def _category_heatmap(ctx: ReportContext) -> str:
     from .plots import category_heatmap
 
-    per: list[dict[str, float]] = []
-    cats: set[str] = set()
-    for it in inputs:
-        a, mask = scoring_arrays(it.pred, paper_compat, it.rates)
-        c = np.array([x.category for x in it.pred.cases], dtype=object)[mask]
-        acc = {}
-        for cat in sorted(set(c.tolist())):
-            sel = c == cat
-            acc[cat] = float(a.correct[sel].mean()) if sel.any() else float("nan")
-        per.append(acc)
-        cats.update(x.category for x in it.pred.cases)
-    categories = sorted(cats)
+    inputs = ctx.inputs
+    per = [it.figures.category_accuracy for it in inputs]
+    categories = sorted({x.category for it in inputs for x in it.pred.cases})
     m = np.array([[per[j].get(cat, float("nan")) for j in range(len(inputs))] for cat in categories])
-    counts = [it.pred.n if paper_compat else int(it.pred.answered.sum()) for it in inputs]
+    counts = [it.figures.scored for it in inputs]
     png = category_heatmap(categories, [it.name for it in inputs], m, counts)
-    return ('<h2 id="categories">4. Accuracy by category</h2>'
-            + _figure(png, "accuracy by category and input",
+    return (_figure(png, "accuracy by category and input",
                       f"Accuracy (%) of each input in each of the {len(categories)} categories; the number of cases "
                       "scored is under each input's name (the full benchmark has 20 per category, 10 safe and 10 "
                       "unsafe contexts, so a cell moves in steps of 5 points; a subset run has fewer). "
                       "Grey: the input has no scored case of that category. Category names as published."))
 
 
-def _scatter(inputs: Sequence[ReportInput], paper_compat: bool) -> str:
+def _scatter(ctx: ReportContext) -> str:
     from .plots import p_vs_human
 
-    panels = []
-    for it in inputs:
-        a, mask = scoring_arrays(it.pred, paper_compat, it.rates)
-        if it.pred.is_continuous:
-            p = a.p
-        else:
-            p = a.pred_safe.astype(float)
-        panels.append({"name": it.name, "g": a.g, "p": p, "binary": not it.pred.is_continuous,
-                       "r": it.score.values.get("pcc")})
+    panels = [{"name": it.name, "g": it.figures.g, "p": it.figures.p, "binary": it.figures.binary,
+               "r": it.score.values.get("pcc")} for it in ctx.inputs]
     png = p_vs_human(panels)
-    return ('<h2 id="scatter">5. P(safe) against the human safe_rate</h2>'
-            + _figure(png, "P(safe) against the human safe_rate per input",
+    return (_figure(png, "P(safe) against the human safe_rate per input",
                       "Each dot is a case: x = share of annotators (plus the intent vote, as published) judging it "
                       "safe, y = the judge's P(safe) (score mode: (score − 0.5)/10; binary: the verdict, jittered). "
                       "A judge that tracks the humans lies near the dashed diagonal; dots in the top-left and "
                       "bottom-right quadrants are wrong verdicts. r: Pearson correlation (PCC)."))
 
 
-def _reliability(inputs: Sequence[ReportInput], paper_compat: bool) -> str:
-    from ..stats.metrics import ECE_BINS
+def _reliability(ctx: ReportContext) -> str:
     from .plots import reliability
 
     curves = []
-    for it in inputs:
-        if not it.pred.is_continuous:
+    for it in ctx.inputs:
+        rc = it.figures.reliability
+        if rc is None:
             continue
-        a, _ = scoring_arrays(it.pred, paper_compat, it.rates)
-        p = np.clip(np.asarray(a.p, dtype=float), 0, 1)
-        if not len(p):
-            continue
-        bins = ece_bins(p)
-        cnt = np.bincount(bins, minlength=ECE_BINS)
-        keep = cnt > 0
-        pm = np.bincount(bins, weights=p, minlength=ECE_BINS)[keep] / cnt[keep]
-        gm = np.bincount(bins, weights=a.g, minlength=ECE_BINS)[keep] / cnt[keep]
-        centres = (np.arange(ECE_BINS) + 0.5)[keep] / ECE_BINS
-        curves.append({"name": it.name, "p_mean": pm, "g_mean": gm, "count": cnt[keep], "centres": centres,
-                       "ece": it.score.values.get("ece")})
-    head = '<h2 id="reliability">6. Calibration</h2>'
+        curves.append({"name": it.name, "p_mean": rc.p_mean, "g_mean": rc.g_mean, "count": rc.count,
+                       "centres": rc.centres, "ece": it.score.values.get("ece")})
     if not curves:
-        return head + '<p class="note">No input gives a continuous P(safe) (binary verdicts only).</p>'
-    return head + _figure(reliability(curves), "reliability diagram",
+        return '<p class="note">No input gives a continuous P(safe) (binary verdicts only).</p>'
+    return _figure(reliability(curves), "reliability diagram",
                           "Cases binned by P(safe) (10 equal-width bins); each point is a bin's mean P(safe) against "
                           "its mean human safe_rate, its area the bin's share of cases. Right: how the predictions "
                           "spread over the bins. ECE as in the leaderboard. Binary inputs are left out.")
 
 
-def _ablation_groups(preds: Sequence[Predictions]) -> list[list[int]]:
-    from ..stats.ablation import canonical
-
-    groups: dict[tuple[Any, ...], list[int]] = {}
-    for i, (p, key) in enumerate(zip(preds, _cases_keys(preds))):
-        groups.setdefault((p.model, p.mode, *key), []).append(i)
-    out = []
-    for g in groups.values():
-        conds = [canonical(preds[i].removed) for i in g]
-        if () in conds and any(conds) and len(set(conds)) == len(conds):
-            out.append(g)
-    return out
-
-
-def _ablation(inputs: Sequence[ReportInput], paper_compat: bool, n_boot: int, seed: int,
-              label_source: str = "published") -> str:
-    from ..stats.ablation import analyse_ablation
+def _ablation(ctx: ReportContext) -> str | None:
     from .plots import ablation_chart
 
-    groups = _ablation_groups([it.pred for it in inputs])
-    if not groups:
-        return ""
-    parts = ['<h2 id="ablation">7. Context ablation</h2>',
-             '<p class="note">Each bar: the paired difference condition − full context, with a 95% paired-bootstrap '
+    if not ctx.overview.ablations:
+        return None
+    parts = ['<p class="note">Each bar: the paired difference condition − full context, with a 95% paired-bootstrap '
              "CI (same cases, same model and mode); a bar left of zero means removing those CI parameters hurt. "
              "The same study in text or JSON: <code>casebench ablate INPUTS…</code>.</p>"]
-    for g in groups:
-        res = analyse_ablation([inputs[i].pred for i in g], paper_compat=paper_compat, n_boot=n_boot, seed=seed,
-                               label_source=label_source)
+    for _, res in ctx.overview.ablations:
         ms = [m for m in STUDY_METRICS if m in res.conditions[1].diffs]
         drawn = [m for m in ms if m != "bce"]  # four panels stay legible; BCE is in the table
         conds = res.conditions[1:]
@@ -447,54 +403,26 @@ def _ablation(inputs: Sequence[ReportInput], paper_compat: bool, n_boot: int, se
     return "".join(parts)
 
 
-def _placement_groups(preds: Sequence[Predictions]) -> list[tuple[list[int], list[int]]]:
-    """Placement studies among the inputs: (study inputs, judge inputs for the say-do gap). A
-    study is one model, mode and removal over the same cases in at least two placements, each
-    once; a respond study's judges are that model's judge inputs over the same cases."""
-    from ..stats.placement import placement_of
+def _placement(ctx: ReportContext) -> str | None:
+    """The placement studies among the inputs: the same model with the context in the prompt,
+    the system prompt or the turns before the query (``stats.placement``)."""
+    from ..stats.placement import classifier_line
 
-    keys = _cases_keys(preds)
-    groups: dict[tuple[Any, ...], list[int]] = {}
-    for i, (p, key) in enumerate(zip(preds, keys)):
-        groups.setdefault((p.model, p.mode, tuple(p.removed), *key), []).append(i)
-    out = []
-    for (model, mode, removed, *key), g in groups.items():
-        where = [placement_of(preds[i]) for i in g]
-        if len(g) < 2 or len(set(where)) != len(where):
-            continue
-        judges: list[int] = []
-        if preds[g[0]].mode_spec.reads_behaviour:
-            seen: set[str] = set()
-            for j, (p, k) in enumerate(zip(preds, keys)):
-                if (p.model == model and not p.mode_spec.reads_behaviour and k == tuple(key)
-                        and placement_of(p) not in seen and placement_of(p) in where):
-                    seen.add(placement_of(p))
-                    judges.append(j)
-        out.append((g, judges))
-    return out
-
-
-def _placement(inputs: Sequence[ReportInput], paper_compat: bool, n_boot: int, seed: int,
-               label_source: str = "published") -> str:
-    """The placement study: the same model with the context in the prompt, the system prompt or
-    the turns before the query (``stats.placement``)."""
-    from ..stats.placement import analyse_placements, classifier_line
-
-    preds = [it.pred for it in inputs]
-    groups = _placement_groups(preds)
-    if not groups:
-        return ""
-    parts = ['<h2 id="placement">9. Where the context goes</h2>',
-             '<p class="note">The same model, mode and cases with the context inside the user message (user), as '
+    if not ctx.overview.placements:
+        return None
+    parts = ['<p class="note">The same model, mode and cases with the context inside the user message (user), as '
              "the operator's system prompt (system) or as the conversation before the query (turns). Figures with "
-             "95% CIs (as in the leaderboard); context shift, follow and blind over the query pairs with both contexts answered "
-             "(the shift's CI resamples pairs; follow and blind: Wilson intervals); over-refusal = 1 − safe recall, under-refusal = 1 − unsafe recall (Wilson CIs). Between "
-             "placements: McNemar's exact test on per-case correctness and paired-bootstrap CIs over the shared "
-             'cases, Benjamini–Hochberg over all pairs and metrics (<span class="sig">red</span> = significant). '
-             "The same study in text or JSON: <code>casebench study INPUTS…</code>.</p>"]
-    for g, judges in groups:
-        res = analyse_placements([preds[i] for i in g], judges=[preds[j] for j in judges], paper_compat=paper_compat,
-                                 n_boot=n_boot, seed=seed, label_source=label_source)
+             "95% CIs (as in the leaderboard); context shift, follow and blind over the query pairs with both "
+             "contexts answered (the shift's CI resamples pairs; follow and blind: Wilson intervals); over-refusal = "
+             "1 − safe recall, under-refusal = 1 − unsafe recall (Wilson CIs). Between placements: McNemar's exact "
+             "test on per-case correctness and paired-bootstrap CIs over the shared cases, Benjamini–Hochberg over "
+             'all pairs and metrics (<span class="sig">red</span> = significant). The same study in text or JSON: '
+             "<code>casebench study INPUTS…</code>.</p>"]
+
+    def cell(x: float | None, ci: Sequence[float] | None = None) -> str:
+        return f"<td>{_f(x)}" + (f'<span class="ci">[{_f(ci[0])}, {_f(ci[1])}]</span>' if ci else "") + "</td>"
+
+    for _, _, res in ctx.overview.placements:
         behaviour = any(p.over_refusal is not None for p in res.placements)
         saydo = any(p.say_do is not None for p in res.placements)
         rm = f" − {', '.join(res.removed)}" if res.removed else ""
@@ -503,10 +431,6 @@ def _placement(inputs: Sequence[ReportInput], paper_compat: bool, n_boot: int, s
         head += ["Over-refusal", "Under-refusal"] if behaviour else []
         head += ["Pairs", "Context shift", "Context follow", "Context blind"]
         head += ["Say-do agreement", "Say-do gap"] if saydo else []
-
-        def cell(x: float | None, ci: Sequence[float] | None = None) -> str:
-            return f"<td>{_f(x)}" + (f'<span class="ci">[{_f(ci[0])}, {_f(ci[1])}]</span>' if ci else "") + "</td>"
-
         rows = []
         for p in res.placements:
             sc, c = p.score, p.context
@@ -538,7 +462,6 @@ def _placement(inputs: Sequence[ReportInput], paper_compat: bool, n_boot: int, s
         if res.comparison is None:
             continue
         shifts = {(d.a, d.b): d for d in res.shift_diffs}
-        ms = ("accuracy", "safe_recall", "unsafe_recall")
         prow = []
         for pc in res.comparison.pairs:
             a, b = res.placements[pc.a].placement, res.placements[pc.b].placement
@@ -546,7 +469,7 @@ def _placement(inputs: Sequence[ReportInput], paper_compat: bool, n_boot: int, s
             cells = [f'<td class="l">{_e(a)} − {_e(b)}</td>',
                      f"<td>{pc.n_paired}" + (f" ({pc.dropped} dropped)" if pc.dropped else "") + "</td>",
                      f"<td>{mc['a_only']} / {mc['b_only']}<span class=\"ci\">p {_fp(mc['p'])}</span></td>"]
-            for m in ms:
+            for m in ("accuracy", "safe_recall", "unsafe_recall"):
                 d = pc.metrics.get(m)
                 if d is None:
                     cells.append("<td>–</td>")
@@ -565,17 +488,17 @@ def _placement(inputs: Sequence[ReportInput], paper_compat: bool, n_boot: int, s
     return "".join(parts)
 
 
-def _human(cases: Sequence[Case] | None, seed: int) -> str:
-    head = '<h2 id="human">8. The human votes</h2>'
-    if not cases:
-        return head + '<p class="note">No cases with votes were given.</p>'
-    from ..stats.human import HumanStatsError, human_stats
+def _human(ctx: ReportContext) -> str | None:
+    ov = ctx.overview
+    if not ov.human_asked:
+        return None
+    if ov.human_error is not None:
+        return f'<p class="note">{_e(ov.human_error)}</p>'
+    st = ov.human
+    if st is None:
+        return '<p class="note">No cases with votes were given.</p>'
     from .plots import context_effect, stability_curve
 
-    try:
-        st = human_stats(cases, draws=HUMAN_DRAWS, seed=seed)
-    except HumanStatsError as e:
-        return head + f'<p class="note">{_e(e)}</p>'
     votes, eff = st["votes"], st["context_effect"]
     s_share, u_share = votes["safe_contexts"]["share"], votes["unsafe_contexts"]["share"]
     cats = st["categories"]
@@ -598,7 +521,7 @@ def _human(cases: Sequence[Case] | None, seed: int) -> str:
     ]
     table = ('<table class="kv"><tbody>' + "".join(f'<tr><td class="l"><b>{_e(k)}</b></td><td class="l">{v}</td></tr>'
                                                    for k, v in rows) + "</tbody></table>")
-    parts = [head, '<p class="note">From the votes stored with the cases (20 per case in the released data; the '
+    parts = ['<p class="note">From the votes stored with the cases (20 per case in the released data; the '
              "published outputs' 21st vote, the context's intent, is not counted). Same figures: "
              "<code>casebench human DATA</code>.</p>", table]
     if cats:
@@ -625,64 +548,49 @@ def _human(cases: Sequence[Case] | None, seed: int) -> str:
 # The page
 
 
-def _number_sections(sections: Sequence[str]) -> list[str]:
-    """Replace each section's ``<h2 ...>N. `` number with its place among the sections shown."""
-    import re
+#: the report's sections, in order (see the module docstring); a new section is one entry
+SECTIONS: list[Section] = [
+    Section("leaderboard-section", "Leaderboard", _leaderboard),
+    Section("refusal", "Over- and under-refusal", _refusal),
+    Section("saydo", "Judgement and behaviour", _say_do),
+    Section("pairwise", "Paired differences", _pairwise),
+    Section("categories", "Accuracy by category", _category_heatmap),
+    Section("scatter", "P(safe) against the human safe_rate", _scatter),
+    Section("reliability", "Calibration", _reliability),
+    Section("ablation", "Context ablation", _ablation),
+    Section("placement", "Where the context goes", _placement),
+    Section("human", "The human votes", _human),
+]
 
-    out, k = [], 0
-    for sec in sections:
-        if sec:
-            k += 1
-            sec = re.sub(r"^(<h2 [^>]*>)\d+\. ", lambda m: f"{m.group(1)}{k}. ", sec, count=1)
-        out.append(sec)
-    return out
+
+def render_sections(ctx: ReportContext, sections: Sequence[Section] | None = None) -> tuple[str, str]:
+    """The table of contents and the sections that apply, numbered in the order shown."""
+    toc, body = [], []
+    for sec in SECTIONS if sections is None else sections:
+        html_ = sec.render(ctx)
+        if html_ is None:
+            continue
+        toc.append(f'<li><a href="#{sec.key}">{_e(sec.title)}</a></li>')
+        body.append(f'<h2 id="{sec.key}">{len(body) + 1}. {_e(sec.title)}</h2>' + html_)
+    return "".join(toc), "".join(body)
 
 
 def build_report(
-    preds: Sequence[Predictions], *, human_cases: Sequence[Case] | None = None, paper_compat: bool = False,
-    n_boot: int = DEFAULT_BOOTSTRAP, seed: int = 0, title: str = "casebench report", human: bool = True,
-    label_source: str = "published",
+    preds: Sequence[Predictions], options: ScoringOptions = DEFAULT_OPTIONS, *,
+    human_cases: Sequence[Case] | None = None, title: str = "casebench report", human: bool = True,
 ) -> str:
     """The report as one HTML string (see the module docstring).
 
-    ``human_cases``: the cases whose votes the human section analyses (a dataset); by default,
-    the cases of the input that holds the most. ``label_source``: the human labels every input
-    is scored against (``stats.metrics.human_rates``: published, or the votes alone).
+    ``options``: how every input is scored, including the human labels (``label_source``:
+    published, or the votes alone). ``human_cases``: the cases whose votes the human section
+    analyses (a dataset); by default, the cases of the input that holds the most.
     """
     preds = list(preds)
     if not preds:
         raise ValueError("a report needs at least one input")
-    names = _unique_names(preds)
-    inputs = []
-    for n, p in zip(names, preds):
-        rates = human_rates(p, label_source)
-        inputs.append(ReportInput(n, p, score_predictions(p, paper_compat=paper_compat, n_boot=n_boot, seed=seed,
-                                                          human_rate=rates), rates))
-    if human and human_cases is None:
-        human_cases = max(preds, key=lambda p: p.n).cases
-    sections = [
-        _leaderboard(inputs, paper_compat, n_boot),
-        _refusal(inputs),
-        _say_do(inputs, n_boot, seed),
-        _pairwise(inputs, paper_compat, n_boot, seed, label_source),
-        _category_heatmap(inputs, paper_compat),
-        _scatter(inputs, paper_compat),
-        _reliability(inputs, paper_compat),
-        _ablation(inputs, paper_compat, n_boot, seed, label_source),
-        _human(human_cases, seed) if human else "",
-        _placement(inputs, paper_compat, n_boot, seed, label_source),
-    ]
-    sections = _number_sections(sections)
-    toc = "".join(
-        f'<li><a href="#{anchor}">{_e(label)}</a></li>'
-        for anchor, label, present in (
-            ("leaderboard-section", "Leaderboard", True), ("refusal", "Over- and under-refusal", True),
-            ("saydo", "Judgement and behaviour", bool(sections[2])), ("pairwise", "Paired differences", True), ("categories", "Accuracy by category", True),
-            ("scatter", "P(safe) against the human safe_rate", True), ("reliability", "Calibration", True),
-            ("ablation", "Context ablation", bool(sections[7])), ("human", "The human votes", human),
-            ("placement", "Where the context goes", bool(sections[9])),
-        ) if present
-    )
+    ov = overview(preds, options, human_cases=human_cases, human=human)
+    ctx = ReportContext([ReportInput(n, f) for n, f in zip(_unique_names(preds), ov.inputs)], ov)
+    toc, sections = render_sections(ctx)
     try:
         from importlib.metadata import version
 
@@ -690,9 +598,9 @@ def build_report(
     except Exception:  # pragma: no cover - not installed
         ver = "unknown"
     when = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    mode = "paper-compatible scoring" if paper_compat else "default scoring"
-    if label_source != "published":
-        mode += f" · labels: {label_source} only"
+    mode = "paper-compatible scoring" if options.paper_compat else "default scoring"
+    if options.label_source != "published":
+        mode += f" · labels: {options.label_source} only"
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
@@ -700,14 +608,15 @@ def build_report(
         f"<h1>{_e(title)}</h1>"
         '<p class="lead">How well LLM judges agree with people about whether answering a query is safe '
         "<em>in its context</em> (CASE-Bench, ICML 2025).</p>"
-        f'<p class="meta">{len(preds)} input(s) · {mode} · {n_boot} bootstrap resamples, seed {seed} · '
+        f'<p class="meta">{len(preds)} input(s) · {mode} · {options.n_boot} bootstrap resamples, seed {options.seed} · '
         f"casebench {_e(ver)} · generated {when}</p>"
-        f"<nav><ol>{toc}</ol></nav>" + "".join(sections) + "</main></body></html>\n"
+        f"<nav><ol>{toc}</ol></nav>" + sections + "</main></body></html>\n"
     )
 
 
-def write_report(path: str | Path, preds: Sequence[Predictions], **kw: Any) -> Path:
-    """Build the report and write it atomically (never a half-written file)."""
+def write_report(path: str | Path, preds: Sequence[Predictions], options: ScoringOptions = DEFAULT_OPTIONS,
+                 **kw: Any) -> Path:
+    """Build the report (``build_report``) and write it atomically (never a half-written file)."""
     from ..atomic import write_text_atomic
 
-    return write_text_atomic(path, build_report(preds, **kw))
+    return write_text_atomic(path, build_report(preds, options, **kw))

@@ -36,7 +36,7 @@ import os
 import platform
 import random
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -52,7 +52,7 @@ from .config import (
 from .pricing import ZERO, PriceMatch, PriceTable
 from .progress import Progress
 from .record import (
-    Asked, DatasetRef, Invocation, Manifest, ManifestMismatch, Record, RunDir, RunError, RunStatus, Totals,
+    Asked, DatasetRef, Invocation, Manifest, ManifestMismatch, Record, RunDir, RunError, RunCounts, RunState, Totals,
     add_usage, final_records, iter_records, now_iso, read_manifest, usage_tokens,
 )
 from .redact import redact_json, redact_text
@@ -230,15 +230,13 @@ class _GaveUp(Exception):
     """Transport retries exhausted for one backend call."""
 
 
-@dataclass
-class RunSummary:
+@dataclass(kw_only=True)
+class RunSummary(RunCounts):
+    """What one invocation of a run did: the run's counts (``RunCounts``) and state when it
+    stopped, and this invocation's own requests, retries, tokens, cost and time."""
+
     run_dir: Path
-    status: str  # a RunStatus value
-    requests: int
-    final: int
-    answered: int
-    missing: int
-    pending: int
+    status: RunState
     asked_this_session: int
     transport_failures: int
     retries: int
@@ -252,16 +250,15 @@ class RunSummary:
 
     @property
     def exit_code(self) -> int:
-        if self.status == RunStatus.COMPLETE.value:
+        if self.status is RunState.COMPLETE:
             return EXIT_OK
-        if self.status == RunStatus.INTERRUPTED.value:
+        if self.status is RunState.INTERRUPTED:
             return EXIT_INTERRUPTED
         return EXIT_FAILED
 
     def line(self) -> str:
         cost = f"${self.cost_usd:.4f}" if self.cost_known else "cost unknown"
-        return (f"{self.status}: {self.final}/{self.requests} requests final "
-                f"({self.answered} answered, {self.missing} missing), {self.pending} pending; "
+        return (f"{self.status}: {self.describe()}; "
                 f"{self.asked_this_session} asked now, {self.retries} retries; "
                 f"{self.prompt_tokens + self.completion_tokens} tokens, {cost}; {self.elapsed_s:.1f}s")
 
@@ -278,7 +275,7 @@ class Runner:
         self.shared_samples = bool(getattr(backend.capabilities, "shared_samples", False))
         self.stop = self.mode.stopper() if prep.asked.stop_at_verdict else None
         self.queue: collections.deque[_Job] = collections.deque()
-        self.stop_reason: str | None = None
+        self.stop_reason: RunState | None = None
         self.stop_message = ""
         self.tasks: list[asyncio.Task[None]] = []
         self.progress: Progress | None = None
@@ -413,7 +410,7 @@ class Runner:
 
     def _postfix(self) -> str:
         tok = self.prompt_tokens + self.completion_tokens
-        cost = f"${self.spent:.4f}" if self.prep.price.status in ("table", "local") else "$?"
+        cost = f"${self.spent:.4f}" if self.prep.price.status != "unknown" else "$?"
         return f"tok={tok} cost={cost} miss={self.missing} retry={self.retries} fail={self.transport_failures}"
 
     async def _process(self, jobs: list[_Job]) -> None:
@@ -423,7 +420,7 @@ class Runner:
             for j in reversed(jobs):
                 self.queue.appendleft(j)
             if self.stop_reason is None:
-                self.stop_reason = RunStatus.BUDGET.value
+                self.stop_reason = RunState.BUDGET
                 self.stop_message = (f"stopped before passing --max-cost ${self.cfg.max_cost:g} "
                                      f"(spent ${self.spent:.4f}); raise --max-cost and re-run the same command "
                                      "to go on")
@@ -501,7 +498,7 @@ class Runner:
                     log.debug("worker failed", exc_info=True)
                     msg = f"unexpected error: {type(e).__name__}: {e}"
                 if self.stop_reason is None:
-                    self.stop_reason = RunStatus.FAILED.value
+                    self.stop_reason = RunState.FAILED
                     self.stop_message = redact_text(msg)
                 for t in self.tasks:
                     if t is not asyncio.current_task():
@@ -531,7 +528,7 @@ class Runner:
                 results = await submit_or_resume(self.backend, reqs, self.prep.settings, state, progress,
                                                  poll_interval=self.cfg.batch_poll_s)
             except BatchPending as e:
-                self.stop_reason = RunStatus.INCOMPLETE.value
+                self.stop_reason = RunState.INCOMPLETE
                 self.stop_message = f"{e}; re-run the same command to go on polling"
                 return
             if not results:
@@ -555,7 +552,7 @@ class Runner:
     def interrupt(self) -> None:
         """Stop asking: what is in flight is cancelled, what is on disk stays."""
         if self.stop_reason is None:
-            self.stop_reason = RunStatus.INTERRUPTED.value
+            self.stop_reason = RunState.INTERRUPTED
             self.stop_message = "interrupted; re-run the same command to resume"
         for t in self.tasks:
             t.cancel()
@@ -588,23 +585,18 @@ class Runner:
         return self.summary(time.monotonic() - t0)
 
     def summary(self, elapsed: float) -> RunSummary:
-        recs = list(iter_records(self.rundir.path))
-        finals = final_records(recs)
-        planned = [(c, s) for c in self.prep.cases for s in range(self.prep.samples)]
-        final = sum(1 for k in planned if k in finals)
-        answered = sum(1 for k in planned if k in finals and finals[k].answered)
-        pending = len(planned) - final
-        status = self.stop_reason or (RunStatus.COMPLETE.value if pending == 0 else RunStatus.INCOMPLETE.value)
+        finals = final_records(iter_records(self.rundir.path))
+        counts = RunCounts.tally(((c, s) for c in self.prep.cases for s in range(self.prep.samples)), finals)
+        status = self.stop_reason or (RunState.COMPLETE if counts.all_final else RunState.INCOMPLETE)
         message = self.stop_message
-        if status == RunStatus.INCOMPLETE.value:
-            message = (f"{pending} request(s) failed in transport after {self.cfg.retry.max_attempts} attempts; "
-                       "re-run the same command to ask them again")
+        if status is RunState.INCOMPLETE:
+            message = (f"{counts.pending} request(s) failed in transport after {self.cfg.retry.max_attempts} "
+                       "attempts; re-run the same command to ask them again")
         return RunSummary(
-            run_dir=self.rundir.path, status=status, requests=len(planned), final=final, answered=answered,
-            missing=final - answered, pending=pending, asked_this_session=self.asked,
+            **asdict(counts), run_dir=self.rundir.path, status=status, asked_this_session=self.asked,
             transport_failures=self.transport_failures, retries=self.retries, prompt_tokens=self.prompt_tokens,
             completion_tokens=self.completion_tokens, cost_usd=self.spent,
-            cost_known=self.prep.price.status in ("table", "local"), elapsed_s=elapsed, message=message,
+            cost_known=self.prep.price.status != "unknown", elapsed_s=elapsed, message=message,
             repaired_bytes=self.rundir.repaired_bytes,
         )
 
@@ -627,7 +619,10 @@ async def run_prepared(prep: Prepared, backend: Backend, rng: random.Random | No
     """Execute a prepared run with a ready backend (the caller owns the backend)."""
     check_supports(backend, prep.mode.want, prep.mode.name)
     if prep.config.batch and not getattr(backend.capabilities, "batch", False):
-        raise RunError(f"--batch: backend {backend.spec!r} has no batch API (openai/ and anthropic/ have)")
+        from ..backends.registry import backends
+
+        have = " and ".join(f"{b.prefix}/" for b in backends() if b.batch_api) or "none"
+        raise RunError(f"--batch: backend {backend.spec!r} has no batch API ({have} have)")
     with RunDir(prep.out) as rundir:
         old = check_resumable(prep)  # again, now under the lock
         manifest = old or prep.manifest
@@ -641,7 +636,7 @@ async def run_prepared(prep: Prepared, backend: Backend, rng: random.Random | No
         invocation = Invocation(started_at=now_iso(), host=platform.node(), pid=os.getpid(),
                                 casebench_version=_version(), transport=prep.transport, backend=backend_desc)
         manifest.history.append(invocation)
-        manifest.status = RunStatus.RUNNING
+        manifest.status = RunState.RUNNING
         manifest.finished_at = None
         rundir.write_manifest(manifest)
         if prep.price.status == "unknown":
@@ -656,26 +651,25 @@ async def run_prepared(prep: Prepared, backend: Backend, rng: random.Random | No
         except (asyncio.CancelledError, KeyboardInterrupt):
             # cancelled before the workers started: same outcome as after
             summary = runner.summary(0.0)
-            summary.status, summary.message = RunStatus.INTERRUPTED.value, "interrupted; re-run the same command to resume"
+            summary.status, summary.message = RunState.INTERRUPTED, "interrupted; re-run the same command to resume"
         finally:
             if summary is None:  # an unexpected error: still leave a readable, resumable manifest
                 summary = runner.summary(0.0)
-                summary.status = RunStatus.FAILED.value
+                summary.status = RunState.FAILED
             invocation.backend = _describe(backend)  # what was detected while running (n, stream usage)
             invocation.finished_at = now_iso()
-            invocation.status = summary.status
+            invocation.status = summary.status.value
             invocation.asked = summary.asked_this_session
             invocation.retries = summary.retries
             invocation.transport_failures = summary.transport_failures
             invocation.elapsed_s = round(summary.elapsed_s, 3)
             invocation.message = summary.message or None
             prev_elapsed = float(manifest.totals.elapsed_s or 0.0) if old is not None else 0.0
-            manifest.status = RunStatus(summary.status)
-            manifest.finished_at = now_iso() if summary.status == RunStatus.COMPLETE.value else None
+            manifest.status = summary.status
+            manifest.finished_at = now_iso() if summary.status is RunState.COMPLETE else None
             manifest.message = summary.message or None
             manifest.totals = Totals(
-                requests=summary.requests, final=summary.final, answered=summary.answered,
-                missing=summary.missing, pending=summary.pending, prompt_tokens=summary.prompt_tokens,
+                **asdict(summary.counts()), prompt_tokens=summary.prompt_tokens,
                 completion_tokens=summary.completion_tokens, cost_usd=round(summary.cost_usd, 6),
                 cost_status=prep.price.status, elapsed_s=round(prev_elapsed + summary.elapsed_s, 3),
             )

@@ -4,7 +4,9 @@ The built-in table holds list prices of a few well-known API models, as publishe
 providers in mid-2025. Prices change: check your provider's page and override or extend the table
 with ``--prices FILE.json`` or ``$CASEBENCH_PRICES`` (same format). casebench never invents a
 price: a model that is in no table costs 0 and is flagged ``"unknown"`` in the manifest, and
-local models (``hf/``, ``vllm/``) are flagged ``"local"``.
+models of a backend that runs on this machine (its description says ``local=True``: ``hf/``;
+``backends.registry``) are flagged ``"local"``. A backend's description may carry a price lookup
+of its own (``@backend(..., price=...)``), consulted after the tables (status ``"backend"``).
 
 File format (JSON object; keys are a full spec or a model name, a dated variant such as
 ``gpt-4o-mini-2024-07-18`` matches the longest key it starts with)::
@@ -29,7 +31,6 @@ from typing import Any, Mapping
 ENV_VAR = "CASEBENCH_PRICES"
 #: Batch APIs (OpenAI Batch, Anthropic Message Batches) charge half the list price.
 BATCH_DISCOUNT = 0.5
-LOCAL_PREFIXES = ("hf/", "vllm/", "local/")
 
 
 @dataclass(frozen=True)
@@ -75,8 +76,8 @@ class PricingError(ValueError):
 
 @dataclass(frozen=True)
 class PriceMatch:
-    """The price found for a model spec, and how: ``table`` (matched key), ``local`` or
-    ``unknown`` (cost 0 in both of the latter)."""
+    """The price found for a model spec, and how: ``table`` (matched key), ``backend`` (the
+    backend's own price lookup), ``local`` or ``unknown`` (cost 0 in both of the latter)."""
 
     price: Price
     status: str
@@ -120,7 +121,10 @@ class PriceTable:
         return PriceMatch(match.price.for_batch(), match.status, match.key, batch=True)
 
     def _lookup(self, spec: str) -> PriceMatch:
-        if spec.startswith(LOCAL_PREFIXES) and spec not in self.prices:
+        from ..backends.registry import info_for
+
+        info = info_for(spec)
+        if info is not None and info.local and spec not in self.prices:
             return PriceMatch(ZERO, "local")
         if spec in self.prices:
             return PriceMatch(self.prices[spec], "table", spec)
@@ -136,6 +140,9 @@ class PriceTable:
                 best = key
         if best is not None:
             return PriceMatch(self.prices[best], "table", best)
+        own = info.price(spec.split("/", 1)[1] if "/" in spec else spec) if info is not None and info.price else None
+        if own is not None:
+            return PriceMatch(Price(float(own[0]), float(own[1])), "backend", info.prefix if info else None)
         return PriceMatch(ZERO, "unknown")
 
 

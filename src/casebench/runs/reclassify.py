@@ -15,7 +15,7 @@ from typing import Any
 from ..backends.base import Answer
 from ..modes import get_mode
 from .record import (
-    Invocation, Manifest, Record, RunDir, RunError, RunStatus, final_records, iter_records, now_iso,
+    Invocation, Manifest, Record, RunDir, RunError, RunState, final_records, iter_records, now_iso,
     read_manifest, write_records,
 )
 from .redact import redact_json, redact_text
@@ -38,7 +38,7 @@ async def areclassify(run_dir: str | Path, out: str | Path, classifier: Any, *, 
     if not mode.reads_behaviour:
         raise RunError(f"{src} is a {m.mode} run; only runs whose answers are behaviour (respond mode) can be "
                        "re-classified")
-    if m.status is not RunStatus.COMPLETE:
+    if m.status is not RunState.COMPLETE:
         raise RunError(f"{src} is not complete (status {m.status.value}); finish it first (re-run its command)")
     dst = Path(out)
     if dst.exists() and any(dst.iterdir()):
@@ -75,8 +75,8 @@ async def areclassify(run_dir: str | Path, out: str | Path, classifier: Any, *, 
     started = now_iso()
     invocation = Invocation(started_at=started, host=platform.node(), pid=os.getpid(), casebench_version=_version(),
                             transport={"reclassified_from": str(src.resolve())}, finished_at=now_iso(),
-                            status=RunStatus.COMPLETE.value, asked=0)
-    manifest = replace(m, asked=asked, created_at=started, casebench_version=_version(), status=RunStatus.COMPLETE,
+                            status=RunState.COMPLETE.value, asked=0)
+    manifest = replace(m, asked=asked, created_at=started, casebench_version=_version(), status=RunState.COMPLETE,
                        message=f"answers from {src.resolve()}, re-classified", finished_at=now_iso(),
                        totals=replace(m.totals, answered=answered, missing=len(new_records) - answered),
                        history=[*m.history, invocation])

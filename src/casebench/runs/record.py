@@ -72,8 +72,9 @@ class RunLocked(RunError):
     """Another process is writing this run directory."""
 
 
-class RunStatus(str, Enum):
-    """Where a run stands. ``complete``: every request has a final record."""
+class RunState(str, Enum):
+    """Where a run stands. ``complete``: every request has a final record. Prints as its value
+    (``complete``), which is also how the manifest stores it."""
 
     RUNNING = "running"
     COMPLETE = "complete"
@@ -81,6 +82,55 @@ class RunStatus(str, Enum):
     INTERRUPTED = "interrupted"  # Ctrl-C / SIGTERM
     BUDGET = "budget"  # stopped before passing --max-cost
     FAILED = "failed"  # the backend refused a request, or an unexpected error
+
+    def __str__(self) -> str:
+        return self.value
+
+    __format__ = str.__format__  # f"{state}" is the value on every Python version
+
+
+#: the former name of ``RunState``
+RunStatus = RunState
+
+
+@dataclass
+class RunCounts:
+    """How far a run is, counted over the requests it plans (cases x samples): the one
+    definition the runner's summary, the manifest's totals and ``run_status`` share.
+
+    ``final``: requests with a final record; of those ``answered`` (a usable answer) and
+    ``missing`` (re-asks spent, no usable answer); ``pending``: requests without a final record
+    (never asked, or failed in transport), asked again by a resume."""
+
+    requests: int = 0
+    final: int = 0
+    answered: int = 0
+    missing: int = 0
+    pending: int = 0
+
+    @classmethod
+    def tally(cls, planned: Iterable[tuple[int, int]], finals: Mapping[tuple[int, int], "Record"]) -> "RunCounts":
+        """The counts of the ``planned`` (case, sample) requests given their final records
+        (``final_records``); final records of requests not planned are not counted."""
+        keys = list(dict.fromkeys(planned))
+        done = [k for k in keys if k in finals]
+        answered = sum(1 for k in done if finals[k].answered)
+        return cls(requests=len(keys), final=len(done), answered=answered, missing=len(done) - answered,
+                   pending=len(keys) - len(done))
+
+    def counts(self) -> "RunCounts":
+        """Just the counts (of a subclass that adds more, e.g. ``Totals``)."""
+        return RunCounts(**{f.name: getattr(self, f.name) for f in fields(RunCounts)})
+
+    @property
+    def all_final(self) -> bool:
+        """Every planned request has a final record."""
+        return self.pending == 0
+
+    def describe(self) -> str:
+        """``F/R requests final (A answered, M missing), P pending``."""
+        return (f"{self.final}/{self.requests} requests final ({self.answered} answered, {self.missing} missing), "
+                f"{self.pending} pending")
 
 
 def _short(value: Any, limit: int = 120) -> str:
@@ -170,14 +220,10 @@ class Asked:
 
 
 @dataclass
-class Totals:
-    """The run's counts over all invocations."""
+class Totals(RunCounts):
+    """The run's counts (``RunCounts``) after its last invocation, and its tokens, cost and time
+    over all invocations (the manifest's ``totals``)."""
 
-    requests: int = 0
-    final: int = 0
-    answered: int = 0
-    missing: int = 0
-    pending: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
@@ -219,7 +265,7 @@ class Manifest:
     retry: dict[str, Any]
     created_at: str
     casebench_version: str
-    status: RunStatus = RunStatus.RUNNING
+    status: RunState = RunState.RUNNING
     message: str | None = None
     finished_at: str | None = None
     totals: Totals = field(default_factory=Totals)
@@ -267,7 +313,7 @@ class Manifest:
                 retry=dict(d.get("retry") or {}),
                 created_at=d.get("created_at") or "",
                 casebench_version=d.get("casebench_version") or "unknown",
-                status=RunStatus(d.get("status") or "running"),
+                status=RunState(d.get("status") or RunState.RUNNING),
                 message=d.get("message"),
                 finished_at=d.get("finished_at"),
                 totals=_build(Totals, d.get("totals")),
@@ -299,7 +345,7 @@ def _from_v1(d: Mapping[str, Any]) -> Manifest:
         selection=Selection(sel.get("how", "?"), sel.get("limit"), sel.get("stratified"), sel.get("seed")),
         templates_source=(d.get("templates") or {}).get("source"), price=dict(d.get("price") or {}),
         retry=dict(d.get("retry") or {}), created_at=d.get("started_at") or "",
-        casebench_version=d.get("casebench_version", "unknown"), status=RunStatus(d.get("status") or "running"),
+        casebench_version=d.get("casebench_version", "unknown"), status=RunState(d.get("status") or RunState.RUNNING),
         message=d.get("message"), finished_at=d.get("finished_at"), totals=_build(Totals, d.get("totals")),
         history=[], format_version=1,
     )

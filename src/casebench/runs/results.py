@@ -6,12 +6,15 @@ mode decides how samples aggregate into one value per case (``modes.Mode.aggrega
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ..data import Dataset, load_dataset
 from ..modes import get_mode
-from .record import Manifest, Record, RunError, final_records, iter_records, read_manifest
+from .record import (
+    Manifest, Record, RunCounts, RunError, RunState, final_records, iter_records, read_manifest,
+)
 
 if TYPE_CHECKING:
     from ..predictions import Predictions
@@ -55,23 +58,26 @@ def run_dataset(run_path: str | Path, manifest: Manifest, dataset: Dataset | Non
     return dataset
 
 
-def run_status(run_path: str | Path) -> dict[str, Any]:
-    """Counts of a run: requests planned, final, answered, missing, pending, transport failures."""
+@dataclass
+class RunProgress(RunCounts):
+    """A run directory's counts as its records say them (``RunCounts``), the state its manifest
+    records, and how many transport failures its records hold."""
+
+    status: RunState = RunState.RUNNING
+    transport_failures: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (the state as its value)."""
+        return {**asdict(self), "status": self.status.value}
+
+
+def run_status(run_path: str | Path) -> RunProgress:
+    """Counts of a run read from its records: requests planned, final, answered, missing,
+    pending; the manifest's state; transport failures."""
     m = read_manifest(run_path)
     recs = list(iter_records(run_path))
-    finals = final_records(recs)
-    planned = {(c, s) for c in m.cases for s in range(m.samples)}
-    done = {k for k in finals if k in planned}
-    answered = sum(1 for k in done if finals[k].answered)
-    return {
-        "requests": len(planned),
-        "final": len(done),
-        "answered": answered,
-        "missing": len(done) - answered,
-        "pending": len(planned - done),
-        "transport_failures": sum(1 for r in recs if not r.final),
-        "status": m.status.value,
-    }
+    counts = RunCounts.tally(((c, s) for c in m.cases for s in range(m.samples)), final_records(recs))
+    return RunProgress(**asdict(counts), status=m.status, transport_failures=sum(1 for r in recs if not r.final))
 
 
 def _values(run_path: str | Path, m: Manifest, ds: Dataset) -> tuple[list[int], list[Any], int, dict]:
@@ -88,9 +94,10 @@ def _values(run_path: str | Path, m: Manifest, ds: Dataset) -> tuple[list[int], 
 def load_run(run_path: str | Path, dataset: Dataset | None = None) -> "Predictions":
     """Per-case predictions of a run over its selected cases, in dataset order.
 
-    Cases still pending (no final record) are missing values; ``meta`` says how many, so a
-    scorer can warn that the run is incomplete. Respond runs also carry, per case, the
-    behaviour the refusal classifier read (``meta["behaviour"]``).
+    Cases still pending (no final record) are missing values; ``pending`` says how many, so a
+    scorer can warn that the run is incomplete. The predictions carry the run's context
+    placement; respond runs also carry, per case, the behaviour the refusal classifier read
+    (``behaviour``).
     """
     from ..predictions import Predictions
 
@@ -98,16 +105,15 @@ def load_run(run_path: str | Path, dataset: Dataset | None = None) -> "Predictio
     ds = run_dataset(run_path, m, dataset)
     cases, values, pending, finals = _values(run_path, m, ds)
     meta: dict[str, Any] = {
-        "format": "run", "run_dir": str(run_path), "model_spec": m.model, "pending_requests": pending,
-        "complete": pending == 0, "status": m.status.value, "samples": m.samples, "context_as": m.asked.context_as,
+        "format": "run", "run_dir": str(run_path), "model_spec": m.model, "status": m.status.value,
+        "samples": m.samples,
     }
     if m.asked.classifier:
         meta["classifier"] = m.asked.classifier
     behaviours = [[finals[(c, s)].behaviour for s in range(m.samples) if (c, s) in finals] for c in cases]
-    if any(b for bs in behaviours for b in bs):
-        meta["behaviour"] = behaviours
     return Predictions.from_values(str(run_path), model_short_name(m.model), m.mode, ds.subset(cases),
-                                   values, m.removed, meta)
+                                   values, m.removed, meta, context_as=m.asked.context_as or "", pending=pending,
+                                   behaviour=behaviours if any(b for bs in behaviours for b in bs) else None)
 
 
 def export_run(run_path: str | Path, out_path: str | Path, dataset: Dataset | None = None,

@@ -33,7 +33,7 @@ from ..data import Dataset, ablation_conditions, load_dataset, validate_paramete
 from ..modes import get_mode
 from ..prompts import CONTEXT_PLACEMENTS
 from .config import RunConfig, default_out_dir, resolve_data_path
-from .record import RunError
+from .record import RunError, RunState
 
 __all__ = [
     "Condition", "ConditionRun", "ablation_run_dir", "study_run_dir", "run_conditions", "run_ablation",
@@ -66,7 +66,7 @@ class ConditionRun:
     removed: tuple[str, ...]
     run_dir: Path
     action: str  # "reused" (already complete), "ran" (new or resumed)
-    status: str  # the run's final status
+    status: RunState  # the run's state after the study
     context_as: str | None = None
     mode: str | None = None  # None: the study's mode
 
@@ -128,7 +128,7 @@ def run_conditions(
             cfg = replace(cfg, refusal_classifier=None, classifier_options={}, partial_as_safe=False)
         prep = prepare(cfg, dataset)
         old = check_resumable(prep)  # refuse a directory holding another run, before any work
-        done = old is not None and run_status(out)["pending"] == 0
+        done = old is not None and run_status(out).all_final
         plans.append((cond, out, cfg, done))
     return asyncio.run(_run_planned(base, plans, dataset, on_condition))
 
@@ -147,7 +147,8 @@ async def _run_planned(
             if done:
                 if on_condition:
                     on_condition(cond, out, "reused")
-                results.append(ConditionRun(tuple(cond.removed), out, "reused", "complete", cond.context_as, cond.mode))
+                results.append(ConditionRun(tuple(cond.removed), out, "reused", RunState.COMPLETE, cond.context_as,
+                                            cond.mode))
                 continue
             if on_condition:
                 on_condition(cond, out, "running")
@@ -155,7 +156,7 @@ async def _run_planned(
                 backend = await asyncio.to_thread(execute.make_run_backend, base)
             summary = await execute.arun(cfg, backend=backend, dataset=dataset)
             results.append(ConditionRun(tuple(cond.removed), out, "ran", summary.status, cond.context_as, cond.mode))
-            if summary.status != "complete":
+            if summary.status is not RunState.COMPLETE:
                 break
     finally:
         if backend is not None:

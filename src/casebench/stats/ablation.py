@@ -26,9 +26,9 @@ from typing import Any, Sequence
 from ..data import ablation_conditions, all_parameter_names, canonical_removed
 from ..jsonutil import json_safe
 from ..predictions import Predictions
-from .bootstrap import DEFAULT_BOOTSTRAP
 from .compare import CompareError, MetricDiff, compare
 from .metrics import Score, score_predictions
+from .options import DEFAULT_OPTIONS, ScoringOptions
 
 DEFAULT_PARAMS: tuple[str, ...] = ("sender", "recipient", "transmission_principle")
 
@@ -101,14 +101,14 @@ def _sort_key(removed: tuple[str, ...]) -> tuple[int, list[int]]:
 
 
 def analyse_ablation(
-    preds: Sequence[Predictions], *, paper_compat: bool = False, n_boot: int = DEFAULT_BOOTSTRAP,
-    seed: int = 0, level: float = 0.95, alpha: float = 0.05, label_source: str = "published",
+    preds: Sequence[Predictions], options: ScoringOptions = DEFAULT_OPTIONS, *, level: float = 0.95,
+    alpha: float = 0.05,
 ) -> AblationResult:
     """Score every condition and its paired difference from the full-context input.
 
     The inputs must be one model in one mode over the same cases, with exactly one full-context
     input (``removed == ()``) and no condition twice; ``AblationStudyError`` says what is wrong.
-    ``label_source``: the human labels (``metrics.human_rates``), the same for every condition.
+    ``options``: how every condition is scored (the same human labels for all).
     """
     preds = list(preds)
     if not preds:
@@ -119,6 +119,11 @@ def analyse_ablation(
         raise AblationStudyError(
             "an ablation study is one model in one mode; got "
             + "; ".join(f"{p.source}: {p.model} [{p.mode}]" for p in preds)
+        )
+    if len({p.context_as for p in preds}) > 1:
+        raise AblationStudyError(
+            "an ablation study keeps the context placement fixed; got "
+            + "; ".join(f"{p.source}: context as {p.context_as}" for p in preds)
         )
     seen: dict[tuple[str, ...], str] = {}
     for p in preds:
@@ -134,23 +139,21 @@ def analyse_ablation(
     preds.sort(key=lambda p: _sort_key(canonical(p.removed)))
     cmp = None
     if len(preds) > 1:
-        cmp = compare(preds, paper_compat=paper_compat, n_boot=n_boot, seed=seed, level=level, alpha=alpha,
-                      pairs=[(i, 0) for i in range(1, len(preds))], label_source=label_source)
+        cmp = compare(preds, options, level=level, alpha=alpha, pairs=[(i, 0) for i in range(1, len(preds))])
     out = []
     for i, p in enumerate(preds):
-        s = score_predictions(p, paper_compat=paper_compat, n_boot=n_boot, seed=seed, level=level,
-                              label_source=label_source)
+        s = score_predictions(p, options, level=level)
         c = ConditionResult(canonical(p.removed), p.source, s)
         if i and cmp is not None:
             pc = cmp.pairs[i - 1]
             c.n_paired, c.dropped, c.mcnemar, c.diffs = pc.n_paired, pc.dropped, pc.mcnemar, pc.metrics
         out.append(c)
-    settings = {"bootstrap": n_boot, "seed": seed, "level": level, "alpha": alpha,
+    settings = {"bootstrap": options.n_boot, "seed": options.seed, "level": level, "alpha": alpha,
                 "difference": "condition - full context",
                 "adjustment": "Benjamini-Hochberg over all conditions and metrics",
-                "cases": "all cases (paper-compatible)" if paper_compat else "cases both inputs answered",
-                "label_source": label_source}
-    return AblationResult(models[0], modes[0], paper_compat, out, settings)
+                "cases": "all cases (paper-compatible)" if options.paper_compat else "cases both inputs answered",
+                "label_source": options.label_source}
+    return AblationResult(models[0], modes[0], options.paper_compat, out, settings)
 
 
 __all__ = [

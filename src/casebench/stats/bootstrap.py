@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-DEFAULT_BOOTSTRAP = 2000
+from .options import DEFAULT_BOOTSTRAP  # noqa: F401  (its home is ``options``; re-exported)
 
 
 def resample_indices(n: int, n_boot: int, seed: int) -> np.ndarray:

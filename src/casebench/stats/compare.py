@@ -23,7 +23,7 @@ What is compared, and with which test
 
 Which cases
     Default: the cases *both* inputs answered (a missing answer is not a wrong answer); how many
-    were dropped is reported. ``paper_compat=True``: every case, with missing answers handled as
+    were dropped is reported. ``ScoringOptions(paper_compat=True)``: every case, with missing answers handled as
     the published script does (see ``metrics``), so the figures line up with
     ``casebench score --paper-compat``.
 
@@ -42,7 +42,7 @@ Paired bootstrap
     An input compared with itself gives d = 0 in every resample: CI [0, 0] and p = 1.
 
 Labels
-    The human labels are the published ones, or with ``label_source="votes"`` the majority of
+    The human labels are the published ones, or with ``label_source="votes"`` (``ScoringOptions``) the majority of
     each case's votes alone (``metrics.human_rates``), for both inputs alike.
 
 Refusals
@@ -62,8 +62,9 @@ import numpy as np
 from ..data import cases_fingerprint
 from ..jsonutil import json_safe
 from ..predictions import Predictions
-from .bootstrap import DEFAULT_BOOTSTRAP, bootstrap_p, percentile_ci, resample_weights
-from .metrics import COMPARED_METRICS, METRIC, ScoringArrays, human_rates, metric_values, scoring_arrays
+from .bootstrap import bootstrap_p, percentile_ci, resample_weights
+from .metrics import COMPARED_METRICS, METRIC, ScoringArrays, metric_values, scoring_arrays
+from .options import DEFAULT_OPTIONS, ScoringOptions
 
 
 class CompareError(ValueError):
@@ -231,19 +232,19 @@ class Comparison:
 
 
 def _paired_arrays(
-    a: Predictions, b: Predictions, paper_compat: bool, label_source: str = "published",
+    a: Predictions, b: Predictions, options: ScoringOptions = DEFAULT_OPTIONS,
 ) -> tuple[ScoringArrays, ScoringArrays, np.ndarray, int]:
     """Scoring arrays of both inputs over the paired cases (see the module docstring), aligned by
     case index; the positions of those cases among ``a``'s cases; and how many cases were
     dropped because only one (or neither) input answered."""
     order_b = {int(c): k for k, c in enumerate(b.case_indices)}
     perm = np.array([order_b[int(c)] for c in a.case_indices], dtype=int)
-    if paper_compat:
+    if options.paper_compat:
         keep = np.ones(a.n, dtype=bool)
     else:
         keep = a.answered & b.answered[perm]
-    sa, ma = scoring_arrays(a, paper_compat, human_rates(a, label_source))
-    sb, mb = scoring_arrays(b, paper_compat, human_rates(b, label_source))
+    sa, ma = scoring_arrays(a, options)
+    sb, mb = scoring_arrays(b, options)
     # map each input's (masked) arrays back to the paired positions
     pos_a = np.cumsum(ma) - 1
     pos_b = np.cumsum(mb) - 1
@@ -258,8 +259,8 @@ def _describe(p: Predictions, i: int) -> dict[str, Any]:
 
 
 def compare_pair(
-    a: Predictions, b: Predictions, *, paper_compat: bool = False, n_boot: int = DEFAULT_BOOTSTRAP,
-    seed: int = 0, level: float = 0.95, weights: np.ndarray | None = None, label_source: str = "published",
+    a: Predictions, b: Predictions, options: ScoringOptions = DEFAULT_OPTIONS, *, level: float = 0.95,
+    weights: np.ndarray | None = None,
 ) -> PairComparison:
     """All tests for one pair (no multiple-testing adjustment: see ``compare``).
 
@@ -267,7 +268,8 @@ def compare_pair(
     share them. Both inputs are scored by the same metric formulas (``metrics.metric_values``)
     on the same resamples.
     """
-    sa, sb, positions, dropped = _paired_arrays(a, b, paper_compat, label_source)
+    sa, sb, positions, dropped = _paired_arrays(a, b, options)
+    n_boot, seed = options.n_boot, options.seed
     n = len(sa.y)
     both_cont = a.is_continuous and b.is_continuous
     metrics = [m for m in COMPARED_METRICS if both_cont or not METRIC[m].continuous]
@@ -322,14 +324,14 @@ def adjust(pairs: Sequence[PairComparison], alpha: float) -> None:
 
 
 def compare(
-    preds: Sequence[Predictions], *, paper_compat: bool = False, n_boot: int = DEFAULT_BOOTSTRAP,
-    seed: int = 0, level: float = 0.95, alpha: float = 0.05,
-    pairs: Sequence[tuple[int, int]] | None = None, label_source: str = "published",
+    preds: Sequence[Predictions], options: ScoringOptions = DEFAULT_OPTIONS, *, level: float = 0.95,
+    alpha: float = 0.05, pairs: Sequence[tuple[int, int]] | None = None,
 ) -> Comparison:
     """Compare every pair of inputs (or the given index pairs), then adjust all primary p-values
     together with Benjamini-Hochberg. Raises ``CompareError`` for incomparable inputs (and
     ``metrics.LabelSourceError`` for votes-only labels on cases without votes)."""
     check_comparable(preds)
+    paper_compat, n_boot, seed, label_source = options.paper_compat, options.n_boot, options.seed, options.label_source
     if n_boot < 0:
         raise CompareError(f"the number of bootstrap resamples must be 0 or more, got {n_boot}")
     if not 0 < level < 1:
@@ -338,8 +340,7 @@ def compare(
     todo = list(pairs) if pairs is not None else list(itertools.combinations(range(len(preds)), 2))
     results = []
     for i, j in todo:
-        pc = compare_pair(preds[i], preds[j], paper_compat=paper_compat, n_boot=n_boot, seed=seed, level=level,
-                          weights=weights, label_source=label_source)
+        pc = compare_pair(preds[i], preds[j], options, level=level, weights=weights)
         pc.a, pc.b = i, j
         results.append(pc)
     adjust(results, alpha)

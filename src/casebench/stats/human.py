@@ -27,14 +27,13 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Iterable, Literal, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
 from ..data import ALWAYS_UNSAFE_CATEGORIES, SAFE_THRESHOLD, Case
+from .options import LABEL_SOURCES, LabelSource, LabelSourceError, case_safe_rate, check_label_source  # noqa: F401
 
-LabelSource = Literal["published", "votes"]
-LABEL_SOURCES: tuple[str, ...] = ("published", "votes")
 DEFAULT_DRAWS = 1000
 
 
@@ -70,13 +69,8 @@ def label_safe(case: Case, source: LabelSource = "published") -> bool | None:
     ``casebench score --label-source votes`` scores against (``Case.votes_safe_rate``). None
     when the case has no votes.
     """
-    if source == "published":
-        return case.human_safe
-    if source == "votes":
-        if not case.votes:
-            return None
-        return case.votes_safe_rate > SAFE_THRESHOLD
-    raise ValueError(f"unknown label source {source!r}; choose one of {', '.join(LABEL_SOURCES)}")
+    rate = case_safe_rate(case, source)  # LabelSourceError (a ValueError) for an unknown source
+    return None if math.isnan(rate) else rate > SAFE_THRESHOLD
 
 
 # --------------------------------------------------------------------------------------------
@@ -571,8 +565,10 @@ def human_stats(
     """Every statistic of the human votes, as one JSON-ready dict (see the module docstring)."""
     if not 0.0 < alpha < 1.0:
         raise HumanStatsError(f"alpha must be in (0, 1), got {alpha}")
-    if label_source not in LABEL_SOURCES:
-        raise HumanStatsError(f"unknown label source {label_source!r}; choose one of {', '.join(LABEL_SOURCES)}")
+    try:
+        check_label_source(label_source)
+    except LabelSourceError as e:
+        raise HumanStatsError(str(e)) from None
     all_cases = list(cases)
     voted = [c for c in all_cases if c.votes]
     if not voted:

@@ -36,6 +36,7 @@ from ..predictions import Predictions
 from .bootstrap import DEFAULT_BOOTSTRAP, bootstrap_p, percentile_ci, resample_indices
 from .compare import CompareError, Comparison, compare
 from .metrics import Score, human_rates, score_predictions
+from .options import DEFAULT_OPTIONS, ScoringOptions
 from .saydo import SayDo, say_do
 
 __all__ = [
@@ -43,25 +44,15 @@ __all__ = [
     "analyse_placements", "classifier_line", "interim_context_figures", "placement_of", "query_pairs",
 ]
 
-#: the placement of a published file: the paper put the context inside the judge prompt
-PUBLISHED_PLACEMENT = "user"
-
-
 class PlacementStudyError(ValueError):
     """Inputs that do not form one placement study (mixed models, modes or removals; a
     placement twice; fewer than two placements)."""
 
 
 def placement_of(pred: Predictions) -> str:
-    """Where an input put the context: the run's recorded placement (``Predictions.placement``
-    where it exists, else the manifest's ``context_as`` in ``meta``); a published file is the
-    paper's ``user`` placement."""
-    p = getattr(pred, "placement", None) or pred.meta.get("context_as")
-    if p:
-        return str(p)
-    if pred.meta.get("format") == "run":
-        return pred.mode_spec.default_context_as
-    return PUBLISHED_PLACEMENT
+    """Where an input put the context (``Predictions.context_as``: a run's recorded placement;
+    a published file is the paper's ``user`` placement, the judge modes' default)."""
+    return pred.context_as
 
 
 # --------------------------------------------------------------------------------------------
@@ -320,18 +311,18 @@ def _classifier_of(pred: Predictions) -> dict[str, Any] | None:
 
 
 def analyse_placements(
-    preds: Sequence[Predictions], *, judges: Sequence[Predictions] = (), paper_compat: bool = False,
-    n_boot: int = DEFAULT_BOOTSTRAP, seed: int = 0, level: float = 0.95, alpha: float = 0.05,
-    label_source: str = "published",
+    preds: Sequence[Predictions], options: ScoringOptions = DEFAULT_OPTIONS, *, judges: Sequence[Predictions] = (),
+    level: float = 0.95, alpha: float = 0.05,
 ) -> PlacementResult:
     """Figures per placement and paired tests between placements (see the module docstring).
 
-    ``preds``: one input per placement, all of one model in one mode with the same CI
-    parameters removed, over the same cases (``compare`` checks the cases). ``judges``: for a
-    respond study, judge runs of the same model (one per placement at most); each is paired with
-    the respond run of its placement for the say-do gap. ``PlacementStudyError`` says what does
-    not fit.
+    ``preds``: one input per placement (shown in the order given), all of one model in one mode
+    with the same CI parameters removed, over the same cases (``compare`` checks the cases). ``options``: how
+    every input is scored (``stats.options.ScoringOptions``). ``judges``: for a respond study,
+    judge runs of the same model (one per placement at most); each is paired with the respond
+    run of its placement for the say-do gap. ``PlacementStudyError`` says what does not fit.
     """
+    paper_compat, n_boot, seed, label_source = options.paper_compat, options.n_boot, options.seed, options.label_source
     preds = list(preds)
     if len(preds) < 2:
         raise PlacementStudyError("a placement study needs inputs in at least two placements, e.g. user,system,turns")
@@ -348,10 +339,6 @@ def analyse_placements(
         if where in seen:
             raise PlacementStudyError(f"placement '{where}' appears twice: {seen[where]} and {p.source}")
         seen[where] = p.source
-    from ..prompts import CONTEXT_PLACEMENTS
-
-    order = {n: i for i, n in enumerate(CONTEXT_PLACEMENTS)}
-    preds.sort(key=lambda p: order.get(placement_of(p), len(order)))
     behaviour = preds[0].mode_spec.reads_behaviour
     judge_at: dict[str, Predictions] = {}
     for j in judges:
@@ -366,12 +353,10 @@ def analyse_placements(
             raise PlacementStudyError(f"two judge runs in placement '{where}': {judge_at[where].source} and {j.source}")
         judge_at[where] = j
 
-    cmp = compare(preds, paper_compat=paper_compat, n_boot=n_boot, seed=seed, level=level, alpha=alpha,
-                  label_source=label_source)
+    cmp = compare(preds, options, level=level, alpha=alpha)
     out = []
     for p in preds:
-        s = score_predictions(p, paper_compat=paper_compat, n_boot=n_boot, seed=seed, level=level,
-                              label_source=label_source)
+        s = score_predictions(p, options, level=level)
         ctx = interim_context_figures(p, n_boot, seed, level, human_rates(p, label_source))
         f = PlacementFigures(placement_of(p), p.source, s, ctx)
         if behaviour:
@@ -386,7 +371,7 @@ def analyse_placements(
             j = judge_at.get(f.placement)
             if j is not None:
                 try:
-                    f.say_do = say_do(j, p, n_boot=n_boot, seed=seed, level=level)
+                    f.say_do = say_do(j, p, options, level=level)
                 except CompareError as e:
                     raise PlacementStudyError(f"say-do in placement '{f.placement}': {e}") from None
         out.append(f)

@@ -16,6 +16,7 @@ from typing import Any
 from ..predictions import Predictions
 from .bootstrap import percentile_ci, resample_indices
 from .compare import CompareError, mcnemar_exact
+from .options import DEFAULT_OPTIONS, ScoringOptions
 
 
 @dataclass
@@ -40,8 +41,10 @@ def is_say_do_pair(a: Predictions, b: Predictions) -> bool:
     return a.mode_spec.reads_behaviour != b.mode_spec.reads_behaviour
 
 
-def say_do(a: Predictions, b: Predictions, n_boot: int = 2000, seed: int = 0, level: float = 0.95) -> SayDo:
-    """Compare a judge run with a respond run (either order) of the same model on the same cases."""
+def say_do(a: Predictions, b: Predictions, options: ScoringOptions = DEFAULT_OPTIONS, level: float = 0.95) -> SayDo:
+    """Compare a judge run with a respond run (either order) of the same model on the same cases
+    (``options.n_boot`` resamples with ``options.seed`` for the agreement's CI)."""
+    n_boot, seed = options.n_boot, options.seed
     judge, respond = (a, b) if b.mode_spec.reads_behaviour else (b, a)
     if judge.mode_spec.reads_behaviour or not respond.mode_spec.reads_behaviour:
         raise CompareError("say-and-do needs one judge input (binary, score or prob) and one respond run")

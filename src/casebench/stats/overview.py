@@ -1,0 +1,236 @@
+"""Everything the report shows about a set of inputs, computed once (``present.report`` only
+lays it out).
+
+Per input (``InputFigures``): its score (``metrics.score_arrays``) and, from the same scoring
+arrays, the per-case figures behind the plots: accuracy by category, P(safe) against the human
+safe_rate, and the reliability curve (the ECE bins of ``metrics.ece_bins``). Across inputs
+(``Overview``): the paired comparisons of inputs that hold the same cases (``compare``), the
+ablation studies among them (``ablation``), the placement studies (``placement``), judgement against behaviour for a model with a judge
+input and a respond run (``saydo``), and the statistics of the human votes (``human``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..data import Case
+from ..predictions import Predictions
+from .ablation import AblationResult
+from .compare import Comparison
+from .metrics import ECE_BINS, Score, ScoringArrays, ece_bins, score_arrays, scoring_arrays
+from .options import DEFAULT_OPTIONS, ScoringOptions
+from .placement import PlacementResult
+from .saydo import SayDo
+
+#: random draws per case and k of the human section's stability curve
+HUMAN_DRAWS = 1000
+
+
+@dataclass
+class Reliability:
+    """The reliability curve of one input: per non-empty ECE bin (``metrics.ECE_BINS``
+    equal-width bins of P(safe)), its mean P(safe), its mean human safe_rate, its case count and
+    its centre."""
+
+    p_mean: np.ndarray
+    g_mean: np.ndarray
+    count: np.ndarray
+    centres: np.ndarray
+
+
+def reliability_curve(a: ScoringArrays) -> Reliability | None:
+    """The reliability curve of scored cases with a P(safe); None without one (or no case)."""
+    if a.p is None:
+        return None
+    p = np.clip(np.asarray(a.p, dtype=float), 0, 1)
+    if not len(p):
+        return None
+    bins = ece_bins(p)
+    cnt = np.bincount(bins, minlength=ECE_BINS)
+    keep = cnt > 0
+    pm = np.bincount(bins, weights=p, minlength=ECE_BINS)[keep] / cnt[keep]
+    gm = np.bincount(bins, weights=a.g, minlength=ECE_BINS)[keep] / cnt[keep]
+    centres = (np.arange(ECE_BINS) + 0.5)[keep] / ECE_BINS
+    return Reliability(pm, gm, cnt[keep], centres)
+
+
+@dataclass
+class InputFigures:
+    """One input's score and the per-case figures behind the report's plots.
+
+    ``scored``: cases scored (every case with paper-compatible scoring, else those answered);
+    ``category_accuracy``: accuracy per category over the scored cases (a category with no
+    scored case is absent); ``g``: the human safe_rate of the scored cases; ``p``: their P(safe),
+    or the predicted label (0/1) for a label-only input; ``reliability``: None for a label-only
+    input."""
+
+    pred: Predictions
+    score: Score
+    scored: int
+    category_accuracy: dict[str, float]
+    g: np.ndarray
+    p: np.ndarray
+    reliability: Reliability | None
+
+    @property
+    def binary(self) -> bool:
+        """A label-only input (no continuous P(safe))."""
+        return not self.pred.is_continuous
+
+
+def input_figures(pred: Predictions, options: ScoringOptions = DEFAULT_OPTIONS, level: float = 0.95) -> InputFigures:
+    """Score one input and compute its per-case figures, from one set of scoring arrays."""
+    a, mask = scoring_arrays(pred, options)
+    score = score_arrays(pred, a, mask, options, level=level)
+    c = np.array([x.category for x in pred.cases], dtype=object)[mask]
+    acc = {}
+    for cat in sorted(set(c.tolist())):
+        sel = c == cat
+        acc[cat] = float(a.correct[sel].mean()) if sel.any() else float("nan")
+    continuous = pred.is_continuous
+    p = a.p if continuous else a.pred_safe.astype(float)
+    return InputFigures(pred, score, int(mask.sum()), acc, a.g, p, reliability_curve(a) if continuous else None)
+
+
+# --------------------------------------------------------------------------------------------
+# Which inputs go together
+
+
+def case_keys(preds: Sequence[Predictions]) -> list[tuple[str, tuple[int, ...]]]:
+    """Per input, what ``compare`` checks: the cases' fingerprint (leaving out every CI parameter
+    any input removed, so an ablation condition matches its full context) and the case indices."""
+    ignore = tuple(dict.fromkeys(n for p in preds for n in p.removed))
+    return [(p.fingerprint(ignore), tuple(p.case_indices.tolist())) for p in preds]
+
+
+def same_case_groups(preds: Sequence[Predictions]) -> list[list[int]]:
+    """Inputs that hold the same cases of the same dataset (the ones ``compare`` accepts), as
+    groups of two or more positions."""
+    groups: dict[tuple[str, tuple[int, ...]], list[int]] = {}
+    for i, key in enumerate(case_keys(preds)):
+        groups.setdefault(key, []).append(i)
+    return [g for g in groups.values() if len(g) > 1]
+
+
+def ablation_groups(preds: Sequence[Predictions]) -> list[list[int]]:
+    """Groups of inputs that form an ablation study: one model in one mode over the same cases,
+    a full-context input and at least one condition, no condition twice."""
+    from .ablation import canonical
+
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    for i, (p, key) in enumerate(zip(preds, case_keys(preds))):
+        groups.setdefault((p.model, p.mode, p.context_as, *key), []).append(i)
+    out = []
+    for g in groups.values():
+        conds = [canonical(preds[i].removed) for i in g]
+        if () in conds and any(conds) and len(set(conds)) == len(conds):
+            out.append(g)
+    return out
+
+
+def placement_groups(preds: Sequence[Predictions]) -> list[tuple[list[int], list[int]]]:
+    """Placement studies among a set of inputs (the report's): (study positions, judge positions
+    for the say-do gap). A study is one model, mode and removal over the same cases (as
+    ``compare`` checks them) in at least two placements, each once; a respond study's judges are
+    that model's judge inputs over the same cases in the study's placements, one per placement."""
+    from .placement import placement_of
+
+    keys = case_keys(preds)
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    for i, (p, key) in enumerate(zip(preds, keys)):
+        groups.setdefault((p.model, p.mode, tuple(p.removed), key), []).append(i)
+    out = []
+    for (model, _, _, key), g in groups.items():
+        where = [placement_of(preds[i]) for i in g]
+        if len(g) < 2 or len(set(where)) != len(where):
+            continue
+        judges: list[int] = []
+        if preds[g[0]].mode_spec.reads_behaviour:
+            seen: set[str] = set()
+            for j, (p, k) in enumerate(zip(preds, keys)):
+                w = placement_of(p)
+                if p.model == model and not p.mode_spec.reads_behaviour and k == key and w in where and w not in seen:
+                    seen.add(w)
+                    judges.append(j)
+        out.append((g, judges))
+    return out
+
+
+def say_do_pairs(preds: Sequence[Predictions], options: ScoringOptions = DEFAULT_OPTIONS) -> list[tuple[int, int, SayDo]]:
+    """Each model's judge input against its respond run on the same cases: (judge position,
+    respond position, ``saydo.say_do``); pairs ``say_do`` refuses are left out."""
+    from .compare import CompareError
+    from .saydo import is_say_do_pair, say_do
+
+    out = []
+    for i, a in enumerate(preds):
+        for j in range(i + 1, len(preds)):
+            b = preds[j]
+            if not (is_say_do_pair(a, b) and a.model == b.model):
+                continue
+            judge, respond = (i, j) if b.mode_spec.reads_behaviour else (j, i)
+            try:
+                sd = say_do(preds[judge], preds[respond], options)
+            except CompareError:
+                continue
+            out.append((judge, respond, sd))
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Everything
+
+
+@dataclass
+class Overview:
+    """Everything the report shows (see the module docstring). ``comparisons`` and
+    ``ablations`` pair each result with the input positions it covers (its inputs A, B, ... or
+    its conditions, in that order). ``human``: the statistics of the human votes, None when not
+    asked (``human_asked``) or not possible (``human_error`` says why)."""
+
+    options: ScoringOptions
+    inputs: list[InputFigures]
+    say_do: list[tuple[int, int, SayDo]] = field(default_factory=list)
+    comparisons: list[tuple[list[int], Comparison]] = field(default_factory=list)
+    ablations: list[tuple[list[int], AblationResult]] = field(default_factory=list)
+    #: placement studies: (study positions, judge positions for the say-do gap, the analysis)
+    placements: list[tuple[list[int], list[int], PlacementResult]] = field(default_factory=list)
+    human_asked: bool = False
+    human: dict[str, Any] | None = None
+    human_error: str | None = None
+
+
+def overview(
+    preds: Sequence[Predictions], options: ScoringOptions = DEFAULT_OPTIONS, *,
+    human_cases: Sequence[Case] | None = None, human: bool = True,
+) -> Overview:
+    """Every figure of the report over ``preds`` (see the module docstring).
+
+    ``human_cases``: the cases whose votes the human statistics use (a dataset); by default the
+    cases of the input that holds the most. ``human=False`` leaves those statistics out.
+    """
+    from .ablation import analyse_ablation
+    from .compare import compare
+    from .human import HumanStatsError, human_stats
+    from .placement import analyse_placements
+
+    preds = list(preds)
+    out = Overview(options, [input_figures(p, options) for p in preds])
+    out.say_do = say_do_pairs(preds, options)
+    out.comparisons = [(g, compare([preds[i] for i in g], options)) for g in same_case_groups(preds)]
+    out.ablations = [(g, analyse_ablation([preds[i] for i in g], options)) for g in ablation_groups(preds)]
+    out.placements = [(g, j, analyse_placements([preds[i] for i in g], options, judges=[preds[i] for i in j]))
+                      for g, j in placement_groups(preds)]
+    out.human_asked = human
+    if human:
+        if human_cases is None and preds:
+            human_cases = max(preds, key=lambda p: p.n).cases
+        if human_cases:
+            try:
+                out.human = human_stats(human_cases, draws=HUMAN_DRAWS, seed=options.seed)
+            except HumanStatsError as e:
+                out.human_error = str(e)
+    return out
