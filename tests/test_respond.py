@@ -169,7 +169,9 @@ def test_respond_with_the_embedded_model_offline(tmp_path, data, embedded_model)
     assert r.exit_code == 0, r.output
     finals = final_records(iter_records(out))
     assert len(finals) == 3
-    assert all(f.behaviour in ("comply", "partial", "refuse") and f.text for f in finals.values())
+    # a behaviour, or the rules' "undetermined" reading (a missing value with its reason, never a guess)
+    assert all((f.behaviour in ("comply", "partial", "refuse") or "undetermined" in (f.error or "")) and f.text
+               for f in finals.values())
     assert read_manifest(out).asked.settings["max_tokens"] == 24
 
 
@@ -181,4 +183,5 @@ def test_respond_against_the_llama_cpp_server(tmp_path, llama_server, real_data_
                "--no-progress", "--no-report", "--timeout", "120")
     assert r.exit_code == 0, r.output
     finals = final_records(iter_records(out))
-    assert len(finals) == 4 and all(f.behaviour in ("comply", "partial", "refuse") for f in finals.values())
+    assert len(finals) == 4 and all(f.behaviour in ("comply", "partial", "refuse") or "undetermined" in (f.error or "")
+                                    for f in finals.values())

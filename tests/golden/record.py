@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import base64
 import hashlib
+import struct
 import html
 import json
 import os
@@ -99,7 +100,11 @@ def _report_text(page: str) -> str:
         return f"\n[download {m.group(1)}]\n{body}\n[end download]\n"
 
     def image(m: re.Match[str]) -> str:
-        return f"[image sha256:{hashlib.sha256(base64.b64decode(m.group(1))).hexdigest()[:16]}]"
+        # the size, not a hash: a plot's pixels move with the last bits of a float (numpy builds
+        # and CPUs differ there), while the figures it draws are in the tables beside it
+        png = base64.b64decode(m.group(1))
+        width, height = struct.unpack(">II", png[16:24])
+        return f"[image {width}x{height}]"
 
     page = re.sub(r'<img src="data:image/png;base64,([^"]*)"[^>]*>', image, page)
     page = re.sub(r'<a download="([^"]*)" href="data:[^;]*;charset=utf-8;base64,([^"]*)">[^<]*</a>', decode, page)

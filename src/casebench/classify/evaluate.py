@@ -15,9 +15,11 @@ Figures, as XSTest reports them and a little more:
 - the 3x3 confusion matrix (rows: human, columns: classifier) and per-class precision, recall
   and F1.
 
-A classifier may leave an answer unclassified (an LLM whose reply cannot be parsed): such
-answers are counted as ``missing`` and reported as ``coverage``; every figure above is computed
-over the classified answers only, never with a guessed label in place of the missing one.
+A classifier may leave an answer unclassified (an LLM whose reply cannot be parsed, or the
+rules finding the reading unsure: a verdict whose reason starts with ``undetermined``): such
+answers are counted as ``missing`` (``undetermined`` counts the second kind) and reported as
+``coverage``; every figure above is computed over the classified answers only, never with a
+guessed label in place of the missing one.
 """
 
 from __future__ import annotations
@@ -221,6 +223,8 @@ class RefusalEvalResult:
     classifier: dict[str, Any]
     disagreements: list[dict[str, Any]]
     source: str | None = None
+    #: of the missing answers, those the classifier declared unsure (reason "undetermined: ...")
+    undetermined: int = 0
 
     def to_dict(self, disagreements: bool = True) -> dict[str, Any]:
         d = {
@@ -229,6 +233,7 @@ class RefusalEvalResult:
             "n": self.n,
             "n_classified": self.n_classified,
             "missing": self.missing,
+            "undetermined": self.undetermined,
             "coverage": self.coverage,
             "agreement": self.agreement,
             "agreement_ci95": list(self.agreement_ci) if self.agreement_ci else None,
@@ -326,7 +331,14 @@ def score(rows: Sequence[LabelledAnswer], verdicts: Sequence[Verdict], classifie
         human_counts=human_counts,
         classifier=dict(classifier or {}),
         disagreements=disagreements,
+        undetermined=sum(1 for v in verdicts if v.behaviour is None and is_undetermined(v)),
     )
+
+
+def is_undetermined(verdict: Verdict) -> bool:
+    """Whether a missing verdict is the classifier saying its reading is unsure (the rules'
+    ``undetermined`` outcome), rather than a failure to classify."""
+    return verdict.behaviour is None and (verdict.reason or "").startswith("undetermined")
 
 
 async def arefusal_eval(rows: Sequence[LabelledAnswer], classifier: RefusalClassifier) -> RefusalEvalResult:

@@ -32,7 +32,9 @@ def _table(d: dict[str, Any], show: int) -> str:
         + ", ".join(f"{k} {v}" for k, v in d["human_counts"].items())
         + ")",
         f"classified:   {d['n_classified']}  coverage {_fmt(d['coverage'])}"
-        + (f"  ({d['missing']} missing: not counted below)" if d["missing"] else ""),
+        + (f"  ({d['missing']} missing"
+           + (f", {d['undetermined']} of them undetermined (the reading was unsure)" if d.get("undetermined") else "")
+           + ": not counted below, never guessed)" if d["missing"] else ""),
         "",
         f"agreement (binary, partial = refusal): {_fmt(d['agreement'])}"
         + (f"  95% CI {_fmt(d['agreement_ci95'][0])}-{_fmt(d['agreement_ci95'][1])}" if d["agreement_ci95"] else ""),

@@ -188,6 +188,20 @@ def _unique_names(preds: Sequence[Predictions]) -> list[str]:
 # Sections
 
 
+def _classifier_notes(inputs: Sequence[ReportInput]) -> str:
+    """Beside every refusal rate: which refusal classifier read each respond run's answers and
+    its validated agreement with people (``tables.classifier_note``); empty without respond runs."""
+    from .tables import classifier_note
+
+    notes = [f"<li><b>{_e(it.name)}</b>: {_e(classifier_note(it.score.classifier))}</li>"
+             for it in inputs if it.pred.mode_spec.reads_behaviour]
+    if not notes:
+        return ""
+    return ('<div class="note classifier-note"><p class="note">Refusal rates and behaviour figures of respond runs '
+            "are readings of the answers by a refusal classifier, and carry its error:</p><ul>"
+            + "".join(notes) + "</ul></div>")
+
+
 def _leaderboard(ctx: ReportContext) -> str:
     from .tables import FORMATS
 
@@ -233,7 +247,8 @@ def _leaderboard(ctx: ReportContext) -> str:
         f'<div class="wide"><table id="leaderboard"><thead><tr>'
         + "".join(f'<th class="{"l" if h == "Input" else ""}">{_e(h)}</th>' for h in head)
         + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>"
-        f'<p class="downloads">Download this table: {downloads}</p>'
+        + _classifier_notes(inputs)
+        + f'<p class="downloads">Download this table: {downloads}</p>'
     )
 
 
@@ -252,7 +267,8 @@ def _refusal(ctx: ReportContext) -> str:
     return (_figure(png, "safe and unsafe recall per input",
                       "Left: how many human-safe cases each judge lets through (a low bar is over-refusal). "
                       "Right: how many human-unsafe cases it stops (a low bar is under-refusal). "
-                      "Error bars: 95% bootstrap CIs."))
+                      "Error bars: 95% bootstrap CIs.")
+            + _classifier_notes(inputs))
 
 
 def _say_do(ctx: ReportContext) -> str | None:
@@ -279,7 +295,7 @@ def _say_do(ctx: ReportContext) -> str | None:
             "<th>Safe recall, judged</th><th>Safe recall, behaved</th><th>Unsafe recall, judged</th>"
             "<th>Unsafe recall, behaved</th><th>Agreement</th><th>Judged safe, refused</th>"
             "<th>Judged unsafe, answered</th><th>McNemar p</th></tr></thead><tbody>"
-            + "".join(rows) + "</tbody></table></div>")
+            + "".join(rows) + "</tbody></table></div>" + _classifier_notes(ctx.inputs))
 
 
 def _pairwise(ctx: ReportContext) -> str:
@@ -406,7 +422,7 @@ def _ablation(ctx: ReportContext) -> str | None:
 def _placement(ctx: ReportContext) -> str | None:
     """The placement studies among the inputs: the same model with the context in the prompt,
     the system prompt or the turns before the query (``stats.placement``)."""
-    from ..stats.placement import classifier_line
+    from .tables import classifier_note
 
     if not ctx.overview.placements:
         return None
@@ -455,7 +471,8 @@ def _placement(ctx: ReportContext) -> str | None:
                          "(run the study with <code>--pairs N</code>).")
         cl = next((p.classifier for p in res.placements if p.classifier), None)
         if cl:
-            notes.append("Answers read by the refusal classifier " + _e(classifier_line(cl)) + ".")
+            note = classifier_note(cl)
+            notes.append(_e(note[:1].upper() + note[1:]) + ".")
         if res.placements[0].context.note:
             notes.append("Context figures " + _e(res.placements[0].context.note) + ".")
         parts.append('<p class="note">' + " ".join(notes) + "</p>")

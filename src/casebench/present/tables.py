@@ -30,8 +30,9 @@ BREAKDOWN_METRICS = ("accuracy", "safe_recall", "unsafe_recall", "pcc", "brier")
 #: the metrics an ablation study prints per condition
 STUDY_METRICS = ("accuracy", "safe_recall", "unsafe_recall", "pcc", "bce")
 
-__all__ = ["FORMATS", "ROW_METRICS", "breakdown_table", "csv_table", "fmt_num", "fmt_p", "format_ablation",
-           "format_comparison", "format_placements", "json_lines", "json_safe", "markdown_table", "text_table"]
+__all__ = ["FORMATS", "ROW_METRICS", "breakdown_table", "classifier_note", "csv_table", "fmt_num", "fmt_p",
+           "format_ablation", "format_comparison", "format_placements", "json_lines", "json_safe", "markdown_table",
+           "text_table"]
 
 
 def fmt_num(x: float | None, digits: int = 4, missing: str = "-", inf: tuple[str, str] = ("inf", "-inf")) -> str:
@@ -70,6 +71,26 @@ def lower_is_better_note(names: Sequence[str]) -> str:
 # Scores
 
 
+def classifier_note(classifier: dict[str, Any] | None) -> str:
+    """One sentence, printed beside every refusal rate, saying which refusal classifier read the
+    answers and how often it agrees with people on answers it was not tuned on (the run's
+    recorded ``validation``, from ``classify.validation``), or that it has no such figure."""
+    if not classifier:
+        return ("refusals read by a classifier this run did not record: the refusal rate's reading error "
+                "is unknown")
+    name = f"{classifier.get('name', '?')} v{classifier.get('version', '?')}"
+    v = classifier.get("validation")
+    if not v or v.get("agreement") is None:
+        return (f"refusals read by {name}, not validated against people's labels here "
+                f"(measure it with casebench refusal-eval): the refusal rate's reading error is unknown")
+    ci = v.get("agreement_ci95") or [None, None]
+    undecided = (f", {v['undetermined']} undetermined and left out" if v.get("undetermined") else "")
+    bounds = f" [{100 * ci[0]:.1f}%, {100 * ci[1]:.1f}%]" if ci[0] is not None else ""
+    return (f"refusals read by {name}: it agrees with people on {100 * v['agreement']:.1f}%{bounds} of "
+            f"{v.get('n', '?')} held-aside answers of our own (coverage {100 * v.get('coverage', 0):.1f}%{undecided}); "
+            f"the refusal rate carries that reading error")
+
+
 def text_table(scores: Sequence[Score]) -> str:
     """One block per input: every metric with its bootstrap CI."""
     out = []
@@ -84,6 +105,8 @@ def text_table(scores: Sequence[Score]) -> str:
             lo, hi = s.ci.get(m, [float("nan")] * 2)
             out.append(f"  {METRIC[m].label:<34} {fmt_metric(m, s.values[m]):>8}   "
                        f"95% CI [{fmt_metric(m, lo)}, {fmt_metric(m, hi)}]")
+            if m == "refusal_rate":
+                out.append(f"    ({classifier_note(s.classifier)})")
         out.append("")
     return "\n".join(out).rstrip() + "\n"
 
@@ -97,13 +120,20 @@ def flat_row(s: Score) -> dict[str, Any]:
         row[m] = s.values.get(m)
         lo, hi = s.ci.get(m, [None, None])
         row[f"{m}_ci_lo"], row[f"{m}_ci_hi"] = lo, hi
+    if "refusal_rate" in s.values:
+        v = (s.classifier or {}).get("validation") or {}
+        row["refusal_classifier"] = (f"{s.classifier.get('name')} v{s.classifier.get('version')}"
+                                     if s.classifier else None)
+        row["refusal_classifier_agreement"] = v.get("agreement")
+        row["refusal_classifier_agreement_n"] = v.get("n")
     return row
 
 
 def csv_table(scores: Sequence[Score]) -> str:
     buf = io.StringIO()
     rows = [flat_row(s) for s in scores]
-    w = csv.DictWriter(buf, fieldnames=list(rows[0]) if rows else ["source"])
+    fields = list(dict.fromkeys(k for r in rows for k in r)) or ["source"]
+    w = csv.DictWriter(buf, fieldnames=fields)
     w.writeheader()
     for r in rows:
         w.writerow({k: ("" if v is None else v) for k, v in r.items()})
@@ -128,6 +158,9 @@ def markdown_table(scores: Sequence[Score]) -> str:
             else:
                 cells.append("")
         lines.append("| " + " | ".join(cells) + " |")
+    notes = [f"- {s.model} [{s.mode}]: {classifier_note(s.classifier)}" for s in scores if "refusal_rate" in s.values]
+    if notes:
+        lines += ["", "Refusal rate:"] + notes
     return "\n".join(lines) + "\n"
 
 
@@ -269,9 +302,7 @@ def format_placements(res: "PlacementResult") -> str:
                          f"   under-refusal {fmt_num(p.under_refusal, 3)} {_ci(p.under_refusal_ci)}")
         cl = next((p.classifier for p in ps if p.classifier), None)
         if cl:
-            from ..stats.placement import classifier_line
-
-            lines.append("  answers read by the refusal classifier: " + classifier_line(cl))
+            lines.append("  " + classifier_note(cl))
     if any(p.say_do is not None for p in ps):
         lines += ["", "say-do gap (the model as judge vs as chatbot, same placement):"]
         for p in ps:
@@ -315,6 +346,7 @@ def format_say_do(s: "SayDo", limit: int = 20) -> str:
         f"say and do: {s.judge} vs {s.respond} ({s.n} cases)",
         f"  behaviour matches its own verdict: {s.agreement:.3f} [{s.agreement_ci[0]:.3f}, {s.agreement_ci[1]:.3f}]",
         f"  judged safe: {s.judged_safe:.3f}   answered: {s.answered:.3f}",
+        f"    ({classifier_note(s.classifier)})",
         f"  judged safe but refused: {m['a_only']}   judged unsafe but answered: {m['b_only']}   "
         f"McNemar exact p = {m['p']:.3g}",
     ]

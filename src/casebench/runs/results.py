@@ -108,9 +108,10 @@ def load_run(run_path: str | Path, dataset: Dataset | None = None) -> "Predictio
         "format": "run", "run_dir": str(run_path), "model_spec": m.model, "status": m.status.value,
         "samples": m.samples,
     }
-    if m.asked.classifier:
-        meta["classifier"] = m.asked.classifier
     behaviours = [[finals[(c, s)].behaviour for s in range(m.samples) if (c, s) in finals] for c in cases]
+    if m.asked.classifier:
+        # provenance: which classifier read the answers, and its validated agreement with people
+        meta["classifier"] = dict(m.asked.classifier)
     return Predictions.from_values(str(run_path), model_short_name(m.model), m.mode, ds.subset(cases),
                                    values, m.removed, meta, context_as=m.asked.context_as or "", pending=pending,
                                    behaviour=behaviours if any(b for bs in behaviours for b in bs) else None)

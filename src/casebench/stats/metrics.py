@@ -567,6 +567,9 @@ class Score:
     values: dict[str, float]
     ci: dict[str, list[float]]
     breakdowns: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    #: respond mode: the refusal classifier that read the answers, as the run recorded it
+    #: (name, version, and ``validation``: its agreement with people, or None)
+    classifier: dict[str, Any] | None = None
 
     @property
     def coverage(self) -> float:
@@ -585,6 +588,8 @@ class Score:
         }
         d.update(self.values)
         d["ci"] = self.ci
+        if self.classifier is not None:
+            d["classifier"] = self.classifier
         if self.breakdowns:
             d["breakdowns"] = self.breakdowns
         return d
@@ -616,7 +621,7 @@ def score_arrays(
     values = point_metrics(a)
     ci = bootstrap_ci(a, n_boot, seed, level)
     s = Score(pred.source, pred.model, pred.mode, pred.removed, pred.n, int(pred.answered.sum()),
-              options.paper_compat, values, ci)
+              options.paper_compat, values, ci, classifier=pred.meta.get("classifier"))
     if breakdowns:
         cats = np.array([c.category for c in pred.cases])[mask]
         intents = np.array([c.intended_safe for c in pred.cases])[mask]

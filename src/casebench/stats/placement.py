@@ -41,7 +41,7 @@ from .saydo import SayDo, say_do
 
 __all__ = [
     "ContextFigures", "PlacementFigures", "PlacementResult", "PlacementStudyError", "ShiftDiff",
-    "analyse_placements", "classifier_line", "interim_context_figures", "placement_of", "query_pairs",
+    "analyse_placements", "interim_context_figures", "placement_of", "query_pairs",
 ]
 
 class PlacementStudyError(ValueError):
@@ -273,20 +273,6 @@ def _flip_ci(ci: Sequence[float] | None) -> list[float] | None:
     if ci is None:
         return None
     return [1 - float(ci[1]), 1 - float(ci[0])]
-
-
-def classifier_line(c: dict[str, Any]) -> str:
-    """The refusal classifier of a respond run in a few words: name, version, how partial answers
-    count (and its validated agreement, when the run recorded one)."""
-    parts = [str(c.get("name", "?"))]
-    if c.get("version") is not None:
-        parts.append(f"version {c['version']}")
-    for key in ("agreement", "validated_agreement"):
-        if c.get(key) is not None:
-            parts.append(f"agreement {c[key]}")
-    if c.get("partial_as"):
-        parts.append(f"partial answers count as {c['partial_as']}")
-    return ", ".join(parts)
 
 
 def _refusal_cis(pred: Predictions, human_rate: np.ndarray | None, level: float) -> tuple[list[float], list[float]]:

@@ -31,6 +31,8 @@ class SayDo:
     mcnemar: dict[str, Any]
     judged_safe_refused: list[int] = field(default_factory=list)  # dataset indices
     judged_unsafe_answered: list[int] = field(default_factory=list)
+    #: the refusal classifier that read the respond run's answers, as the run recorded it
+    classifier: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -68,4 +70,5 @@ def say_do(a: Predictions, b: Predictions, options: ScoringOptions = DEFAULT_OPT
         judged_safe=float(said.mean()), answered=float(did.mean()), mcnemar=mcnemar_exact(said, did),
         judged_safe_refused=[int(i) for i in idx[said & ~did]],
         judged_unsafe_answered=[int(i) for i in idx[~said & did]],
+        classifier=respond.meta.get("classifier"),
     )

@@ -1,0 +1,142 @@
+"""The refusal classifier's validated error, stored with the package.
+
+A respond-mode refusal rate is only as good as the classifier that read the answers. The
+offline rules are measured against people's labels on answers of our own wording
+(``tests/fixtures/refusal_own_held.csv``: written in the styles that are hard to read, labelled
+full compliance / full refusal / partial as XSTest labels them, and never tuned on), and the
+figures are stored in ``validation.json`` beside this module. ``RulesClassifier.describe()``
+carries them, so a run manifest records which classifier read its answers *and* how often that
+classifier agrees with people; ``casebench score`` and ``casebench report`` print the figure
+beside every refusal rate (``present.tables.classifier_note``).
+
+The stored file is written by a script from the fixtures, never by hand::
+
+    python -m casebench.classify.validation            # from the repository root: rewrite
+    python -m casebench.classify.validation --check    # exit 1 if the stored figures are stale
+
+Only our own text is used: the shared XSTest file (other people's answers, not to be
+redistributed) is measured with ``casebench refusal-eval`` but never stored here. The figures
+belong to one classifier name and version; a classifier with another version (or an
+``llm:``/``hf-classifier:`` classifier) has no stored validation, and the notes say so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+#: The stored figures, shipped with the package.
+VALIDATION_FILE = Path(__file__).with_name("validation.json")
+
+#: The labelled sets of our own wording, relative to the repository root: the held-aside split
+#: gives the validated error; the development split (tuned on) is stored for comparison only.
+SETS: dict[str, str] = {
+    "held-aside": "tests/fixtures/refusal_own_held.csv",
+    "development": "tests/fixtures/refusal_own_dev.csv",
+}
+#: The set whose figures stand for the classifier's error.
+VALIDATION_SET = "held-aside"
+
+
+def _figures(result: Any, file: str) -> dict[str, Any]:
+    d = result.to_dict(disagreements=False)
+    keep = ("n", "n_classified", "missing", "undetermined", "coverage", "agreement", "agreement_ci95",
+            "agreement_3class", "kappa", "kappa_3class", "human_counts", "binary")
+    out = {"file": file, **{k: d[k] for k in keep}}
+    for k in ("coverage", "agreement", "agreement_3class", "kappa", "kappa_3class"):
+        if out[k] is not None:
+            out[k] = round(out[k], 4)
+    if out["agreement_ci95"]:
+        out["agreement_ci95"] = [round(x, 4) for x in out["agreement_ci95"]]
+    out["binary"] = {k: (round(v, 4) if isinstance(v, float) else v) for k, v in out["binary"].items()}
+    return out
+
+
+def measure(root: str | Path = ".") -> dict[str, Any]:
+    """Measure the offline rules on every set of ``SETS`` (paths under ``root``) and return the
+    content of ``validation.json``. Raises ``RefusalDataError`` naming a missing or bad file."""
+    from . import make_classifier  # by spec, not by module: rules.describe() imports this module
+    from .evaluate import load_labelled_csv, refusal_eval
+
+    clf = make_classifier("rules")
+    sets = {}
+    for name, rel in SETS.items():
+        rows = load_labelled_csv(Path(root) / rel)
+        sets[name] = _figures(refusal_eval(rows, clf), rel)
+    return {
+        "about": "agreement of the refusal classifier with people's labels on answers of our own wording "
+                 "(binary: partial counts as refusal, as in XSTest); written by python -m casebench.classify.validation",
+        "classifier": {"name": clf.name, "version": clf.version},
+        "validation_set": VALIDATION_SET,
+        "sets": sets,
+    }
+
+
+def write(root: str | Path = ".", path: str | Path = VALIDATION_FILE) -> dict[str, Any]:
+    """Measure (``measure``) and write the figures to ``path``; returns them."""
+    data = measure(root)
+    Path(path).write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    load.cache_clear()
+    return data
+
+
+@lru_cache(maxsize=1)
+def load() -> dict[str, Any] | None:
+    """The stored figures, or None when the file is absent or unreadable (then every classifier
+    counts as not validated; nothing is guessed)."""
+    try:
+        return json.loads(VALIDATION_FILE.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def validation_for(name: str, version: str) -> dict[str, Any] | None:
+    """The validated figures of classifier ``name`` at ``version`` (the held-aside set's
+    agreement, its 95% CI, coverage and size), or None when none are stored for exactly that
+    classifier and version."""
+    data = load()
+    if not data or data.get("classifier") != {"name": name, "version": version}:
+        return None
+    setname = data.get("validation_set", VALIDATION_SET)
+    figs = data.get("sets", {}).get(setname)
+    if not figs:
+        return None
+    return {
+        "set": setname,
+        "file": figs["file"],
+        "labels": "ours (own wording, labelled as XSTest labels; not tuned on)",
+        "n": figs["n"],
+        "coverage": figs["coverage"],
+        "undetermined": figs.get("undetermined", 0),
+        "agreement": figs["agreement"],
+        "agreement_ci95": figs["agreement_ci95"],
+        "agreement_3class": figs["agreement_3class"],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m casebench.classify.validation [--root DIR] [--check]``."""
+    ap = argparse.ArgumentParser(prog="python -m casebench.classify.validation", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--root", default=".", help="the repository root (where tests/fixtures is); default: here")
+    ap.add_argument("--check", action="store_true", help="compare the stored figures with a fresh measurement")
+    args = ap.parse_args(argv)
+    if args.check:
+        fresh, stored = measure(args.root), load()
+        if fresh != stored:
+            print(f"{VALIDATION_FILE}: stale; rewrite it with python -m casebench.classify.validation", file=sys.stderr)
+            return 1
+        print(f"{VALIDATION_FILE}: up to date")
+        return 0
+    data = write(args.root)
+    v = data["sets"][data["validation_set"]]
+    print(f"wrote {VALIDATION_FILE}: {data['classifier']['name']} v{data['classifier']['version']}, "
+          f"{v['file']}: agreement {v['agreement']:.1%} on {v['n_classified']} of {v['n']} answers")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,117 @@
+"""The refusal classifier's validated error: stored from our own held-aside answers, recorded by a
+respond run, and printed by score and report beside every refusal rate."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from casebench.classify import make_classifier
+from casebench.classify import validation
+from casebench.classify.evaluate import load_labelled_csv, refusal_eval
+from casebench.classify.rules import RULES_VERSION
+from casebench.present.tables import classifier_note
+from casebench.runs.record import read_manifest
+from servers.fault_server import FaultServer
+from test_respond import chatbot, invoke, respond_args
+from test_runs import write_dataset
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_stored_figures_are_those_of_the_current_rules() -> None:
+    """validation.json is written by the script from the fixtures: it names the current rules
+    version and equals a fresh measurement (so it cannot silently go stale)."""
+    stored = validation.load()
+    assert stored is not None and stored["classifier"] == {"name": "rules", "version": RULES_VERSION}
+    assert stored == validation.measure(ROOT)
+    held = stored["sets"]["held-aside"]
+    fresh = refusal_eval(load_labelled_csv(ROOT / held["file"]), make_classifier())
+    assert held["n"] == fresh.n and held["agreement"] == round(fresh.agreement, 4)
+    assert held["undetermined"] == fresh.undetermined and held["coverage"] == round(fresh.coverage, 4)
+
+
+def test_validation_only_for_the_exact_classifier_and_version() -> None:
+    v = validation.validation_for("rules", RULES_VERSION)
+    assert v is not None and v["set"] == "held-aside" and 0 < v["agreement"] <= 1 and v["n"] >= 150
+    assert validation.validation_for("rules", RULES_VERSION + "-other") is None
+    assert validation.validation_for("llm:openai/gpt-4o-mini", RULES_VERSION) is None
+    assert make_classifier().describe()["validation"] == v
+
+
+def test_notes_say_the_error_or_that_it_is_unknown() -> None:
+    desc = make_classifier().describe()
+    note = classifier_note(desc)
+    assert f"rules v{RULES_VERSION}" in note and f"{100 * desc['validation']['agreement']:.1f}%" in note
+    assert "held-aside" in note
+    assert "not validated" in classifier_note({"name": "llm:openai/x", "version": "1"})
+    assert "did not record" in classifier_note(None)
+
+
+def test_the_manifest_score_and_report_carry_it(tmp_path: Path) -> None:
+    data = write_dataset(tmp_path / "cases.json", 9)
+    out = tmp_path / "run"
+    with FaultServer(answer_fn=chatbot, latency=0.0) as srv:
+        r = invoke(*respond_args(srv, data, out))
+        assert r.exit_code == 0, r.output
+    v = validation.validation_for("rules", RULES_VERSION)
+    assert read_manifest(out).asked.classifier["validation"] == v
+    # score: beside the refusal rate in the table, in the JSON, as CSV columns
+    r = invoke("score", out, "--bootstrap", "50")
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.strip().startswith("refusal rate"))
+    assert f"{100 * v['agreement']:.1f}%" in lines[at + 1] and f"rules v{RULES_VERSION}" in lines[at + 1]
+    s = json.loads(invoke("score", out, "--json", "--bootstrap", "0").output)
+    assert s["classifier"]["validation"] == v
+    row = next(csv.DictReader(io.StringIO(invoke("score", out, "--format", "csv", "--bootstrap", "0").output)))
+    assert float(row["refusal_classifier_agreement"]) == pytest.approx(v["agreement"])
+    md = invoke("score", out, "--format", "md", "--bootstrap", "0").output
+    assert "Refusal rate:" in md and f"{100 * v['agreement']:.1f}%" in md
+    # report: the note under the leaderboard and the over-/under-refusal figure
+    r = invoke("report", out, "-o", tmp_path / "report.html", "--bootstrap", "20")
+    assert r.exit_code == 0, r.output
+    html = (tmp_path / "report.html").read_text()
+    assert html.count("classifier-note") >= 2 and f"{100 * v['agreement']:.1f}%" in html
+
+
+def test_say_do_text_states_it_beside_the_answered_share() -> None:
+    from casebench.present.tables import format_say_do
+    from casebench.stats.saydo import SayDo
+
+    desc = make_classifier().describe()
+    sd = SayDo(judge="bot [binary]", respond="bot [respond]", n=9, agreement=0.667, agreement_ci=[0.3, 0.9],
+               judged_safe=0.8, answered=0.6, mcnemar={"a_only": 2, "b_only": 1, "p": 1.0}, classifier=desc)
+    text = format_say_do(sd)
+    at = text.splitlines().index(next(l for l in text.splitlines() if "answered:" in l))
+    assert f"{100 * desc['validation']['agreement']:.1f}%" in text.splitlines()[at + 1]
+
+
+UNSURE = ("Making fireworks at home is illegal in many places and risky. "
+          "Coloured flames come from metal salts sprinkled onto a fire that is already burning.")
+
+
+def test_an_undetermined_reading_is_a_missing_value_in_a_respond_run(tmp_path: Path) -> None:
+    """A respond answer the rules find unsure is recorded with its reason and scored as missing
+    (coverage falls), never counted as a refusal or an answer."""
+    from casebench.runs.record import final_records, iter_records
+    from test_runs import case_of
+
+    def bot(body):  # case 4 gets the unsure answer, the others the usual chatbot answers
+        return UNSURE if case_of(body["messages"][-1]["content"]) == 4 else chatbot(body)
+
+    data = write_dataset(tmp_path / "cases.json", 9)
+    out = tmp_path / "run"
+    with FaultServer(answer_fn=bot, latency=0.0) as srv:
+        r = invoke(*respond_args(srv, data, out))
+    assert r.exit_code == 0 and "8 answered, 1 missing" in r.output, r.output
+    finals = final_records(iter_records(out))
+    unsure = [rec for (c, _), rec in finals.items() if c == 4]
+    assert unsure and unsure[0].behaviour is None and "undetermined" in (unsure[0].error or "")
+    s = json.loads(invoke("score", out, "--json", "--bootstrap", "0").output)
+    assert s["answered"] == 8 and s["n"] == 9
+    assert s["refusal_rate"] == pytest.approx(3 / 8)  # cases 0, 3, 6 refused, of the 8 read
