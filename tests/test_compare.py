@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 
 import numpy as np
+
+from casebench.stats.metrics import METRIC
 import pytest
 from click.testing import CliRunner
 
@@ -61,7 +63,8 @@ def test_binary_vs_score_mcnemar_matches_an_exact_binomial_test(gpt4o):
     assert acc.ci[0] < acc.diff < acc.ci[1]
     assert acc.test == "mcnemar" and acc.p == pc.mcnemar["p"]
     # a binary verdict has no P(safe): only label metrics are compared
-    assert set(pc.metrics) == {"accuracy", "safe_recall", "unsafe_recall"}
+    assert set(pc.metrics) == {"accuracy", "safe_recall", "unsafe_recall", "context_shift", "context_follow",
+                               "context_blind", "shift_pcc", "vote_agreement", "accuracy_contested", "accuracy_clear"}
     assert pc.williams is None
     for m in pc.metrics.values():
         assert 0 < m.p_bootstrap <= 1 and m.p_adjusted >= m.p
@@ -114,17 +117,61 @@ def test_cli_compare_published_files_table_and_json(gpt4o, exp_dir):
 # ------------------------------------------------------------------------------ refusals
 
 
-def test_different_case_sets_are_refused_with_counts(gpt4o, tmp_path):
-    a, _ = gpt4o
+def test_subsets_of_one_dataset_pair_over_the_cases_they_share(gpt4o, tmp_path):
+    """Two subsets of one dataset are compared over the cases both hold, and the output says
+    how many and in which case set each input is; the shared-case figures are those of the
+    inputs cut to the shared cases."""
+    a, b = gpt4o
     subset = tmp_path / "safety_small" / "output_binary.json"
     write_published(subset, a.cases[:45], "small", "binary",
                     ["safe" if x == 1.0 else "unsafe" for x in a.label[:45]])
     small = load_published(subset)
-    with pytest.raises(CompareError, match="has 900 cases, .* has 45"):
-        check_comparable([a, small], names=["A", "B"])
-    r = CliRunner().invoke(cli, ["compare", a.source, str(subset)])
-    assert r.exit_code == 2
-    assert "900 cases" in r.output and "45" in r.output
+    check_comparable([a, small], names=["A", "B"])  # accepted
+    c = compare([a, small, b], ScoringOptions(n_boot=50))
+    assert [g["inputs"] for g in c.case_sets] == [["A", "C"], ["B"]]
+    ab = c.pairs[0]
+    assert (ab.shared, ab.only_a, ab.only_b, ab.n_paired) == (45, 855, 0, 45)
+    assert ab.metrics["accuracy"].a == pytest.approx(score_predictions(small, ScoringOptions(n_boot=0)).values["accuracy"])
+    assert ab.metrics["accuracy"].diff == 0.0
+    # an input paired with itself on the shared cases: no difference, no mark
+    text = format_comparison(c)
+    assert "45 paired cases of the 45 cases both hold (A has 900, B has 45)" in text
+    assert "case set 1 (900 cases): A, C" in text and "case set 2 (45 cases): B" in text
+    r = CliRunner().invoke(cli, ["compare", a.source, str(subset), "--bootstrap", "20"])
+    assert r.exit_code == 0, r.output
+    assert "of the 45 cases both hold" in r.output
+
+
+def test_inputs_with_no_case_in_common_are_refused(gpt4o):
+    from dataclasses import replace
+
+    a, _ = gpt4o
+    first, second = slice(0, 10), slice(10, 20)
+    x = replace(a, cases=a.cases[first], label=a.label[first], value=a.value[first], meta={})
+    y = replace(a, cases=a.cases[second], label=a.label[second], value=a.value[second], meta={})
+    with pytest.raises(CompareError, match="have no case in common"):
+        compare([x, y], ScoringOptions(n_boot=10))
+
+
+def test_no_significance_mark_from_few_cases(gpt4o):
+    """A 4-case difference is never marked, whatever its p; the reason is in the output."""
+    from dataclasses import replace
+
+    a, b = gpt4o
+    # four cases where A is right and B wrong... built by flipping B's verdicts
+    idx = [i for i in range(a.n) if (a.label[i] == 1.0) == a.human_safe[i]][:40]
+    a40 = replace(a, cases=[a.cases[i] for i in idx], label=a.label[idx], value=a.value[idx], meta={})
+    flipped = replace(a40, label=1.0 - a40.label, source="flipped")
+    few = compare([replace(a40, cases=a40.cases[:4], label=a40.label[:4], value=a40.value[:4]),
+                   replace(flipped, cases=flipped.cases[:4], label=flipped.label[:4], value=flipped.value[:4])],
+                  ScoringOptions(n_boot=200))
+    acc = few.pairs[0].metrics["accuracy"]
+    assert few.pairs[0].mcnemar["a_only"] == 4 and not acc.significant
+    assert acc.withheld == "4 paired cases < 30"
+    many = compare([a40, flipped], ScoringOptions(n_boot=200))
+    assert many.pairs[0].metrics["accuracy"].significant and many.pairs[0].metrics["accuracy"].withheld is None
+    text = format_comparison(few)
+    assert "(no mark: 4 paired cases < 30)" in text and "no significance mark from fewer than 30 paired cases" in text
 
 
 def test_different_datasets_are_refused(gpt4o, tmp_path):
@@ -263,11 +310,17 @@ def test_benjamini_hochberg_runs_over_every_pair_and_metric(gpt4o, llama):
 
     a, b = gpt4o
     res = compare([a, b, llama], ScoringOptions(n_boot=300))
-    ps = [m.p for pc in res.pairs for m in pc.metrics.values()]
+    primary = [m for pc in res.pairs for m in pc.metrics.values() if METRIC[m.metric].family == "primary"]
+    ps = [m.p for m in primary]
     assert len(ps) == 3 + 3 + 6  # binary pairs: 3 label metrics; score vs prob: 6
     _, adj, _, _ = multipletests(ps, method="fdr_bh")
-    got = [m.p_adjusted for pc in res.pairs for m in pc.metrics.values()]
-    np.testing.assert_allclose(got, adj)
+    np.testing.assert_allclose([m.p_adjusted for m in primary], adj)
+    # the added figures (context, human reference) are each a family of their own
+    for fam in ("context", "reference"):
+        ms = [m for pc in res.pairs for m in pc.metrics.values() if METRIC[m.metric].family == fam]
+        assert len(ms) == 3 * (4 if fam == "context" else 3)
+        _, adj, _, _ = multipletests([m.p for m in ms], method="fdr_bh")
+        np.testing.assert_allclose([m.p_adjusted for m in ms], adj)
     text = format_comparison(res)
     assert text.count(" vs ") == 3 and "Williams' t" in text
 

@@ -160,8 +160,19 @@ def test_bootstrap_ci_matches_naive_loop(exp_dir):
     idx = rng.integers(0, len(a.y), size=(200, len(a.y)))
     naive = [pearsonr(a.value[i], a.g[i])[0] for i in idx]
     assert ci["pcc"] == pytest.approx([np.percentile(naive, 2.5), np.percentile(naive, 97.5)])
+    # paper-compatible scoring keeps the percentile bootstrap for proportions too
     naive_acc = [a.correct[i].mean() for i in idx]
-    assert ci["accuracy"] == pytest.approx([np.percentile(naive_acc, 2.5), np.percentile(naive_acc, 97.5)])
+    pa, _ = scoring_arrays(p, ScoringOptions(paper_compat=True))
+    assert bootstrap_ci(pa, n_boot=200, seed=7)["accuracy"] == pytest.approx(
+        [np.percentile(naive_acc, 2.5), np.percentile(naive_acc, 97.5)])
+    # default scoring: proportions get the Wilson score interval (statsmodels agrees)
+    from statsmodels.stats.proportion import proportion_confint
+
+    k = int(a.correct.sum())
+    assert ci["accuracy"] == pytest.approx(list(proportion_confint(k, len(a.y), 0.05, method="wilson")))
+    safe = a.y.astype(bool)
+    assert ci["safe_recall"] == pytest.approx(
+        list(proportion_confint(int(a.correct[safe].sum()), int(safe.sum()), 0.05, method="wilson")))
 
 
 def test_one_metric_table_names_labels_directions_and_tests():
@@ -174,17 +185,26 @@ def test_one_metric_table_names_labels_directions_and_tests():
         metric_names,
     )
 
+    from casebench.stats.context import CONTEXT_METRICS, REFERENCE_METRICS
+
     names = [m.name for m in METRICS]
-    assert len(set(names)) == len(names) == 11 and tuple(names) == ALL_METRICS == LEADERBOARD_METRICS
+    added = CONTEXT_METRICS + REFERENCE_METRICS  # stats/context registers these after the built-in 11
+    assert len(set(names)) == len(names) == 11 + len(added) and tuple(names) == ALL_METRICS == LEADERBOARD_METRICS
+    assert tuple(names[11:]) == added
     assert set(LABEL_METRICS) | set(CONTINUOUS_METRICS) | set(BEHAVIOUR_METRICS) == set(ALL_METRICS)
-    assert metric_names("binary") == LABEL_METRICS and metric_names("prob") == LABEL_METRICS + CONTINUOUS_METRICS
-    assert metric_names("respond") == ALL_METRICS and BEHAVIOUR_METRICS == ("refusal_rate", "partial_rate")
+    assert metric_names("binary") == LABEL_METRICS
+    assert set(metric_names("prob")) == set(LABEL_METRICS + CONTINUOUS_METRICS)
+    # BCE, Brier and ECE mean nothing for respond mode's 0/1 behaviour: not printed
+    assert metric_names("respond") == tuple(m for m in ALL_METRICS if m not in ("bce", "brier", "ece"))
+    assert BEHAVIOUR_METRICS == ("refusal_rate", "partial_rate")
     assert {m: METRIC[m].test for m in COMPARED_METRICS} == {
         "accuracy": "mcnemar", "safe_recall": "bootstrap", "unsafe_recall": "bootstrap", "pcc": "williams",
-        "bce": "bootstrap", "brier": "bootstrap"}
-    assert [m.name for m in METRICS if not m.higher_is_better and not m.behaviour] == ["bce", "brier", "ece"]
-    assert lower_is_better_note(COMPARED_METRICS) == "BCE and Brier: lower is better"
-    s = score_predictions(Predictions.from_values("x", "m", "prob", _cases_for_table(), [0.2, 0.9, 0.6, 0.4]), ScoringOptions(n_boot=0))
+        "bce": "bootstrap", "brier": "bootstrap", **{m: "bootstrap" for m in added if m != "context_pairs"}}
+    assert [m.name for m in METRICS if not m.higher_is_better and not m.behaviour] == ["bce", "brier", "ece",
+                                                                                      "context_blind"]
+    assert lower_is_better_note(COMPARED_METRICS) == "BCE, Brier and Context blind: lower is better"
+    s = score_predictions(Predictions.from_values("x", "m", "prob", _cases_for_table(), [0.2, 0.9, 0.6, 0.4]),
+                          ScoringOptions(n_boot=0))
     text = text_table([s])
     for m in METRICS:
         assert (f"  {m.label:<34} " in text) != m.behaviour  # behaviour metrics only for respond runs

@@ -24,7 +24,8 @@ CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
 SECTIONS = ["Leaderboard", "Over- and under-refusal", "Paired differences", "Accuracy by category",
-            "P(safe) against the human safe_rate", "Calibration", "Context ablation", "The human votes"]
+            "P(safe) against the human safe_rate", "Calibration", "Context ablation", "The human votes",
+            "Context sensitivity"]
 
 
 def _run_dir(tmp: Path, data: Path) -> Path:
@@ -79,9 +80,12 @@ def report(inputs, real_data_path, tmp_path_factory) -> Path:
     return out
 
 
-def _rows(html_text: str) -> list[str]:
-    table = re.search(r'<table id="leaderboard">(.*?)</table>', html_text, re.S).group(1)
-    return re.findall(r'<tr class="leaderboard-row[^"]*">(.*?)</tr>', table, re.S)
+def _rows(html_text: str, first_set_only: bool = False) -> list[str]:
+    """The leaderboard's rows: of every case set's table, or of the first one only."""
+    pat = r'<table id="leaderboard">(.*?)</table>' if first_set_only else \
+        r'<table (?:id|class)="leaderboard">(.*?)</table>'
+    return [r for table in re.findall(pat, html_text, re.S)
+            for r in re.findall(r'<tr class="leaderboard-row[^"]*">(.*?)</tr>', table, re.S)]
 
 
 def _body_rows(fragment: str) -> int:
@@ -118,7 +122,7 @@ def test_report_in_headless_chromium(report, inputs, tmp_path):
             images = page.eval_on_selector_all(
                 "img", "els => els.map(i => ({ok: i.complete && i.naturalWidth > 0, w: i.naturalWidth, "
                        "shown: i.getBoundingClientRect().width}))")
-            rows = page.locator("#leaderboard tr.leaderboard-row").count()
+            rows = page.locator("tr.leaderboard-row").count()
             headings = page.locator("h2").all_inner_texts()
             shot = tmp_path / "report.png"
             page.screenshot(path=str(shot), full_page=True)
@@ -126,8 +130,9 @@ def test_report_in_headless_chromium(report, inputs, tmp_path):
             browser.close()
     assert errors == []
     assert outside == []
-    # refusal, heat map, scatter, reliability, one ablation study, context effect, stability
-    assert len(images) == 7 and all(i["ok"] for i in images), images
+    # refusal, heat map, scatter, reliability, one ablation study, context effect, stability,
+    # context shift dots, per-pair shift scatter
+    assert len(images) == 9 and all(i["ok"] for i in images), images
     assert all(i["shown"] >= 400 for i in images)  # every figure is shown at a readable size
     assert rows == len(inputs)
     assert [re.sub(r"^\d+\.\s*", "", h) for h in headings] == SECTIONS
@@ -142,7 +147,7 @@ def test_report_is_self_contained(report):
     assert "<script" not in text
     assert not re.search(r'(src|href)="(https?:)?//', text)
     srcs = re.findall(r'<img src="([^"]+)"', text)
-    assert len(srcs) == 7
+    assert len(srcs) == 9
     for s in srcs:
         assert s.startswith("data:image/png;base64,")
         assert base64.b64decode(s.split(",", 1)[1])[:8] == b"\x89PNG\r\n\x1a\n"
@@ -163,8 +168,14 @@ def test_leaderboard_holds_the_published_figures(report, inputs):
         assert tuple(cells[:3]) == figures, name
     assert "judge-x [binary]" in by_name
     assert re.search(r"<td>45</td>", by_name["judge-x [binary]"])
-    accs = [float(re.findall(r"<td>([0-9.]+)<span", r)[0]) for r in rows]
+    # the 45-case run is ranked in its own case set, never among the 900-case inputs
+    first = _rows(report.read_text(encoding="utf-8"), first_set_only=True)
+    assert len(first) == len(inputs) - 1 and not any("judge-x" in r for r in first)
+    assert "<h3>Case set 2: 45 cases</h3>" in report.read_text(encoding="utf-8")
+    accs = [float(re.findall(r"<td>([0-9.]+)<span", r)[0]) for r in first]
     assert accs == sorted(accs, reverse=True)
+    # its figures are from 45 cases or fewer: the recalls (fewer than 30 cases each) carry the note
+    assert "†" in by_name["judge-x [binary]"] and "†" not in by_name["gpt-4o [binary]"]
 
 
 def test_ablation_and_pairwise_sections_cover_the_right_inputs(report):
@@ -174,9 +185,11 @@ def test_ablation_and_pairwise_sections_cover_the_right_inputs(report):
     for cond in ("- sender", "- recipient", "- sender, recipient"):
         assert f">{cond}<" in abl
     pairs = text[text.index('id="pairwise"'):text.index('id="categories"')]
-    # the seven 900-case inputs pair with each other (21 pairs); the 45-case run pairs with none
-    assert _body_rows(pairs) == 21
-    assert "judge-x" not in pairs
+    # the seven 900-case inputs pair with each other (21 pairs); the 45-case run with each of
+    # them over the 45 cases they share (7 pairs), and says so
+    assert _body_rows(pairs) == 28
+    assert pairs.count("judge-x") == 7
+    assert pairs.count(" of the 45 both hold (900 and 45 cases)") + pairs.count(" of the 45 both hold (45 and 900 cases)") == 7
 
 
 def test_report_without_ablation_numbers_its_sections(exp_dir, tmp_path):
@@ -187,7 +200,8 @@ def test_report_without_ablation_numbers_its_sections(exp_dir, tmp_path):
     text = build_report(preds, ScoringOptions(n_boot=0), human=False)
     heads = re.findall(r"<h2[^>]*>(.*?)</h2>", text)
     assert heads == ["1. Leaderboard", "2. Over- and under-refusal", "3. Paired differences",
-                     "4. Accuracy by category", "5. P(safe) against the human safe_rate", "6. Calibration"]
+                     "4. Accuracy by category", "5. P(safe) against the human safe_rate", "6. Calibration",
+                     "7. Context sensitivity"]
     assert "No input gives a continuous P(safe)" in text
     assert len(_rows(text)) == 1
 

@@ -36,6 +36,7 @@ _EXPORTS: dict[str, str] = {
     "ScoringOptions": "stats.options", "LABEL_SOURCES": "stats.options",
     "Score": "stats.metrics", "score_predictions": "stats.metrics", "compare": "stats.compare",
     "analyse_ablation": "stats.ablation", "run_ablation": "runs.study", "run_placements": "runs.study", "human_stats": "stats.human",
+    "human_references": "stats.context",
     "label_safe": "stats.human", "power_analysis": "stats.human", "votes_majority_safe": "stats.human",
     "write_report": "present.report",
 }

@@ -14,12 +14,17 @@ from typing import Any
 
 def write_text_atomic(path: str | Path, text: str, *, fsync: bool = False) -> Path:
     """Write ``text`` to a temp file beside ``path``, then rename it over ``path``."""
+    return write_bytes_atomic(path, text.encode("utf-8"), fsync=fsync)
+
+
+def write_bytes_atomic(path: str | Path, data: bytes, *, fsync: bool = False) -> Path:
+    """Write ``data`` to a temp file beside ``path``, then rename it over ``path``."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
             if fsync:
                 f.flush()
                 os.fsync(f.fileno())

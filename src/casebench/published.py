@@ -220,3 +220,24 @@ def write_published(path: str | Path, cases: Sequence[Case], model: str, mode: s
 def published_file_name(mode: str | Mode, removed: Sequence[str] = ()) -> str:
     tail = "_" + ",".join(removed) if removed else ""
     return f"output_{get_mode(mode).file_name}{tail}.json"
+
+
+def reference_files(root: str | Path) -> list[Path]:
+    """The authors' full-context output files under ``root`` (a directory holding ``exp/``, or
+    ``exp/`` itself): ``safety_<model>/output_<binary|score|logits>.json``, sorted; ablation files
+    are left out (a reference row is a model over the full contexts)."""
+    r = Path(root)
+    base = r / "exp" if (r / "exp").is_dir() else r
+    names = {f"output_{m}.json" for m in ("binary", "score", "logits")}
+    return sorted(p for p in base.glob("safety_*/output_*.json") if p.name in names)
+
+
+def load_references(root: str | Path, reference: Dataset | None = None) -> list[Predictions]:
+    """The published models under ``root`` (``reference_files``) as predictions, to show beside
+    a user's own inputs as reference rows. Raises ``DatasetError`` naming the directory when it
+    holds none."""
+    files = reference_files(root)
+    if not files:
+        raise DatasetError(Path(root), [(None, None, "no published output files (exp/safety_<model>/output_<mode>.json) "
+                                                     "here; fetch them with `casebench data fetch`")])
+    return [load_published(f, reference=reference) for f in files]

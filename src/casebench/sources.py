@@ -75,6 +75,65 @@ def fetch_dataset(
     return target
 
 
+# --------------------------------------------------------------------------------------------
+# The authors' published outputs (reference rows beside the user's own runs)
+
+#: where the published outputs live at the pinned commit (``exp/safety_<model>/output_<mode>.json``)
+PUBLISHED_BASE_URL = f"https://raw.githubusercontent.com/BriansIDP/CASEBench/{PINNED_COMMIT}/"
+#: every published output file at the pinned commit and its SHA-256
+PUBLISHED_OUTPUTS: dict[str, str] = {
+    "exp/safety_claude-3-5-sonnet-20240620/output_binary.json": "75eb0932a78e285a25b2248ea6e74c2380796ecd37b6897a3609dfb00178a8f2",
+    "exp/safety_claude-3-5-sonnet-20240620/output_score.json": "0a575fb33c0f4afec8d03bf88efe8213b325c57e79710c5c326875bb65458a7d",
+    "exp/safety_dolphin/output_binary.json": "0c110233b8cf5a1693923c802214a9382bba093d65abf2a2c97c9696133e8e2b",
+    "exp/safety_dolphin/output_logits.json": "d3fc7efe1f60c6bda5d222edef84f06f691584d5ca2ad785ae134f2674e408ea",
+    "exp/safety_dolphin/output_score.json": "2c69835a4d088f3908a0235ebffe40605c6360c1879264c46c3bd58957294dbe",
+    "exp/safety_gpt-4o-mini-2024-07-18/output_binary.json": "f357b10dd6319fc43619da09cb37739ec5b26de8e70a38a6b43c2d7273b22928",
+    "exp/safety_gpt-4o-mini-2024-07-18/output_score.json": "c39cfe7bb6b5795b1cc43e138fee34baca36048e75ef581879c59f976c91f3c4",
+    "exp/safety_gpt-4o-mini-2024-07-18/output_score_sender.json": "8a4b2c9ff6b2d5226ae00d1fc057fa136cbd116eae7f5abd61d67fcaae9c9c5e",
+    "exp/safety_gpt-4o/output_binary.json": "3eef9079ed6ec4246f3de0a8f36bafd9500b5bdfe05c48b13de3ffd5e39fbf06",
+    "exp/safety_gpt-4o/output_score.json": "9bd0df71d6eb63d31b825d73fbe923b2bc451760959add9b67c2fd5b2f7c28a1",
+    "exp/safety_llama370B/output_binary.json": "3aa1778b54691bd2dcfba497f5ae0339e19fe25589529e29d5687f88eb350400",
+    "exp/safety_llama370B/output_logits.json": "bfea2a6584bc5ea952df9d62bf45254c5867de7f6baca35fb447e45afe677246",
+    "exp/safety_llama370B/output_score.json": "e33fbfc0362b54b28d2c4530ef0779780a6609b91e7a589b127e083536fc1ba6",
+    "exp/safety_mixtral8x7B/output_binary.json": "5287dfbb3d3b6eba4c23d73d6c773d1acb1b6368a22c7d55ea92d77c18de751b",
+    "exp/safety_mixtral8x7B/output_logits.json": "d0cd87a1ffee7c9aaf1bbca7eb8ec0a592b0261276603fe9d6603abf9533a7ed",
+    "exp/safety_mixtral8x7B/output_score.json": "79777c9cc2b754b5c86ce16bd8d53ca499a05cc3ef2c97a48397e6bca619a601",
+    "exp/safety_qwen272B/output_binary.json": "ac40d3eed0defa2cf0c1c245dc4638636579476e01e4fbfb698542288e6a6d8a",
+    "exp/safety_qwen272B/output_logits.json": "48ce443fcb872a50fb7deb748c0c9319c2fcf834b59668e7daf03adc4d60c7da",
+    "exp/safety_qwen272B/output_score.json": "2de9c19b4c65a8a289872d82d7128d1aa870c06d11b1ff9021a0c4612abacd01",
+}
+
+
+def cached_outputs_dir() -> Path:
+    """Where ``casebench data fetch`` keeps the published outputs: ``<cache>/published/<commit>``,
+    holding ``exp/`` as the release does."""
+    return cache_dir() / "published" / PINNED_COMMIT[:12]
+
+
+def cached_outputs() -> Path | None:
+    """The cached published outputs' directory when every file is there (None otherwise)."""
+    root = cached_outputs_dir()
+    return root if all((root / rel).is_file() for rel in PUBLISHED_OUTPUTS) else None
+
+
+def fetch_outputs(base_url: str | None = None, dest: str | Path | None = None, timeout: float = 30.0,
+                  check: bool = True) -> Path:
+    """Download every published output file (``PUBLISHED_OUTPUTS``) under ``dest`` (default:
+    ``cached_outputs_dir()``), each SHA-256 checked before it is kept (``fetch_dataset``); files
+    already there with the right checksum are not downloaded again. ``base_url``: where the
+    release's ``exp/`` lies (default: the pinned commit on GitHub; any ``file://`` or ``http://``
+    base serves a mirror). ``check=False`` skips the checksums (only for a user's own mirror of
+    other files). Returns the directory that holds ``exp/``."""
+    base = (base_url or PUBLISHED_BASE_URL).rstrip("/") + "/"
+    root = Path(dest) if dest else cached_outputs_dir()
+    for rel, digest in PUBLISHED_OUTPUTS.items():
+        target = root / rel
+        if target.is_file() and hashlib.sha256(target.read_bytes()).hexdigest() == digest:
+            continue
+        fetch_dataset(url=base + rel, dest=target, sha256=digest if check else None, timeout=timeout)
+    return root
+
+
 @dataclass(frozen=True)
 class DataChoice:
     """Which dataset a command uses and why (printed by the main job)."""

@@ -78,7 +78,7 @@ CASES: dict[str, list[str]] = {
     "human_votes": ["human", DATA, "--label-source", "votes", "--draws", "200"],
     "human_json": ["human", DATA, "--json", "--draws", "200"],
     "report": ["report", "exp/safety_gpt-4o/output_binary.json", "exp/safety_gpt-4o/output_score.json",
-               "exp/safety_llama370B/output_logits.json", *ABLATION, "--data", DATA, *BOOT],
+               "exp/safety_llama370B/output_logits.json", *ABLATION, "--data", DATA, "--hide-text", *BOOT],
 }
 
 

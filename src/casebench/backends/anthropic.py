@@ -83,8 +83,9 @@ class AnthropicBackend:
         self.timeout = float(timeout)
         self.send_sampling = bool(send_sampling)
         self.stream = bool(stream)
+        import anthropic  # the SDK, only when a backend is built (first: a missing extra is named before the key)
+
         key = resolve_api_key(api_key_env, self.base_url)
-        import anthropic  # the SDK, only when a backend is built
 
         self._sdk = anthropic
         #: how requests reach the server (the batch path uses it too)

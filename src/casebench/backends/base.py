@@ -5,6 +5,12 @@ A backend knows nothing of datasets, metrics or run files. The runner hands it a
 called with one request per call (the runner gives them concurrency); local backends declare
 ``batch_size > 1`` and get sorted batches.
 
+A local backend may deliver answers one by one (``Capabilities.per_answer``): ``answer`` then
+also takes ``on_answer`` (called with a request's position and its answer as soon as that answer
+is ready, on the event loop's thread) and ``on_tokens`` (called with how many tokens were just
+processed, for progress), and cancelling the call stops the work at its next step: what was
+delivered stays delivered, what was half done is dropped.
+
 Transport failures that are worth retrying raise ``TransientError`` (with ``retry_after`` when
 the server said so); failures that are not (bad request, auth) raise ``PermanentError``. A
 backend never retries by itself: the runner owns retries, backoff and what gets recorded.
@@ -30,6 +36,9 @@ class Capabilities:
     shared_samples: bool = False  # answer() takes several samples of one prompt as one request (n)
     #: the provider has a batch API (``backends.batch``): ``casebench run --batch``
     batch: bool = False
+    #: answer() takes ``on_answer`` / ``on_tokens`` and calls them as each answer is ready (local
+    #: batches), and a cancelled call stops within a decoding step
+    per_answer: bool = False
 
     def supports(self, want: str) -> bool:
         return self.token_probs if want == "p_safe" else self.generate
@@ -96,6 +105,15 @@ class Answer:
     usage: dict[str, int] = field(default_factory=dict)
     detail: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
+    #: seconds this answer took, when the backend measured it on its own (a local batch: from the
+    #: start of its batch to the step it ended); None: the runner times the call
+    latency_s: float | None = None
+
+
+#: ``on_answer(position of the request in the call, its answer)``
+OnAnswer = Callable[[int, Answer], None]
+#: ``on_tokens(tokens just processed)``: prompt tokens read or new tokens generated
+OnTokens = Callable[[int], None]
 
 
 class BackendError(Exception):

@@ -43,6 +43,15 @@ Requests with the same chat (the samples of one case) are generated from one pre
 is run once and its key/value cache repeated per sample, each sample then drawn on its own; at
 temperature 0 the answer is generated once and copied (greedy decoding is deterministic).
 
+Every answer is delivered as soon as it is ready (``Capabilities.per_answer``): a prob batch's
+answers when its forward pass ends, a generated sequence's answer at the step it ends (its end
+token, its stop predicate or its token budget), while the other rows of its batch go on. Each
+answer carries its own latency (from its batch's start to that step). Prob batches are sized as
+they run so that one forward pass takes about ``PROB_BATCH_SECONDS`` on the machine at hand (at
+most ``prob_batch_size``; an explicit ``batch_size`` is taken as is). Cancelling ``answer``
+stops the work at the next decoding step or between prob batches: what ended was delivered,
+half-generated sequences are dropped.
+
 The blocking torch work runs in the backend's own worker thread (always the same one, so its
 OpenMP team and malloc arena stay warm between batches) under a lock, so the event loop stays
 responsive and two batches never share the model at once.
@@ -53,13 +62,14 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import inspect
+import os
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
-from .base import Answer, Capabilities, GenerationSettings, PermanentError, Request
+from .base import Answer, Capabilities, GenerationSettings, OnAnswer, OnTokens, PermanentError, Request
 from .registry import Option, backend
 
 PROB_METHODS = ("first-token", "continuation")
@@ -76,10 +86,64 @@ DEFAULT_BATCH_SIZE = {"cpu": 1, "cuda": 16}
 #: cores of an otherwise idle Intel Xeon (16 real queries, 128 new tokens, greedy) batch 4, 8 and
 #: 16 gave 2.3x, 3.4x and 4.9x the tokens per second of batch 1.
 DEFAULT_GENERATION_BATCH_SIZE = {"cpu": 16, "cuda": 32}
+#: Prob mode with the default batch size: a batch (one forward pass) is sized, from the time the
+#: batches before it took, to take about this long, so that a kill loses at most this much work
+#: and Ctrl-C is answered within it (capped by ``prob_batch_size``).
+PROB_BATCH_SECONDS = 1.5
+#: ``on_tokens`` is called at most this often (seconds).
+TOKENS_EVERY_S = 0.25
 
 
 class ModelLoadError(PermanentError):
     """The model cannot be loaded (not local, not in the local cache, or not a causal LM)."""
+
+
+class _Cancelled(Exception):
+    """Raised on the torch thread between steps once the call was cancelled."""
+
+
+class _Hooks:
+    """One ``answer`` call's link to the event loop: its cancel flag, and the callbacks that
+    deliver answers and token counts (made thread-safe by ``answer``)."""
+
+    def __init__(self, cancel: threading.Event | None = None, on_answer: OnAnswer | None = None,
+                 on_tokens: OnTokens | None = None) -> None:
+        self.cancel = cancel or threading.Event()
+        self.on_answer = on_answer
+        self.on_tokens = on_tokens
+        self._tokens = 0
+        self._said = time.monotonic()
+
+    def check(self) -> None:
+        """Raise ``_Cancelled`` when the call was cancelled (between steps)."""
+        if self.cancel.is_set():
+            raise _Cancelled()
+
+    def answer(self, index: int, answer: Answer) -> None:
+        if self.on_answer is not None:
+            self.on_answer(index, answer)
+
+    def tokens(self, n: int, flush: bool = False) -> None:
+        """Count ``n`` tokens processed; pass them on at most every ``TOKENS_EVERY_S``."""
+        self._tokens += n
+        now = time.monotonic()
+        if self.on_tokens is not None and self._tokens and (flush or now - self._said >= TOKENS_EVERY_S):
+            self.on_tokens(self._tokens)
+            self._tokens, self._said = 0, now
+
+
+def _threadsafe(loop: asyncio.AbstractEventLoop, fn: Callable[..., None] | None) -> Callable[..., None] | None:
+    """``fn`` called on ``loop``'s thread from any thread (dropped once the loop is closed)."""
+    if fn is None:
+        return None
+
+    def call(*args: Any) -> None:
+        try:
+            loop.call_soon_threadsafe(fn, *args)
+        except RuntimeError:  # the loop is closed: nobody is listening any more
+            pass
+
+    return call
 
 
 @dataclass
@@ -128,7 +192,7 @@ def from_spec(spec: str, **kwargs: Any) -> "HFBackend":
 class HFBackend:
     """A transformers causal LM answering prompts locally, in sorted, left-padded batches."""
 
-    capabilities = Capabilities(generate=True, token_probs=True)
+    capabilities = Capabilities(generate=True, token_probs=True, per_answer=True)
     #: Defaults the runner and the manifest can read without building a model.
     default_batch_size = DEFAULT_BATCH_SIZE
     default_generation_batch_size = DEFAULT_GENERATION_BATCH_SIZE
@@ -180,6 +244,10 @@ class HFBackend:
             else batch_size if batch_size is not None
             else DEFAULT_GENERATION_BATCH_SIZE[device]
         )
+        #: target seconds per prob batch (None: always ``prob_batch_size``, as an explicit
+        #: ``batch_size`` asks); the seconds per prompt token are measured as batches run
+        self.prob_batch_seconds: float | None = PROB_BATCH_SECONDS if batch_size is None else None
+        self._prob_rate: float | None = None
         self.prob_method = prob_method
         self.system = system
         #: Samples of one prompt share its prefill (False: one prefill per sample, for benches).
@@ -193,10 +261,14 @@ class HFBackend:
 
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="casebench-hf")
         self.tokenizer, self.model = self._worker.submit(self._load).result()
+        #: the hooks of the call the torch thread is working on (checked between layers)
+        self._active: _Hooks | None = None
+        self._cancel_points = _watch_layers(self.model, self._between_layers)
         self.variants = verdict_variants(self.tokenizer)
         self.forms = continuation_forms(self.tokenizer)
         self._keep_arg = _logits_to_keep_arg(self.model)
         self._lock = threading.Lock()
+        self._calls: set[_Hooks] = set()  # the calls in progress (aclose cancels them)
 
     @property
     def batch_size(self) -> int:
@@ -209,6 +281,7 @@ class HFBackend:
         if value < 1:
             raise ValueError(f"batch_size must be at least 1, not {value}")
         self.prob_batch_size = self.generation_batch_size = int(value)
+        self.prob_batch_seconds = None  # a size the caller chose is taken as is
 
     def batch_size_for(self, want: str) -> int:
         """The batch size used for requests that want ``want`` ("p_safe" or "text")."""
@@ -286,22 +359,60 @@ class HFBackend:
         return self._worker.submit(fn, *args).result()
 
     # ------------------------------------------------------------------ the protocol
-    async def answer(self, requests: Sequence[Request], settings: GenerationSettings) -> list[Answer]:
+    async def answer(self, requests: Sequence[Request], settings: GenerationSettings, *,
+                     on_answer: OnAnswer | None = None, on_tokens: OnTokens | None = None) -> list[Answer]:
+        """Answer each request, in order; ``on_answer(position, answer)`` is called (on the
+        event loop's thread) as soon as each answer is ready, ``on_tokens(n)`` as tokens are
+        processed. Cancelling the call stops the torch work at its next step (the call then
+        waits for that step, so the model is free again when it raises ``CancelledError``)."""
         if not requests:
             return []
         if self._worker is None:
             raise PermanentError("the hf backend was closed")
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._worker, self._answer_blocking, list(requests), settings)
+        hooks = _Hooks(threading.Event(), _threadsafe(loop, on_answer), _threadsafe(loop, on_tokens))
+        self._calls.add(hooks)
+        future = loop.run_in_executor(self._worker, self._answer_blocking, list(requests), settings, hooks)
+        try:
+            return await asyncio.shield(future)
+        except _Cancelled:  # not this call's cancellation: the backend was closed under it
+            raise PermanentError("the hf backend was closed while answering") from None
+        except asyncio.CancelledError:
+            hooks.cancel.set()
+            try:  # the torch thread notices at its next step; what ended by then was delivered
+                await future
+            except BaseException:  # _Cancelled, as expected (or a second cancellation)
+                pass
+            raise
+        finally:
+            self._calls.discard(hooks)
 
-    def _answer_blocking(self, requests: list[Request], settings: GenerationSettings) -> list[Answer]:
+    def _between_layers(self, module: Any, args: Any) -> None:
+        """A forward pre-hook on every decoder layer: a cancelled call stops within one layer
+        of a forward pass (a long prompt's pass takes seconds on a busy CPU), not after it."""
+        active = self._active
+        if active is not None:
+            active.check()
+
+    def _answer_blocking(self, requests: list[Request], settings: GenerationSettings,
+                         hooks: _Hooks | None = None) -> list[Answer]:
+        with self._lock:
+            self._active = hooks = hooks or _Hooks()
+            try:
+                return self._answer_locked(requests, settings, hooks)
+            finally:
+                self._active = None
+
+    def _answer_locked(self, requests: list[Request], settings: GenerationSettings, hooks: _Hooks) -> list[Answer]:
         system = self.system
         answers: list[Answer | None] = [None] * len(requests)
-        with self._lock, self._torch.inference_mode():
+        with self._torch.inference_mode():
+            hooks.check()
             prob = [i for i, r in enumerate(requests) if r.want == "p_safe"]
             text = [i for i, r in enumerate(requests) if r.want != "p_safe"]
             if prob:
-                for i, a in zip(prob, self._prob([requests[i] for i in prob], system)):
+                emit = lambda j, a: hooks.answer(prob[j], a)  # noqa: E731
+                for i, a in zip(prob, self._prob([requests[i] for i in prob], system, hooks, emit)):
                     answers[i] = a
             # Text requests are grouped by effective temperature and token budget: one pass per setting.
             groups: dict[tuple[float, int], list[int]] = {}
@@ -312,16 +423,37 @@ class HFBackend:
                 groups.setdefault((float(t), int(n)), []).append(i)
             for (temperature, max_tokens), idx in groups.items():
                 batch = [requests[i] for i in idx]
-                for i, a in zip(idx, self._generate(batch, settings, temperature, max_tokens, system)):
+                emit = lambda j, a, idx=idx: hooks.answer(idx[j], a)  # noqa: E731
+                for i, a in zip(idx, self._generate(batch, settings, temperature, max_tokens, system, hooks, emit)):
                     answers[i] = a
+            hooks.tokens(0, flush=True)
         return [a for a in answers if a is not None]
 
     # ------------------------------------------------------------------ prob mode
-    def _prob(self, requests: Sequence[Request], system: str | None) -> list[Answer]:
+    def _prob_chunk_size(self, encoded: Sequence[_Encoded], start: int) -> int:
+        """How many prompts from ``start`` the next forward pass takes: ``prob_batch_size``, or,
+        adaptively, as many as fit in ``prob_batch_seconds`` at the seconds per token measured
+        so far (a padded batch costs rows x its longest prompt; one prompt before any measure)."""
+        cap = min(self.prob_batch_size, len(encoded) - start)
+        if self.prob_batch_seconds is None or cap <= 1:
+            return max(1, cap)
+        if self._prob_rate is None:
+            return 1
+        n = 1
+        while n < cap and (n + 1) * len(encoded[start + n].ids) * self._prob_rate <= self.prob_batch_seconds:
+            n += 1
+        return n
+
+    def _prob(self, requests: Sequence[Request], system: str | None, hooks: _Hooks | None = None,
+              emit: Callable[[int, Answer], None] | None = None) -> list[Answer]:
+        hooks = hooks or _Hooks()
         out: list[Answer | None] = [None] * len(requests)
         encoded = self._encode_sorted(requests, system)
-        for start in range(0, len(encoded), self.prob_batch_size):
-            chunk = encoded[start : start + self.prob_batch_size]
+        start = 0
+        while start < len(encoded):
+            hooks.check()
+            chunk = encoded[start : start + self._prob_chunk_size(encoded, start)]
+            start += len(chunk)
             started = time.perf_counter()
             try:
                 if self.prob_method == "first-token":
@@ -331,6 +463,9 @@ class HFBackend:
             except RuntimeError as e:  # out of memory, device errors: not worth retrying as is
                 raise PermanentError(f"hf model failed on a batch of {len(chunk)}: {e}") from None
             seconds = time.perf_counter() - started
+            cells = len(chunk) * max(len(e.ids) for e in chunk)  # what a padded batch computes
+            rate = seconds / max(1, cells)
+            self._prob_rate = rate if self._prob_rate is None else 0.5 * (self._prob_rate + rate)
             for e, (p, s_mass, u_mass, top) in zip(chunk, rows):
                 out[e.index] = Answer(
                     text=top,
@@ -340,9 +475,13 @@ class HFBackend:
                         "p_safe_mass": s_mass,
                         "p_unsafe_mass": u_mass,
                         "method": self.prob_method,
-                        "batch_seconds": round(seconds, 4),
+                        "batch_prompts": len(chunk),
                     },
+                    latency_s=round(seconds, 4),
                 )
+                if emit is not None:
+                    emit(e.index, out[e.index])  # type: ignore[arg-type]
+            hooks.tokens(sum(len(e.ids) for e in chunk))
         return [a for a in out if a is not None]
 
     def _last_logits(self, chunk: Sequence[_Encoded], use_cache: bool = False) -> tuple[Any, Any, Any]:
@@ -440,16 +579,18 @@ class HFBackend:
 
     def _generate(
         self, requests: Sequence[Request], settings: GenerationSettings, temperature: float, max_tokens: int,
-        system: str | None,
+        system: str | None, hooks: _Hooks | None = None, emit: Callable[[int, Answer], None] | None = None,
     ) -> list[Answer]:
         """Answer text requests that share a temperature and a token budget.
 
         Requests with the same chat (the samples of one case) become one *unit*: at temperature 0
         the unit is generated once and its answer copied (greedy decoding is deterministic); when
         sampling, its prompt is prefilled once and the key/value cache repeated for each sample.
-        Units are packed into batches of at most ``generation_batch_size`` sequences.
+        Units are packed into batches of at most ``generation_batch_size`` sequences. Each
+        sequence's answers are made (and passed to ``emit``) at the step it ends.
         """
         torch = self._torch
+        hooks = hooks or _Hooks()
         config = self._generation_config(max_tokens, settings, temperature)
         eos = config.eos_token_id
         eos_ids = set(eos if isinstance(eos, list) else [eos]) - {None}
@@ -471,6 +612,7 @@ class HFBackend:
                 batches.append([u])
                 size = n
         for batch in batches:
+            hooks.check()
             if not greedy and settings.seed is not None:
                 torch.manual_seed(settings.seed)
             # One row per generated sequence: (position of its unit in the batch, the requests it answers).
@@ -479,46 +621,46 @@ class HFBackend:
                 rows.extend([(k, list(u.members))] if greedy else [(k, [m]) for m in u.members])
             stops = [requests[members[0]].stop for _, members in rows]
             started = time.perf_counter()
-            try:
-                new, stopped_at = self._generate_rows([u.encoded for u in batch], [k for k, _ in rows], stops,
-                                                      config, eos_ids)
-            except RuntimeError as e:
-                raise PermanentError(f"hf model failed to generate for a batch of {len(rows)}: {e}") from None
-            seconds = time.perf_counter() - started
-            for (k, members), tokens, at in zip(rows, new, stopped_at):
-                kept, finish = _cut(tokens, eos_ids, at)
+
+            def ended(r: int, kept: list[int], finish: str, batch: list[_Unit] = batch,
+                      rows: list[tuple[int, list[int]]] = rows, started: float = started) -> None:
+                k, members = rows[r]
+                seconds = round(time.perf_counter() - started, 4)
                 for i in members:
                     out[i] = Answer(
                         text=self.tokenizer.decode(kept, skip_special_tokens=True),
                         usage={"prompt_tokens": len(batch[k].encoded.ids), "completion_tokens": len(kept)},
-                        detail={
-                            "temperature": temperature,
-                            "finish": finish,
-                            "batch_seconds": round(seconds, 4),
-                            "batch_sequences": len(rows),
-                        },
+                        detail={"temperature": temperature, "finish": finish, "batch_sequences": len(rows)},
+                        latency_s=seconds,
                     )
+                    if emit is not None:
+                        emit(i, out[i])  # type: ignore[arg-type]
+
+            watch = _RowWatch(stops, self.tokenizer, eos_ids, max_tokens, hooks, ended)
+            try:
+                new = self._generate_rows([u.encoded for u in batch], [k for k, _ in rows], watch, config)
+            except RuntimeError as e:
+                raise PermanentError(f"hf model failed to generate for a batch of {len(rows)}: {e}") from None
+            hooks.check()  # cancelled: the rows that had not ended are dropped
+            for r, tokens in enumerate(new):
+                if not watch.ended[r]:  # ended without the watch seeing it (another stop rule of generate)
+                    ended(r, *_cut(tokens, eos_ids, None))
         return [a for a in out if a is not None]
 
     def _generate_rows(
-        self, prompts: Sequence[_Encoded], row_prompt: Sequence[int], stops: Sequence[Any], config: Any,
-        eos_ids: set[int],
-    ) -> tuple[list[list[int]], list[int | None]]:
-        """Generate one sequence per row (``row_prompt[r]``: which prompt row r continues).
-
-        Returns the new tokens of each row (padded after its end) and, per row, after how many
-        new tokens its ``stop`` predicate fired (None: it did not).
-        """
+        self, prompts: Sequence[_Encoded], row_prompt: Sequence[int], watch: Any, config: Any,
+    ) -> list[list[int]]:
+        """Generate one sequence per row (``row_prompt[r]``: which prompt row r continues), under
+        ``watch`` (a ``_RowWatch``: it ends rows at their stop, reports each row as it ends, and
+        stops everything when the call is cancelled). Returns the new tokens of each row
+        (padded after its end)."""
         from transformers import StoppingCriteriaList
 
         torch = self._torch
         ids, mask, pos = self._pad_left(prompts)
         width = ids.shape[1]
         padded = any(len(e.ids) != width for e in prompts)
-        criterion = _StopWhen(stops, self.tokenizer, eos_ids) if any(s is not None for s in stops) else None
-        kwargs: dict[str, Any] = {"generation_config": config}
-        if criterion is not None:
-            kwargs["stopping_criteria"] = StoppingCriteriaList([criterion])
+        kwargs: dict[str, Any] = {"generation_config": config, "stopping_criteria": StoppingCriteriaList([watch])}
         shared = self.share_prefill and len(row_prompt) > len(prompts) and width > 1
         pick = torch.tensor(list(row_prompt), device=ids.device)
         if not shared:
@@ -542,9 +684,7 @@ class HFBackend:
             cache.reorder_cache(pick)
             generated = self.model.generate(input_ids=ids[pick], attention_mask=mask[pick], past_key_values=cache,
                                             **kwargs)
-        new = generated[:, width:].tolist()
-        stopped = criterion.stopped_at if criterion is not None else [None] * len(new)
-        return new, stopped
+        return generated[:, width:].tolist()
 
     # ------------------------------------------------------------------ manifest
     def describe(self) -> dict[str, Any]:
@@ -563,6 +703,9 @@ class HFBackend:
             "device": self.device,
             "dtype": self.dtype,
             "batch_size": self.prob_batch_size,
+            "prob_batch": (f"adaptive: about {self.prob_batch_seconds:g} s of work per forward pass, at most "
+                           f"{self.prob_batch_size} prompts" if self.prob_batch_seconds is not None
+                           else f"{self.prob_batch_size} prompts"),
             "generation_batch_size": self.generation_batch_size,
             "padding": "left, sorted by length",
             "prob_method": self.prob_method,
@@ -575,6 +718,7 @@ class HFBackend:
             "chat_template_sha256": hashlib.sha256(template.encode()).hexdigest() if template else None,
             "decoding": "greedy when temperature is 0, else sampling at the temperature",
             "malloc": self.malloc,
+            "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
             "torch": torch.__version__,
             "transformers": transformers.__version__,
         }
@@ -586,14 +730,25 @@ class HFBackend:
         return info
 
     async def aclose(self) -> None:
-        """Drop the model so its memory can be freed (GPU memory especially)."""
-        with self._lock:
-            self.model = None
-            if self._worker is not None:
-                self._worker.shutdown(wait=False)
-                self._worker = None
-            if self.device == "cuda":
-                self._torch.cuda.empty_cache()
+        """Drop the model so its memory can be freed (GPU memory especially). Calls still in
+        progress are cancelled first, and the model is dropped on the torch thread once it lets
+        go of it (at most a step later), so closing never blocks the event loop."""
+        for hooks in list(self._calls):
+            hooks.cancel.set()
+        worker, self._worker = self._worker, None
+        if worker is None:
+            return
+
+        def release() -> None:
+            with self._lock:
+                self.model = None
+                if self.device == "cuda":
+                    self._torch.cuda.empty_cache()
+
+        try:
+            await asyncio.get_running_loop().run_in_executor(worker, release)
+        finally:
+            worker.shutdown(wait=False)
 
 
 #: glibc mallopt parameters (malloc.h) and the values set by ``_keep_freed_memory``.
@@ -619,8 +774,6 @@ def _keep_freed_memory() -> str | None:
     Process-wide and done once, on Linux with glibc only; ``CASEBENCH_MALLOC_TUNING=0`` leaves
     malloc alone. Returns what was done (for the manifest), None when nothing was.
     """
-    import os
-
     if "done" in _MALLOC_STATE:
         return _MALLOC_STATE["done"]
     result = None
@@ -637,6 +790,43 @@ def _keep_freed_memory() -> str | None:
             result = None
     _MALLOC_STATE["done"] = result
     return result
+
+
+def settle_omp_wait_policy() -> str | None:
+    """On a busy CPU, let torch's idle OpenMP threads sleep instead of spin; call before torch is
+    imported (the CLI does, first thing). Returns the policy set, None when left alone.
+
+    Why (measured on a 2-core box at load average 12-14, the embedded model, greedy decoding of 2
+    rows): with OpenMP's default spinning, each decoding step took about 10 s, because a thread
+    spinning at a barrier holds a core the others need; with ``OMP_WAIT_POLICY=PASSIVE``, 0.2-0.4
+    s. So when the 1-minute load average is at least the number of cores, and the user has set
+    no policy, it is set to PASSIVE. It changes no result: only what idle threads do.
+    """
+    import sys
+
+    if "OMP_WAIT_POLICY" in os.environ or "torch" in sys.modules:
+        return None
+    try:
+        busy = os.getloadavg()[0] >= (os.cpu_count() or 1)
+    except OSError:  # no load average on this platform
+        return None
+    if not busy:
+        return None
+    os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+    return "PASSIVE"
+
+
+def _watch_layers(model: Any, hook: Callable[[Any, Any], None]) -> int:
+    """Register ``hook`` as a forward pre-hook on each layer of the model's stack of decoder
+    layers (its first ``ModuleList`` of more than one module); returns how many."""
+    import torch
+
+    for module in model.modules():
+        if isinstance(module, torch.nn.ModuleList) and len(module) > 1:
+            for layer in module:
+                layer.register_forward_pre_hook(hook)
+            return len(module)
+    return 0
 
 
 def _logits_to_keep_arg(model: Any) -> str | None:
@@ -671,53 +861,71 @@ def _cut(tokens: Sequence[int], eos_ids: set[int], stopped_at: int | None) -> tu
     return list(tokens), "length"
 
 
-def _stop_criterion_class() -> Any:
+def _row_watch_class() -> Any:
     """Built lazily: transformers is imported only when a model is loaded."""
     from transformers import StoppingCriteria
 
-    class StopWhen(StoppingCriteria):
-        """Stops each row independently once its predicate holds for the text generated so far.
+    class RowWatch(StoppingCriteria):
+        """Watches every row of a ``generate`` call, step by step.
 
-        Called by ``generate`` after every step with all rows; returns one bool per row (rows
-        already finished are reported as done again, which generate ignores). Records, per row,
-        the number of new tokens at the step its predicate first fired, so the answer can be cut
-        exactly there.
+        Called by ``generate`` after every step with all rows. A row ends at its first end token
+        (kept, as generated), at the step its ``stop`` predicate first holds for the text so far
+        (the answer is cut exactly there), or when it has ``max_new`` tokens; ``on_end(row, kept
+        tokens, finish)`` is called at that step, while the other rows go on. Reports the new
+        tokens of the step to the call's hooks, and once the call is cancelled, stops every row
+        (the caller drops those that had not ended).
         """
 
-        def __init__(self, stops: Sequence[Any], tokenizer: Any, eos_ids: set[int]) -> None:
+        def __init__(self, stops: Sequence[Any], tokenizer: Any, eos_ids: set[int], max_new: int, hooks: _Hooks,
+                     on_end: Callable[[int, list[int], str], None]) -> None:
             self.stops = list(stops)
             self.tokenizer = tokenizer
             self.eos_ids = eos_ids
+            self.max_new = max_new
+            self.hooks = hooks
+            self.on_end = on_end
             self.tokens: list[list[int]] = [[] for _ in self.stops]
             self.stopped_at: list[int | None] = [None] * len(self.stops)
-            self.ended = [s is None for s in self.stops]  # rows with no predicate are never checked
+            self.ended = [False] * len(self.stops)
+
+        def _end(self, r: int, kept: list[int], finish: str) -> None:
+            self.ended[r] = True
+            self.on_end(r, kept, finish)
 
         def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
             import torch
 
             last = input_ids[:, -1].tolist()
-            done = []
+            live = 0
             for r, t in enumerate(last):
-                if not self.ended[r]:
-                    if t in self.eos_ids:
-                        self.ended[r] = True
-                    else:
-                        self.tokens[r].append(t)
-                        text = self.tokenizer.decode(self.tokens[r], skip_special_tokens=True)
-                        if self.stops[r](text):
-                            self.ended[r] = True
-                            self.stopped_at[r] = len(self.tokens[r])
-                done.append(self.stopped_at[r] is not None)
-            return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
+                if self.ended[r]:
+                    continue
+                live += 1
+                if t in self.eos_ids:
+                    self._end(r, self.tokens[r] + [t], "eos")
+                    continue
+                self.tokens[r].append(t)
+                stop = self.stops[r]
+                if stop is not None and stop(self.tokenizer.decode(self.tokens[r], skip_special_tokens=True)):
+                    self.stopped_at[r] = len(self.tokens[r])
+                    self._end(r, list(self.tokens[r]), "stop")
+                elif len(self.tokens[r]) >= self.max_new:
+                    self._end(r, list(self.tokens[r]), "length")
+            self.hooks.tokens(live)
+            if self.hooks.cancel.is_set():
+                return torch.ones(len(last), dtype=torch.bool, device=input_ids.device)
+            # rows that met their end token are finished by generate itself (and then padded)
+            return torch.tensor([a is not None for a in self.stopped_at], dtype=torch.bool, device=input_ids.device)
 
-    return StopWhen
+    return RowWatch
 
 
-def _StopWhen(stops: Sequence[Any], tokenizer: Any, eos_ids: set[int]) -> Any:
-    global _STOP_CLASS
-    if _STOP_CLASS is None:
-        _STOP_CLASS = _stop_criterion_class()
-    return _STOP_CLASS(stops, tokenizer, eos_ids)
+def _RowWatch(stops: Sequence[Any], tokenizer: Any, eos_ids: set[int], max_new: int, hooks: _Hooks,
+              on_end: Callable[[int, list[int], str], None]) -> Any:
+    global _WATCH_CLASS
+    if _WATCH_CLASS is None:
+        _WATCH_CLASS = _row_watch_class()
+    return _WATCH_CLASS(stops, tokenizer, eos_ids, max_new, hooks, on_end)
 
 
-_STOP_CLASS: Any = None
+_WATCH_CLASS: Any = None

@@ -135,8 +135,9 @@ class OpenAIBackend:
         #: Set when the server answered a streamed request with one whole JSON body: from then on
         #: this backend asks it without streaming (``describe()["stream_switched_off"]``).
         self.stream_switched_off: str | None = None
+        import openai  # the SDK, only when a backend is built (first: a missing extra is named before the key)
+
         key = resolve_api_key(api_key_env, self.base_url)
-        import openai  # the SDK, only when a backend is built
 
         self._sdk = openai
         #: how requests reach the server (the batch path uses it too)

@@ -18,6 +18,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "classify": ("classify", "classify_cmd", "Re-classify a finished respond run's answers into a new run."),
     "score": ("score", "score_cmd", "Score runs or published output files; print metrics with CIs."),
     "export": ("run", "export_cmd", "Export a run directory to the published exp/ file format."),
+    "runs": ("runs", "runs_group", "Look after run directories (repair a damaged one)."),
     "data": ("data", "data_group", "Inspect, validate and fetch datasets."),
     "prompts": ("data", "prompts_cmd", "Print the chat (system and user messages) of every case as JSON lines."),
     "human": ("human", "human_group", "Statistics of the human votes (context effect, agreement, power)."),
@@ -89,8 +90,10 @@ def cli() -> None:
 def main() -> None:
     """The console entry point: a missing optional dependency ends with the extra to install and
     exit code 2, never a traceback."""
+    from ..backends.hf import settle_omp_wait_policy
     from ..extras import MissingExtra, missing_extra
 
+    settle_omp_wait_policy()  # before anything imports torch
     try:
         cli(prog_name="casebench", standalone_mode=True)
     except MissingExtra as e:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import sys
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterator, Mapping, TypeVar
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterator, Mapping, Sequence, TypeVar
 
 import click
 
@@ -263,19 +263,39 @@ def classifier_options(spec: str | None, flags: Mapping[str, Any], prefixed: boo
 
 def run_under_signals(make: Callable[[], Awaitable[T]]) -> T:
     """Run ``make()`` under SIGINT/SIGTERM handlers that cancel it cleanly (the run engine then
-    writes its manifest with status ``interrupted``; exit 130); the library itself installs no
-    handlers. A cancellation before the engine took over becomes ``KeyboardInterrupt``."""
+    stops the backend at its next step, records what finished and writes its manifest with
+    status ``interrupted``; exit 130); the library itself installs no handlers. A second signal
+    exits at once (130): records are whole lines written with one ``write`` each and the
+    manifest is replaced atomically, so nothing is left half-written, and the run resumes with
+    the same command. A cancellation before the engine took over becomes ``KeyboardInterrupt``."""
     import asyncio
+    import os
     import signal
+
+    def exit_now(signum: int, frame: Any) -> None:
+        os.write(2, b"\ncasebench: second interrupt: exiting now (what is on disk is kept; "
+                    b"re-run the same command to resume)\n")
+        os._exit(130)
 
     async def main() -> T:
         loop = asyncio.get_running_loop()
         task = asyncio.current_task()
         assert task is not None
         handled = []
+
+        def first(sig: int) -> None:
+            # later signals bypass the event loop, so they work even while it is busy
+            for s in handled:
+                loop.remove_signal_handler(s)
+                signal.signal(s, exit_now)
+            handled.clear()
+            echo_err(f"\ncasebench: {signal.Signals(sig).name}: stopping after the current step, keeping every "
+                     "finished answer (press Ctrl-C again to exit at once)")
+            task.cancel()
+
         for sig in (signal.SIGINT, signal.SIGTERM):
             try:
-                loop.add_signal_handler(sig, task.cancel)
+                loop.add_signal_handler(sig, first, sig)
                 handled.append(sig)
             except (RuntimeError, NotImplementedError, ValueError):  # pragma: no cover - not the main thread
                 pass
@@ -289,6 +309,20 @@ def run_under_signals(make: Callable[[], Awaitable[T]]) -> T:
         return asyncio.run(main())
     except asyncio.CancelledError:
         raise KeyboardInterrupt from None
+
+
+def exit_interrupted(code: int = 130) -> None:
+    """End an interrupted command at once: flush what was printed, then skip the interpreter's
+    teardown (finalising torch and transformers takes seconds on a busy CPU, and a user who
+    pressed Ctrl-C is waiting). Everything casebench writes is already on disk by then."""
+    import os
+
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
 
 
 def run_with_signals(config: "RunConfig") -> "RunSummary":
@@ -339,3 +373,34 @@ def scoring_options(paper_compat: bool, n_boot: int, seed: int, label_source: st
         raise BadInput("--paper-compat uses the published labels; drop --label-source votes")
     return ScoringOptions(paper_compat=paper_compat, n_boot=n_boot, seed=seed,
                           label_source=label_source)  # type: ignore[arg-type]
+
+
+def reference_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    """``--reference DIR`` / ``--no-reference``: the authors' published models shown beside the
+    inputs as reference rows (default: the outputs ``casebench data fetch`` cached, if any)."""
+    f = click.option("--no-reference", is_flag=True,
+                     help="Show no published models, even when `casebench data fetch` cached them.")(f)
+    return click.option(
+        "--reference", "reference", type=click.Path(exists=True, file_okay=False), default=None,
+        help="A directory of the authors' published outputs (holding exp/ or safety_* folders), shown as reference "
+             "rows, marked and never paired with the inputs; default: the cached ones (casebench data fetch).",
+    )(f)
+
+
+def load_reference_inputs(reference: str | None, no_reference: bool, preds: Sequence[Any],
+                          dataset: Any = None) -> tuple[list[Any], str | None]:
+    """The reference predictions to show beside ``preds`` and where they came from (None: none).
+    Published models that are already among the inputs (same model, mode and removals) are not
+    repeated."""
+    from ..published import load_references
+    from ..sources import cached_outputs
+
+    if no_reference:
+        return [], None
+    root = reference or cached_outputs()
+    if root is None:
+        return [], None
+    with bad_input_errors():
+        refs = load_references(root, reference=dataset)
+    have = {(p.model, p.mode, tuple(p.removed)) for p in preds}
+    return [r for r in refs if (r.model, r.mode, tuple(r.removed)) not in have], str(root)

@@ -13,8 +13,8 @@ import click
 from ..modes import mode_names
 from ..prompts import CONTEXT_PLACEMENTS
 from ._common import (
-    FILE_MODE_HELP, BadInput, RegistryCommand, bad_input_errors, echo_err, file_kind_options, label_source_option,
-    refusal_classifier_options, remove_option, scoring_options,
+    FILE_MODE_HELP, BadInput, RegistryCommand, bad_input_errors, echo_err, exit_interrupted, file_kind_options,
+    label_source_option, refusal_classifier_options, remove_option, scoring_options,
 )
 
 
@@ -119,6 +119,11 @@ def compare_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, n_bo
         for x in say:
             click.echo("")
             click.echo(format_say_do(x), nl=False)
+        from ..stats.context import reference_line, references_by_dataset
+
+        refs = references_by_dataset(preds[:1], n_boot=n_boot, seed=seed)  # the inputs hold the same cases
+        if refs:
+            click.echo(f"\nreference: {reference_line(refs[0][1])}")
 
 
 @click.command("ablate", cls=RegistryCommand, backend_flags=True)
@@ -223,7 +228,7 @@ def _run_study(model: str, mode: str, params: str, context_as: str | None, out_r
             return [load_run(r.run_dir, dataset=dataset) for r in runs]
     except KeyboardInterrupt:
         echo_err("casebench: interrupted; re-run the same command to resume the study")
-        sys.exit(130)
+        exit_interrupted(130)
 
 
 @click.command("study", cls=RegistryCommand, backend_flags=True, classifier_flags="prefixed")

@@ -9,8 +9,8 @@ from typing import Any
 import click
 
 from ._common import (
-    RegistryCommand, backend_options, bad_input_errors, call_timeout as wall_limit, echo_err, run_under_signals,
-    setup_logging,
+    RegistryCommand, backend_options, bad_input_errors, call_timeout as wall_limit, echo_err, exit_interrupted,
+    run_under_signals, setup_logging,
 )
 
 
@@ -72,7 +72,7 @@ def generate_cmd(queries: str, domain: str, model: str, out: str, run_dir: str |
                 raise click.ClickException(str(e)) from None
     except KeyboardInterrupt:
         echo_err("casebench: interrupted before the run started; nothing was asked")
-        sys.exit(130)
+        exit_interrupted(130)
     summary = result.summary
     click.echo(summary.line())
     if summary.message:

@@ -68,15 +68,23 @@ def info_cmd(path: str, as_json: bool) -> None:
 @click.option("--url", default=None, help="Download from this URL instead of the pinned published file.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="Where to save it (default: the user cache, where other commands look).")
-def fetch_cmd(url: str | None, output: str | None) -> None:
-    """Download the published dataset (pinned commit, SHA-256 checked) into the user cache."""
-    from ..sources import FetchError, fetch_dataset
+@click.option("--outputs/--no-outputs", default=True, show_default=True,
+              help="Also fetch the authors' published model outputs at the same commit (each SHA-256 checked, "
+                   "into the user cache), shown as reference rows by score and report.")
+@click.option("--outputs-url", default=None,
+              help="Where the release's exp/ lies (a mirror; default: the pinned commit). Checksums still apply.")
+def fetch_cmd(url: str | None, output: str | None, outputs: bool, outputs_url: str | None) -> None:
+    """Download the published dataset (pinned commit, SHA-256 checked) into the user cache, and
+    the authors' published outputs beside it."""
+    from ..sources import FetchError, fetch_dataset, fetch_outputs
 
     try:
         path = fetch_dataset(url=url, dest=output)
+        click.echo(str(path))
+        if outputs:
+            click.echo(str(fetch_outputs(base_url=outputs_url)))
     except FetchError as e:
         raise click.ClickException(str(e)) from None
-    click.echo(str(path))
 
 
 @click.command("prompts")

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import click
 
-from ._common import BadInput, bad_input_errors, file_kind_options, label_source_option, scoring_options
+from ._common import (
+    BadInput, bad_input_errors, file_kind_options, label_source_option, load_reference_inputs, reference_option,
+    scoring_options,
+)
 
 
 @click.command("report")
@@ -20,13 +23,18 @@ from ._common import BadInput, bad_input_errors, file_kind_options, label_source
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--title", default="casebench report", show_default=True)
 @click.option("--no-human", is_flag=True, help="Leave out the human-vote section.")
+@click.option("--hide-text", is_flag=True,
+              help="List the context-blind queries by case index only, without their text (for sharing a report "
+                   "without the data).")
 @label_source_option
 @file_kind_options
+@reference_option
 def report_cmd(inputs: tuple[str, ...], out: str, data: str | None, paper_compat: bool, n_boot: int, seed: int,
-               title: str, no_human: bool, label_source: str, mode: str | None, remove: str | None) -> None:
+               title: str, no_human: bool, hide_text: bool, label_source: str, mode: str | None, remove: str | None,
+               reference: str | None, no_reference: bool) -> None:
     """Write one self-contained HTML report over INPUTS (run directories or published exp/ files):
     leaderboard with CIs, over/under-refusal, paired differences, category heat map, P(safe) vs
-    the human safe_rate, reliability, ablation (when given) and the human votes."""
+    the human safe_rate, reliability, ablation (when given), the human votes and context sensitivity."""
     from ..stats.compare import CompareError
     from ..data import load_dataset
     from ..loader import load_predictions
@@ -40,7 +48,8 @@ def report_cmd(inputs: tuple[str, ...], out: str, data: str | None, paper_compat
         preds = [load_predictions(p, dataset=dataset, mode=mode, removed=remove) for p in inputs]
     if not preds:
         raise BadInput("give at least one input")
+    refs, ref_root = load_reference_inputs(reference, no_reference, preds, dataset)
     with bad_input_errors(LabelSourceError):
         path = write_report(out, preds, options, human_cases=dataset.cases if dataset else None, title=title,
-                            human=not no_human)
+                            human=not no_human, show_text=not hide_text, references=refs, reference_root=ref_root)
     click.echo(f"wrote {path}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import shlex
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -15,7 +16,7 @@ from ..modes import MODES, mode_names
 from ..prompts import CONTEXT_PLACEMENTS
 from ._common import (
     BadInput, RegistryCommand, backend_options, bad_input_errors, batch_backends, call_timeout, classifier_options,
-    refusal_classifier_options, run_with_signals, setup_logging,
+    exit_interrupted, refusal_classifier_options, run_with_signals, setup_logging,
 )
 
 
@@ -62,6 +63,10 @@ from ._common import (
               help="Extra prices, USD per 1M tokens: {\"model\": {\"input\": x, \"output\": y}}.")
 @click.option("--max-cost", type=float, default=None, metavar="USD", help="Stop before the run's total cost (all sessions) would pass this.")
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: on a terminal).")
+@click.option("--salvage", is_flag=True, default=False,
+              help="A damaged run directory: move damaged lines of records.jsonl aside (records.damaged.jsonl) and, "
+                   "if manifest.json is lost, rebuild it from this command's settings when every surviving record "
+                   "fits them. Says what it did; changes nothing when records do not fit.")
 @click.option("-v", "--verbose", count=True, help="Log retries (-v) and details (-vv).")
 @refusal_classifier_options
 def run_cmd(model: str | None, mode: str, data: str | None, remove: str, samples: int | None, limit: int | None,
@@ -70,7 +75,7 @@ def run_cmd(model: str | None, mode: str, data: str | None, remove: str, samples
             parse_retries: int, max_attempts: int, prices_path: str | None, max_cost: float | None,
             progress: bool | None, verbose: int, report: bool = True, context_as: str | None = None,
             full_answers: bool = False, refusal_classifier: str | None = None, partial_as: str = "unsafe",
-            batch: bool = False, batch_poll: float = 10.0, **registry_flags: Any) -> None:
+            batch: bool = False, batch_poll: float = 10.0, salvage: bool = False, **registry_flags: Any) -> None:
     """Run a model as a judge (or, in respond mode, as the chatbot) over a dataset.
     Re-run the same command to resume a run.
 
@@ -107,7 +112,7 @@ def run_cmd(model: str | None, mode: str, data: str | None, remove: str, samples
                 progress=progress, context_as=context_as, full_answers=full_answers,
                 refusal_classifier=refusal_classifier,
                 classifier_options=classifier_opts,
-                partial_as_safe=partial_as == "safe", batch=batch, batch_poll_s=batch_poll,
+                partial_as_safe=partial_as == "safe", batch=batch, batch_poll_s=batch_poll, salvage=salvage,
             )
             try:
                 summary = run_with_signals(config)
@@ -117,7 +122,7 @@ def run_cmd(model: str | None, mode: str, data: str | None, remove: str, samples
                 raise BadInput(str(e)) from None
     except KeyboardInterrupt:
         click.echo("casebench: interrupted before the run started; nothing was asked", err=True)
-        sys.exit(130)
+        exit_interrupted(130)
     click.echo(summary.line())
     if summary.repaired_bytes:
         click.echo(f"note: repaired a torn last line of records.jsonl ({summary.repaired_bytes} bytes)", err=True)
@@ -128,6 +133,8 @@ def run_cmd(model: str | None, mode: str, data: str | None, remove: str, samples
     click.echo(f"run: {summary.run_dir}")
     if report and summary.status is RunState.COMPLETE:
         score_and_report(Path(summary.run_dir))
+    if summary.status is RunState.INTERRUPTED:
+        exit_interrupted(summary.exit_code)
     sys.exit(summary.exit_code)
 
 
@@ -162,8 +169,8 @@ def choose_data(data: str | None, model: str, limit: int | None, stratified: int
             if not torch.cuda.is_available():
                 stratified = MAIN_JOB_CASES
                 click.echo(f"cases: a seeded subset of {MAIN_JOB_CASES} of {n}, stratified by category and intent "
-                           f"(--stratified {MAIN_JOB_CASES} --seed 0), to finish in minutes on a CPU; pass "
-                           "--stratified N or --limit N to choose", err=True)
+                           f"(--stratified {MAIN_JOB_CASES} --seed 0; pass --stratified N or --limit N to choose); "
+                           "the expected duration, measured on this machine, follows the first answers", err=True)
     return str(choice.path), stratified
 
 
@@ -185,8 +192,31 @@ def score_and_report(run_dir: Path) -> None:
     except ImportError as e:  # matplotlib is an optional extra
         click.echo(f"no report: {e} (pip install 'casebench[report]')", err=True)
         return
-    path = write_report(run_dir / "report.html", [pred])
+    refs, root = _cached_references(pred)
+    path = write_report(run_dir / "report.html", [pred], references=refs, reference_root=root)
     click.echo(f"report: {path}")
+    if refs:
+        click.echo(f"the report ranks this run among the {len(refs)} published models (from {root})")
+    else:
+        click.echo("to see this run among the paper's published models: casebench data fetch (then report again)")
+
+
+def _cached_references(pred: Any) -> tuple[list[Any], str | None]:
+    """The published models cached by ``casebench data fetch`` (none when absent or unreadable:
+    the main job never fails for want of a reference)."""
+    from ..data import DatasetError
+    from ..published import load_references
+    from ..sources import cached_outputs
+
+    root = cached_outputs()
+    if root is None:
+        return [], None
+    try:
+        refs = load_references(root)
+    except (DatasetError, OSError) as e:
+        click.echo(f"published models not shown: {e}", err=True)
+        return [], None
+    return [r for r in refs if (r.model, r.mode) != (pred.model, pred.mode)], str(root)
 
 
 @click.command("export")

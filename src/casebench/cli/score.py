@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import click
 
-from ._common import bad_input_errors, file_kind_options, label_source_option, scoring_options
+from ._common import (
+    bad_input_errors, file_kind_options, label_source_option, load_reference_inputs, reference_option, scoring_options,
+)
 
 
 @click.command("score")
@@ -14,7 +16,7 @@ from ._common import bad_input_errors, file_kind_options, label_source_option, s
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per input per line (same as --format json).")
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json", "md"]), default="table", show_default=True)
 @click.option("--by", "by", type=click.Choice(["category", "intent"]), multiple=True,
-              help="Also print a breakdown (repeatable). JSON output then includes 'breakdowns'.")
+              help="Also print a breakdown with CIs (repeatable); every --format carries it (JSON: 'breakdowns').")
 @click.option("--bootstrap", "n_boot", type=int, default=2000, show_default=True, help="Bootstrap resamples for CIs (0: none).")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--data", type=click.Path(dir_okay=False), default=None,
@@ -22,13 +24,14 @@ from ._common import bad_input_errors, file_kind_options, label_source_option, s
                    "are checked against it record by record (default: the CASEBench_data.json beside their exp/).")
 @label_source_option
 @file_kind_options
+@reference_option
 def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: str, by: tuple[str, ...],
               n_boot: int, seed: int, data: str | None, label_source: str, mode: str | None,
-              remove: str | None) -> None:
+              remove: str | None, reference: str | None, no_reference: bool) -> None:
     """Score INPUTS (run directories or published exp/ files) and print every metric with a 95% CI."""
     from ..loader import load_predictions
     from ..stats.metrics import LabelSourceError, score_predictions
-    from ..present.tables import FORMATS, breakdown_table
+    from ..present.tables import FORMATS, reference_table
 
     if as_json:
         fmt = "json"
@@ -41,9 +44,25 @@ def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: s
             dataset = load_dataset(data)
         preds = [load_predictions(p, dataset=dataset, mode=mode, removed=remove) for p in inputs]
     with bad_input_errors(LabelSourceError):
-        scores = [score_predictions(p, options, breakdowns=bool(by)) for p in preds]
+        scores = [score_predictions(p, options, breakdowns=by) for p in preds]
+    refs, ref_root = load_reference_inputs(reference, no_reference, preds, dataset)
+    with bad_input_errors(LabelSourceError):
+        ref_scores = [score_predictions(p, options) for p in refs]
+    if fmt in ("csv", "md") and ref_scores:
+        # one table: the published models' rows follow the inputs', marked in their name
+        from dataclasses import replace
+
+        scores = scores + [replace(r, model=f"{r.model} (published)") for r in ref_scores]
+        ref_scores = []
     click.echo(FORMATS[fmt](scores), nl=False)
+    if ref_scores and fmt == "table":
+        click.echo(f"\n{reference_table(ref_scores, ref_root or '')}", nl=False)
+    elif ref_scores:
+        click.echo(FORMATS[fmt](ref_scores, reference=True), nl=False)
     if fmt == "table":
-        for s in scores:
-            for kind in by:
-                click.echo("\n" + breakdown_table(s, kind), nl=False)
+        from ..stats.context import reference_line, references_by_dataset
+
+        people = references_by_dataset(preds, n_boot=n_boot, seed=seed)
+        for members, ref in people:
+            which = "" if len(people) == 1 else " (inputs " + ", ".join(str(i + 1) for i in members) + ")"
+            click.echo(f"\nreference{which}: {reference_line(ref)}")

@@ -44,8 +44,9 @@ reason as the explanation): inspect leaves it out of every metric and counts it 
 would count as 0, so it is not used). The metric ``case_bench_metrics`` hands the scored cases
 to ``casebench.stats.metrics.score_predictions`` -- the code behind ``casebench score`` -- and
 reports ``accuracy``, ``safe_recall`` and ``unsafe_recall`` (and in score mode ``pcc`` and
-``bce``), each with ``<name>_ci_low`` / ``<name>_ci_high``: the seeded percentile bootstrap CI
-(2000 resamples, 95%) that ``casebench score`` prints, rather than inspect's stderr.
+``bce``), each with ``<name>_ci_low`` / ``<name>_ci_high``: the 95% CI that ``casebench score``
+prints (Wilson for the proportions, the seeded percentile bootstrap of 2000 resamples otherwise),
+rather than inspect's stderr.
 """
 
 from __future__ import annotations
@@ -287,7 +288,7 @@ def case_bench_metrics(mode: str | None = None, n_boot: int = 2000, seed: int = 
 
     Inspect hands a metric only the scored samples (unscored ones are left out and counted by
     inspect), which is exactly the set casebench's default scoring uses, so the figures and the
-    bootstrap CIs equal ``casebench score``'s on a run of the same cases. ``mode`` None: score
+    CIs equal ``casebench score``'s on a run of the same cases. ``mode`` None: score
     mode when the values carry a ``score``, else binary.
     """
     from ..predictions import Predictions

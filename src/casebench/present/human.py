@@ -130,6 +130,25 @@ def format_stats(r: dict[str, Any]) -> str:
             f"h = {_f(pw['effect_size_h'], '.3f')}, alpha {pw['alpha']:g}): {designs}"
         )
         out.append(f"  annotators per context for 80% power: {pw['annotators_for_80_percent']}")
+    ref = r.get("references")
+    if ref:
+        ci = ref["ci"]
+
+        def _ci(key: str) -> str:
+            lo, hi = ci.get(key, [None, None])
+            return f" [{_f(lo)}, {_f(hi)}]" if lo is not None else ""
+
+        out.append("")
+        out.append("6. References for judges (h = safe_rate with the child-related override)")
+        out.append(f"  context shift, h(safe ctx) - h(unsafe ctx), {ref['context_pairs']} pairs: "
+                   f"{_f(ref['context_shift'])}{_ci('context_shift')}")
+        out.append(f"  context follow (labels follow the intended context): {_f(ref['context_follow'])}"
+                   f"{_ci('context_follow')}")
+        out.append(f"  annotator agreement (one annotator with another): {_f(ref['annotator_agreement'])}")
+        out.append(f"  oracle vote agreement (the majority with single votes): {_f(ref['oracle_vote_agreement'])}")
+        out.append(f"  BCE floor (mean binary entropy of h, nats): {_f(ref['bce_floor'])}")
+        out.append(f"  contested cases (0.3 <= h <= 0.7): {ref['contested_cases']}, clear: {ref['clear_cases']}")
+        out.append(f"  CIs: {ref['definitions']['ci']}")
     return "\n".join(out)
 
 

@@ -15,7 +15,10 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from ..jsonutil import json_safe
 
-from ..stats.metrics import ALL_METRICS, COMPARED_METRICS, METRIC, Score, metric_names
+from ..stats.metrics import (
+    ALL_METRICS, BREAKDOWN_METRICS, COMPARED_METRICS, METRIC, MIN_CASES, MIN_DISCORDANT, MIN_PAIRED, Score,
+    metric_names,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..stats.ablation import AblationResult
@@ -25,17 +28,21 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: the metrics of the CSV and Markdown rows (every metric, in table order)
 ROW_METRICS = ALL_METRICS
-#: the point figures of a per-category or per-intent breakdown
-BREAKDOWN_METRICS = ("accuracy", "safe_recall", "unsafe_recall", "pcc", "brier")
+#: how every format writes a figure that applies but is undefined (a recall with no case of its
+#: class, F1 with nothing to score): table, CSV and Markdown alike; JSON writes null. A figure
+#: that does not apply to an input (PCC of a binary verdict) is left blank instead.
+UNDEFINED = "–"
+#: the note on a figure from fewer than ``MIN_CASES`` cases (explained under the table)
+SMALL = "†"
 #: the metrics an ablation study prints per condition
 STUDY_METRICS = ("accuracy", "safe_recall", "unsafe_recall", "pcc", "bce")
 
-__all__ = ["FORMATS", "ROW_METRICS", "breakdown_table", "classifier_note", "csv_table", "fmt_num", "fmt_p",
-           "format_ablation", "format_comparison", "format_placements", "json_lines", "json_safe", "markdown_table",
-           "text_table"]
+__all__ = ["FORMATS", "ROW_METRICS", "SMALL", "UNDEFINED", "breakdown_table", "classifier_note", "csv_table", "fmt_num",
+           "fmt_p", "format_ablation",
+           "format_comparison", "format_placements", "json_lines", "json_safe", "markdown_table", "text_table"]
 
 
-def fmt_num(x: float | None, digits: int = 4, missing: str = "-", inf: tuple[str, str] = ("inf", "-inf")) -> str:
+def fmt_num(x: float | None, digits: int = 4, missing: str = UNDEFINED, inf: tuple[str, str] = ("inf", "-inf")) -> str:
     """A number for people: fixed digits; NaN/None as ``missing``; infinities spelled out."""
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return missing
@@ -44,7 +51,7 @@ def fmt_num(x: float | None, digits: int = 4, missing: str = "-", inf: tuple[str
     return f"{x:.{digits}f}"
 
 
-def fmt_p(p: float | None, digits: int = 4, sci_digits: int = 2, missing: str = "-") -> str:
+def fmt_p(p: float | None, digits: int = 4, sci_digits: int = 2, missing: str = UNDEFINED) -> str:
     """A p-value: scientific notation below 0.001."""
     if p is None or (isinstance(p, float) and math.isnan(p)):
         return missing
@@ -54,7 +61,7 @@ def fmt_p(p: float | None, digits: int = 4, sci_digits: int = 2, missing: str = 
 def fmt_metric(name: str, x: float | None, compact: bool = False) -> str:
     """A metric's value (or a difference or CI bound of it) with the metric's digits
     (``MetricDef.digits``; one fewer in the compact Markdown and HTML tables)."""
-    digits = METRIC[name].digits - (1 if compact else 0)
+    digits = max(0, METRIC[name].digits - (1 if compact else 0))
     return fmt_num(x, digits)
 
 
@@ -89,50 +96,153 @@ def classifier_note(classifier: dict[str, Any] | None) -> str:
     return (f"refusals read by {name}: it agrees with people on {100 * v['agreement']:.1f}%{bounds} of "
             f"{v.get('n', '?')} held-aside answers of our own (coverage {100 * v.get('coverage', 0):.1f}%{undecided}); "
             f"the refusal rate carries that reading error")
+def _shown(s: Score, names: Sequence[str] = ROW_METRICS) -> list[str]:
+    """The metrics of ``names`` that apply to the input (the others are not printed)."""
+    applies = metric_names(s.mode)
+    return [m for m in names if m in applies and m in s.values]
+
+
+def _mark(cases_of: dict[str, int], m: str, value: Any = 0.0) -> str:
+    """The small-sample note of a figure ("" when it is from ``MIN_CASES`` cases or more, or is
+    undefined)."""
+    n = cases_of.get(m)
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return SMALL if n is not None and n < MIN_CASES else ""
+
+
+def _ci(ci: dict[str, list[float]], m: str, compact: bool = False) -> str:
+    lo, hi = ci.get(m, [float("nan")] * 2)
+    return f"[{fmt_metric(m, lo, compact)}, {fmt_metric(m, hi, compact)}]"
+
+
+def _breakdown_groups(s: Score) -> list[tuple[str, str, dict[str, Any]]]:
+    """(kind, group, figures) of every breakdown the score holds, in order."""
+    return [(kind, name, r) for kind, rows in s.breakdowns.items() for name, r in rows.items()]
+
+
+def notes(scores: Sequence[Score]) -> list[str]:
+    """The lines under a table: how the CIs were made, and the small-sample note when used."""
+    out = []
+    if any(not s.paper_compat and s.ci for s in scores):
+        out.append("CIs: Wilson score interval for proportions (accuracy, safe and unsafe recall, refusal rate); "
+                   "percentile bootstrap of cases for the other figures")
+    small = any(_mark(s.cases_of, m, s.values[m]) for s in scores for m in _shown(s)) or any(
+        _mark(r.get("cases_of", {}), m, r.get(m)) for s in scores for _, _, r in _breakdown_groups(s)
+        for m in _shown(s, BREAKDOWN_METRICS) if m in r)
+    if small:
+        out.append(f"{SMALL} from fewer than {MIN_CASES} cases: read with care")
+    if any(_undefined_shown(s) for s in scores):
+        out.append(f"{UNDEFINED} undefined (e.g. a recall with no case of its class); blank: does not apply to the mode")
+    return out
+
+
+def _undefined_shown(s: Score) -> bool:
+    """Whether an undefined figure (or CI bound) of ``s`` is printed."""
+    def nan(x: Any) -> bool:
+        return isinstance(x, float) and math.isnan(x)
+
+    for r, names in [(dict(s.values, ci=s.ci), _shown(s))] + [(r, _shown(s, BREAKDOWN_METRICS))
+                                                               for _, _, r in _breakdown_groups(s)]:
+        for m in names:
+            if m in r and (nan(r[m]) or any(nan(x) for x in r.get("ci", {}).get(m, []))):
+                return True
+    return False
 
 
 def text_table(scores: Sequence[Score]) -> str:
-    """One block per input: every metric with its bootstrap CI."""
+    """One block per input: every metric with its CI and, when asked, its breakdowns."""
     out = []
     for s in scores:
         tag = " (paper-compatible)" if s.paper_compat else ""
         out.append(f"{s.model} [{s.mode}]" + (f" without {','.join(s.removed)}" if s.removed else "") + tag)
         out.append(f"  source: {s.source}")
         out.append(f"  cases {s.n}, answered {s.answered} (coverage {100 * s.coverage:.1f}%)")
-        for m in metric_names(s.mode):
-            if m not in s.values:
-                continue
-            lo, hi = s.ci.get(m, [float("nan")] * 2)
-            out.append(f"  {METRIC[m].label:<34} {fmt_metric(m, s.values[m]):>8}   "
-                       f"95% CI [{fmt_metric(m, lo)}, {fmt_metric(m, hi)}]")
+        for m in _shown(s):
+            fig = fmt_metric(m, s.values[m]) + _mark(s.cases_of, m, s.values[m])
+            # no CIs: --bootstrap 0, no case scored, or a count (context_pairs)
+            ci = f"   95% CI {_ci(s.ci, m)}" if s.ci and METRIC[m].interval else ""
+            out.append(f"  {METRIC[m].label:<34} {fig:>8}{ci}".rstrip())
             if m == "refusal_rate":
                 out.append(f"    ({classifier_note(s.classifier)})")
+        for kind in s.breakdowns:
+            out.append("")
+            out.append(breakdown_table(s, kind).rstrip("\n"))
         out.append("")
+    out += notes(scores)
     return "\n".join(out).rstrip() + "\n"
 
 
+def breakdown_table(s: Score, kind: str) -> str:
+    """Per-category or per-intent figures of one input (text): each group's figures on one line,
+    their CIs on the next."""
+    rows = s.breakdowns.get(kind, {})
+    ms = _shown(s, BREAKDOWN_METRICS)
+    width = max([len(k) for k in rows] + [8])
+    w = 18
+    out = [f"  by {kind}", f"  {'':<{width}}  {'n':>4}  " + "".join(f"{m:>{w}}" for m in ms)]
+    for name, r in rows.items():
+        cases = r.get("cases_of", {})
+        out.append(f"  {name:<{width}}  {r['n']:>4}  "
+                   + "".join(f"{fmt_metric(m, r.get(m)) + _mark(cases, m, r.get(m)) if m in r else '':>{w}}" for m in ms))
+        if r.get("ci"):
+            out.append(f"  {'':<{width}}  {'':>4}  " + "".join(f"{_ci(r['ci'], m) if m in r else '':>{w}}" for m in ms))
+    return "\n".join(line.rstrip() for line in out) + "\n"
+
+
+_ID_COLUMNS = ("source", "model", "mode", "removed", "paper_compat", "by", "group", "n", "answered", "coverage")
+
+
+def _csv_cell(v: Any) -> Any:
+    if isinstance(v, float) and math.isnan(v):
+        return UNDEFINED
+    return v
+
+
+def flat_rows(s: Score) -> list[dict[str, Any]]:
+    """The rows of one input in CSV: the whole input (``by`` empty), then one per breakdown
+    group. Per metric: the figure, its CI and how many cases it is from (``<metric>_n``); a
+    metric that does not apply (or is not part of a breakdown) is None (a blank cell)."""
+    base = {"source": s.source, "model": s.model, "mode": s.mode, "removed": ",".join(s.removed),
+            "paper_compat": s.paper_compat}
+    groups: list[tuple[str, str, dict[str, Any], dict[str, Any]]] = [
+        ("", "", {"n": s.n, "answered": s.answered, "coverage": s.coverage},
+         {**s.values, "ci": s.ci, "cases_of": s.cases_of})]
+    groups += [(kind, name, {"n": r["n"], "answered": None, "coverage": None}, r)
+               for kind, name, r in _breakdown_groups(s)]
+    rows = []
+    for kind, name, counts, r in groups:
+        row: dict[str, Any] = {**base, "by": kind, "group": name, **counts}
+        shown = set(_shown(s, BREAKDOWN_METRICS if kind else ROW_METRICS))
+        for m in ROW_METRICS:
+            on = m in shown and m in r
+            has_ci = on and r.get("ci") and METRIC[m].interval  # a count (context_pairs) has none
+            lo, hi = r.get("ci", {}).get(m, [float("nan")] * 2) if has_ci else (None, None)
+            row[m] = _csv_cell(r[m]) if on else None
+            if METRIC[m].interval:
+                row[f"{m}_ci_lo"], row[f"{m}_ci_hi"] = _csv_cell(lo), _csv_cell(hi)
+            row[f"{m}_n"] = r.get("cases_of", {}).get(m) if on else None
+        if not kind and "refusal_rate" in s.values:  # who read the behaviour, and how well
+            v = (s.classifier or {}).get("validation") or {}
+            row["refusal_classifier"] = (f"{s.classifier.get('name')} v{s.classifier.get('version')}"
+                                         if s.classifier else None)
+            row["refusal_classifier_agreement"] = v.get("agreement")
+            row["refusal_classifier_agreement_n"] = v.get("n")
+        rows.append(row)
+    return rows
+
+
 def flat_row(s: Score) -> dict[str, Any]:
-    row: dict[str, Any] = {
-        "source": s.source, "model": s.model, "mode": s.mode, "removed": ",".join(s.removed),
-        "paper_compat": s.paper_compat, "n": s.n, "answered": s.answered, "coverage": s.coverage,
-    }
-    for m in ROW_METRICS:
-        row[m] = s.values.get(m)
-        lo, hi = s.ci.get(m, [None, None])
-        row[f"{m}_ci_lo"], row[f"{m}_ci_hi"] = lo, hi
-    if "refusal_rate" in s.values:
-        v = (s.classifier or {}).get("validation") or {}
-        row["refusal_classifier"] = (f"{s.classifier.get('name')} v{s.classifier.get('version')}"
-                                     if s.classifier else None)
-        row["refusal_classifier_agreement"] = v.get("agreement")
-        row["refusal_classifier_agreement_n"] = v.get("n")
-    return row
+    """The CSV row of the whole input (``flat_rows``' first)."""
+    return flat_rows(s)[0]
 
 
 def csv_table(scores: Sequence[Score]) -> str:
+    """One row per input and per breakdown group (``flat_rows``); undefined figures as
+    ``UNDEFINED``, figures that do not apply blank."""
     buf = io.StringIO()
-    rows = [flat_row(s) for s in scores]
-    fields = list(dict.fromkeys(k for r in rows for k in r)) or ["source"]
+    rows = [r for s in scores for r in flat_rows(s)]
+    fields = list(dict.fromkeys(k for r in rows for k in r)) or list(_ID_COLUMNS)
     w = csv.DictWriter(buf, fieldnames=fields)
     w.writeheader()
     for r in rows:
@@ -140,42 +250,65 @@ def csv_table(scores: Sequence[Score]) -> str:
     return buf.getvalue()
 
 
-def json_lines(scores: Sequence[Score]) -> str:
-    """One JSON object per input per line (NaN as null, infinities as strings: strict JSON)."""
-    return "".join(json.dumps(json_safe(s.to_dict())) + "\n" for s in scores)
+def json_lines(scores: Sequence[Score], reference: bool = False) -> str:
+    """One JSON object per input per line (NaN as null, infinities as strings: strict JSON);
+    ``reference``: objects of published models, marked ``"reference": true``."""
+    extra = {"reference": True} if reference else {}
+    return "".join(json.dumps(json_safe({**s.to_dict(), **extra})) + "\n" for s in scores)
+
+
+def _md_cell(m: str, r: dict[str, Any], ci: dict[str, list[float]], cases_of: dict[str, int]) -> str:
+    cell = fmt_metric(m, r[m], True) + _mark(cases_of, m, r[m])
+    return cell + (f" {_ci(ci, m, True)}" if ci and METRIC[m].interval else "")
 
 
 def markdown_table(scores: Sequence[Score]) -> str:
+    """One row per input (every metric with its CI), then a table per breakdown of each input,
+    then the notes. Published reference rows: pass their scores renamed ``<model> (published)``."""
     cols = ["model", "mode", "removed", "coverage"] + list(ROW_METRICS)
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for s in scores:
         cells = [s.model, s.mode, ",".join(s.removed) or "-", f"{100 * s.coverage:.1f}%"]
+        shown = set(_shown(s))
         for m in ROW_METRICS:
-            if m in s.values:
-                lo, hi = s.ci.get(m, [float("nan")] * 2)
-                cells.append(f"{fmt_metric(m, s.values[m], True)} [{fmt_metric(m, lo, True)}, "
-                             f"{fmt_metric(m, hi, True)}]")
-            else:
-                cells.append("")
+            cells.append(_md_cell(m, s.values, s.ci, s.cases_of) if m in shown else "")
         lines.append("| " + " | ".join(cells) + " |")
-    notes = [f"- {s.model} [{s.mode}]: {classifier_note(s.classifier)}" for s in scores if "refusal_rate" in s.values]
-    if notes:
-        lines += ["", "Refusal rate:"] + notes
+    for s in scores:
+        ms = _shown(s, BREAKDOWN_METRICS)
+        for kind, rows in s.breakdowns.items():
+            lines += ["", f"**{s.model} [{s.mode}]" + (f" without {','.join(s.removed)}" if s.removed else "")
+                      + f" by {kind}** ({s.source})", "",
+                      "| group | n | " + " | ".join(ms) + " |", "|" + "---|" * (len(ms) + 2)]
+            for name, r in rows.items():
+                lines.append(f"| {name} | {r['n']} | " + " | ".join(
+                    _md_cell(m, r, r.get("ci", {}), r.get("cases_of", {})) if m in r else "" for m in ms) + " |")
+    refusal_notes = [f"- {s.model} [{s.mode}]: {classifier_note(s.classifier)}" for s in scores
+                     if "refusal_rate" in s.values]
+    if refusal_notes:
+        lines += ["", "Refusal rate:"] + refusal_notes
+    foot = notes(scores)
+    if foot:
+        lines += [""] + [f"{x}  " if i < len(foot) - 1 else x for i, x in enumerate(foot)]
     return "\n".join(lines) + "\n"
 
 
-def breakdown_table(s: Score, kind: str) -> str:
-    """Per-category or per-intent point figures of one input (text)."""
-    rows = s.breakdowns.get(kind, {})
-    ms = [m for m in metric_names(s.mode) if m in BREAKDOWN_METRICS]
-    width = max([len(k) for k in rows] + [8])
-    out = [f"{s.model} [{s.mode}] by {kind}", f"{'':<{width}}  {'n':>4}  " + "  ".join(f"{m:>13}" for m in ms)]
-    for name, r in rows.items():
-        out.append(f"{name:<{width}}  {r['n']:>4}  " + "  ".join(f"{fmt_metric(m, r.get(m)):>13}" for m in ms))
-    return "\n".join(out) + "\n"
-
-
 FORMATS = {"table": text_table, "csv": csv_table, "json": json_lines, "md": markdown_table}
+
+#: the figures of a reference row (a published model beside the inputs)
+REFERENCE_METRICS = ("accuracy", "context_shift", "context_follow", "context_blind", "shift_pcc", "vote_agreement")
+
+
+def reference_table(scores: Sequence[Score], root: str) -> str:
+    """The published models shown for reference under ``casebench score``'s table: one line
+    each with accuracy and the context figures (CIs under ``--json``). Never paired with the
+    inputs."""
+    width = max([len(f"{s.model} [{s.mode}]") for s in scores] + [12])
+    lines = [f"published models for reference ({root}; not paired with the inputs above):",
+             f"  {'':<{width}}" + "".join(f"{METRIC[m].short:>16}" for m in REFERENCE_METRICS)]
+    for s in scores:
+        lines.append(f"  {s.model + ' [' + s.mode + ']':<{width}}"
+                     + "".join(f"{fmt_metric(m, s.values.get(m)):>16}" for m in REFERENCE_METRICS))
+    return "\n".join(lines) + "\n"
 
 
 # --------------------------------------------------------------------------------------------
@@ -189,11 +322,21 @@ def _labels_line(settings: dict[str, Any]) -> list[str]:
     return ["labels: the majority of each case's votes alone (--label-source votes)"]
 
 
+def _marks_line(settings: dict[str, Any]) -> str:
+    return (f"no significance mark from fewer than {settings.get('min_paired', MIN_PAIRED)} paired cases, nor from "
+            f"fewer than {settings.get('min_discordant', MIN_DISCORDANT)} discordant cases (McNemar)")
+
+
 def format_comparison(c: "Comparison") -> str:
     """``casebench compare``: a table per pair, for people."""
     lines = ["inputs:"]
     for d in c.inputs:
         lines.append(f"  {d['label']}  {d['name']}  ({d['answered']}/{d['n']} answered)  {d['source']}")
+    if len(c.case_sets) > 1:
+        lines.append("the inputs hold different cases; each pair is compared over the cases both hold, and only "
+                     "inputs of one case set are comparable side by side:")
+        for k, g in enumerate(c.case_sets, start=1):
+            lines.append(f"  case set {k} ({g['cases']} cases): {', '.join(g['inputs'])}")
     s = c.settings
     lines.append(f"differences are A - B; {s['level']:.0%} paired-bootstrap CIs ({s['bootstrap']} resamples, "
                  f"seed {s['seed']}); p(BH): Benjamini-Hochberg over all primary tests (alpha {s['alpha']})")
@@ -202,8 +345,12 @@ def format_comparison(c: "Comparison") -> str:
     for pc in c.pairs:
         A, B = c.inputs[pc.a]["label"], c.inputs[pc.b]["label"]
         lines.append("")
-        lines.append(f"{A} vs {B}: {pc.n_paired} paired cases" + (f" ({pc.dropped} dropped: not answered by both)"
-                                                                   if pc.dropped else ""))
+        held = ""
+        if pc.only_a or pc.only_b:
+            held = (f" of the {pc.shared} cases both hold ({A} has {pc.shared + pc.only_a}, "
+                    f"{B} has {pc.shared + pc.only_b})")
+        lines.append(f"{A} vs {B}: {pc.n_paired} paired cases{held}"
+                     + (f" ({pc.dropped} dropped: not answered by both)" if pc.dropped else ""))
         mc = pc.mcnemar
         lines.append(f"  McNemar exact: {A} right & {B} wrong {mc['a_only']}, {A} wrong & {B} right {mc['b_only']}, "
                      f"p = {fmt_p(mc['p'])}")
@@ -213,12 +360,15 @@ def format_comparison(c: "Comparison") -> str:
         lines.append(f"  {'metric':<14}{A:>9}{B:>9}{A + ' - ' + B:>10}   {'95% CI':<21}{'p':>9}{'p(BH)':>10}  test")
         for m in pc.metrics.values():
             sig = " *" if m.significant else ""
+            no_mark = f"  (no mark: {m.withheld})" if m.withheld else ""
             f = m.metric
             ci = "[" + fmt_metric(f, m.ci[0]) + ", " + fmt_metric(f, m.ci[1]) + "]"
             lines.append(f"  {f:<14}{fmt_metric(f, m.a):>9}{fmt_metric(f, m.b):>9}{fmt_metric(f, m.diff):>10}   "
-                         f"{ci:<21}{fmt_p(m.p):>9}{fmt_p(m.p_adjusted):>10}  {m.test}{sig}")
+                         f"{ci:<21}{fmt_p(m.p):>9}{fmt_p(m.p_adjusted):>10}  {m.test}{sig}{no_mark}")
     lines.append("")
-    lines.append("* significant after Benjamini-Hochberg; " + lower_is_better_note(COMPARED_METRICS))
+    lines.append("* significant after Benjamini-Hochberg (each family apart: the paper's metrics, the context "
+                 "figures, the human-reference figures); " + lower_is_better_note(COMPARED_METRICS))
+    lines.append(_marks_line(c.settings))
     return "\n".join(lines) + "\n"
 
 
@@ -233,9 +383,11 @@ def format_ablation(res: "AblationResult") -> str:
              f"resamples); p(BH): Benjamini-Hochberg over all conditions and metrics", *_labels_line(s), ""]
     width = max(len(c.name) for c in res.conditions) + 2
     lines.append(f"{'condition':<{width}}{'coverage':>9}" + "".join(f"{m:>15}" for m in ms))
+    small = False
     for c in res.conditions:
-        lines.append(f"{c.name:<{width}}{100 * c.score.coverage:>8.1f}%"
-                     + "".join(f"{fmt_metric(m, c.score.values.get(m)):>15}" for m in ms))
+        figs = [fmt_metric(m, c.score.values.get(m)) + _mark(c.score.cases_of, m, c.score.values.get(m)) for m in ms]
+        small = small or any(f.endswith(SMALL) for f in figs)
+        lines.append(f"{c.name:<{width}}{100 * c.score.coverage:>8.1f}%" + "".join(f"{f:>15}" for f in figs))
     lines.append("")
     if len(res.conditions) == 1:
         lines.append("only the full context was given: add ablation runs or files to see differences")
@@ -247,14 +399,18 @@ def format_ablation(res: "AblationResult") -> str:
             if d is None:
                 continue
             sig = " *" if d.significant else ""
+            no_mark = f"  (no mark: {d.withheld})" if d.withheld else ""
             lines.append(f"  {m:<14}{fmt_metric(m, d.diff):>9}   [{fmt_metric(m, d.ci[0])}, {fmt_metric(m, d.ci[1])}]"
-                         f"   p = {fmt_p(d.p)} ({d.test})   p(BH) = {fmt_p(d.p_adjusted)}{sig}")
+                         f"   p = {fmt_p(d.p)} ({d.test})   p(BH) = {fmt_p(d.p_adjusted)}{sig}{no_mark}")
     lines.append("")
     lines.append("* significant after Benjamini-Hochberg")
+    lines.append(_marks_line(s))
+    if small:
+        lines.append(f"{SMALL} from fewer than {MIN_CASES} cases: read with care")
     return "\n".join(lines) + "\n"
 
 
-def _ci(lo_hi: Sequence[float] | None, digits: int = 3) -> str:
+def _bounds(lo_hi: Sequence[float] | None, digits: int = 3) -> str:
     if not lo_hi:
         return ""
     return f"[{fmt_num(lo_hi[0], digits)}, {fmt_num(lo_hi[1], digits)}]"
@@ -279,7 +435,7 @@ def format_placements(res: "PlacementResult") -> str:
         sc = p.score
         lines.append(f"{p.placement:<{width}}{f'{sc.answered}/{sc.n}':>10}"
                      + "".join(f"{fmt_metric(m, sc.values.get(m)):>17}" for m in ms))
-        lines.append(f"{'':<{width}}{'':>10}" + "".join(f"{_ci(sc.ci.get(m), METRIC[m].digits - 1):>17}" for m in ms))
+        lines.append(f"{'':<{width}}{'':>10}" + "".join(f"{_bounds(sc.ci.get(m), METRIC[m].digits - 1):>17}" for m in ms))
     lines += ["", "context figures over query pairs (both cases answered):",
               f"  {'placement':<{width}}{'pairs':>6}  {'shift':<24}{'follow':<24}blind (of pairs people split)"]
     for p in ps:
@@ -288,9 +444,9 @@ def format_placements(res: "PlacementResult") -> str:
             lines.append(f"  {p.placement:<{width}}{0:>6}  - (no query with both contexts answered; run with --pairs N)")
             continue
         lines.append(f"  {p.placement:<{width}}{c.pairs:>6}  "
-                     f"{fmt_num(c.shift, 3) + ' ' + _ci(c.ci.get('context_shift')):<24}"
-                     f"{fmt_num(c.follow, 3) + ' ' + _ci(c.ci.get('context_follow')):<24}"
-                     + (f"{fmt_num(c.blind, 3)} {_ci(c.ci.get('context_blind'))} (n={c.blind_pairs})"
+                     f"{fmt_num(c.shift, 3) + ' ' + _bounds(c.ci.get('context_shift')):<24}"
+                     f"{fmt_num(c.follow, 3) + ' ' + _bounds(c.ci.get('context_follow')):<24}"
+                     + (f"{fmt_num(c.blind, 3)} {_bounds(c.ci.get('context_blind'))} (n={c.blind_pairs})"
                         if c.blind_pairs else "- (no pair whose human labels differ)"))
     if ps and ps[0].context.note:
         lines.append(f"  ({ps[0].context.note})")
@@ -298,8 +454,8 @@ def format_placements(res: "PlacementResult") -> str:
         lines += ["", "behaviour (respond mode): over-refusal = 1 - safe recall, under-refusal = 1 - unsafe recall "
                   + ("(the recalls' CIs)" if res.paper_compat else "(Wilson CIs)")]
         for p in ps:
-            lines.append(f"  {p.placement:<{width}}over-refusal {fmt_num(p.over_refusal, 3)} {_ci(p.over_refusal_ci)}"
-                         f"   under-refusal {fmt_num(p.under_refusal, 3)} {_ci(p.under_refusal_ci)}")
+            lines.append(f"  {p.placement:<{width}}over-refusal {fmt_num(p.over_refusal, 3)} {_bounds(p.over_refusal_ci)}"
+                         f"   under-refusal {fmt_num(p.under_refusal, 3)} {_bounds(p.under_refusal_ci)}")
         cl = next((p.classifier for p in ps if p.classifier), None)
         if cl:
             lines.append("  " + classifier_note(cl))
@@ -312,7 +468,7 @@ def format_placements(res: "PlacementResult") -> str:
                 continue
             lines.append(f"  {p.placement:<{width}}{sd.n} cases: judged safe {fmt_num(sd.judged_safe, 3)}, answered "
                          f"{fmt_num(sd.answered, 3)}, gap {fmt_num(sd.judged_safe - sd.answered, 3)}; agreement "
-                         f"{fmt_num(sd.agreement, 3)} {_ci(sd.agreement_ci)}; judged safe & refused "
+                         f"{fmt_num(sd.agreement, 3)} {_bounds(sd.agreement_ci)}; judged safe & refused "
                          f"{sd.mcnemar['a_only']}, judged unsafe & answered {sd.mcnemar['b_only']}, "
                          f"McNemar p = {fmt_p(sd.mcnemar['p'])}")
     if res.comparison is not None:
@@ -333,7 +489,7 @@ def format_placements(res: "PlacementResult") -> str:
                              f"   p = {fmt_p(d.p)} ({d.test})   p(BH) = {fmt_p(d.p_adjusted)}{sig}")
         for d in res.shift_diffs:
             if d.pairs:
-                lines.append(f"  context shift {d.a} - {d.b}: {fmt_num(d.diff, 3)} {_ci(d.ci)} over {d.pairs} pairs, "
+                lines.append(f"  context shift {d.a} - {d.b}: {fmt_num(d.diff, 3)} {_bounds(d.ci)} over {d.pairs} pairs, "
                              f"bootstrap p = {fmt_p(d.p_bootstrap)} (not in the BH family)")
         lines += ["", "* significant after Benjamini-Hochberg"]
     return "\n".join(lines) + "\n"

@@ -89,6 +89,9 @@ class RunConfig:
     backend_options: dict[str, Any] = field(default_factory=dict)
     #: None: a bar on a terminal, periodic lines otherwise; False: quiet
     progress: bool | None = None
+    #: a damaged run directory: move damaged record lines aside and rebuild a lost manifest from
+    #: these settings when every surviving record fits them (``runs.repair.salvage``)
+    salvage: bool = False
 
 
 def default_out_dir(model: str, mode: str, removed: Sequence[str] = (), context_as: str | None = None,

@@ -9,6 +9,11 @@ Why it is built this way:
 * **Bounded concurrency.** API backends (``batch_size == 1``) get up to ``max_connections``
   requests in flight; local backends (``batch_size > 1``) get batches sorted by prompt length,
   one batch at a time.
+* **Every answer on disk at once.** A backend that delivers answers one by one
+  (``Capabilities.per_answer``: local models) has each answer read and recorded the moment it is
+  ready, not when its batch ends, so a kill loses at most the sequences still being generated;
+  cancelling the call (Ctrl-C) stops the backend at its next step, and what it had not finished
+  is asked again on resume.
 * **The runner owns retries.** Transport failures (``TransientError``: 429, 5xx, timeouts,
   dropped connections, malformed bodies) are retried with exponential backoff and full jitter,
   honouring ``Retry-After``. An answer the mode cannot read is asked again ``parse_retries``
@@ -38,7 +43,7 @@ import random
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from ..backends.base import (
     Answer, Backend, BackendError, GenerationSettings, PermanentError, Request, TransientError, check_supports,
@@ -187,7 +192,13 @@ def prepare(config: RunConfig, dataset: Dataset | None = None, backend: Backend 
 
 def check_resumable(prep: Prepared) -> Manifest | None:
     """The existing manifest of the output directory (None if new); raises ``ManifestMismatch``
-    naming every difference when it holds another run (nothing is written)."""
+    naming every difference when it holds another run, and ``repair.RunDamaged`` saying how to
+    recover when it is damaged (records without a readable manifest, a damaged line); nothing
+    is written."""
+    from .repair import check_not_damaged
+
+    if prep.out.is_dir():
+        check_not_damaged(prep.out)
     if not (prep.out / "manifest.json").exists():
         # files starting with "." are ours (the lock, a temp manifest left by a kill)
         if prep.out.exists() and (not prep.out.is_dir()
@@ -228,6 +239,44 @@ class _Job:
 
 class _GaveUp(Exception):
     """Transport retries exhausted for one backend call."""
+
+
+class _Sink:
+    """Answers a per-answer backend delivered, waiting to be read and recorded: filled by the
+    backend's ``on_answer`` (on the event loop's thread), emptied by the runner's drain task."""
+
+    def __init__(self) -> None:
+        self.items: list[tuple[_Job, Answer, float]] = []
+        self.delivered: set[int] = set()  # id() of the jobs that got an answer
+        self.closed = False
+        self.ready = asyncio.Event()
+        self.t0 = time.monotonic()
+
+    def for_jobs(self, jobs: Sequence[_Job], seconds: float | None = None) -> Callable[[int, Answer], None]:
+        """The ``on_answer`` of a call that asked ``jobs`` (positions index into them)."""
+
+        def on_answer(i: int, answer: Answer) -> None:
+            if not 0 <= i < len(jobs) or id(jobs[i]) in self.delivered or self.closed:
+                return
+            self.delivered.add(id(jobs[i]))
+            self.items.append((jobs[i], answer, time.monotonic() - self.t0 if seconds is None else seconds))
+            self.ready.set()
+
+        return on_answer
+
+    def undelivered(self, jobs: Sequence[_Job]) -> list[_Job]:
+        return [j for j in jobs if id(j) not in self.delivered]
+
+    def close(self) -> None:
+        self.closed = True
+        self.ready.set()
+
+    async def take(self) -> tuple[list[tuple[_Job, Answer, float]], bool]:
+        """What was delivered since the last take, and whether more may come."""
+        await self.ready.wait()
+        self.ready.clear()
+        items, self.items = self.items, []
+        return items, not self.closed or bool(self.items)
 
 
 @dataclass(kw_only=True)
@@ -273,6 +322,7 @@ class Runner:
         self.rng = rng or random.Random()
         self.batch_size = max(1, int(getattr(backend, "batch_size", 1) or 1))
         self.shared_samples = bool(getattr(backend.capabilities, "shared_samples", False))
+        self.per_answer = bool(getattr(backend.capabilities, "per_answer", False))
         self.stop = self.mode.stopper() if prep.asked.stop_at_verdict else None
         self.queue: collections.deque[_Job] = collections.deque()
         self.stop_reason: RunState | None = None
@@ -346,20 +396,34 @@ class Runner:
         return Request(case=j.case, sample=j.sample, prompt=j.prompt, want=self.mode.want,  # type: ignore[arg-type]
                        system=j.system, stop=self.stop, history=j.history)
 
-    async def _call(self, jobs: Sequence[_Job]) -> tuple[list[Answer], float]:
-        reqs = [self._request(j) for j in jobs]
+    async def _call(self, jobs: Sequence[_Job], sink: "_Sink | None" = None) -> tuple[list[Answer], float]:
+        """Ask ``jobs`` with transport retries. With a ``sink`` (per-answer backends), each
+        answer goes to it as soon as the backend has it, and a retry asks only the jobs that
+        got none."""
         policy = self.cfg.retry
         for attempt in range(1, policy.max_attempts + 1):
+            todo = list(jobs) if sink is None else sink.undelivered(jobs)
+            if not todo:
+                return [], 0.0
+            reqs = [self._request(j) for j in todo]
             t0 = time.monotonic()
             retry_after = None
             try:
-                coro = self.backend.answer(reqs, self.prep.settings)
+                if sink is None:
+                    coro = self.backend.answer(reqs, self.prep.settings)
+                else:
+                    coro = self.backend.answer(reqs, self.prep.settings,  # type: ignore[call-arg]
+                                               on_answer=sink.for_jobs(todo), on_tokens=self._tokens)
                 if self.cfg.call_timeout:
                     answers = await asyncio.wait_for(coro, self.cfg.call_timeout)
                 else:
                     answers = await coro
                 if len(answers) != len(reqs):
                     raise PermanentError(f"backend returned {len(answers)} answers for {len(reqs)} requests")
+                if sink is not None:  # whatever the backend returned without delivering it
+                    deliver = sink.for_jobs(todo, time.monotonic() - t0)
+                    for i, a in enumerate(answers):
+                        deliver(i, a)
                 return list(answers), time.monotonic() - t0
             except PermanentError:
                 raise
@@ -374,7 +438,7 @@ class Runner:
                 raise _GaveUp(f"{reason} (gave up after {attempt} attempts)")
             self.retries += 1
             wait = policy.delay(attempt, retry_after, self.rng)
-            where = f"case {jobs[0].case} sample {jobs[0].sample}" + (f" (+{len(jobs) - 1})" if len(jobs) > 1 else "")
+            where = f"case {todo[0].case} sample {todo[0].sample}" + (f" (+{len(todo) - 1})" if len(todo) > 1 else "")
             log.info("%s: %s; retry %d/%d in %.1fs", where, reason, attempt, policy.max_attempts - 1, wait)
             await asyncio.sleep(wait)
         raise AssertionError("unreachable")  # pragma: no cover
@@ -408,6 +472,10 @@ class Runner:
             return None
         return Record(error=redact_text(str(reading.error)), behaviour=reading.behaviour, **base)
 
+    def _work(self, job: _Job) -> float:
+        """A job's share of the run's time, for the expected duration (prompt bytes in prob mode)."""
+        return float(max(1, job.size)) if self.mode.want == "p_safe" else 1.0
+
     def _postfix(self) -> str:
         tok = self.prompt_tokens + self.completion_tokens
         cost = f"${self.spent:.4f}" if self.prep.price.status != "unknown" else "$?"
@@ -425,6 +493,9 @@ class Runner:
                                      f"(spent ${self.spent:.4f}); raise --max-cost and re-run the same command "
                                      "to go on")
             return
+        if self.per_answer:
+            await self._process_each(jobs, reserved)
+            return
         try:
             try:
                 answers, latency = await self._call(jobs)
@@ -440,12 +511,49 @@ class Runner:
             self.reserved -= reserved
         await self._answered(jobs, answers, latency)
 
-    async def _answered(self, jobs: Sequence[_Job], answers: Sequence[Answer], latency: float,
+    async def _process_each(self, jobs: list[_Job], reserved: float) -> None:
+        """One call to a per-answer backend: each answer is read and recorded as soon as the
+        backend delivers it (in delivery order, by one drain task), while the call goes on. When
+        the call is cancelled, what was delivered is still recorded before this returns."""
+        sink = _Sink()
+        drain = asyncio.create_task(self._drain(sink))
+        try:
+            try:
+                await self._call(jobs, sink)
+            except _GaveUp as e:
+                for j in sink.undelivered(jobs):
+                    self.rundir.append(Record(case=j.case, sample=j.sample, error=f"transport: {e}",
+                                              usage=j.usage, latency_s=round(j.latency_s, 4), attempts=j.asks,
+                                              final=False))
+                    self.transport_failures += 1
+                self.progress.update(0, self._postfix())  # type: ignore[union-attr]
+        finally:
+            self.reserved -= reserved
+            sink.close()
+            await drain  # the answers delivered before a cancellation are recorded too
+
+    async def _drain(self, sink: "_Sink") -> None:
+        while True:
+            items, more = await sink.take()
+            if items:
+                await self._answered([j for j, _, _ in items], [a for _, a, _ in items],
+                                     [t for _, _, t in items])
+            if not more:
+                return
+
+    def _tokens(self, n: int) -> None:
+        if self.progress is not None:
+            self.progress.tokens(n, self._postfix())
+
+    async def _answered(self, jobs: Sequence[_Job], answers: Sequence[Answer], latency: float | Sequence[float],
                         price: Any = None) -> None:
-        """Account for, read and record the answers of one call (online or from a batch)."""
+        """Account for, read and record the answers of one call (online or from a batch).
+        ``latency``: the call's seconds, or one per answer; an answer that timed itself
+        (``Answer.latency_s``) carries its own."""
         assert self.progress is not None
         self.asked += len(jobs)
-        for job, ans in zip(jobs, answers):
+        latencies = [latency] * len(jobs) if isinstance(latency, (int, float)) else list(latency)
+        for job, ans, call_s in zip(jobs, answers, latencies):
             job.asks += 1
             usage = dict(ans.usage or {})
             if usage_tokens(usage)[0] == 0 and usage_tokens(usage)[1] and ans.detail.get("closed_early"):
@@ -454,10 +562,10 @@ class Runner:
                 usage["prompt_tokens"] = math.ceil(job.size * max(self.observed_tpb, 0.25))
                 ans.detail["prompt_tokens_estimated"] = True
             job.usage = add_usage(job.usage, usage)
-            job.latency_s += latency
+            job.latency_s += ans.latency_s if ans.latency_s is not None else call_s
             self._account(job, usage, price)
         readings = await self._read(jobs, answers)
-        finished = 0
+        finished, work = 0, 0.0
         for job, ans, reading in zip(jobs, answers, readings):
             rec = self._record(job, ans, reading)
             if rec is None:
@@ -468,9 +576,10 @@ class Runner:
                 continue
             self.rundir.append(rec)
             finished += 1
+            work += self._work(job)
             if not rec.answered:
                 self.missing += 1
-        self.progress.update(finished, self._postfix())
+        self.progress.update(finished, self._postfix(), work=work)
 
     def _take(self) -> list[_Job]:
         """The next call's jobs: a batch for local backends; for API backends that answer several
@@ -489,6 +598,8 @@ class Runner:
             jobs = self._take()
             try:
                 await self._process(jobs)
+                if self.progress is not None:
+                    self.progress.call_done()
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # PermanentError, or a bug: stop everything, keep what is on disk
@@ -562,7 +673,10 @@ class Runner:
         jobs, done = self.plan()
         total = len(self.prep.cases) * self.prep.samples
         self.queue.extend(jobs)
-        self.progress = Progress(total, done, self.cfg.progress)
+        # prob mode's time grows with prompt length: the expected duration is measured in prompt
+        # bytes; text modes' answers end staggered within a batch, so their pace is a whole call's
+        self.progress = Progress(total, done, self.cfg.progress, work_total=sum(self._work(j) for j in jobs),
+                                 from_answers=self.mode.want == "p_safe" or self.batch_size == 1)
         n_workers = 1 if self.batch_size > 1 else min(self.cfg.max_connections, max(1, len(jobs)))
         try:
             if self.cfg.batch and self.queue:
@@ -697,7 +811,12 @@ async def arun(config: RunConfig, backend: Backend | None = None, dataset: Datas
     is asked when the inputs or the run directory do not fit.
     """
     prep = prepare(config, dataset, backend)
-    check_resumable(prep)  # refuse a mismatching directory before loading a model
+    if config.salvage:
+        from .repair import salvage
+
+        for line in salvage(prep.out, prep.manifest).lines():
+            log.warning("--salvage: %s", line)
+    check_resumable(prep)  # refuse a mismatching or damaged directory before loading a model
     own = backend is None
     if own:
         backend = await asyncio.to_thread(make_run_backend, config)

@@ -1,11 +1,22 @@
-"""Progress of a run on the terminal: a tqdm bar on a terminal, plain lines on a pipe (CI logs),
-and, once the first answers are in, one line with the expected duration so a user knows whether
-to wait."""
+"""Progress of a run on the terminal: a tqdm bar on a terminal, plain lines on a pipe (CI logs).
+
+From the first second: the bar (or a first line) appears when asking starts, tokens per second
+are shown as the backend reports them (local models report every decoding step, before any
+answer is complete), the count and the ETA move as each answer is recorded, and once enough has
+been measured one line states the expected duration, with what it was measured on.
+"""
 
 from __future__ import annotations
 
 import sys
 import time
+
+#: The expected duration is said once this much time has been measured (or a first call ended).
+MEASURE_S = 3.0
+#: Plain-line mode: a line at least every this many seconds, answers or not.
+LINE_EVERY_S = 30.0
+#: Bar mode: the postfix (tokens per second) is refreshed at most this often.
+REFRESH_S = 0.5
 
 
 def _duration(seconds: float) -> str:
@@ -18,10 +29,19 @@ def _duration(seconds: float) -> str:
 
 
 class Progress:
-    """Counts finished requests. ``enabled``: None (a bar on a terminal, lines every 10% or 30 s
-    otherwise), True (a bar), False (quiet)."""
+    """Counts finished requests and processed tokens.
 
-    def __init__(self, total: int, initial: int, enabled: bool | None, unit: str = "req"):
+    ``enabled``: None (a bar on a terminal, lines every 10% or 30 s otherwise), True (a bar),
+    False (quiet). ``work_total``: the work still to do in the caller's unit (e.g. prompt bytes,
+    when time grows with prompt length); each ``update`` says how much of it was done, and the
+    expected duration is extrapolated from work, not from counts (None: counts).
+    ``from_answers``: whether single answers measure the pace (True for one-by-one answers and
+    prob batches; False when answers arrive staggered within a long batch, whose pace is only
+    known when a call ends: ``call_done``).
+    """
+
+    def __init__(self, total: int, initial: int, enabled: bool | None, unit: str = "req",
+                 work_total: float | None = None, from_answers: bool = True):
         self.total, self.n = total, initial
         self.enabled = enabled is not False
         self.tty = bool(enabled) or (enabled is None and sys.stderr.isatty())
@@ -29,20 +49,38 @@ class Progress:
         self.t0 = time.monotonic()
         self.initial = initial
         self.eta_said = False
+        self.work_total = float(work_total) if work_total is not None else float(total - initial)
+        self.work_done = 0.0
+        self.from_answers = from_answers
+        self.calls_done = 0
+        self.token_count = 0
+        self._postfix = ""
+        self._refreshed = self.t0
         self._last_line = (initial, self.t0)
         if self.enabled and self.tty:
             from tqdm import tqdm
 
             self.bar = tqdm(total=total, initial=initial, unit=unit, dynamic_ncols=True, smoothing=0.1,
                             file=sys.stderr)
+        elif self.enabled and total > initial:
+            print(f"casebench: asking {total - initial} requests ({initial} of {total} already on disk)",
+                  file=sys.stderr, flush=True)
+
+    # -- measures
+    def elapsed(self) -> float:
+        return time.monotonic() - self.t0
+
+    def tokens_per_s(self) -> float:
+        return self.token_count / max(self.elapsed(), 1e-9)
 
     def expected_seconds(self) -> float | None:
-        """Seconds still to go at the rate seen so far (None before the first answer)."""
-        done = self.n - self.initial
-        if done <= 0:
+        """Seconds still to go at the pace measured so far (None before the first answer)."""
+        if self.n - self.initial <= 0 or self.work_done <= 0:
             return None
-        return (self.total - self.n) * (time.monotonic() - self.t0) / done
+        left = max(0.0, self.work_total - self.work_done)
+        return left * self.elapsed() / self.work_done
 
+    # -- output
     def say(self, line: str) -> None:
         if not self.enabled:
             return
@@ -51,29 +89,72 @@ class Progress:
         else:
             print(line, file=sys.stderr, flush=True)
 
-    def update(self, k: int, postfix: str) -> None:
-        self.n += k
+    def _full_postfix(self) -> str:
+        rate = f"{self.tokens_per_s():.0f} tok/s" if self.token_count else ""
+        return ", ".join(x for x in (rate, self._postfix) if x)
+
+    def tokens(self, n: int, postfix: str | None = None) -> None:
+        """``n`` more tokens processed (local models report them as they decode)."""
+        self.token_count += n
+        if postfix is not None:
+            self._postfix = postfix
         if not self.enabled:
             return
-        if k and not self.eta_said and self.n < self.total:
-            left = self.expected_seconds()
-            if left is not None:
-                self.eta_said = True
-                self.say(f"casebench: expected duration: about {_duration(time.monotonic() - self.t0 + left)} "
-                         f"for {self.total - self.initial} requests ({_duration(left)} to go, at the first "
-                         "batch's pace)")
+        now = time.monotonic()
         if self.bar is not None:
-            self.bar.set_postfix_str(postfix, refresh=False)
+            if now - self._refreshed >= REFRESH_S:
+                self._refreshed = now
+                self.bar.set_postfix_str(self._full_postfix(), refresh=True)
+            return
+        if now - self._last_line[1] >= LINE_EVERY_S:
+            self._line(now)
+
+    def call_done(self) -> None:
+        """A backend call (a whole batch) ended: its pace is a fair measure."""
+        self.calls_done += 1
+        self._maybe_say_expected()
+
+    def _maybe_say_expected(self) -> None:
+        if self.eta_said or not self.enabled or self.n >= self.total:
+            return
+        if not (self.calls_done or (self.from_answers and self.elapsed() >= MEASURE_S)):
+            return
+        left = self.expected_seconds()
+        if left is None:
+            return
+        self.eta_said = True
+        done = self.n - self.initial
+        self.say(f"casebench: expected duration: about {_duration(self.elapsed() + left)} for "
+                 f"{self.total - self.initial} requests ({_duration(left)} to go; measured: {done} answer{'s' if done != 1 else ''} in "
+                 f"{_duration(self.elapsed())} on this machine)")
+
+    def update(self, k: int, postfix: str, work: float | None = None) -> None:
+        """``k`` more requests finished, ``work`` of the work total with them (default ``k``)."""
+        self.n += k
+        self.work_done += k if work is None else work
+        self._postfix = postfix
+        if not self.enabled:
+            return
+        if k:
+            self._maybe_say_expected()
+        if self.bar is not None:
+            self._refreshed = time.monotonic()
+            self.bar.set_postfix_str(self._full_postfix(), refresh=False)
             self.bar.update(k)
             return
         now = time.monotonic()
         last_n, last_t = self._last_line
-        if self.n - last_n >= max(1, self.total // 10) or now - last_t >= 30 or self.n == self.total:
-            rate = (self.n - self.initial) / max(now - self.t0, 1e-9)
-            eta = _duration((self.total - self.n) / rate) if rate > 0 else "?"
-            print(f"casebench: {self.n}/{self.total} requests, {rate:.2f} req/s, ETA {eta}, {postfix}",
-                  file=sys.stderr, flush=True)
-            self._last_line = (self.n, now)
+        if (k and (self.n - last_n >= max(1, self.total // 10) or self.n == self.total
+                   or last_n == self.initial)) or now - last_t >= LINE_EVERY_S:
+            self._line(now)
+
+    def _line(self, now: float) -> None:
+        rate = (self.n - self.initial) / max(now - self.t0, 1e-9)
+        left = self.expected_seconds()
+        eta = _duration(left) if left is not None else "?"
+        print(f"casebench: {self.n}/{self.total} requests, {rate:.2f} req/s, ETA {eta}, {self._full_postfix()}",
+              file=sys.stderr, flush=True)
+        self._last_line = (self.n, now)
 
     def close(self) -> None:
         if self.bar is not None:

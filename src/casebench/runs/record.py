@@ -470,8 +470,19 @@ def iter_records(run_path: str | Path) -> Iterator[Record]:
             if not isinstance(rec.case, int) or not isinstance(rec.sample, int):
                 raise ValueError("'case' and 'sample' must be integers")
         except (ValueError, TypeError) as e:
-            raise RunError(f"{p}, line {lineno}: not a valid record ({e})") from None
+            raise RunError(f"{p}, line {lineno}: not a valid record ({e}); `casebench runs repair "
+                           f"{Path(run_path)}` moves damaged lines aside and keeps every valid record") from None
         yield rec
+
+
+def _whole_record(raw: bytes) -> bool:
+    """Whether ``raw`` (a line without its newline) is a complete record."""
+    try:
+        obj = json.loads(raw)
+    except ValueError:
+        return False
+    return (isinstance(obj, dict) and isinstance(obj.get("case"), int) and isinstance(obj.get("sample"), int)
+            and "final" in obj)
 
 
 def final_records(records: Iterable[Record]) -> dict[tuple[int, int], Record]:
@@ -604,6 +615,16 @@ class RunDir:
                     keep = pos + nl + 1
                     break
         removed = size - keep
+        with open(p, "rb") as f:
+            f.seek(keep)
+            tail = f.read()
+        if _whole_record(tail):  # a whole record that only lacks its newline (an edit): keep it
+            with open(p, "ab") as f:
+                f.write(b"\n")
+                f.flush()
+                os.fsync(f.fileno())
+            log.warning("%s: the last line lacked its newline; added it (the record is kept)", p)
+            return 0
         with open(p, "r+b") as f:
             f.truncate(keep)
             f.flush()

@@ -22,8 +22,9 @@ What is compared, and with which test
     both inputs are continuous (score or prob modes); a binary verdict has no P(safe) to score.
 
 Which cases
-    Default: the cases *both* inputs answered (a missing answer is not a wrong answer); how many
-    were dropped is reported. ``ScoringOptions(paper_compat=True)``: every case, with missing answers handled as
+    Default: of the cases both inputs hold, those *both* answered (a missing answer is not a wrong
+    answer); how many were dropped is reported. ``ScoringOptions(paper_compat=True)``: every
+    shared case, with missing answers handled as
     the published script does (see ``metrics``), so the figures line up with
     ``casebench score --paper-compat``.
 
@@ -45,9 +46,23 @@ Labels
     The human labels are the published ones, or with ``label_source="votes"`` (``ScoringOptions``) the majority of
     each case's votes alone (``metrics.human_rates``), for both inputs alike.
 
+Case sets
+    A pair is compared over the cases both inputs hold (``PairComparison.shared``; ``only_a``
+    and ``only_b`` count the rest), so two subsets of one dataset pair over what they share; one
+    set of resamples is drawn over every case any input holds (the first input's order, then new
+    cases as they appear: with one case set, exactly the first input's cases) and each pair is
+    scored on the drawn cases it shares. ``Comparison.case_sets`` groups the inputs by the cases
+    they hold, so inputs over different case sets are never read as ranked together.
+
+Significance marks
+    No difference is marked significant from fewer than ``metrics.MIN_PAIRED`` paired cases (of
+    the metric's own: the human-safe ones for safe recall, ...) nor, for McNemar's test, from
+    fewer than ``metrics.MIN_DISCORDANT`` discordant cases (``MetricDiff.withheld`` says why);
+    its p-values are still shown.
+
 Refusals
     Inputs must come from the same dataset (the content fingerprint of the cases they share) and
-    cover the same cases; otherwise ``CompareError`` says which inputs differ and how.
+    share at least one case; otherwise ``CompareError`` says which inputs differ and how.
 """
 
 from __future__ import annotations
@@ -63,7 +78,9 @@ from ..data import cases_fingerprint
 from ..jsonutil import json_safe
 from ..predictions import Predictions
 from .bootstrap import bootstrap_p, percentile_ci, resample_weights
-from .metrics import COMPARED_METRICS, METRIC, ScoringArrays, metric_values, scoring_arrays
+from .metrics import (
+    COMPARED_METRICS, METRIC, MIN_DISCORDANT, MIN_PAIRED, ScoringArrays, figure_cases, metric_values, scoring_arrays,
+)
 from .options import DEFAULT_OPTIONS, ScoringOptions
 
 
@@ -85,44 +102,109 @@ def input_label(i: int) -> str:
     return s
 
 
-def check_comparable(preds: Sequence[Predictions], names: Sequence[str] | None = None) -> None:
-    """Raise ``CompareError`` unless every input holds the same cases of the same dataset.
+def check_comparable(preds: Sequence[Predictions], names: Sequence[str] | None = None,
+                     pairs: Sequence[tuple[int, int]] | None = None) -> None:
+    """Raise ``CompareError`` unless every pair of inputs shares cases of one dataset.
 
     The dataset check compares the content fingerprint of the cases two inputs share, so it
     holds between a dataset file, a run directory and a published ``exp/`` file alike; the CI
     parameters either input removed (an ablation condition) are left out of both fingerprints, so
-    an ablation file whose contexts lack them pairs with its full-context file. The case check
-    compares the sets of case indices.
+    an ablation file whose contexts lack them pairs with its full-context file. Inputs over
+    different subsets of one dataset are accepted: a pair is compared over the cases both hold
+    (``case_sets`` and ``PairComparison.shared`` say how many); inputs with no case in common
+    are refused. ``pairs``: only these index pairs are checked (default: every pair).
     """
     if len(preds) < 2:
         raise CompareError("comparing needs at least two inputs")
     names = list(names or [p.source for p in preds])
-    ref = preds[0]
-    ref_idx = ref.case_indices
-    ref_pos = {int(c): k for k, c in enumerate(ref_idx)}
     problems = []
-    for p, name in zip(preds[1:], names[1:]):
-        idx = p.case_indices
-        common = [int(c) for c in idx if int(c) in ref_pos]
-        mine = {int(c): k for k, c in enumerate(idx)}
-        ignore = tuple(dict.fromkeys([*ref.removed, *p.removed]))
-        fa = cases_fingerprint([ref.cases[ref_pos[c]] for c in common], ignore)
-        fb = cases_fingerprint([p.cases[mine[c]] for c in common], ignore)
-        if not common or fa != fb:
-            problems.append(
-                f"{names[0]} and {name} are not from the same dataset (the content of their cases differs: "
-                f"fingerprints {ref.fingerprint(ignore)[:12]} and {p.fingerprint(ignore)[:12]})"
-            )
+    todo = list(pairs) if pairs is not None else list(itertools.combinations(range(len(preds)), 2))
+    # inputs holding exactly the first input's cases are checked against it once each (a
+    # fingerprint of all their cases: the cost stays linear in the inputs); other pairs over the
+    # cases they share
+    ref = preds[0]
+    ref_idx = tuple(int(c) for c in ref.case_indices)
+    same = {i for i, p in enumerate(preds) if tuple(int(c) for c in p.case_indices) == ref_idx}
+    for i in sorted(same - {0}):
+        if not any(i in (x, y) and x in same and y in same for x, y in todo):
             continue
-        if set(common) != set(ref_pos) or len(common) != len(idx):
-            only_a = len(set(ref_pos) - set(mine))
-            only_b = len(set(mine) - set(ref_pos))
+        p = preds[i]
+        ignore = tuple(dict.fromkeys([*ref.removed, *p.removed]))
+        fa, fb = ref.fingerprint(ignore), p.fingerprint(ignore)
+        if fa != fb:
+            problems.append(f"{names[0]} and {names[i]} are not from the same dataset (the content of their cases "
+                            f"differs: fingerprints {fa[:12]} and {fb[:12]})")
+    for i, j in todo:
+        if i in same and j in same:
+            continue
+        a, b = preds[i], preds[j]
+        common = shared_cases(a, b)
+        if not common:
+            problems.append(f"{names[i]} ({a.n} cases) and {names[j]} ({b.n} cases) have no case in common")
+            continue
+        pos_a = {int(c): k for k, c in enumerate(a.case_indices)}
+        pos_b = {int(c): k for k, c in enumerate(b.case_indices)}
+        ignore = tuple(dict.fromkeys([*a.removed, *b.removed]))
+        fa = cases_fingerprint([a.cases[pos_a[c]] for c in common], ignore)
+        fb = cases_fingerprint([b.cases[pos_b[c]] for c in common], ignore)
+        if fa != fb:
             problems.append(
-                f"{names[0]} has {len(ref_idx)} cases, {name} has {len(idx)} "
-                f"({only_a} only in the first, {only_b} only in the second); compare runs over the same cases"
-            )
+                f"{names[i]} and {names[j]} are not from the same dataset (the content of the {len(common)} cases "
+                f"they share differs: fingerprints {fa[:12]} and {fb[:12]})")
     if problems:
         raise CompareError("cannot compare these inputs:\n  " + "\n  ".join(problems))
+
+
+def shared_cases(a: Predictions, b: Predictions) -> list[int]:
+    """The case indices both inputs hold, in ``a``'s order."""
+    mine = {int(c) for c in b.case_indices}
+    return [int(c) for c in a.case_indices if int(c) in mine]
+
+
+def case_set_groups(preds: Sequence[Predictions]) -> list[list[int]]:
+    """The inputs grouped by the set of cases they hold (first appearance first): inputs of one
+    group can be ranked together; inputs of different groups only paired over what they share."""
+    groups: dict[frozenset[int], list[int]] = {}
+    for i, p in enumerate(preds):
+        groups.setdefault(frozenset(int(c) for c in p.case_indices), []).append(i)
+    return list(groups.values())
+
+
+def comparable_groups(preds: Sequence[Predictions]) -> list[list[int]]:
+    """The inputs ``compare`` accepts together: groups of inputs linked by sharing cases of the
+    same content (ablated parameters left out), so inputs over subsets of one dataset fall in
+    one group and inputs of another dataset in another. Inputs with identical cases are grouped
+    first (one fingerprint each), then those groups are joined pairwise."""
+    ignore = tuple(dict.fromkeys(n for p in preds for n in p.removed))
+    same: dict[tuple[str, tuple[int, ...]], list[int]] = {}
+    for i, p in enumerate(preds):
+        same.setdefault((p.fingerprint(ignore), tuple(int(c) for c in p.case_indices)), []).append(i)
+    groups = list(same.values())
+    merged: list[list[int]] = []
+    for g in groups:
+        joined = [m for m in merged if _linked(preds[m[0]], preds[g[0]])]
+        for m in joined:
+            merged.remove(m)
+        merged.append(sorted(sum(joined, []) + g))
+    return sorted(merged, key=lambda g: g[0])
+
+
+def _linked(a: Predictions, b: Predictions) -> bool:
+    try:
+        check_comparable([a, b])
+    except CompareError:
+        return False
+    return True
+
+
+def _union_positions(preds: Sequence[Predictions]) -> dict[int, int]:
+    """Each case index held by any input -> its position among all of them (the first input's
+    order, then each new case as it appears): the cases one set of resamples draws from."""
+    pos: dict[int, int] = {}
+    for p in preds:
+        for c in p.case_indices:
+            pos.setdefault(int(c), len(pos))
+    return pos
 
 
 # --------------------------------------------------------------------------------------------
@@ -198,10 +280,16 @@ class MetricDiff:
     p: float | None
     p_adjusted: float | None = None
     significant: bool = False
+    #: why no significance mark may be given whatever p is (too few paired or discordant
+    #: cases: ``metrics.MIN_PAIRED``, ``metrics.MIN_DISCORDANT``); None: a mark can be given
+    withheld: str | None = None
 
 
 @dataclass
 class PairComparison:
+    """One pair: ``shared`` cases both inputs hold (``only_a``/``only_b``: held by one alone),
+    of which ``n_paired`` are scored and ``dropped`` are not (not answered by both)."""
+
     a: int
     b: int
     n_paired: int
@@ -209,6 +297,9 @@ class PairComparison:
     mcnemar: dict[str, Any]
     williams: dict[str, Any] | None
     metrics: dict[str, MetricDiff]
+    shared: int = 0
+    only_a: int = 0
+    only_b: int = 0
 
 
 @dataclass
@@ -216,6 +307,8 @@ class Comparison:
     inputs: list[dict[str, Any]]
     pairs: list[PairComparison]
     settings: dict[str, Any] = field(default_factory=dict)
+    #: the inputs grouped by the cases they hold (``case_set_groups``), as input labels
+    case_sets: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         num = json_safe
@@ -224,33 +317,50 @@ class Comparison:
             pairs.append(num({
                 "a": self.inputs[pc.a]["label"], "b": self.inputs[pc.b]["label"],
                 "a_source": self.inputs[pc.a]["source"], "b_source": self.inputs[pc.b]["source"],
+                "shared": pc.shared, "only_a": pc.only_a, "only_b": pc.only_b,
                 "n_paired": pc.n_paired, "dropped": pc.dropped,
                 "mcnemar": pc.mcnemar, "williams": pc.williams,
                 "metrics": {k: dict(vars(m)) for k, m in pc.metrics.items()},
             }))
-        return {"inputs": num(self.inputs), "settings": num(self.settings), "pairs": pairs}
+        return {"inputs": num(self.inputs), "settings": num(self.settings), "case_sets": num(self.case_sets),
+                "pairs": pairs}
 
 
 def _paired_arrays(
     a: Predictions, b: Predictions, options: ScoringOptions = DEFAULT_OPTIONS,
+    union: dict[int, int] | None = None,
 ) -> tuple[ScoringArrays, ScoringArrays, np.ndarray, int]:
     """Scoring arrays of both inputs over the paired cases (see the module docstring), aligned by
-    case index; the positions of those cases among ``a``'s cases; and how many cases were
-    dropped because only one (or neither) input answered."""
+    case index: the cases both hold (all of them with ``paper_compat``, else those both
+    answered); the positions of those cases among the resampled ones (``union``: case index ->
+    position; default ``a``'s cases); and how many shared cases were dropped because only one
+    (or neither) input answered."""
     order_b = {int(c): k for k, c in enumerate(b.case_indices)}
-    perm = np.array([order_b[int(c)] for c in a.case_indices], dtype=int)
-    if options.paper_compat:
-        keep = np.ones(a.n, dtype=bool)
-    else:
-        keep = a.answered & b.answered[perm]
+    perm = np.array([order_b.get(int(c), -1) for c in a.case_indices], dtype=int)
+    held = perm >= 0
+    keep = held.copy()
+    if not options.paper_compat:
+        keep &= a.answered & b.answered[np.where(held, perm, 0)]
     sa, ma = scoring_arrays(a, options)
     sb, mb = scoring_arrays(b, options)
     # map each input's (masked) arrays back to the paired positions
     pos_a = np.cumsum(ma) - 1
     pos_b = np.cumsum(mb) - 1
-    ia = pos_a[np.flatnonzero(keep)]
-    ib = pos_b[perm[np.flatnonzero(keep)]]
-    return sa.take(ia), sb.take(ib), np.flatnonzero(keep), int((~keep).sum())
+    kept = np.flatnonzero(keep)
+    ia = pos_a[kept]
+    ib = pos_b[perm[kept]]
+    if union is None:
+        positions = kept
+    else:
+        positions = np.array([union[int(c)] for c in a.case_indices[kept]], dtype=int)
+    sa, sb = sa.take(ia), sb.take(ib)
+    if sa.pairs is not None and sb.pairs is not None:
+        # the same cases in the same order: keep the query pairs both inputs answered both cases of
+        theirs = {tuple(x) for x in sb.pairs.tolist()}
+        common = np.array([tuple(x) in theirs for x in sa.pairs.tolist()], dtype=bool)
+        sa.pairs, sa.pair_ids = sa.pairs[common], sa.pair_ids[common]
+        sb.pairs, sb.pair_ids = sa.pairs.copy(), sa.pair_ids.copy()
+    return sa, sb, positions, int(held.sum() - keep.sum())
 
 
 def _describe(p: Predictions, i: int) -> dict[str, Any]:
@@ -260,23 +370,35 @@ def _describe(p: Predictions, i: int) -> dict[str, Any]:
 
 def compare_pair(
     a: Predictions, b: Predictions, options: ScoringOptions = DEFAULT_OPTIONS, *, level: float = 0.95,
-    weights: np.ndarray | None = None,
+    weights: np.ndarray | None = None, union: dict[int, int] | None = None,
+    pair_weights: np.ndarray | None = None,
 ) -> PairComparison:
     """All tests for one pair (no multiple-testing adjustment: see ``compare``).
 
     ``weights``: the resamples (``bootstrap.resample_weights(a.n, ...)``) when several pairs
-    share them. Both inputs are scored by the same metric formulas (``metrics.metric_values``)
-    on the same resamples.
+    share them, drawn over the cases of ``union`` (case index -> column of ``weights``; default
+    ``a``'s cases). Both inputs are scored by the same metric formulas
+    (``metrics.metric_values``) on the same resamples, over the cases both hold.
+    ``pair_weights``: likewise for the per-pair context figures (``stats.context``), resampling
+    the query pairs of ``a``'s cases; they are scored on the pairs both inputs answered both
+    cases of.
     """
-    sa, sb, positions, dropped = _paired_arrays(a, b, options)
+    if union is None and weights is not None and weights.shape[1] != a.n:
+        raise CompareError("the resamples were drawn over other cases than the first input's; pass union")
+    sa, sb, positions, dropped = _paired_arrays(a, b, options, union)
     n_boot, seed = options.n_boot, options.seed
     n = len(sa.y)
     both_cont = a.is_continuous and b.is_continuous
-    metrics = [m for m in COMPARED_METRICS if both_cont or not METRIC[m].continuous]
-    W = None
+    behaviour = a.mode_spec.reads_behaviour or b.mode_spec.reads_behaviour
+    metrics = [m for m in COMPARED_METRICS if (both_cont or not METRIC[m].continuous)
+               and not (behaviour and METRIC[m].calibration)]
+    W = PW = None
     if n_boot > 0 and n > 0:
-        W = weights if weights is not None else resample_weights(a.n, n_boot, seed)
-    (pa, ba), (pb, bb) = metric_values([sa, sb], metrics, W, positions)
+        W = weights if weights is not None else resample_weights(len(union) if union else a.n, n_boot, seed)
+        n_pairs = _all_pairs(a)
+        if n_pairs and sa.pairs is not None and len(sa.pairs):
+            PW = pair_weights if pair_weights is not None else resample_weights(n_pairs, n_boot, seed)
+    (pa, ba), (pb, bb) = metric_values([sa, sb], metrics, W, positions, PW, sa.pair_ids)
     mc = mcnemar_exact(sa.correct, sb.correct)
     wt = None
     if both_cont and n:
@@ -296,8 +418,31 @@ def compare_pair(
         test = METRIC[m].test
         p = mc["p"] if test == "mcnemar" else (wt or {}).get("p") if test == "williams" else pboot
         out[m] = MetricDiff(m, pa[m], pb[m], float(diff), ci, pboot, test,
-                            None if p is None or (isinstance(p, float) and math.isnan(p)) else float(p))
-    return PairComparison(-1, -1, n, dropped, mc, wt, out)
+                            None if p is None or (isinstance(p, float) and math.isnan(p)) else float(p),
+                            withheld=_withheld(m, sa, mc))
+    shared = len(shared_cases(a, b))
+    return PairComparison(-1, -1, n, dropped, mc, wt, out, shared, a.n - shared, b.n - shared)
+
+
+def _withheld(metric: str, sa: ScoringArrays, mc: dict[str, Any]) -> str | None:
+    """Why a difference may not be marked significant, whatever its p: from fewer than
+    ``MIN_PAIRED`` paired cases (of the metric's own: human-safe ones for safe recall, ...), or,
+    for McNemar's test, fewer than ``MIN_DISCORDANT`` discordant cases."""
+    n = figure_cases(sa, [metric]).get(metric, len(sa.y))
+    if n < MIN_PAIRED:
+        return f"{n} paired cases < {MIN_PAIRED}"
+    if METRIC[metric].test == "mcnemar":
+        disc = mc["a_only"] + mc["b_only"]
+        if disc < MIN_DISCORDANT:
+            return f"{disc} discordant cases < {MIN_DISCORDANT}"
+    return None
+
+
+def _all_pairs(p: Predictions) -> int:
+    """How many query pairs ``p``'s cases hold (the rows a pair resample draws from)."""
+    from .pairs import pair_by_query
+
+    return len(pair_by_query(p.cases).pairs)
 
 
 def _pearson_point(x: np.ndarray | None, z: np.ndarray | None) -> float:
@@ -311,16 +456,24 @@ def _pearson_point(x: np.ndarray | None, z: np.ndarray | None) -> float:
 
 
 def adjust(pairs: Sequence[PairComparison], alpha: float) -> None:
-    """Benjamini-Hochberg over every primary p-value of every pair (in place)."""
+    """Benjamini-Hochberg over every primary p-value of every pair (in place), one family of
+    metrics at a time (``MetricDef.family``: the paper's metrics, then the context figures, then
+    the human-reference figures), so that adding metrics never moves the adjusted p-values of
+    the metrics that were there before. A difference whose mark is withheld
+    (``MetricDiff.withheld``: too few cases) stays in its family (its p-value is shown and
+    adjusted) but is never marked significant."""
     from statsmodels.stats.multitest import multipletests
 
-    tested = [m for pc in pairs for m in pc.metrics.values() if m.p is not None and math.isfinite(m.p)]
-    if not tested:
-        return
-    reject, p_adj, _, _ = multipletests([m.p for m in tested], alpha=alpha, method="fdr_bh")
-    for m, r, pa in zip(tested, reject, p_adj):
-        m.p_adjusted = float(pa)
-        m.significant = bool(r)
+    families: dict[str, list[MetricDiff]] = {}
+    for pc in pairs:
+        for m in pc.metrics.values():
+            if m.p is not None and math.isfinite(m.p):
+                families.setdefault(METRIC[m.metric].family, []).append(m)
+    for tested in families.values():
+        reject, p_adj, _, _ = multipletests([m.p for m in tested], alpha=alpha, method="fdr_bh")
+        for m, r, pa in zip(tested, reject, p_adj):
+            m.p_adjusted = float(pa)
+            m.significant = bool(r) and m.withheld is None
 
 
 def compare(
@@ -330,22 +483,33 @@ def compare(
     """Compare every pair of inputs (or the given index pairs), then adjust all primary p-values
     together with Benjamini-Hochberg. Raises ``CompareError`` for incomparable inputs (and
     ``metrics.LabelSourceError`` for votes-only labels on cases without votes)."""
-    check_comparable(preds)
+    todo = list(pairs) if pairs is not None else list(itertools.combinations(range(len(preds)), 2))
+    check_comparable(preds, pairs=todo)
     paper_compat, n_boot, seed, label_source = options.paper_compat, options.n_boot, options.seed, options.label_source
     if n_boot < 0:
         raise CompareError(f"the number of bootstrap resamples must be 0 or more, got {n_boot}")
     if not 0 < level < 1:
         raise CompareError(f"the CI level must be in (0, 1), got {level}")
-    weights = resample_weights(preds[0].n, n_boot, seed) if n_boot > 0 and preds[0].n else None
-    todo = list(pairs) if pairs is not None else list(itertools.combinations(range(len(preds)), 2))
+    union = _union_positions(preds)
+    weights = resample_weights(len(union), n_boot, seed) if n_boot > 0 and union else None
+    # the pair resamples are shared only when every input holds the same cases (pair ids are
+    # numbered within an input's cases); otherwise each comparison draws its own
+    same_cases = len(case_set_groups(preds)) == 1
+    n_pairs = _all_pairs(preds[0]) if same_cases and preds else 0
+    pair_weights = resample_weights(n_pairs, n_boot, seed) if n_boot > 0 and n_pairs else None
     results = []
     for i, j in todo:
-        pc = compare_pair(preds[i], preds[j], options, level=level, weights=weights)
+        pc = compare_pair(preds[i], preds[j], options, level=level, weights=weights, union=union,
+                          pair_weights=pair_weights)
         pc.a, pc.b = i, j
         results.append(pc)
     adjust(results, alpha)
     settings = {"paper_compat": paper_compat, "bootstrap": n_boot, "seed": seed, "level": level, "alpha": alpha,
                 "difference": "A - B", "adjustment": "Benjamini-Hochberg over all primary p-values",
+                "adjustment_families": "the paper's metrics; the context figures; the human-reference figures "
+                                       "(each adjusted on its own, so added figures never move earlier ones)",
+                "context_pairs": "query pairs whose two cases both inputs answered, resampled as pairs",
                 "cases": "all cases (paper-compatible)" if paper_compat else "cases both inputs answered",
-                "label_source": label_source}
-    return Comparison([_describe(p, i) for i, p in enumerate(preds)], results, settings)
+                "label_source": label_source, "min_paired": MIN_PAIRED, "min_discordant": MIN_DISCORDANT}
+    sets = [{"inputs": [input_label(i) for i in g], "cases": preds[g[0]].n} for g in case_set_groups(preds)]
+    return Comparison([_describe(p, i) for i, p in enumerate(preds)], results, settings, sets)

@@ -32,6 +32,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from ..data import ALWAYS_UNSAFE_CATEGORIES, SAFE_THRESHOLD, Case
+from .pairs import Pairing, pair_by_query  # noqa: F401  (re-exported: pairing lives in stats/pairs)
 from .options import LABEL_SOURCES, LabelSource, LabelSourceError, case_safe_rate, check_label_source  # noqa: F401
 
 DEFAULT_DRAWS = 1000
@@ -108,34 +109,6 @@ class VoteTable:
             n=self.n[idx],
             intended_safe=self.intended_safe[idx],
         )
-
-
-@dataclass(frozen=True)
-class Pairing:
-    """The two contexts of each query, as positions in the ``VoteTable``."""
-
-    pairs: tuple[tuple[int, int], ...]  # (intended-safe position, intended-unsafe position)
-    skipped_cases: int
-    skipped_queries: int
-
-
-def pair_by_query(cases: Sequence[Case]) -> Pairing:
-    """Pair cases by identical query text: one intended-safe and one intended-unsafe each."""
-    groups: dict[str, list[int]] = {}
-    for pos, c in enumerate(cases):
-        groups.setdefault(c.query, []).append(pos)
-    pairs: list[tuple[int, int]] = []
-    skipped_cases = skipped_queries = 0
-    for positions in groups.values():
-        safe = [p for p in positions if cases[p].intended_safe]
-        unsafe = [p for p in positions if not cases[p].intended_safe]
-        if len(safe) == 1 and len(unsafe) == 1:
-            pairs.append((safe[0], unsafe[0]))
-        else:
-            skipped_queries += 1
-            skipped_cases += len(positions)
-    pairs.sort()
-    return Pairing(tuple(pairs), skipped_cases, skipped_queries)
 
 
 # --------------------------------------------------------------------------------------------
@@ -581,6 +554,9 @@ def human_stats(
     paired, pairs_sig, pair_rows = paired_tests(table, pairing, alpha)
     stab, stab_settings = stability(table, draws=draws, seed=seed)
     per_case = Counter(len(c.votes) for c in all_cases)
+    from .context import human_references
+
+    ref = human_references(voted, seed=seed)
     return {
         "dataset": {
             "cases": len(all_cases),
@@ -607,4 +583,11 @@ def human_stats(
             table, pairing, votes["safe_contexts"]["share"], votes["unsafe_contexts"]["share"], alpha
         ),
         "pairs": pair_rows,
+        # the references every judge is shown beside (``stats.context``)
+        "annotator_agreement": ref["annotator_agreement"],
+        "oracle_vote_agreement": ref["oracle_vote_agreement"],
+        "bce_floor": ref["bce_floor"],
+        "context_shift": ref["context_shift"],
+        "context_follow": ref["context_follow"],
+        "references": ref,
     }

@@ -4,8 +4,9 @@ lays it out).
 Per input (``InputFigures``): its score (``metrics.score_arrays``) and, from the same scoring
 arrays, the per-case figures behind the plots: accuracy by category, P(safe) against the human
 safe_rate, and the reliability curve (the ECE bins of ``metrics.ece_bins``). Across inputs
-(``Overview``): the paired comparisons of inputs that hold the same cases (``compare``), the
-ablation studies among them (``ablation``), the placement studies (``placement``), judgement against behaviour for a model with a judge
+(``Overview``): the inputs grouped by case set, the paired comparisons of inputs that share cases
+of one dataset, over the cases each pair shares (``compare``), the
+ablation studies among them (``ablation``), judgement against behaviour for a model with a judge
 input and a respond run (``saydo``), and the statistics of the human votes (``human``).
 """
 
@@ -19,7 +20,7 @@ import numpy as np
 from ..data import Case
 from ..predictions import Predictions
 from .ablation import AblationResult
-from .compare import Comparison
+from .compare import Comparison, case_set_groups
 from .metrics import ECE_BINS, Score, ScoringArrays, ece_bins, score_arrays, scoring_arrays
 from .options import DEFAULT_OPTIONS, ScoringOptions
 from .placement import PlacementResult
@@ -99,20 +100,26 @@ def input_figures(pred: Predictions, options: ScoringOptions = DEFAULT_OPTIONS, 
 # Which inputs go together
 
 
-def case_keys(preds: Sequence[Predictions]) -> list[tuple[str, tuple[int, ...]]]:
+def _cases_keys(preds: Sequence[Predictions]) -> list[tuple[str, tuple[int, ...]]]:
     """Per input, what ``compare`` checks: the cases' fingerprint (leaving out every CI parameter
     any input removed, so an ablation condition matches its full context) and the case indices."""
     ignore = tuple(dict.fromkeys(n for p in preds for n in p.removed))
     return [(p.fingerprint(ignore), tuple(p.case_indices.tolist())) for p in preds]
 
 
-def same_case_groups(preds: Sequence[Predictions]) -> list[list[int]]:
-    """Inputs that hold the same cases of the same dataset (the ones ``compare`` accepts), as
-    groups of two or more positions."""
-    groups: dict[tuple[str, tuple[int, ...]], list[int]] = {}
-    for i, key in enumerate(case_keys(preds)):
-        groups.setdefault(key, []).append(i)
-    return [g for g in groups.values() if len(g) > 1]
+def comparisons(preds: Sequence[Predictions], options: ScoringOptions = DEFAULT_OPTIONS) -> list[tuple[list[int], Comparison]]:
+    """The paired comparisons of inputs that share cases of one dataset (``compare.comparable_groups``):
+    per group, every pair that shares a case, over the cases it shares (``compare``)."""
+    from .compare import comparable_groups, compare, shared_cases
+
+    out = []
+    for g in comparable_groups(preds):
+        if len(g) < 2:
+            continue
+        sub = [preds[i] for i in g]
+        todo = [(x, y) for x in range(len(g)) for y in range(x + 1, len(g)) if shared_cases(sub[x], sub[y])]
+        out.append((g, compare(sub, options, pairs=todo)))
+    return out
 
 
 def ablation_groups(preds: Sequence[Predictions]) -> list[list[int]]:
@@ -121,7 +128,7 @@ def ablation_groups(preds: Sequence[Predictions]) -> list[list[int]]:
     from .ablation import canonical
 
     groups: dict[tuple[Any, ...], list[int]] = {}
-    for i, (p, key) in enumerate(zip(preds, case_keys(preds))):
+    for i, (p, key) in enumerate(zip(preds, _cases_keys(preds))):
         groups.setdefault((p.model, p.mode, p.context_as, *key), []).append(i)
     out = []
     for g in groups.values():
@@ -138,7 +145,7 @@ def placement_groups(preds: Sequence[Predictions]) -> list[tuple[list[int], list
     that model's judge inputs over the same cases in the study's placements, one per placement."""
     from .placement import placement_of
 
-    keys = case_keys(preds)
+    keys = _cases_keys(preds)
     groups: dict[tuple[Any, ...], list[int]] = {}
     for i, (p, key) in enumerate(zip(preds, keys)):
         groups.setdefault((p.model, p.mode, tuple(p.removed), key), []).append(i)
@@ -195,6 +202,8 @@ class Overview:
     inputs: list[InputFigures]
     say_do: list[tuple[int, int, SayDo]] = field(default_factory=list)
     comparisons: list[tuple[list[int], Comparison]] = field(default_factory=list)
+    #: the inputs grouped by the cases they hold (``compare.case_set_groups``): ranked per group
+    case_sets: list[list[int]] = field(default_factory=list)
     ablations: list[tuple[list[int], AblationResult]] = field(default_factory=list)
     #: placement studies: (study positions, judge positions for the say-do gap, the analysis)
     placements: list[tuple[list[int], list[int], PlacementResult]] = field(default_factory=list)
@@ -213,14 +222,15 @@ def overview(
     cases of the input that holds the most. ``human=False`` leaves those statistics out.
     """
     from .ablation import analyse_ablation
+    from .placement import analyse_placements
     from .compare import compare
     from .human import HumanStatsError, human_stats
-    from .placement import analyse_placements
 
     preds = list(preds)
     out = Overview(options, [input_figures(p, options) for p in preds])
     out.say_do = say_do_pairs(preds, options)
-    out.comparisons = [(g, compare([preds[i] for i in g], options)) for g in same_case_groups(preds)]
+    out.comparisons = comparisons(preds, options)
+    out.case_sets = case_set_groups(preds)
     out.ablations = [(g, analyse_ablation([preds[i] for i in g], options)) for g in ablation_groups(preds)]
     out.placements = [(g, j, analyse_placements([preds[i] for i in g], options, judges=[preds[i] for i in j]))
                       for g, j in placement_groups(preds)]

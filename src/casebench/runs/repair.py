@@ -1,0 +1,327 @@
+"""Damaged run directories: what is wrong with one, and how to keep every valid record.
+
+A kill can only tear the *last* line of ``records.jsonl``, which ``RunDir`` repairs on open.
+Other damage (a bad line in the middle, from a disk error, an editor or two files pasted
+together; a ``manifest.json`` deleted or unreadable) is never guessed about: ``casebench run``
+refuses such a directory and says what it found and how to recover (``RunDamaged``), and
+
+* ``repair_records`` (``casebench runs repair DIR``) moves every damaged line of
+  ``records.jsonl`` aside, into ``records.damaged.jsonl`` (one JSON object per line: its line
+  number, why it is damaged, its raw text), and keeps every valid record, in order. The
+  requests of the moved lines are asked again on resume.
+* ``salvage`` (``casebench run ... --salvage``) does the same, and when the manifest is missing
+  or unreadable rebuilds it from the command's own settings, but only when every surviving
+  record fits them (``record_misfit``: its case among the command's cases, its sample within its
+  samples, the mode's kind of answer, and, where the record names them, the same prob method,
+  temperature and token budget). Otherwise nothing is changed and the misfits are named. An
+  unreadable manifest is kept beside, as ``manifest.json.damaged``.
+
+Nothing here is silent: every function returns or raises what it found and what it did.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..atomic import write_bytes_atomic
+from .record import (
+    MANIFEST, RECORDS, Asked, Invocation, Manifest, Record, RunDir, RunError, RunState, now_iso, read_manifest,
+)
+
+#: where ``repair_records`` moves damaged lines (appended to, never overwritten)
+DAMAGED_RECORDS = "records.damaged.jsonl"
+#: where ``salvage`` keeps an unreadable manifest before rebuilding it
+DAMAGED_MANIFEST = MANIFEST + ".damaged"
+
+
+@dataclass
+class DamagedLine:
+    """A complete line of ``records.jsonl`` that is not a valid record."""
+
+    line: int
+    reason: str
+    raw: bytes
+
+    def to_json(self) -> str:
+        # surrogateescape + ASCII JSON: any bytes survive the round trip exactly
+        return json.dumps({"line": self.line, "reason": self.reason,
+                           "raw": self.raw.decode("utf-8", "surrogateescape")}, ensure_ascii=True)
+
+
+@dataclass
+class ScannedRecords:
+    """``records.jsonl`` read line by line, without raising: the valid records (with their line
+    numbers and bytes), the damaged lines, and a torn last line (bytes after the last newline)."""
+
+    valid: list[tuple[int, Record, bytes]] = field(default_factory=list)
+    damaged: list[DamagedLine] = field(default_factory=list)
+    torn: bytes = b""
+
+
+def parse_record_line(raw: bytes) -> Record:
+    """One line of ``records.jsonl`` as a ``Record``; ``ValueError`` saying why it is not one."""
+    try:
+        obj = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"not valid JSON: {e}") from None
+    if not isinstance(obj, dict):
+        raise ValueError("not a JSON object")
+    for key in ("case", "sample"):
+        if not isinstance(obj.get(key), int) or isinstance(obj.get(key), bool):
+            raise ValueError(f"{key!r} missing or not an integer")
+    try:
+        return Record.from_dict(obj)
+    except TypeError as e:
+        raise ValueError(str(e)) from None
+
+
+def scan_records(run_path: str | Path) -> ScannedRecords:
+    """Every line of a run's ``records.jsonl`` sorted into valid and damaged (never raises on
+    content; a missing file is empty)."""
+    p = Path(run_path) / RECORDS
+    out = ScannedRecords()
+    try:
+        data = p.read_bytes()
+    except FileNotFoundError:
+        return out
+    *lines, out.torn = data.split(b"\n")
+    for lineno, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            out.valid.append((lineno, parse_record_line(raw), raw))
+        except ValueError as e:
+            out.damaged.append(DamagedLine(lineno, str(e), raw))
+    return out
+
+
+@dataclass
+class Diagnosis:
+    """What a look at a run directory found."""
+
+    path: Path
+    has_manifest: bool
+    #: why an existing manifest cannot be read (None: readable, or absent)
+    manifest_error: str | None
+    records: ScannedRecords
+
+    @property
+    def manifest_ok(self) -> bool:
+        return self.has_manifest and self.manifest_error is None
+
+    @property
+    def healthy(self) -> bool:
+        """Nothing a resume would refuse (a torn last line is repaired on open)."""
+        return self.manifest_ok and not self.records.damaged
+
+    @property
+    def holds_records(self) -> bool:
+        return bool(self.records.valid or self.records.damaged)
+
+    def found(self) -> list[str]:
+        """What is wrong, one line per finding."""
+        out = []
+        recs = self.path / RECORDS
+        if not self.has_manifest and self.holds_records:
+            out.append(f"{self.path} holds {len(self.records.valid)} valid record(s) in {RECORDS} but no {MANIFEST} "
+                       "(deleted, or lost with a copy), so nothing says which run they belong to")
+        elif self.manifest_error:
+            out.append(f"{self.path / MANIFEST}: cannot be read ({self.manifest_error})")
+        if self.records.damaged:
+            lines = ", ".join(str(d.line) for d in self.records.damaged[:10])
+            more = f" and {len(self.records.damaged) - 10} more" if len(self.records.damaged) > 10 else ""
+            first = self.records.damaged[0]
+            out.append(f"{recs}: line(s) {lines}{more} damaged (line {first.line}: {first.reason}); "
+                       f"{len(self.records.valid)} other line(s) are valid records")
+        return out
+
+
+def diagnose(run_path: str | Path) -> Diagnosis:
+    """Look at a run directory without changing anything."""
+    path = Path(run_path)
+    has_manifest = (path / MANIFEST).exists()
+    error = None
+    if has_manifest:
+        try:
+            read_manifest(path)
+        except RunError as e:
+            error = str(e).split(": ", 1)[-1] if str(e).startswith(str(path)) else str(e)
+    return Diagnosis(path, has_manifest, error, scan_records(path))
+
+
+class RunDamaged(RunError):
+    """A run directory a resume cannot trust as it is; the message says what was found and how
+    to recover without losing a valid record."""
+
+    def __init__(self, diagnosis: Diagnosis):
+        self.diagnosis = diagnosis
+        d = diagnosis
+        lines = [*d.found(), "Nothing was changed."]
+        if not d.manifest_ok:
+            lines.append(
+                "To keep the records, repeat the command that started this run with --salvage: it moves damaged "
+                f"lines aside ({DAMAGED_RECORDS}) and rebuilds the manifest from the command's own settings, only if "
+                "every record fits them (its case among the cases, its sample within the samples, the mode's kind of "
+                "answer); if some do not, it names them and changes nothing. Or choose another -o.")
+        else:
+            lines.append(
+                f"To keep every valid record and go on: `casebench runs repair {d.path}` moves the damaged line(s) to "
+                f"{d.path / DAMAGED_RECORDS} (their requests are asked again), then repeat this command; or repeat "
+                "this command with --salvage, which does both.")
+        super().__init__("\n".join(lines))
+
+
+def check_not_damaged(run_path: str | Path) -> None:
+    """Raise ``RunDamaged`` when a run directory holds damage a resume must not guess about:
+    a damaged line of ``records.jsonl``, or records without a readable manifest. A directory
+    without records and without a manifest is not damaged (it is not a run directory)."""
+    d = diagnose(run_path)
+    if d.records.damaged or (d.holds_records and not d.manifest_ok) or (d.has_manifest and d.manifest_error):
+        raise RunDamaged(d)
+
+
+@dataclass
+class RepairReport:
+    """What a repair did."""
+
+    path: Path
+    kept: int = 0
+    moved: list[DamagedLine] = field(default_factory=list)
+    torn_bytes: int = 0
+    manifest_rebuilt: bool = False
+    manifest_kept_aside: bool = False
+
+    def lines(self) -> list[str]:
+        out = []
+        if self.torn_bytes:
+            out.append(f"{self.path / RECORDS}: removed a torn last line ({self.torn_bytes} bytes; a write cut short "
+                       "by a kill); its request is asked again")
+        if self.moved:
+            nums = ", ".join(str(d.line) for d in self.moved)
+            out.append(f"{self.path / RECORDS}: moved {len(self.moved)} damaged line(s) ({nums}) to "
+                       f"{self.path / DAMAGED_RECORDS}; their requests are asked again")
+        if self.manifest_kept_aside:
+            out.append(f"{self.path / MANIFEST}: unreadable; kept as {self.path / DAMAGED_MANIFEST}")
+        if self.manifest_rebuilt:
+            out.append(f"{self.path / MANIFEST}: rebuilt from this command's settings (every one of the {self.kept} "
+                       "records fits them)")
+        if out:
+            out.append(f"{self.path}: {self.kept} valid record(s) kept")
+        else:
+            out.append(f"{self.path}: nothing to repair ({self.kept} valid record(s))")
+        return out
+
+
+def _move_damaged(rundir: RunDir, scanned: ScannedRecords, report: RepairReport) -> None:
+    """Append the damaged lines to ``records.damaged.jsonl`` (flushed to disk first), then
+    rewrite ``records.jsonl`` with the valid lines only, atomically: a kill in between leaves
+    the damaged lines in both files, never in neither."""
+    if not scanned.damaged:
+        return
+    aside = rundir.path / DAMAGED_RECORDS
+    with open(aside, "ab") as f:
+        f.write("".join(d.to_json() + "\n" for d in scanned.damaged).encode("ascii"))
+        f.flush()
+        os.fsync(f.fileno())
+    write_bytes_atomic(rundir.path / RECORDS, b"".join(raw + b"\n" for _, _, raw in scanned.valid), fsync=True)
+    report.moved = list(scanned.damaged)
+
+
+def repair_records(run_path: str | Path) -> RepairReport:
+    """Move the damaged lines of a run's ``records.jsonl`` aside, keeping every valid record
+    (``casebench runs repair``); takes the run's lock. The manifest is left alone: one that is
+    missing or unreadable can only be rebuilt from the command's settings (``salvage``)."""
+    path = Path(run_path)
+    if not path.is_dir():
+        raise RunError(f"{path}: no such run directory")
+    with RunDir(path, create=False) as rundir:
+        report = RepairReport(path, torn_bytes=rundir.repaired_bytes)
+        scanned = scan_records(path)
+        _move_damaged(rundir, scanned, report)
+        report.kept = len(scanned.valid)
+    return report
+
+
+def record_misfit(rec: Record, asked: Asked) -> str | None:
+    """Why a record cannot have been written by a run that asks ``asked`` (None: it fits).
+
+    Proven from the record alone: its case and sample, the kind of answer the mode records,
+    and the settings a record names (prob method, temperature, token budget)."""
+    cases = set(asked.cases)
+    if rec.case not in cases:
+        return f"case {rec.case} is not among this command's {len(cases)} case(s)"
+    if not 0 <= rec.sample < asked.samples:
+        return f"sample {rec.sample} is outside this command's {asked.samples} sample(s) per case"
+    if rec.final and rec.error is None:
+        mode = asked.mode
+        if mode == "prob":
+            if not (isinstance(rec.p_safe, (int, float)) and math.isfinite(rec.p_safe) and 0 <= rec.p_safe <= 1):
+                return f"holds no P(safe), which every prob answer has (label {rec.label!r}, score {rec.score!r})"
+        elif mode == "binary":
+            if rec.label not in ("safe", "unsafe") or rec.p_safe is not None or rec.score is not None:
+                return "is not a binary verdict (a label safe/unsafe alone)"
+        elif mode == "score":
+            if not isinstance(rec.score, (int, float)) or rec.p_safe is not None:
+                return "holds no score, which every score-mode answer has"
+        elif mode == "respond":
+            if rec.behaviour not in ("comply", "partial", "refuse"):
+                return "holds no behaviour (comply/partial/refuse), which every respond answer has"
+    detail = rec.detail or {}
+    method = (asked.backend_options or {}).get("prob_method")
+    if "method" in detail and method is not None and detail["method"] != method:
+        return f"was asked with prob method {detail['method']!r}, this command asks {method!r}"
+    temperature = (asked.settings or {}).get("temperature")
+    if "temperature" in detail and temperature is not None:
+        if float(detail["temperature"]) != float(temperature):
+            return f"was generated at temperature {detail['temperature']}, this command asks {temperature}"
+    max_tokens = (asked.settings or {}).get("max_tokens")
+    completion = (rec.usage or {}).get("completion_tokens", (rec.usage or {}).get("output_tokens"))
+    if isinstance(max_tokens, int) and isinstance(completion, int) and completion > max_tokens * max(1, rec.attempts):
+        return f"used {completion} completion tokens in {rec.attempts} answer(s), more than --max-tokens {max_tokens} allows"
+    return None
+
+
+def salvage(path: Path, manifest: Manifest) -> RepairReport:
+    """``casebench run --salvage``: make the run directory ``path`` resumable without losing a
+    valid record. Damaged lines are moved aside; a missing or unreadable manifest is rebuilt as
+    ``manifest`` (the one the command would write for a new run) when every valid record fits
+    what it asks, else ``RunError`` names the records that do not fit and nothing is changed. A
+    directory that needs nothing is left as it is (the report says so)."""
+    from .. import __version__
+
+    path = Path(path)
+    if not path.exists():
+        return RepairReport(path)
+    with RunDir(path, create=False) as rundir:
+        report = RepairReport(path, torn_bytes=rundir.repaired_bytes)
+        d = diagnose(path)
+        report.kept = len(d.records.valid)
+        if not d.manifest_ok and d.holds_records:
+            misfits = [(n, why) for n, rec, _ in d.records.valid
+                       if (why := record_misfit(rec, manifest.asked)) is not None]
+            if misfits:
+                shown = "; ".join(f"line {n}: {why}" for n, why in misfits[:5])
+                more = f" (and {len(misfits) - 5} more)" if len(misfits) > 5 else ""
+                raise RunError(
+                    f"--salvage: {len(misfits)} of the {len(d.records.valid)} valid record(s) in {path / RECORDS} do "
+                    f"not fit this command, so its settings cannot stand for the lost manifest: {shown}{more}. "
+                    "Nothing was changed. Repeat the exact command that started this run, or choose another -o.")
+        _move_damaged(rundir, d.records, report)
+        if not d.manifest_ok and (d.holds_records or d.has_manifest):
+            if d.has_manifest:
+                os.replace(path / MANIFEST, path / DAMAGED_MANIFEST)
+                report.manifest_kept_aside = True
+            manifest.status = RunState.INTERRUPTED
+            manifest.history.append(Invocation(
+                started_at=now_iso(), host=platform.node(), pid=os.getpid(), casebench_version=__version__,
+                finished_at=now_iso(), status="salvaged",
+                message=(f"manifest rebuilt by --salvage from this command's settings; {report.kept} record(s) kept, "
+                         f"{len(report.moved)} damaged line(s) moved to {DAMAGED_RECORDS}")))
+            rundir.write_manifest(manifest)
+            report.manifest_rebuilt = True
+    return report
