@@ -139,7 +139,8 @@ def test_unknown_placement_is_refused(small_data_path):
 
 
 def _leaves(value):
-    """Every string value inside a CI value (objects and lists walked)."""
+    """Every scalar value inside a CI value (objects and lists walked): strings as written, other
+    scalars (the real data has a few booleans and numbers) as JSON writes them."""
     if isinstance(value, str):
         yield value
     elif isinstance(value, dict):
@@ -148,6 +149,8 @@ def _leaves(value):
     elif isinstance(value, list):
         for v in value:
             yield from _leaves(v)
+    elif value is not None:
+        yield json.dumps(value)
 
 
 def _check_turns_chat(messages, case, removed_values=()):
@@ -187,7 +190,7 @@ def test_prompts_turns_with_remove_drop_the_removed_values(real_data_path, real_
 
     from casebench.cli import cli
 
-    for remove in ("sender", "recipient,urgency"):
+    for remove in ("sender", "recipient,urgency", "transmission_principle"):
         r = CliRunner().invoke(cli, ["prompts", str(real_data_path), "--mode", "respond", "--context-as", "turns",
                                      "--remove", remove])
         assert r.exit_code == 0, r.output
@@ -203,6 +206,38 @@ def test_prompts_turns_with_remove_drop_the_removed_values(real_data_path, real_
             _check_turns_chat(line["messages"], kept, gone)  # something is always left to say
             checked += bool(gone)
         assert checked > 700
+
+
+def test_prompts_turns_with_every_parameter_removed_is_the_query_alone(real_data_path, real_dataset):
+    """With every CI parameter removed there is nothing to say before the query: each of the 900
+    chats is the query alone."""
+    from click.testing import CliRunner
+
+    from casebench.cli import cli
+
+    r = CliRunner().invoke(cli, ["prompts", str(real_data_path), "--mode", "respond", "--context-as", "turns",
+                                 "--remove", "sender,recipient,transmission_principle"])
+    assert r.exit_code == 0, r.output
+    lines = [json.loads(x) for x in r.stdout.splitlines()]
+    assert len(lines) == 900
+    for line, case in zip(lines, real_dataset):
+        assert line["messages"] == [{"role": "user", "content": case.query}]
+
+
+def test_non_string_ci_values_are_said_verbatim(real_dataset):
+    """The real data's few boolean and number values appear as JSON writes them."""
+    from casebench.prompts import render_turns
+
+    found = 0
+    for case in real_dataset:
+        scalars = [v for g in case.context.values() for v in _leaves(g) if v in ("true", "false") or v.isdigit()]
+        if not scalars:
+            continue
+        said = "\n".join(u for u, _ in render_turns(case.context))
+        for v in scalars:
+            assert v in said, (case.index, v)
+            found += 1
+    assert found >= 4
 
 
 def test_turns_render_only_the_parameters_present(small_data_path):

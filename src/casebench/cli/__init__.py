@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "human": ("human", "human_group", "Statistics of the human votes (context effect, agreement, power)."),
     "compare": ("compare", "compare_cmd", "Paired significance tests between runs or published files."),
     "ablate": ("compare", "ablate_cmd", "CI-parameter ablation study: run or re-analyse removals."),
+    "study": ("compare", "study_cmd", "Placement study: the context in the prompt, the system prompt or the turns before the query."),
     "report": ("report", "report_cmd", "Write a self-contained HTML report."),
     "refusal-eval": ("refusal_eval", "refusal_eval_cmd", "Score a refusal classifier on human-labelled answers (XSTest format)."),
     "annotate": ("annotate", "annotate_group", "Collect human votes in a web app; export them as a dataset."),

@@ -1,5 +1,6 @@
-"""``casebench compare`` and ``casebench ablate``: thin wrappers over ``casebench.stats.compare``,
-``casebench.stats.ablation`` and (running a study) ``casebench.runs.study``."""
+"""``casebench compare``, ``casebench ablate`` and ``casebench study``: thin wrappers over
+``casebench.stats.compare``, ``casebench.stats.ablation``, ``casebench.stats.placement`` and
+(running a study) ``casebench.runs.study``."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from ..modes import mode_names
 from ..prompts import CONTEXT_PLACEMENTS
 from ._common import (
     FILE_MODE_HELP, BadInput, RegistryCommand, bad_input_errors, echo_err, exit_interrupted, file_kind_options,
-    label_source_option, remove_option, scoring_options,
+    label_source_option, refusal_classifier_options, remove_option, scoring_options,
 )
 
 
@@ -56,6 +57,27 @@ _STAT_OPTIONS = [
 
 def _stat_options(f: Any) -> Any:
     for opt in reversed(_STAT_OPTIONS):
+        f = opt(f)
+    return f
+
+
+#: how a study's runs are made (``ablate`` and ``study`` with --model; backend flags come from the registry)
+_RUN_OPTIONS = [
+    click.option("--limit", type=int, default=None, help="Only the first N cases (with --model)."),
+    click.option("--stratified", type=int, default=None, metavar="N",
+                 help="A seeded subset of N cases stratified by category x intent (with --model)."),
+    click.option("--stratified-seed", type=int, default=0, show_default=True, help="Seed of --stratified."),
+    click.option("--samples", type=int, default=None, help="Samples per case (default: 3 in score mode, else 1)."),
+    click.option("--temperature", type=float, default=None),
+    click.option("--max-tokens", type=int, default=None),
+    click.option("--max-connections", type=int, default=8, show_default=True),
+    click.option("--max-cost", type=float, default=None, metavar="USD", help="Stop each condition before spending past this."),
+    click.option("--progress/--no-progress", default=None),
+]
+
+
+def _run_options(f: Any) -> Any:
+    for opt in reversed(_RUN_OPTIONS):
         f = opt(f)
     return f
 
@@ -120,16 +142,7 @@ def compare_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, n_bo
 @click.option("--out-root", default="runs", show_default=True, type=click.Path(file_okay=False),
               help="Where condition runs live (<out-root>/<model>_<mode>[_<removed>][_ctx-<placement>], the names "
                    "`casebench run` gives); existing ones are re-used.")
-@click.option("--limit", type=int, default=None, help="Only the first N cases (with --model).")
-@click.option("--stratified", type=int, default=None, metavar="N",
-              help="A seeded subset of N cases stratified by category x intent (with --model).")
-@click.option("--stratified-seed", type=int, default=0, show_default=True, help="Seed of --stratified.")
-@click.option("--samples", type=int, default=None, help="Samples per case (default: 3 in score mode, else 1).")
-@click.option("--temperature", type=float, default=None)
-@click.option("--max-tokens", type=int, default=None)
-@click.option("--max-connections", type=int, default=8, show_default=True)
-@click.option("--max-cost", type=float, default=None, metavar="USD", help="Stop each condition before spending past this.")
-@click.option("--progress/--no-progress", default=None)
+@_run_options
 @_stat_options
 def ablate_cmd(inputs: tuple[str, ...], model: str | None, mode: str | None, params: str, context_as: str | None,
                out_root: str,
@@ -216,3 +229,127 @@ def _run_study(model: str, mode: str, params: str, context_as: str | None, out_r
     except KeyboardInterrupt:
         echo_err("casebench: interrupted; re-run the same command to resume the study")
         exit_interrupted(130)
+
+
+@click.command("study", cls=RegistryCommand, backend_flags=True, classifier_flags="prefixed")
+@click.argument("inputs", nargs=-1, type=click.Path(exists=True))
+@click.option("--placements", default="user,system,turns", show_default=True, metavar="LIST",
+              help="Context placements to run, comma-separated (user, system, turns).")
+@click.option("--model", default=None, metavar="SPEC",
+              help="Run the study with this model (hf/ID, openai/NAME, anthropic/NAME). Without it, INPUTS "
+                   "(finished runs in different placements) are analysed.")
+@click.option("--mode", type=click.Choice(mode_names()), default=None, help="Mode of the study to run (with --model).")
+@click.option("--remove", default="", metavar="LIST", help="CI parameters removed in every placement (with --model).")
+@click.option("--say-do", "say_do_mode", type=click.Choice([m for m in mode_names() if m != "respond"]), default=None,
+              help="Respond studies: also run the model as a judge in this mode in every placement and report the "
+                   "say-do gap per placement.")
+@click.option("--pairs", type=int, default=None, metavar="N",
+              help="A seeded subset of N query pairs (both contexts of each query), stratified by category, so the "
+                   "context figures have pairs to read (with --model; seed: --stratified-seed).")
+@click.option("--out-root", default="runs", show_default=True, type=click.Path(file_okay=False),
+              help="Where the placement runs live (<out-root>/<model>_<mode>[_<removed>][_ctx-<placement>], the names "
+                   "`casebench run` gives); existing ones are re-used, partial ones resumed.")
+@_run_options
+@refusal_classifier_options
+@_stat_options
+def study_cmd(inputs: tuple[str, ...], placements: str, model: str | None, mode: str | None, remove: str,
+              say_do_mode: str | None, pairs: int | None, out_root: str, limit: int | None,
+              stratified: int | None, stratified_seed: int, samples: int | None, temperature: float | None,
+              max_tokens: int | None, max_connections: int, max_cost: float | None, progress: bool | None,
+              refusal_classifier: str | None, partial_as: str, paper_compat: bool, as_json: bool, n_boot: int,
+              seed: int, level: float, alpha: float, data: str | None, label_source: str,
+              **registry_flags: Any) -> None:
+    """Placement study: one model with the context inside the prompt (user), as the system prompt
+    (system) and as the conversation before the query (turns).
+
+    \b
+      casebench study --model SPEC --mode MODE [--placements user,system,turns] [--pairs N] [--say-do binary]
+      casebench study INPUTS...     (finished runs of one model and mode in different placements;
+                                     judge runs among a respond study's inputs give the say-do gap)
+
+    Prints per placement the metrics, the context figures over query pairs (shift, follow,
+    blind; the shift's CI resamples pairs, the shares have Wilson CIs), in respond mode over- and
+    under-refusal and the say-do gap; then the paired tests between placements (McNemar on the
+    shared cases, paired-bootstrap CIs, Benjamini-Hochberg) and the paired difference of the
+    context shift.
+    """
+    from ..present.tables import format_placements
+    from ..stats.compare import CompareError
+    from ..stats.metrics import LabelSourceError
+    from ..stats.placement import PlacementStudyError, analyse_placements
+
+    options = scoring_options(paper_compat, n_boot, seed, label_source)
+    if model is None:
+        if not inputs:
+            raise BadInput("give INPUTS to analyse (run directories in different placements), "
+                           "or --model and --mode to run a study")
+        preds = _load(inputs, data)
+    else:
+        if inputs:
+            raise BadInput("give either --model/--mode (run a study) or INPUTS (analyse finished runs), not both")
+        if mode is None:
+            raise BadInput("--mode is required with --model")
+        if say_do_mode is not None and mode != "respond":
+            raise BadInput("--say-do goes with --mode respond")
+        if sum(x is not None for x in (limit, stratified, pairs)) > 1:
+            raise BadInput("choose one of --limit, --stratified and --pairs")
+        preds = _run_placement_study(model, mode, placements, remove, say_do_mode, pairs, data, out_root, limit,
+                                     stratified, stratified_seed, samples, temperature, max_tokens, max_connections,
+                                     max_cost, progress, refusal_classifier, partial_as, registry_flags)
+    _warn_incomplete(preds)
+    behaviour = [p for p in preds if p.mode_spec.reads_behaviour]
+    study, judges = (behaviour, [p for p in preds if not p.mode_spec.reads_behaviour]) if behaviour else (preds, [])
+    with bad_input_errors(CompareError, PlacementStudyError, LabelSourceError):
+        result = analyse_placements(study, options, judges=judges, level=level, alpha=alpha)
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
+    else:
+        click.echo(format_placements(result), nl=False)
+
+
+def _run_placement_study(model: str, mode: str, placements: str, remove: str, say_do_mode: str | None,
+                         pairs: int | None, data: str | None, out_root: str, limit: int | None,
+                         stratified: int | None, stratified_seed: int, samples: int | None,
+                         temperature: float | None, max_tokens: int | None, max_connections: int,
+                         max_cost: float | None, progress: bool | None, refusal_classifier: str | None,
+                         partial_as: str, registry_flags: dict[str, Any]) -> list[Any]:
+    from ..backends.base import UnsupportedModeError
+    from ..data import AblationError, load_dataset
+    from ..runs.execute import RunConfig, resolve_data_path
+    from ..runs.record import RunError, RunLocked, RunState
+    from ..runs.results import load_run
+    from ..runs.select import stratified_pairs
+    from ..runs.study import Condition, run_placements
+    from ._common import backend_options, call_timeout as wall_limit, classifier_options, setup_logging
+
+    setup_logging(0)
+    opts = backend_options(model, registry_flags)
+    classifier_opts = classifier_options(refusal_classifier, registry_flags)
+
+    def note(cond: Condition, run_dir: Any, action: str) -> None:
+        echo_err(f"casebench: {cond.name()}: {action} {run_dir}")
+
+    try:
+        with bad_input_errors(RunError, AblationError, UnsupportedModeError):
+            dataset = load_dataset(resolve_data_path(data))
+            cases = stratified_pairs(dataset, pairs, stratified_seed) if pairs is not None else None
+            base = RunConfig(mode=mode, model=model, data=dataset.path, removed=remove, limit=limit, cases=cases,
+                             stratified=stratified, seed=stratified_seed, samples=samples, temperature=temperature,
+                             max_tokens=max_tokens, max_connections=max_connections, max_cost=max_cost,
+                             call_timeout=wall_limit(model, opts), backend_options=opts, progress=progress,
+                             refusal_classifier=refusal_classifier, classifier_options=classifier_opts,
+                             partial_as_safe=partial_as == "safe")
+            try:
+                runs = run_placements(base, placements, out_root=out_root, dataset=dataset, on_condition=note,
+                                      judge_mode=say_do_mode)
+            except RunLocked as e:
+                raise click.ClickException(str(e)) from None
+            unfinished = [r for r in runs if r.status is not RunState.COMPLETE]
+            if unfinished:
+                r = unfinished[0]
+                echo_err(f"casebench: {r.run_dir} stopped ({r.status}); re-run the same command to resume the study")
+                sys.exit(1)
+            return [load_run(r.run_dir, dataset=dataset) for r in runs]
+    except KeyboardInterrupt:
+        echo_err("casebench: interrupted; re-run the same command to resume the study")
+        sys.exit(130)

@@ -24,7 +24,10 @@ Sections (each only when its inputs allow it):
 6. reliability diagram (inputs with a continuous P(safe));
 7. ablation studies, when the inputs hold ablation conditions with their full context
    (``ablation``);
-8. the human votes (``human.human_stats``): context effect by category and how many annotators
+8. placement studies, when the inputs hold one model in several context placements
+   (``placement``): per placement the figures, context shift/follow/blind, over- and
+   under-refusal and the say-do gap, and the paired tests between placements;
+9. the human votes (``human.human_stats``): context effect by category and how many annotators
    a stable majority needs.
 """
 
@@ -656,6 +659,92 @@ def _ablation(ctx: ReportContext) -> str | None:
     return "".join(parts)
 
 
+def _placement(ctx: ReportContext) -> str | None:
+    """The placement studies among the inputs: the same model with the context in the prompt,
+    the system prompt or the turns before the query (``stats.placement``)."""
+    from .tables import classifier_note
+
+    if not ctx.overview.placements:
+        return None
+    parts = ['<p class="note">The same model, mode and cases with the context inside the user message (user), as '
+             "the operator's system prompt (system) or as the conversation before the query (turns). Figures with "
+             "95% CIs (as in the leaderboard); context shift, follow and blind over the query pairs with both "
+             "contexts answered (the shift's CI resamples pairs; follow and blind: Wilson intervals); over-refusal = "
+             "1 − safe recall, under-refusal = 1 − unsafe recall (Wilson CIs). Between placements: McNemar's exact "
+             "test on per-case correctness and paired-bootstrap CIs over the shared cases, Benjamini–Hochberg over "
+             'all pairs and metrics (<span class="sig">red</span> = significant). The same study in text or JSON: '
+             "<code>casebench study INPUTS…</code>.</p>"]
+
+    def cell(x: float | None, ci: Sequence[float] | None = None) -> str:
+        return f"<td>{_f(x)}" + (f'<span class="ci">[{_f(ci[0])}, {_f(ci[1])}]</span>' if ci else "") + "</td>"
+
+    for _, _, res in ctx.overview.placements:
+        behaviour = any(p.over_refusal is not None for p in res.placements)
+        saydo = any(p.say_do is not None for p in res.placements)
+        rm = f" − {', '.join(res.removed)}" if res.removed else ""
+        parts.append(f"<h3>{_e(res.model)} [{_e(res.mode)}]{_e(rm)}</h3>")
+        head = ["Placement", "Answered", "Accuracy", "Safe recall", "Unsafe recall"]
+        head += ["Over-refusal", "Under-refusal"] if behaviour else []
+        head += ["Pairs", "Context shift", "Context follow", "Context blind"]
+        head += ["Say-do agreement", "Say-do gap"] if saydo else []
+        rows = []
+        for p in res.placements:
+            sc, c = p.score, p.context
+            cells = [f'<td class="l">{_e(p.placement)}</td>', f"<td>{sc.answered}/{sc.n}</td>"]
+            cells += [cell(sc.values.get(m), sc.ci.get(m)) for m in ("accuracy", "safe_recall", "unsafe_recall")]
+            if behaviour:
+                cells += [cell(p.over_refusal, p.over_refusal_ci), cell(p.under_refusal, p.under_refusal_ci)]
+            cells.append(f"<td>{c.pairs}</td>")
+            cells += [cell(c.shift, c.ci.get("context_shift")), cell(c.follow, c.ci.get("context_follow")),
+                      cell(c.blind, c.ci.get("context_blind"))]
+            if saydo:
+                sd = p.say_do
+                cells += ([cell(sd.agreement, sd.agreement_ci), cell(sd.judged_safe - sd.answered)] if sd
+                          else ["<td>–</td>", "<td>–</td>"])
+            rows.append("<tr>" + "".join(cells) + "</tr>")
+        parts.append('<div class="wide"><table class="placement"><thead><tr>'
+                     + "".join(f'<th class="{"l" if h == "Placement" else ""}">{_e(h)}</th>' for h in head)
+                     + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>")
+        notes = []
+        if not any(p.context.pairs for p in res.placements):
+            notes.append("No query has both its contexts among these cases, so the context figures are left out "
+                         "(run the study with <code>--pairs N</code>).")
+        cl = next((p.classifier for p in res.placements if p.classifier), None)
+        if cl:
+            note = classifier_note(cl)
+            notes.append(_e(note[:1].upper() + note[1:]) + ".")
+        if res.placements[0].context.note:
+            notes.append("Context figures " + _e(res.placements[0].context.note) + ".")
+        parts.append('<p class="note">' + " ".join(notes) + "</p>")
+        if res.comparison is None:
+            continue
+        shifts = {(d.a, d.b): d for d in res.shift_diffs}
+        prow = []
+        for pc in res.comparison.pairs:
+            a, b = res.placements[pc.a].placement, res.placements[pc.b].placement
+            mc = pc.mcnemar
+            cells = [f'<td class="l">{_e(a)} − {_e(b)}</td>',
+                     f"<td>{pc.n_paired}" + (f" ({pc.dropped} dropped)" if pc.dropped else "") + "</td>",
+                     f"<td>{mc['a_only']} / {mc['b_only']}<span class=\"ci\">p {_fp(mc['p'])}</span></td>"]
+            for m in ("accuracy", "safe_recall", "unsafe_recall"):
+                d = pc.metrics.get(m)
+                if d is None:
+                    cells.append("<td>–</td>")
+                    continue
+                cls = ' class="sig"' if d.significant else ""
+                cells.append(f'<td{cls}>{_fm(m, d.diff)}<span class="ci">[{_fm(m, d.ci[0])}, {_fm(m, d.ci[1])}] '
+                             f"p(BH) {_fp(d.p_adjusted)}</span></td>")
+            sd = shifts.get((a, b))
+            cells.append(cell(sd.diff, sd.ci) if sd and sd.pairs else "<td>–</td>")
+            prow.append("<tr>" + "".join(cells) + "</tr>")
+        phead = ["Placements (A − B)", "Paired cases", "McNemar (A only / B only)", "Δ Accuracy", "Δ Safe recall",
+                 "Δ Unsafe recall", "Δ Context shift"]
+        parts.append('<div class="wide"><table class="placement-pairs"><thead><tr>'
+                     + "".join(f'<th class="{"l" if i == 0 else ""}">{_e(h)}</th>' for i, h in enumerate(phead))
+                     + "</tr></thead><tbody>" + "".join(prow) + "</tbody></table></div>")
+    return "".join(parts)
+
+
 def _human(ctx: ReportContext) -> str | None:
     ov = ctx.overview
     if not ov.human_asked:
@@ -865,6 +954,7 @@ SECTIONS: list[Section] = [
     Section("scatter", "P(safe) against the human safe_rate", _scatter),
     Section("reliability", "Calibration", _reliability),
     Section("ablation", "Context ablation", _ablation),
+    Section("placement", "Where the context goes", _placement),
     Section("human", "The human votes", _human),
     Section("context", "Context sensitivity", _context),
 ]

@@ -23,6 +23,7 @@ from ..stats.metrics import (
 if TYPE_CHECKING:  # pragma: no cover
     from ..stats.ablation import AblationResult
     from ..stats.compare import Comparison
+    from ..stats.placement import PlacementResult
     from ..stats.saydo import SayDo
 
 #: the metrics of the CSV and Markdown rows (every metric, in table order)
@@ -38,7 +39,7 @@ STUDY_METRICS = ("accuracy", "safe_recall", "unsafe_recall", "pcc", "bce")
 
 __all__ = ["FORMATS", "ROW_METRICS", "SMALL", "UNDEFINED", "breakdown_table", "classifier_note", "csv_table", "fmt_num",
            "fmt_p", "format_ablation",
-           "format_comparison", "json_lines", "json_safe", "markdown_table", "text_table"]
+           "format_comparison", "format_placements", "json_lines", "json_safe", "markdown_table", "text_table"]
 
 
 def fmt_num(x: float | None, digits: int = 4, missing: str = UNDEFINED, inf: tuple[str, str] = ("inf", "-inf")) -> str:
@@ -450,6 +451,91 @@ def format_ablation(res: "AblationResult") -> str:
     lines.append(_marks_line(s))
     if small:
         lines.append(f"{SMALL} from fewer than {MIN_CASES} cases: read with care")
+    return "\n".join(lines) + "\n"
+
+
+def _bounds(lo_hi: Sequence[float] | None, digits: int = 3) -> str:
+    if not lo_hi:
+        return ""
+    return f"[{fmt_num(lo_hi[0], digits)}, {fmt_num(lo_hi[1], digits)}]"
+
+
+def format_placements(res: "PlacementResult") -> str:
+    """``casebench study``: per placement its metrics, context figures and (respond mode)
+    refusal figures and say-do gap; then the paired tests between placements."""
+    ms = [m for m in STUDY_METRICS if m in metric_names(res.mode)]
+    if any(p.over_refusal is not None for p in res.placements):
+        ms.append("refusal_rate")
+    tag = " (paper-compatible)" if res.paper_compat else ""
+    s = res.settings
+    rm = f", - {', '.join(res.removed)}" if res.removed else ""
+    ps = res.placements
+    lines = [f"placement study: {res.model} [{res.mode}{rm}]{tag}, context as {', '.join(p.placement for p in ps)}",
+             f"{s['level']:.0%} CIs ({s['bootstrap']} bootstrap resamples, seed {s['seed']}); context figures: "
+             f"{s['context_ci']}", *_labels_line(s), ""]
+    width = max(12, max(len(p.placement) for p in ps) + 2)
+    lines.append(f"{'placement':<{width}}{'answered':>10}" + "".join(f"{m:>17}" for m in ms))
+    for p in ps:
+        sc = p.score
+        lines.append(f"{p.placement:<{width}}{f'{sc.answered}/{sc.n}':>10}"
+                     + "".join(f"{fmt_metric(m, sc.values.get(m)):>17}" for m in ms))
+        lines.append(f"{'':<{width}}{'':>10}" + "".join(f"{_bounds(sc.ci.get(m), METRIC[m].digits - 1):>17}" for m in ms))
+    lines += ["", "context figures over query pairs (both cases answered):",
+              f"  {'placement':<{width}}{'pairs':>6}  {'shift':<24}{'follow':<24}blind (of pairs people split)"]
+    for p in ps:
+        c = p.context
+        if not c.pairs:
+            lines.append(f"  {p.placement:<{width}}{0:>6}  - (no query with both contexts answered; run with --pairs N)")
+            continue
+        lines.append(f"  {p.placement:<{width}}{c.pairs:>6}  "
+                     f"{fmt_num(c.shift, 3) + ' ' + _bounds(c.ci.get('context_shift')):<24}"
+                     f"{fmt_num(c.follow, 3) + ' ' + _bounds(c.ci.get('context_follow')):<24}"
+                     + (f"{fmt_num(c.blind, 3)} {_bounds(c.ci.get('context_blind'))} (n={c.blind_pairs})"
+                        if c.blind_pairs else "- (no pair whose human labels differ)"))
+    if ps and ps[0].context.note:
+        lines.append(f"  ({ps[0].context.note})")
+    if any(p.over_refusal is not None for p in ps):
+        lines += ["", "behaviour (respond mode): over-refusal = 1 - safe recall, under-refusal = 1 - unsafe recall "
+                  + ("(the recalls' CIs)" if res.paper_compat else "(Wilson CIs)")]
+        for p in ps:
+            lines.append(f"  {p.placement:<{width}}over-refusal {fmt_num(p.over_refusal, 3)} {_bounds(p.over_refusal_ci)}"
+                         f"   under-refusal {fmt_num(p.under_refusal, 3)} {_bounds(p.under_refusal_ci)}")
+        cl = next((p.classifier for p in ps if p.classifier), None)
+        if cl:
+            lines.append("  " + classifier_note(cl))
+    if any(p.say_do is not None for p in ps):
+        lines += ["", "say-do gap (the model as judge vs as chatbot, same placement):"]
+        for p in ps:
+            sd = p.say_do
+            if sd is None:
+                lines.append(f"  {p.placement:<{width}}- (no judge run in this placement)")
+                continue
+            lines.append(f"  {p.placement:<{width}}{sd.n} cases: judged safe {fmt_num(sd.judged_safe, 3)}, answered "
+                         f"{fmt_num(sd.answered, 3)}, gap {fmt_num(sd.judged_safe - sd.answered, 3)}; agreement "
+                         f"{fmt_num(sd.agreement, 3)} {_bounds(sd.agreement_ci)}; judged safe & refused "
+                         f"{sd.mcnemar['a_only']}, judged unsafe & answered {sd.mcnemar['b_only']}, "
+                         f"McNemar p = {fmt_p(sd.mcnemar['p'])}")
+    if res.comparison is not None:
+        lines += ["", f"between placements (A - B; paired over the cases both answered; p(BH): Benjamini-Hochberg "
+                      f"over all pairs and metrics, alpha {s['alpha']}):"]
+        for pc in res.comparison.pairs:
+            a, b = ps[pc.a].placement, ps[pc.b].placement
+            mc = pc.mcnemar
+            lines.append(f"  {a} vs {b}: {pc.n_paired} paired cases" + (f" ({pc.dropped} dropped)" if pc.dropped else "")
+                         + f"; McNemar exact on correctness: {a} right & {b} wrong {mc['a_only']}, "
+                         f"{a} wrong & {b} right {mc['b_only']}, p = {fmt_p(mc['p'])}")
+            for m in ms:
+                d = pc.metrics.get(m)
+                if d is None:
+                    continue
+                sig = " *" if d.significant else ""
+                lines.append(f"    {m:<14}{fmt_metric(m, d.diff):>9}   [{fmt_metric(m, d.ci[0])}, {fmt_metric(m, d.ci[1])}]"
+                             f"   p = {fmt_p(d.p)} ({d.test})   p(BH) = {fmt_p(d.p_adjusted)}{sig}")
+        for d in res.shift_diffs:
+            if d.pairs:
+                lines.append(f"  context shift {d.a} - {d.b}: {fmt_num(d.diff, 3)} {_bounds(d.ci)} over {d.pairs} pairs, "
+                             f"bootstrap p = {fmt_p(d.p_bootstrap)} (not in the BH family)")
+        lines += ["", "* significant after Benjamini-Hochberg"]
     return "\n".join(lines) + "\n"
 
 

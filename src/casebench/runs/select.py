@@ -62,6 +62,34 @@ def stratified_indices(dataset: Sequence[Any], n: int, seed: int = 0) -> list[in
     return sorted(chosen)
 
 
+def stratified_pairs(dataset: Sequence[Any], n: int, seed: int = 0) -> list[int]:
+    """The cases of a seeded subset of ``n`` query pairs, stratified by category: both cases of
+    each chosen query (its safe-intent and its unsafe-intent context), so per-pair context
+    figures (``stats.placement.query_pairs``) have pairs to read. ``n`` is split across
+    categories in proportion to their number of pairs (45 pairs of the published dataset are one
+    per category, 90 cases); a query with other than one case of each intent is never chosen.
+    Deterministic for a dataset, ``n`` and ``seed``; the indices come back in dataset order."""
+    cases = list(dataset)
+    by_query: dict[str, list[Any]] = {}
+    for c in cases:
+        by_query.setdefault(c.query, []).append(c)
+    by_cat: dict[str, list[tuple[int, int]]] = {}
+    for group in by_query.values():
+        if len(group) == 2 and group[0].intended_safe != group[1].intended_safe and group[0].category == group[1].category:
+            by_cat.setdefault(group[0].category, []).append((group[0].index, group[1].index))
+    total = sum(len(v) for v in by_cat.values())
+    if not 0 < n <= total:
+        raise RunError(f"--pairs {n}: must be between 1 and the dataset's {total} query pairs")
+    rng = random.Random(seed)
+    cats = sorted(by_cat)
+    alloc = _largest_remainder([len(by_cat[k]) for k in cats], n, rng)
+    chosen: list[int] = []
+    for cat, k in zip(cats, alloc):
+        for pair in rng.sample(sorted(by_cat[cat]), k):
+            chosen.extend(pair)
+    return sorted(chosen)
+
+
 def select_cases(dataset: Sequence[Any], *, limit: int | None = None, cases: Sequence[int] | None = None,
                  stratified: int | None = None, seed: int = 0) -> tuple[list[int], Selection]:
     """The case indices a run asks (dataset order) and how they were chosen."""

@@ -43,15 +43,19 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Condition:
-    """One condition of a study: the CI parameters removed and where the context goes."""
+    """One condition of a study: the CI parameters removed, where the context goes and (for the
+    judge runs beside a respond study) the mode, when it is not the study's."""
 
     removed: tuple[str, ...] = ()
     context_as: str | None = None  # None: the mode's default placement
+    mode: str | None = None  # None: the study's mode
 
     def name(self) -> str:
         parts = ["full context" if not self.removed else "- " + ", ".join(self.removed)]
         if self.context_as:
             parts.append(f"context as {self.context_as}")
+        if self.mode:
+            parts.append(f"{self.mode} mode")
         return "; ".join(parts)
 
 
@@ -64,6 +68,7 @@ class ConditionRun:
     action: str  # "reused" (already complete), "ran" (new or resumed)
     status: RunState  # the run's state after the study
     context_as: str | None = None
+    mode: str | None = None  # None: the study's mode
 
 
 def study_run_dir(out_root: str | Path, model: str, mode: str, removed: Sequence[str] = (),
@@ -116,8 +121,11 @@ def run_conditions(
         dataset = load_dataset(resolve_data_path(base.data))
     plans = []
     for cond in conditions:
-        out = study_run_dir(out_root, base.model, base.mode, cond.removed, cond.context_as)
-        cfg = replace(base, removed=tuple(cond.removed), context_as=cond.context_as, out=out)
+        mode = cond.mode or base.mode
+        out = study_run_dir(out_root, base.model, mode, cond.removed, cond.context_as)
+        cfg = replace(base, mode=mode, removed=tuple(cond.removed), context_as=cond.context_as, out=out)
+        if not get_mode(mode).reads_behaviour:  # a judge run beside a respond study reads no answers
+            cfg = replace(cfg, refusal_classifier=None, classifier_options={}, partial_as_safe=False)
         prep = prepare(cfg, dataset)
         old = check_resumable(prep)  # refuse a directory holding another run, before any work
         done = old is not None and run_status(out).all_final
@@ -139,14 +147,15 @@ async def _run_planned(
             if done:
                 if on_condition:
                     on_condition(cond, out, "reused")
-                results.append(ConditionRun(tuple(cond.removed), out, "reused", RunState.COMPLETE, cond.context_as))
+                results.append(ConditionRun(tuple(cond.removed), out, "reused", RunState.COMPLETE, cond.context_as,
+                                            cond.mode))
                 continue
             if on_condition:
                 on_condition(cond, out, "running")
             if backend is None:  # loading a local model blocks
                 backend = await asyncio.to_thread(execute.make_run_backend, base)
             summary = await execute.arun(cfg, backend=backend, dataset=dataset)
-            results.append(ConditionRun(tuple(cond.removed), out, "ran", summary.status, cond.context_as))
+            results.append(ConditionRun(tuple(cond.removed), out, "ran", summary.status, cond.context_as, cond.mode))
             if summary.status is not RunState.COMPLETE:
                 break
     finally:
@@ -173,12 +182,21 @@ def run_ablation(
 
 def run_placements(
     base: RunConfig, placements: Sequence[str] | str = CONTEXT_PLACEMENTS, out_root: str | Path = "runs",
-    dataset: Dataset | None = None, on_condition: OnCondition | None = None,
+    dataset: Dataset | None = None, on_condition: OnCondition | None = None, judge_mode: str | None = None,
 ) -> list[ConditionRun]:
     """The placement study: ``base`` (with its removals) once per context placement, with one
-    backend (``run_conditions``)."""
+    backend (``run_conditions``). ``judge_mode`` (a respond study only): also run the same model
+    as a judge in that mode in every placement, for the say-do gap (those runs come after the
+    respond runs, with ``ConditionRun.mode`` set)."""
     removed = validate_parameter_names(base.removed)
-    conditions = [Condition(removed, p) for p in parse_placements(placements)]
+    names = parse_placements(placements)
+    conditions = [Condition(removed, p) for p in names]
+    if judge_mode is not None:
+        if not get_mode(base.mode).reads_behaviour:
+            raise RunError(f"a judge mode for the say-do gap goes with a respond study, not {base.mode!r}")
+        if get_mode(judge_mode).reads_behaviour:
+            raise RunError(f"the say-do judge mode must be a judge mode (binary, score, prob), not {judge_mode!r}")
+        conditions += [Condition(removed, p, judge_mode) for p in names]
     return run_conditions(base, conditions, out_root, dataset, on_condition)
 
 

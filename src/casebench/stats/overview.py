@@ -23,6 +23,7 @@ from .ablation import AblationResult
 from .compare import Comparison, case_set_groups
 from .metrics import ECE_BINS, Score, ScoringArrays, ece_bins, score_arrays, scoring_arrays
 from .options import DEFAULT_OPTIONS, ScoringOptions
+from .placement import PlacementResult
 from .saydo import SayDo
 
 #: random draws per case and k of the human section's stability curve
@@ -142,6 +143,34 @@ def ablation_groups(preds: Sequence[Predictions]) -> list[list[int]]:
     return out
 
 
+def placement_groups(preds: Sequence[Predictions]) -> list[tuple[list[int], list[int]]]:
+    """Placement studies among a set of inputs (the report's): (study positions, judge positions
+    for the say-do gap). A study is one model, mode and removal over the same cases (as
+    ``compare`` checks them) in at least two placements, each once; a respond study's judges are
+    that model's judge inputs over the same cases in the study's placements, one per placement."""
+    from .placement import placement_of
+
+    keys = _cases_keys(preds)
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    for i, (p, key) in enumerate(zip(preds, keys)):
+        groups.setdefault((p.model, p.mode, tuple(p.removed), key), []).append(i)
+    out = []
+    for (model, _, _, key), g in groups.items():
+        where = [placement_of(preds[i]) for i in g]
+        if len(g) < 2 or len(set(where)) != len(where):
+            continue
+        judges: list[int] = []
+        if preds[g[0]].mode_spec.reads_behaviour:
+            seen: set[str] = set()
+            for j, (p, k) in enumerate(zip(preds, keys)):
+                w = placement_of(p)
+                if p.model == model and not p.mode_spec.reads_behaviour and k == key and w in where and w not in seen:
+                    seen.add(w)
+                    judges.append(j)
+        out.append((g, judges))
+    return out
+
+
 def say_do_pairs(preds: Sequence[Predictions], options: ScoringOptions = DEFAULT_OPTIONS) -> list[tuple[int, int, SayDo]]:
     """Each model's judge input against its respond run on the same cases: (judge position,
     respond position, ``saydo.say_do``); pairs ``say_do`` refuses are left out."""
@@ -181,6 +210,8 @@ class Overview:
     #: the inputs grouped by the cases they hold (``compare.case_set_groups``): ranked per group
     case_sets: list[list[int]] = field(default_factory=list)
     ablations: list[tuple[list[int], AblationResult]] = field(default_factory=list)
+    #: placement studies: (study positions, judge positions for the say-do gap, the analysis)
+    placements: list[tuple[list[int], list[int], PlacementResult]] = field(default_factory=list)
     human_asked: bool = False
     human: dict[str, Any] | None = None
     human_error: str | None = None
@@ -201,6 +232,7 @@ def overview(
     cases of the input that holds the most. ``human=False`` leaves those statistics out.
     """
     from .ablation import analyse_ablation
+    from .placement import analyse_placements
     from .compare import compare
     from .human import HumanStatsError, human_stats
 
@@ -210,6 +242,8 @@ def overview(
     out.comparisons = comparisons(preds, options)
     out.case_sets = case_set_groups(preds)
     out.ablations = [(g, analyse_ablation([preds[i] for i in g], options)) for g in ablation_groups(preds)]
+    out.placements = [(g, j, analyse_placements([preds[i] for i in g], options, judges=[preds[i] for i in j]))
+                      for g, j in placement_groups(preds)]
     out.human_asked = human
     if human:
         if human_cases is None and preds:
