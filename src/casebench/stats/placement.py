@@ -107,8 +107,8 @@ class ContextFigures:
                 "note": self.note}
 
 
-INTERIM_NOTE = ("computed in stats/placement.py (interim_context_figures), to the definitions of issue 17, "
-                "until stats/context.py provides them")
+INTERIM_NOTE = ("computed in stats/placement.py (interim_context_figures) to the definitions stats/context.py "
+                "uses for score; here follow and blind carry Wilson intervals over the pairs")
 
 
 def _pair_arrays(pred: Predictions, human_rate: np.ndarray | None = None
