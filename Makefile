@@ -69,6 +69,9 @@ bench: venv
 	$(BIN)/python bench/bench_respond.py
 	$(BIN)/python bench/bench_annotate.py
 	$(BIN)/python bench/bench_local_stop.py
+	$(BIN)/python bench/bench_context.py
+	$(BIN)/python bench/bench_report.py
+	$(BIN)/python bench/bench_timing.py
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info
