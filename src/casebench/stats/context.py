@@ -319,10 +319,11 @@ def references_by_dataset(preds: Sequence["Predictions"], n_boot: int = DEFAULT_
                           seed: int = 0) -> list[tuple[list[int], dict[str, Any]]]:
     """The human references of each distinct set of voted cases among ``preds`` (inputs of one
     dataset share one; an ablation condition shares its full context's): a list of (positions
-    of the inputs it belongs to, ``human_references``). Inputs without votes are left out."""
+    of the inputs it belongs to, ``human_references``). Inputs without votes are left out (also
+    a set labelled by a safe_rate alone, such as the shipped demo set: no individual vote)."""
     groups: dict[tuple[Any, ...], list[int]] = {}
     for i, p in enumerate(preds):
-        if not p.cases or not all(c.has_votes for c in p.cases):
+        if not p.cases or not all(c.has_votes for c in p.cases) or not any(c.votes for c in p.cases):
             continue
         key = tuple((c.index, c.query, c.votes, c.safe_rate, c.category, c.intended_safe) for c in p.cases)
         groups.setdefault(key, []).append(i)
