@@ -46,9 +46,9 @@ import numpy as np
 
 from ..data import Case
 from ..predictions import Predictions
-from ..stats.metrics import ALL_METRICS, METRIC, MIN_CASES, MIN_DISCORDANT, MIN_PAIRED, Score, metric_names, scoring_arrays
+from ..stats.metrics import ALL_METRICS, METRIC, MIN_CASES, MIN_DISCORDANT, MIN_PAIRED, Score, metric_names
 from ..stats.options import DEFAULT_OPTIONS, ScoringOptions
-from ..stats.overview import PAIRWISE_TABLE_MAX, InputFigures, Overview, input_figures, overview
+from ..stats.overview import NEIGHBOUR_ROWS, PAIRWISE_TABLE_MAX, InputFigures, Overview, PairMatrix, input_figures, overview
 from .tables import SMALL, STUDY_METRICS, UNDEFINED, fmt_num, fmt_p
 
 #: the leaderboard's columns: the paper's metrics (family ``primary``), in the table's order
@@ -57,10 +57,9 @@ from .tables import SMALL, STUDY_METRICS, UNDEFINED, fmt_num, fmt_p
 LEADERBOARD_METRICS = tuple(m for m in ALL_METRICS if METRIC[m].family == "primary")
 #: the paired differences the report shows per pair (``casebench compare`` shows them all)
 PAIRWISE_METRICS = ("accuracy", "safe_recall", "unsafe_recall", "pcc")
-#: the compact view's rows of neighbours in the ranking (each with paired-bootstrap CIs); a group
-#: of more than ``stats.overview.PAIRWISE_TABLE_MAX`` inputs gets that view (a matrix of every
-#: pair's accuracy difference, the neighbours, every pair as a CSV) instead of one row per pair
-NEIGHBOUR_ROWS = 12
+# A group of more than ``stats.overview.PAIRWISE_TABLE_MAX`` inputs gets the compact view (a
+# matrix of every pair's accuracy difference, the ``NEIGHBOUR_ROWS`` neighbours in the ranking,
+# every pair as a CSV) instead of one row per pair.
 #: no significance mark in the matrix below these paired / discordant case counts (``stats.metrics``)
 MATRIX_MIN_PAIRED, MATRIX_MIN_DISCORDANT = MIN_PAIRED, MIN_DISCORDANT
 #: at most this many inputs get a panel in the scatter and a curve in the calibration plot (the
@@ -311,7 +310,7 @@ def _leaderboard(ctx: ReportContext) -> str:
         + _classifier_notes(inputs)
         + f'<p class="downloads">Download this table: {downloads}</p>'
         + _mass_notes(inputs)
-        + _reference_note([it.pred for it in ctx.inputs], options.n_boot, options.seed)
+        + _reference_note(ctx.overview.people)
         + (f'<p class="note">Rows marked “(published)”: the authors\' published models, for reference '
            f"(from {_e(ctx.reference_root or 'the given directory')}); they are never paired with the inputs.</p>"
            if ctx.references else "")
@@ -408,7 +407,8 @@ def _pairwise(ctx: ReportContext) -> str:
     rank = _ranks(inputs)
     for g, res in ctx.overview.comparisons:
         if res is None:  # too many pairs for one row each: a matrix, neighbours, a download
-            parts.append(_pairwise_matrix([inputs[i] for i in g], [rank[i] for i in g], options))
+            pm = next(m for members, m in ctx.overview.matrices if members == g)
+            parts.append(_pairwise_matrix([inputs[i] for i in g], [rank[i] for i in g], pm))
             continue
         head = ["A", "B", "Paired cases"] + [f"Δ {METRIC[m].short}" for m in PAIRWISE_METRICS]
         rows = []
@@ -444,28 +444,18 @@ def _ranks(inputs: Sequence[ReportInput]) -> list[int]:
     return rank
 
 
-def _pairwise_matrix(its: Sequence[ReportInput], ranks: Sequence[int], options: ScoringOptions) -> str:
-    """Many inputs over the same cases: every pair's accuracy difference as one matrix (McNemar's
-    exact test, Benjamini-Hochberg over all pairs), each input against its neighbour in the
-    ranking with paired-bootstrap CIs, and every pair as a CSV download."""
+def _pairwise_matrix(its: Sequence[ReportInput], ranks: Sequence[int], pm: PairMatrix) -> str:
+    """Many inputs over the same cases (``stats.overview.PairMatrix``): every pair's accuracy
+    difference as one matrix (McNemar's exact test, Benjamini-Hochberg over all pairs), each input
+    against its neighbour in the ranking with paired-bootstrap CIs, and every pair as a CSV
+    download."""
     import csv
     import io
 
-    from ..stats.bootstrap import resample_weights
-    from ..stats.compare import accuracy_matrix, compare_pair
-    from ..stats.metrics import scoring_arrays
-
-    order = sorted(range(len(its)), key=lambda k: ranks[k])
-    its = [its[k] for k in order]
-    ranks = [ranks[k] for k in order]
+    its = [its[k] for k in pm.order]
+    ranks = [ranks[k] for k in pm.order]
     n = its[0].pred.n
-    correct = np.zeros((len(its), n), dtype=bool)
-    scored = np.zeros((len(its), n), dtype=bool)
-    for k, it in enumerate(its):
-        a, mask = scoring_arrays(it.pred, options)
-        scored[k] = mask
-        correct[k, np.flatnonzero(mask)] = a.correct
-    mx = accuracy_matrix(correct, scored)
+    mx = pm.matrix
     sig = mx.significant & (mx.n_paired >= MATRIX_MIN_PAIRED) & ((mx.a_only + mx.a_only.T) >= MATRIX_MIN_DISCORDANT)
 
     def title(i: int, j: int) -> str:  # short: a matrix of 43 inputs has 1,806 of them
@@ -492,11 +482,9 @@ def _pairwise_matrix(its: Sequence[ReportInput], ranks: Sequence[int], options: 
               + "</tbody></table></div>")
 
     # neighbours in the ranking, with every compared metric's paired-bootstrap CI
-    W = resample_weights(n, options.n_boot, options.seed) if options.n_boot > 0 and n else None
     nrows = []
-    for i in range(min(NEIGHBOUR_ROWS, len(its) - 1)):
+    for i, pc in enumerate(pm.neighbours):
         j = i + 1
-        pc = compare_pair(its[i].pred, its[j].pred, options, weights=W)
         cells = [f'<td class="l">{ranks[i]}. {_e(its[i].name)}</td>', f'<td class="l">{ranks[j]}. {_e(its[j].name)}</td>',
                  f"<td>{pc.n_paired}</td>"]
         for m in PAIRWISE_METRICS:
@@ -806,11 +794,9 @@ def _human(ctx: ReportContext) -> str | None:
 
 
 #: the report's sections, in order (see the module docstring); a new section is one entry
-def _reference_note(preds: Sequence[Predictions], n_boot: int, seed: int) -> str:
-    """The human references every judge's figures stand beside (under the leaderboard)."""
-    from ..stats.context import references_by_dataset
-
-    refs = references_by_dataset(preds, n_boot=n_boot, seed=seed)
+def _reference_note(refs: Sequence[tuple[list[int], dict[str, Any]]]) -> str:
+    """The human references every judge's figures stand beside (under the leaderboard):
+    ``Overview.people``."""
     if not refs:
         return ""
     ref = refs[0][1]
@@ -830,19 +816,19 @@ def _context(ctx: "ReportContext") -> str:
     """Does each judge move with context like people do (``stats.context``): its shift beside
     people's, follow and blind rates, per-pair shifts against people's, and the queries on which
     it is context-blind although people are not."""
-    from ..stats.context import pair_table, references_by_dataset
     from .plots import context_shift_dots, shift_scatter
 
     inputs = list(ctx.inputs) + list(ctx.references)
-    options, show_text = ctx.options, ctx.show_text
-    n_boot, seed = options.n_boot, options.seed
+    show_text = ctx.show_text
     head = ""
     shown = [it for it in inputs if "context_pairs" in it.score.values]
     own = [it for it in shown if not it.reference]
     if not shown:
         return head + '<p class="note">No input holds both contexts of any query, so there is no pair to compare.</p>'
-    refs = references_by_dataset([it.pred for it in own or shown], n_boot=n_boot, seed=seed)
-    ref = refs[0][1] if refs else None
+    # people's references: those of the first group holding one of the report's own inputs
+    own_ids = {id(it) for it in own}
+    own_pos = {k for k, it in enumerate(ctx.inputs) if id(it) in own_ids}
+    ref = next((r for members, r in ctx.overview.people if own_pos & set(members)), None)
     nan2 = [float("nan")] * 2
     parts = [head, '<p class="note">Every query of CASE-Bench comes with two contexts, one written to make answering '
              "safe and one to make it unsafe. A <em>pair</em> is the two cases of one query, both answered. "
@@ -860,7 +846,7 @@ def _context(ctx: "ReportContext") -> str:
             f'annotator agrees with another on {_f(ref["annotator_agreement"])} of votes, the majority with '
             f'{_f(ref["oracle_vote_agreement"])} (the most any judge can reach on vote agreement); BCE floor '
             f'{_f(ref["bce_floor"])} nats.</p>')
-        if len(refs) > 1:
+        if len(ctx.overview.people) > 1:
             parts.append('<p class="note">The inputs come from more than one set of cases; the people\'s line is '
                          "that of the first.</p>")
     png = context_shift_dots(
@@ -905,13 +891,12 @@ def _context(ctx: "ReportContext") -> str:
     panels, blind_parts = [], []
     drawn, left_out = _best(own, PLOT_MAX_INPUTS)  # one panel and one list per input: the best few
     for it in drawn:
-        a, mask = scoring_arrays(it.pred, options)
-        if a.pairs is None or not len(a.pairs):
+        t = it.figures.pairs
+        if t is None:
             continue
-        t = pair_table(a)
         panels.append({"name": it.name, "human": t["human_shift"], "model": t["shift"],
                        "r": it.score.values.get("shift_pcc"), "binary": not it.pred.is_continuous})
-        cases = [c for c, m in zip(it.pred.cases, mask) if m]
+        cases, g = it.figures.scored_cases, it.figures.g
         blind = np.flatnonzero(t["blind_vs_people"])
         if not len(blind):
             continue
@@ -926,7 +911,7 @@ def _context(ctx: "ReportContext") -> str:
                 q = cs.query if len(cs.query) <= 140 else cs.query[:139] + "…"
                 text = f" “{_e(q)}”"
             items.append(f"<li>cases {cs.index} / {cu.index} ({_e(cs.category)}):{text} people "
-                         f"{_f(a.g[int(t['safe'][k])], 2)} vs {_f(a.g[int(t['unsafe'][k])], 2)} safe; judge: {lab} "
+                         f"{_f(g[int(t['safe'][k])], 2)} vs {_f(g[int(t['unsafe'][k])], 2)} safe; judge: {lab} "
                          "in both</li>")
         blind_parts.append(f"<h4>{_e(it.name)}: {len(blind)} queries</h4><ul class=\"blind\">{''.join(items)}</ul>"
                            + (f'<p class="note">… and {len(blind) - len(order)} more.</p>'

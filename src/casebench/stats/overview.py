@@ -20,7 +20,7 @@ import numpy as np
 from ..data import Case
 from ..predictions import Predictions
 from .ablation import AblationResult
-from .compare import Comparison, case_set_groups
+from .compare import AccuracyMatrix, Comparison, PairComparison, case_set_groups
 from .metrics import ECE_BINS, Score, ScoringArrays, ece_bins, score_arrays, scoring_arrays
 from .options import DEFAULT_OPTIONS, ScoringOptions
 from .placement import PlacementResult
@@ -75,6 +75,13 @@ class InputFigures:
     g: np.ndarray
     p: np.ndarray
     reliability: Reliability | None
+    #: per case of the input (all of them, in order): scored, and right where scored
+    scored_mask: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    correct_all: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    #: the scored cases (``g`` and ``p`` follow their order)
+    scored_cases: tuple[Case, ...] = ()
+    #: the per-pair context table of the scored cases (``context.pair_table``); None without pairs
+    pairs: dict[str, np.ndarray] | None = None
 
     @property
     def binary(self) -> bool:
@@ -93,7 +100,54 @@ def input_figures(pred: Predictions, options: ScoringOptions = DEFAULT_OPTIONS, 
         acc[cat] = float(a.correct[sel].mean()) if sel.any() else float("nan")
     continuous = pred.is_continuous
     p = a.p if continuous else a.pred_safe.astype(float)
-    return InputFigures(pred, score, int(mask.sum()), acc, a.g, p, reliability_curve(a) if continuous else None)
+    correct_all = np.zeros(pred.n, dtype=bool)
+    correct_all[np.flatnonzero(mask)] = a.correct
+    pairs = None
+    if a.pairs is not None and len(a.pairs):
+        from .context import pair_table
+
+        pairs = pair_table(a)
+    return InputFigures(pred, score, int(mask.sum()), acc, a.g, p, reliability_curve(a) if continuous else None,
+                        np.asarray(mask, dtype=bool), correct_all,
+                        tuple(c for c, m in zip(pred.cases, mask) if m), pairs)
+
+
+#: the compact view's rows of neighbours in the ranking (each with paired-bootstrap CIs)
+NEIGHBOUR_ROWS = 12
+
+
+@dataclass
+class PairMatrix:
+    """Many inputs over the same cases, compared at once: ``order`` (positions in the group, most
+    accurate first, as the leaderboard ranks them), every pair's accuracy difference in that
+    order (``compare.accuracy_matrix``: McNemar's exact test, Benjamini-Hochberg over all pairs)
+    and each input against the next one in the ranking (``compare.compare_pair``, at most
+    ``NEIGHBOUR_ROWS``)."""
+
+    order: list[int]
+    matrix: AccuracyMatrix
+    neighbours: list[PairComparison]
+
+
+def accuracy_order(figs: Sequence[InputFigures]) -> list[int]:
+    """Positions of ``figs`` by accuracy, best first (an undefined accuracy last; ties in order)."""
+    return sorted(range(len(figs)), key=lambda i: -np.nan_to_num(figs[i].score.values.get("accuracy", np.nan),
+                                                                  nan=-1.0))
+
+
+def pair_matrix(figs: Sequence[InputFigures], options: ScoringOptions = DEFAULT_OPTIONS) -> PairMatrix:
+    """The ``PairMatrix`` of inputs over the same cases."""
+    from .bootstrap import resample_weights
+    from .compare import accuracy_matrix, compare_pair
+
+    order = accuracy_order(figs)
+    its = [figs[k] for k in order]
+    mx = accuracy_matrix(np.array([f.correct_all for f in its]), np.array([f.scored_mask for f in its]))
+    n = its[0].pred.n if its else 0
+    W = resample_weights(n, options.n_boot, options.seed) if options.n_boot > 0 and n else None
+    neighbours = [compare_pair(its[i].pred, its[i + 1].pred, options, weights=W)
+                  for i in range(min(NEIGHBOUR_ROWS, len(its) - 1))]
+    return PairMatrix(order, mx, neighbours)
 
 
 # --------------------------------------------------------------------------------------------
@@ -206,7 +260,11 @@ class Overview:
     options: ScoringOptions
     inputs: list[InputFigures]
     say_do: list[tuple[int, int, SayDo]] = field(default_factory=list)
-    comparisons: list[tuple[list[int], Comparison]] = field(default_factory=list)
+    comparisons: list[tuple[list[int], Comparison | None]] = field(default_factory=list)
+    #: the groups compared as a matrix (``comparisons`` holds None for them): (positions, matrix)
+    matrices: list[tuple[list[int], PairMatrix]] = field(default_factory=list)
+    #: the people's references (``context.references_by_dataset``) of the inputs with votes
+    people: list[tuple[list[int], dict[str, Any]]] = field(default_factory=list)
     #: the inputs grouped by the cases they hold (``compare.case_set_groups``): ranked per group
     case_sets: list[list[int]] = field(default_factory=list)
     ablations: list[tuple[list[int], AblationResult]] = field(default_factory=list)
@@ -233,14 +291,17 @@ def overview(
     """
     from .ablation import analyse_ablation
     from .placement import analyse_placements
-    from .compare import compare
     from .human import HumanStatsError, human_stats
 
     preds = list(preds)
     out = Overview(options, [input_figures(p, options) for p in preds])
     out.say_do = say_do_pairs(preds, options)
     out.comparisons = comparisons(preds, options)
+    out.matrices = [(g, pair_matrix([out.inputs[i] for i in g], options)) for g, res in out.comparisons if res is None]
     out.case_sets = case_set_groups(preds)
+    from .context import references_by_dataset
+
+    out.people = references_by_dataset(preds, n_boot=options.n_boot, seed=options.seed)
     out.ablations = [(g, analyse_ablation([preds[i] for i in g], options)) for g in ablation_groups(preds)]
     out.placements = [(g, j, analyse_placements([preds[i] for i in g], options, judges=[preds[i] for i in j]))
                       for g, j in placement_groups(preds)]
