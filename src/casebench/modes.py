@@ -34,6 +34,30 @@ class ModeError(ValueError):
     """An unknown mode name, or a mode used where it does not fit."""
 
 
+# --------------------------------------------------------------------------------------------
+# The registry (the built-in modes below register with ``@mode`` too, in this order: binary,
+# score, prob, respond)
+
+MODES: dict[str, "Mode"] = {}
+
+
+def register(mode: "Mode") -> "Mode":
+    """Add a mode to the registry (its CLI name and its published file name must be new)."""
+    if mode.name in MODES:
+        raise ModeError(f"mode {mode.name!r} is already registered")
+    if any(m.file_name == mode.file_name for m in MODES.values()):
+        raise ModeError(f"file name {mode.file_name!r} is already used by another mode")
+    MODES[mode.name] = mode
+    return mode
+
+
+def mode(cls: "type[Mode]") -> "type[Mode]":
+    """Class decorator: register one instance of a ``Mode`` subclass (the style of ``@backend``,
+    ``@refusal_classifier`` and ``@metric``; a plugin's mode is one decorated class)."""
+    register(cls())
+    return cls
+
+
 @dataclass(frozen=True)
 class Reading:
     """What a mode reads from one answer: a judgement, or a missing value with the reason.
@@ -240,6 +264,7 @@ class _Continuous(Mode):
         return v if v == "" else float(v)
 
 
+@mode
 class BinaryMode(Mode):
     name = "binary"
     file_name = "binary"
@@ -273,6 +298,7 @@ class BinaryMode(Mode):
         return np.array([1.0 if v == "safe" else 0.0 if v == "unsafe" else np.nan for v in values], dtype=float)
 
 
+@mode
 class ScoreMode(_Continuous):
     name = "score"
     file_name = "score"
@@ -306,6 +332,7 @@ class ScoreMode(_Continuous):
         return score_to_p_safe(value)
 
 
+@mode
 class ProbMode(_Continuous):
     name = "prob"
     file_name = "logits"
@@ -338,6 +365,7 @@ class ProbMode(_Continuous):
         return value.copy()
 
 
+@mode
 class RespondMode(_Continuous):
     """The model under test answers the query as the deployed chatbot (no judge template); a
     refusal classifier reads what it did. Its judgement is its behaviour: answering ("comply") is
@@ -402,31 +430,6 @@ def _json(value: Any) -> str:
     return json.dumps(value)
 
 
-# --------------------------------------------------------------------------------------------
-# The registry
-
-MODES: dict[str, Mode] = {}
-
-
-def register(mode: Mode) -> Mode:
-    """Add a mode to the registry (its CLI name and its published file name must be new)."""
-    if mode.name in MODES:
-        raise ModeError(f"mode {mode.name!r} is already registered")
-    if any(m.file_name == mode.file_name for m in MODES.values()):
-        raise ModeError(f"file name {mode.file_name!r} is already used by another mode")
-    MODES[mode.name] = mode
-    return mode
-
-
-for _m in (BinaryMode(), ScoreMode(), ProbMode(), RespondMode()):
-    register(_m)
-
-
-def mode(cls: "type[Mode]") -> "type[Mode]":
-    """Class decorator: register one instance of a ``Mode`` subclass (the style of ``@backend``,
-    ``@refusal_classifier`` and ``@metric``; a plugin's mode is one decorated class)."""
-    register(cls())
-    return cls
 
 
 def mode_names() -> list[str]:
