@@ -275,6 +275,20 @@ def test_bootstrap_p_is_two_sided_and_never_zero():
     assert bootstrap_p(-d) == bootstrap_p(d)
 
 
+def test_bootstrap_p_does_not_read_the_sign_of_rounding_noise():
+    """Differences of means of the same votes are exactly 0 in exact arithmetic; whether numpy
+    leaves +1e-17 or -1e-17 depends on the CPU, so both must give the same p."""
+    rng = np.random.default_rng(0)
+    d = np.round(rng.normal(0.01, 0.02, 999), 2)  # many exact ties at 0
+    zeros = d == 0
+    assert zeros.sum() > 50
+    up, down = d.copy(), d.copy()
+    up[zeros], down[zeros] = 1e-17, -1e-17
+    assert bootstrap_p(up) == bootstrap_p(down) == bootstrap_p(d)
+    exact = 2 * min(np.sum(d <= 0) + 1, np.sum(d >= 0) + 1) / 1000
+    assert bootstrap_p(d) == pytest.approx(min(1.0, exact))
+
+
 def test_mcnemar_without_discordant_cases_is_p_one():
     c = np.array([True, False, True])
     assert mcnemar_exact(c, c)["p"] == 1.0

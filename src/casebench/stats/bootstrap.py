@@ -41,6 +41,19 @@ def _resample_weights(n: int, n_boot: int, seed: int) -> np.ndarray:
     return w
 
 
+#: decimals resampled figures are rounded to before they are ranked or compared with zero
+SETTLE_DECIMALS = 12
+
+
+def settle(values: np.ndarray) -> np.ndarray:
+    """Resampled figures rounded to ``SETTLE_DECIMALS`` decimals: far below any printed figure,
+    far above float noise. Sums of the same numbers added in another order (another CPU's
+    vector width, another numpy build) differ in their last bits; rounded, they are the same
+    floats, so a percentile on a rounding boundary (-0.01635 printed with 4 decimals) and a
+    difference that is exactly zero come out the same on every machine."""
+    return np.round(np.asarray(values, dtype=float), SETTLE_DECIMALS)
+
+
 def percentile_ci(values: np.ndarray, level: float, finite_only: bool = False) -> list[float]:
     """The percentile interval of resampled ``values`` at ``level`` (e.g. 0.95: 2.5th to 97.5th).
 
@@ -48,9 +61,10 @@ def percentile_ci(values: np.ndarray, level: float, finite_only: bool = False) -
     case) are left out. ``finite_only`` also leaves out infinite ones: a single input's CI is an
     interval of the finite figures (an unclipped paper-compatible BCE is infinite in the
     resamples that draw a p = 0 case); a paired difference keeps them (a difference from an
-    infinite BCE is infinite). No usable resample: [NaN, NaN].
+    infinite BCE is infinite). No usable resample: [NaN, NaN]. The values are settled first
+    (``settle``) so the interval is the same on every machine.
     """
-    v = np.asarray(values, dtype=float)
+    v = settle(values)
     v = v[np.isfinite(v)] if finite_only else v[~np.isnan(v)]
     if v.size == 0:
         return [float("nan"), float("nan")]
@@ -62,8 +76,13 @@ def percentile_ci(values: np.ndarray, level: float, finite_only: bool = False) -
 def bootstrap_p(d: np.ndarray) -> float:
     """Two-sided bootstrap p of resampled differences ``d``: ``2 min(P*(d <= 0), P*(d >= 0))``
     with the +1 correction (``(k + 1) / (B + 1)``, never exactly 0 from finitely many
-    resamples), clipped to 1; NaN differences are left out."""
-    d = d[~np.isnan(d)]
+    resamples), clipped to 1; NaN differences are left out.
+
+    The differences are settled first (``settle``): the difference of two means of the same
+    votes is exactly zero in exact arithmetic, but its float sign depends on the order numpy
+    adds in, which differs between CPUs and numpy builds; reading that sign made p move by 0.02
+    from one machine to another. A settled zero is a tie and counts on both sides."""
+    d = settle(d[~np.isnan(d)])
     if d.size == 0:
         return float("nan")
     b = d.size
