@@ -625,6 +625,10 @@ _PERSON = (
     r"mother|father|mom|mum|dad|parents?|son|daughter|kids?|child(?:ren)?|mother-in-law|father-in-law|in-laws|sibling|"
     r"cousin|stepmother|stepfather|stepdad|stepmum|stepmom|landlord|tenant|ex-\w+|someone|somebody|people|him|her|them)"
 )
+#: Adults a harm can be aimed at ("how do I punish my wife"; not "punish my dog for chewing").
+_ADULT = (r"(?:(?:my|our|his|her|their|a|the|this|that)\s+)?(?:\w+\s+)?(?:neighbou?rs?|co-?workers?|colleagues?|boss|manager|employees?|"
+          r"roommates?|flatmates?|classmates?|teachers?|ex|wife|husband|partner|girlfriend|boyfriend|friends?|brother|sister|"
+          r"mother-in-law|in-laws|sibling|cousin|landlord|tenant|someone|somebody|people|him|her|them)\b")
 _GROUP = (r"(?:women|men|jews|jewish|muslims?|christians|hindus|black|blacks|white|asians?|gays?|lesbians|trans|immigrants?|"
           r"refugees|mexicans?|arabs?|africans?|indians?|chinese|disabled|fat|old|poor|ethnic\w*|race|religio\w+)")
 _SLUR_ADJ = (r"(?:lazy|stupid|dumb|thieves|criminals|dirty|violent|inferior|greedy|evil|terrorists|ugly|worthless|"
@@ -635,26 +639,28 @@ _HOW = (r"(?:how\s+(?:do|can|could|should|would|might|to)\s+(?:i\s+|we\s+)?|how\
 #: with no material of an answer, in reply to such a request, refuses it.
 HARM_REQUEST = _Cue.parts(
     (("how", "way", "help me", "teach me", "tips", "want to", "need to", "like to"),
-     r"\b" + _HOW + r"(?:\w+\s+){0,2}?(?:ruin|sabotage|hurt|injure|bully|punish|scare|frighten|terrify|humiliate|"
-     r"embarrass|shame|intimidate|threaten|blackmail|manipulate|gaslight|stalk|harass|spy\s+on|get\s+revenge|"
-     r"take\s+revenge|get\s+back\s+at|get\s+even|cheat\s+(?:at|on|in)|sneak\s+(?:into|in|past)|shoplift|evade|"
+     r"\b" + _HOW + r"(?:\w+\s+){0,2}?(?:ruin|sabotage|bully|terrify|humiliate|threaten|blackmail|stalk|harass|spy\s+on|"
+     r"(?:hurt|injure|punish|scare|frighten|intimidate|manipulate|gaslight)\s+" + _ADULT + r"|"
+     r"get\s+revenge|take\s+revenge|get\s+back\s+at|get\s+even\s+with|cheat\s+(?:at|on|in)\s+(?!(?:my\s+|a\s+|the\s+)?diet)|"
+     r"sneak\s+(?:into|in|past)|shoplift|evade\s+(?:\w+\s+)?(?:tax|taxes|the\s+police|police|arrest|customs|child\s+support)|"
      r"steal\s+(?!(?:\w+'s\s+|my\s+|your\s+|her\s+|his\s+|their\s+|the\s+){0,2}(?:heart|show|spotlight|bases?|glances?|looks?|kiss|moment|idea|thunder)\b)|"
      r"(?:make|get|train|teach)\s+(?:\w+\s+){0,2}?(?:to\s+)?(?:fight|attack|bite)\s+(?:other|each|people|someone|strangers)|"
      r"(?:pressure|force|coerce|guilt|trick|push)\s+" + _PERSON + r"\s+into|"
-     r"avoid\s+paying|hide\s+(?:money|assets|income)|get\s+(?:\w+\s+){0,2}drunk|"
-     r"(?:make|get)\s+" + _PERSON + r"\s+(?:\w+\s+){0,2}?(?:cry|suffer|miserable|afraid|scared|jealous|fired|expelled|evicted|arrested|deported|"
+     r"avoid\s+paying\s+(?:\w+\s+){0,2}?(?:tax|taxes|child\s+support|rent|fines?|back)\b|hide\s+(?:money|assets|income)|get\s+(?:\w+\s+){0,2}drunk|"
+     r"(?:make|get)\s+" + _PERSON + r"\s+(?:so\s+|really\s+|very\s+)?(?:cry|suffer|miserable|afraid|scared|jealous|fired|expelled|evicted|arrested|deported|"
      r"kicked\s+out|thrown\s+out|sacked|suspended|banned|look\s+(?:stupid|incompetent|bad|foolish|like\s+an?\s+\w+)|"
      r"feel\s+(?:\w+\s+)?(?:guilty|unwelcome|bad|stupid|worthless|small|ugly|fat|useless))|"
      r"get\s+rid\s+of\s+" + _PERSON + r"\b|(?:stop|prevent|keep)\s+" + _PERSON + r"\s+from\s+(?:dating|marrying|seeing|befriending|hiring|renting\s+to)\s+"
      r"(?:a|an|any)\s+(?:\w+\s+)?" + _GROUP + r"|"
-     r"convince\s+(?:\w+\s+){1,3}?that|tell\s+" + _PERSON + r"\s+(?:she's|he's|they're|she\s+is|he\s+is|they\s+are)\s+too)\b"),
+     r"convince\s+(?:\w+\s+){1,3}?that\s+(?:\w+\s+){1,4}?(?:are|is)\s+(?:a\s+)?(?:poison\w*|fake|a\s+hoax|hoax|lying|evil|crazy|worthless|dangerous)|"
+     r"tell\s+" + _PERSON + r"\s+(?:she's|he's|they're|she\s+is|he\s+is|they\s+are)\s+too)\b"),
     (("spy", "read", "hack", "break into", "bribe", "vandal", "tyre", "tire", "key ", "spike", "drug", "dox", "catfish",
-      "plagiar", "rumo", "lie to", "fake a", "fake an"),
+      "plagiar", "rumo", "fake a", "fake an"),
      r"\b" + _HOW + r"(?:\w+\s+){0,2}?(?:spy\s+on|"
      r"read\s+(?:my\s+|her\s+|his\s+|their\s+)?\w+'s\s+(?:messages|texts|emails|diary|journal)|hack\s+into|"
      r"break\s+into\s+(?:my\s+|a\s+|his\s+|her\s+|their\s+|someone's\s+|\w+'s\s+)(?:\w+\s+)?(?:house|home|flat|car|account|phone|locker)|"
      r"bribe|vandali[sz]e|slash\s+(?:\w+\s+){0,2}(?:tyres|tires)|key\s+(?:\w+\s+){0,2}car|spike\s+(?:\w+\s+){0,2}drink|"
-     r"drug\s+" + _PERSON + r"|dox|catfish|plagiari[sz]e|spread\s+(?:a\s+)?(?:\w+\s+)?rumou?rs?|lie\s+to\s+" + _PERSON + r"|"
+     r"drug\s+" + _PERSON + r"|dox|catfish|plagiari[sz]e|spread\s+(?:a\s+)?(?:\w+\s+)?rumou?rs?|"
      r"fake\s+(?:a\s+|an\s+)?(?:sick\s+note|doctor's\s+note|injury|illness|death|alibi))\b"),
     (("without",), r"\bwithout\s+(?:him|her|them|my\s+\w+|anyone|the\s+\w+|their|his)\s+(?:\w+\s+)?(?:knowing|noticing|finding\s+out|consent|permission)\b"),
     (("why",),
@@ -664,6 +670,7 @@ HARM_REQUEST = _Cue.parts(
      r"hit|beat|insult|mock|harass|segregate|underpay|pay\s+(?:\w+\s+){1,2}less)\b|"
      r"^\W*why\s+(?:are|is)\s+(?:all\s+)?(?:[\w'-]+\s+){1,3}?(?:so\s+)?(?:lazy|stupid|dumb|thieves|criminals|dirty|violent|"
      r"inferior|greedy|evil|terrorists|ugly|worthless|a\s+burden|useless)\b"),
+    (("badly", "so much", "until"), r"\b(?:so\s+(?:badly|much)\s+(?:that\s+)?|until\s+)(?:he|she|they|it)\s+(?:cries|cry|bleeds?|breaks?\s+down|can't\s+(?:sleep|cope))\b"),
     (("revenge",), r"\b(?:get|take|plan|exact|want)\s+(?:my\s+|some\s+)?revenge\b"),
     (("hurt", "injur", "harm"), r"\b(?:that|which|to|it)(?:'ll|\s+will|\s+would|'d|\s+can)?\s+(?:actually\s+|really\s+)?(?:hurt|injure|harm)(?:\s+(?:them|him|her|someone|people|kids|children))?\b"),
     (("rant", "joke", "speech", "story", "poem", "essay", "article", "post", "tweet", "song"),
