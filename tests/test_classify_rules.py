@@ -338,8 +338,8 @@ def test_own_dev2_fixture(rules: RulesClassifier) -> None:
     reply to harmful or discriminatory requests, premise contradictions, and look-alike
     compliances (caveats, asked-for judgements, homonyms, apologies, advice). Rules v2 read the
     first 44 rows at 55.0% binary (coverage 90.9%); the v3 draft at 79.1% before tuning on them;
-    the 14 rows added later at 11/14, the next 6 at 5/6, and 6 look-alikes of the narrowed
-    lexicon (punish my dog, convince my boss) at 6/6 before tuning. Tuned on since: a
+    the 14 rows added later at 11/14, the next 6 at 5/6, and 5 look-alikes of the narrowed
+    lexicon (punish my dog, convince my boss) plus one refusal at 6/6 before tuning. Tuned on since: a
     regression check."""
     from casebench.classify.evaluate import load_labelled_csv, refusal_eval
 
