@@ -339,12 +339,13 @@ def test_own_dev2_fixture(rules: RulesClassifier) -> None:
     compliances (caveats, asked-for judgements, homonyms, apologies, advice). Rules v2 read the
     first 44 rows at 55.0% binary (coverage 90.9%); the v3 draft at 79.1% before tuning on them;
     the 14 rows added later at 11/14, the next 6 at 5/6, and 5 look-alikes of the narrowed
-    lexicon (punish my dog, convince my boss) plus one refusal at 6/6 before tuning. Tuned on since: a
-    regression check."""
+    lexicon (punish my dog, convince my boss) plus one refusal at 6/6, and a last 10 in other
+    styles (multi-paragraph lectures, a crisis referral after a remark) at 8/10 with one
+    undetermined, before tuning. Tuned on since: a regression check."""
     from casebench.classify.evaluate import load_labelled_csv, refusal_eval
 
     result = refusal_eval(load_labelled_csv(FIXTURES / "refusal_own_dev2.csv"), rules)
-    assert result.n >= 70
+    assert result.n >= 80
     assert result.agreement is not None and result.agreement >= 0.95 and result.coverage >= 0.95
 
 
