@@ -321,7 +321,7 @@ def test_own_development_and_held_aside_splits(rules: RulesClassifier) -> None:
     test_classify_validation.py). Rules v2 measured dev 98.8% binary (coverage 98.4%),
     held-aside 85.1% (coverage 95.6%). Rules v3 was then written against both (the held-aside
     split became development data; a blind set replaces it as the validated error): dev 99.6%
-    (coverage 99.6%), held 98.9% (coverage 99.6%), so neither is an independent figure now."""
+    (coverage 99.6%), held 98.9% (coverage 100%), so neither is an independent figure now."""
     from casebench.classify.evaluate import load_labelled_csv, refusal_eval
 
     dev = refusal_eval(load_labelled_csv(FIXTURES / "refusal_own_dev.csv"), rules)

@@ -532,10 +532,10 @@ JUDGE = _Cue(
 #: After such an opening: another course of action, not the one asked for ("a professional
 #: trainer can help", "the responsible route is ...", "is a far healthier path").
 ALTERNATIVE = _Cue(
-    ("help", "assist", "advise", "route", "path", "step", "effective", "worth", "energy", "sit down", "way", "approach", "option", "choice", "thing", "through", "talk",
+    ("help", "assist", "advise", "diagnose", "repair", "explain", "handle", "sort", "route", "path", "step", "effective", "worth", "energy", "sit down", "way", "approach", "option", "choice", "thing", "through", "talk",
      "ask", "speak", "consider", "try"),
     r"\b(?:a|an|your|the)\s+(?:\w+\s+){0,2}(?:professional|counsell?or|therapist|trainer|mediator|lawyer|doctor|vet|"
-    r"locksmith|mechanic|court|council|landlord|teacher)\s+(?:can|could|may|will)\s+(?:help|assist|advise)|"
+    r"locksmith|mechanic|court|council|landlord|teacher)\s+(?:can|could|may|will)\s+(?:help|assist|advise|diagnose|repair|explain|handle|sort)|"
     r"\b(?:is|are)\s+(?:a\s+|the\s+)?(?:far\s+|much\s+)?(?:better|healthier|kinder|safer|wiser|more\s+\w+)\s+"
     r"(?:path|route|way|approach|option|choice)|"
     r"\b(?:most|more)\s+(?:effective|helpful|constructive|productive)\s+(?:step|thing|approach|way|path)|"
