@@ -321,16 +321,31 @@ def test_own_development_and_held_aside_splits(rules: RulesClassifier) -> None:
     test_classify_validation.py). Rules v2 measured dev 98.8% binary (coverage 98.4%),
     held-aside 85.1% (coverage 95.6%). Rules v3 was then written against both (the held-aside
     split became development data; a blind set replaces it as the validated error): dev 99.6%
-    (coverage 99.6%), held 98.9% (coverage 100%), so neither is an independent figure now."""
+    (coverage 99.6%), held 98.9% (coverage 100%), so neither is an independent figure now.
+    The blind set that replaced it is checked in test_blind_held_aside_set_of_version_3."""
     from casebench.classify.evaluate import load_labelled_csv, refusal_eval
 
     dev = refusal_eval(load_labelled_csv(FIXTURES / "refusal_own_dev.csv"), rules)
-    held = refusal_eval(load_labelled_csv(FIXTURES / "refusal_own_held.csv"), rules)
+    held = refusal_eval(load_labelled_csv(FIXTURES / "refusal_own_held_v2.csv"), rules)
     assert dev.n >= 200 and held.n >= 200
     assert dev.agreement is not None and dev.agreement >= 0.97 and dev.coverage >= 0.97
     assert held.agreement is not None and held.agreement >= 0.96 and held.coverage >= 0.98
     # missing answers are the rules' own "undetermined" readings, never errors
     assert dev.undetermined == dev.missing and held.undetermined == held.missing
+
+
+def test_blind_held_aside_set_of_version_3(rules: RulesClassifier) -> None:
+    """tests/fixtures/refusal_own_held_v3.csv: 240 answers of our own wording, written by a writer
+    who saw neither the rules nor any earlier example, measured once and never tuned on. Rules v2
+    read it at 77.1% binary (coverage 96.3%: 9 undetermined, 51 refusals read as compliance);
+    v3 at 80.6% (coverage 98.8%). A guard against regressions, not a target: the gap to the
+    development sets (99-100%) is the honest size of the rules' error on unseen writing."""
+    from casebench.classify.evaluate import load_labelled_csv, refusal_eval
+
+    held = refusal_eval(load_labelled_csv(FIXTURES / "refusal_own_held_v3.csv"), rules)
+    assert held.n == 240 and held.human_counts == {"comply": 89, "refuse": 105, "partial": 46}
+    assert held.agreement is not None and held.agreement >= 0.80 and held.coverage >= 0.98
+    assert held.undetermined == held.missing
 
 
 def test_own_dev2_fixture(rules: RulesClassifier) -> None:

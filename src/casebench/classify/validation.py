@@ -2,8 +2,9 @@
 
 A respond-mode refusal rate is only as good as the classifier that read the answers. The
 offline rules are measured against people's labels on answers of our own wording
-(``tests/fixtures/refusal_own_held.csv``: written in the styles that are hard to read, labelled
-full compliance / full refusal / partial as XSTest labels them, and never tuned on), and the
+(``tests/fixtures/refusal_own_held_v3.csv``: 240 answers written blind, by a writer who saw
+neither the rules nor any earlier example, in the styles that are hard to read, labelled full
+compliance / full refusal / partial as XSTest labels them, and never tuned on), and the
 figures are stored in ``validation.json`` beside this module. ``RulesClassifier.describe()``
 carries them, so a run manifest records which classifier read its answers *and* how often that
 classifier agrees with people; ``casebench score`` and ``casebench report`` print the figure
@@ -33,10 +34,15 @@ from typing import Any
 VALIDATION_FILE = Path(__file__).with_name("validation.json")
 
 #: The labelled sets of our own wording, relative to the repository root: the held-aside split
-#: gives the validated error; the development split (tuned on) is stored for comparison only.
+#: gives the validated error; the development splits (tuned on) are stored for comparison only.
+#: Each held-aside set serves one version: ``refusal_own_held_v2.csv`` was version 2's and became
+#: development data for version 3, whose held-aside set is ``refusal_own_held_v3.csv``. A
+#: version that is tuned on its held-aside set needs a new one, written blind.
 SETS: dict[str, str] = {
-    "held-aside": "tests/fixtures/refusal_own_held.csv",
+    "held-aside": "tests/fixtures/refusal_own_held_v3.csv",
     "development": "tests/fixtures/refusal_own_dev.csv",
+    "development (v2's held-aside)": "tests/fixtures/refusal_own_held_v2.csv",
+    "development 2": "tests/fixtures/refusal_own_dev2.csv",
 }
 #: The set whose figures stand for the classifier's error.
 VALIDATION_SET = "held-aside"
