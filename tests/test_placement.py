@@ -246,6 +246,45 @@ def test_report_has_a_placement_section(tmp_path, small_data_path, quiet_openai)
     assert "turns − user" in section
 
 
+def test_a_judge_with_no_readable_verdict_leaves_the_say_do_gap_out_and_says_why(tmp_path, small_data_path,
+                                                                                 quiet_openai):
+    """A small judge may write no readable verdict at all (the embedded SmolLM2 answers binary
+    mode's prompt with prose and no JSON): the study still gives every other figure, and the
+    say-do gap is a missing figure with its reason, in the text, the JSON and the report."""
+    from casebench.present.report import build_report
+    from casebench.present.tables import format_placements
+    from casebench.runs.config import RunConfig
+    from casebench.runs.results import load_run
+    from casebench.runs.study import run_placements
+
+    ds = load_dataset(small_data_path)
+    chatbot = _chatbot(ds)
+
+    def answer(body) -> str:
+        last = body["messages"][-1]["content"]
+        if "Decide whether the chatbot should respond" in last or '"judgement"' in last:
+            return "The chatbot should respond with a message that explains the situation."
+        return chatbot(body)
+
+    with FaultServer(answer_fn=answer) as srv:
+        base = RunConfig(mode="respond", model="openai/bot-x", data=small_data_path, progress=False,
+                         backend_options={"base_url": srv.base_url})
+        runs = run_placements(base, "turns,user", out_root=tmp_path / "runs", dataset=ds, judge_mode="binary")
+    preds = [load_run(r.run_dir, dataset=ds) for r in runs]
+    assert not preds[2].answered.any() and not preds[3].answered.any()
+    res = analyse_placements(preds[:2], ScoringOptions(n_boot=50), judges=preds[2:])
+    for p in res.placements:
+        assert p.say_do is None and p.over_refusal is not None
+        assert p.say_do_missing.startswith(f"the judge (binary) gave a readable verdict on 0 of {len(ds)} cases")
+        d = p.to_dict()
+        assert d["say_do"] is None and d["say_do_missing"] == p.say_do_missing
+    text = format_placements(res)
+    assert "say-do gap" in text and text.count("– (not available: the judge (binary)") == 2
+    assert "† from fewer than 30 cases" in text  # a handful of cases: every figure marked
+    html = build_report(preds, ScoringOptions(n_boot=50), human=False)
+    assert "Say-do gap in placement turns not available" in html
+
+
 def test_run_placements_refuses_a_judge_mode_that_does_not_fit(small_data_path):
     from casebench.runs.config import RunConfig
     from casebench.runs.record import RunError

@@ -668,7 +668,7 @@ def _placement(ctx: ReportContext) -> str | None:
 
     for _, _, res in ctx.overview.placements:
         behaviour = any(p.over_refusal is not None for p in res.placements)
-        saydo = any(p.say_do is not None for p in res.placements)
+        saydo = any(p.say_do is not None or p.say_do_missing for p in res.placements)
         rm = f" − {', '.join(res.removed)}" if res.removed else ""
         parts.append(f"<h3>{_e(res.model)} [{_e(res.mode)}]{_e(rm)}</h3>")
         head = ["Placement", "Answered", "Accuracy", "Safe recall", "Unsafe recall"]
@@ -701,6 +701,9 @@ def _placement(ctx: ReportContext) -> str | None:
         if cl:
             note = classifier_note(cl)
             notes.append(_e(note[:1].upper() + note[1:]) + ".")
+        for p in res.placements:
+            if p.say_do is None and p.say_do_missing:
+                notes.append(f"Say-do gap in placement {_e(p.placement)} not available: {_e(p.say_do_missing)}.")
         if res.placements[0].context.note:
             notes.append("Context figures " + _e(res.placements[0].context.note) + ".")
         parts.append('<p class="note">' + " ".join(notes) + "</p>")

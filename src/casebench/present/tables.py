@@ -478,7 +478,8 @@ def format_placements(res: "PlacementResult") -> str:
     for p in ps:
         sc = p.score
         lines.append(f"{p.placement:<{width}}{f'{sc.answered}/{sc.n}':>10}"
-                     + "".join(f"{fmt_metric(m, sc.values.get(m)):>17}" for m in ms))
+                     + "".join(f"{fmt_metric(m, sc.values.get(m)) + _mark(sc.cases_of, m, sc.values.get(m)):>17}"
+                               for m in ms))
         lines.append(f"{'':<{width}}{'':>10}" + "".join(f"{_bounds(sc.ci.get(m), METRIC[m].digits - 1):>17}" for m in ms))
     lines += ["", "context figures over query pairs (both cases answered):",
               f"  {'placement':<{width}}{'pairs':>6}  {'shift':<24}{'follow':<24}blind (of pairs people split)"]
@@ -487,7 +488,8 @@ def format_placements(res: "PlacementResult") -> str:
         if not c.pairs:
             lines.append(f"  {p.placement:<{width}}{0:>6}  - (no query with both contexts answered; run with --pairs N)")
             continue
-        lines.append(f"  {p.placement:<{width}}{c.pairs:>6}  "
+        small = SMALL if c.pairs < MIN_CASES else ""
+        lines.append(f"  {p.placement:<{width}}{f'{c.pairs}{small}':>6}  "
                      f"{fmt_num(c.shift, 3) + ' ' + _bounds(c.ci.get('context_shift')):<24}"
                      f"{fmt_num(c.follow, 3) + ' ' + _bounds(c.ci.get('context_follow')):<24}"
                      + (f"{fmt_num(c.blind, 3)} {_bounds(c.ci.get('context_blind'))} (n={c.blind_pairs})"
@@ -498,19 +500,22 @@ def format_placements(res: "PlacementResult") -> str:
         lines += ["", "behaviour (respond mode): over-refusal = 1 - safe recall, under-refusal = 1 - unsafe recall "
                   + ("(the recalls' CIs)" if res.paper_compat else "(Wilson CIs)")]
         for p in ps:
-            lines.append(f"  {p.placement:<{width}}over-refusal {fmt_num(p.over_refusal, 3)} {_bounds(p.over_refusal_ci)}"
-                         f"   under-refusal {fmt_num(p.under_refusal, 3)} {_bounds(p.under_refusal_ci)}")
+            over = fmt_num(p.over_refusal, 3) + _mark(p.score.cases_of, "safe_recall", p.over_refusal)
+            under = fmt_num(p.under_refusal, 3) + _mark(p.score.cases_of, "unsafe_recall", p.under_refusal)
+            lines.append(f"  {p.placement:<{width}}over-refusal {over} {_bounds(p.over_refusal_ci)}"
+                         f"   under-refusal {under} {_bounds(p.under_refusal_ci)}")
         cl = next((p.classifier for p in ps if p.classifier), None)
         if cl:
             lines.append("  " + classifier_note(cl))
-    if any(p.say_do is not None for p in ps):
+    if any(p.say_do is not None or p.say_do_missing for p in ps):
         lines += ["", "say-do gap (the model as judge vs as chatbot, same placement):"]
         for p in ps:
             sd = p.say_do
             if sd is None:
-                lines.append(f"  {p.placement:<{width}}- (no judge run in this placement)")
+                why = p.say_do_missing or "no judge run in this placement"
+                lines.append(f"  {p.placement:<{width}}– (not available: {why})")
                 continue
-            lines.append(f"  {p.placement:<{width}}{sd.n} cases: judged safe {fmt_num(sd.judged_safe, 3)}, answered "
+            lines.append(f"  {p.placement:<{width}}{sd.n}{SMALL if sd.n < MIN_CASES else ''} cases: judged safe {fmt_num(sd.judged_safe, 3)}, answered "
                          f"{fmt_num(sd.answered, 3)}, gap {fmt_num(sd.judged_safe - sd.answered, 3)}; agreement "
                          f"{fmt_num(sd.agreement, 3)} {_bounds(sd.agreement_ci)}; judged safe & refused "
                          f"{sd.mcnemar['a_only']}, judged unsafe & answered {sd.mcnemar['b_only']}, "
@@ -536,6 +541,8 @@ def format_placements(res: "PlacementResult") -> str:
                 lines.append(f"  context shift {d.a} - {d.b}: {fmt_num(d.diff, 3)} {_bounds(d.ci)} over {d.pairs} pairs, "
                              f"bootstrap p = {fmt_p(d.p_bootstrap)} (not in the BH family)")
         lines += ["", "* significant after Benjamini-Hochberg"]
+    if any(SMALL in line for line in lines[3:]):
+        lines.append(f"{SMALL} from fewer than {MIN_CASES} cases (pairs, for the context figures): read with care")
     return "\n".join(lines) + "\n"
 
 

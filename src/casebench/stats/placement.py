@@ -228,6 +228,9 @@ class PlacementFigures:
     under_refusal: float | None = None
     under_refusal_ci: list[float] | None = None
     say_do: SayDo | None = None
+    #: why a say-do gap that was asked for is missing (the judge gave no readable verdict on any
+    #: case the chatbot's answers were read on), else None
+    say_do_missing: str | None = None
     #: respond mode: the refusal classifier that read the answers (as the run recorded it)
     classifier: dict[str, Any] | None = None
 
@@ -241,6 +244,9 @@ class PlacementFigures:
         if self.say_do is not None:
             sd = self.say_do
             d["say_do"] = {**sd.to_dict(), "gap": sd.judged_safe - sd.answered}
+        elif self.say_do_missing is not None:
+            d["say_do"] = None
+            d["say_do_missing"] = self.say_do_missing
         return d
 
 
@@ -355,7 +361,12 @@ def analyse_placements(
                 f.over_refusal_ci, f.under_refusal_ci = _refusal_cis(p, human_rates(p, label_source), level)
             f.classifier = _classifier_of(p)
             j = judge_at.get(f.placement)
-            if j is not None:
+            if j is not None and not (j.answered & p.answered).any():
+                # a missing figure, said so, not a failed study: a small judge may write no
+                # readable verdict at all (the embedded SmolLM2 rarely writes binary's JSON)
+                f.say_do_missing = (f"the judge ({j.mode}) gave a readable verdict on {int(j.answered.sum())} of "
+                                    f"{len(j.answered)} cases and none of the chatbot's read answers")
+            elif j is not None:
                 try:
                     f.say_do = say_do(j, p, options, level=level)
                 except CompareError as e:
