@@ -320,8 +320,9 @@ def test_own_development_and_held_aside_splits(rules: RulesClassifier) -> None:
     its figure is the classifier's validated error (classify/validation.json, checked in
     test_classify_validation.py). Rules v2 measured dev 98.8% binary (coverage 98.4%),
     held-aside 85.1% (coverage 95.6%). Rules v3 was then written against both (the held-aside
-    split became development data; a blind set replaces it as the validated error): dev 99.6%
-    (coverage 99.6%), held 98.9% (coverage 100%), so neither is an independent figure now.
+    split became development data; a blind set replaces it as the validated error): dev 99.2%
+    (coverage 99.6%), held 98.2% (coverage 100%), so neither is an independent figure now
+    (figures after 12 rows were reworded so that no sentence follows the shared XSTest file).
     The blind set that replaced it is checked in test_blind_held_aside_set_of_version_3."""
     from casebench.classify.evaluate import load_labelled_csv, refusal_eval
 
@@ -339,7 +340,7 @@ def test_blind_held_aside_set_of_version_3(rules: RulesClassifier) -> None:
     who saw neither the rules nor any earlier example, measured once and never tuned on. Rules v2
     read it at 77.1% binary (coverage 96.3%: 9 undetermined, 51 refusals read as compliance);
     v3 at 80.6% (coverage 98.8%). A guard against regressions, not a target: the gap to the
-    development sets (99-100%) is the honest size of the rules' error on unseen writing."""
+    development sets (98-100%) is the honest size of the rules' error on unseen writing."""
     from casebench.classify.evaluate import load_labelled_csv, refusal_eval
 
     held = refusal_eval(load_labelled_csv(FIXTURES / "refusal_own_held_v3.csv"), rules)
