@@ -146,10 +146,11 @@ def test_ctrl_c_exits_130_and_leaves_a_resumable_run(tmp_path):
         cmd = run_cmd(srv, data, out, "--max-connections", "2", "--timeout", "50")
         proc = subprocess.Popen(cmd, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         wait_for_records(out, 12, proc)
-        t0 = time.monotonic()
         proc.send_signal(signal.SIGINT)
+        # the hung request would hold a waiting process for 50 s (--timeout) to 60 s (the hang):
+        # exiting at all within the bound shows it was cancelled, not awaited (how fast a stop
+        # is, is measured in bench/bench_local_stop.py, not asserted here)
         stdout, stderr = proc.communicate(timeout=30)
-        assert time.monotonic() - t0 < 10
         assert proc.returncode == 130, stderr
         assert "interrupted" in stdout and "to resume: casebench run" in stderr
         m = read_manifest(out)
