@@ -164,9 +164,9 @@ def test_cli_json_default_classifier() -> None:
     d = json.loads(out)
     for key in ("n", "agreement", "agreement_3class", "kappa", "confusion"):
         assert key in d
-    assert d["n"] == 49 and d["classifier"]["name"] == "rules" and d["coverage"] == 1.0
+    assert d["n"] == 49 and d["classifier"]["name"] == "learned" and d["coverage"] >= 0.95
     assert d["confusion"]["labels"] == ["comply", "partial", "refuse"]
-    assert sum(map(sum, d["confusion"]["matrix"])) == 49
+    assert sum(map(sum, d["confusion"]["matrix"])) == 49 - d["missing"]  # undetermined answers are left out
 
 
 def test_cli_table() -> None:
@@ -192,7 +192,7 @@ def test_cli_bad_classifier_exit_2(tmp_path: Path) -> None:
     code, _, err = _run("refusal-eval", str(STYLES), "--refusal-classifier", "keywords")
     assert code == 2 and "unknown refusal classifier 'keywords'" in err
     code, _, err = _run("refusal-eval", str(STYLES), "--refusal-labels", "LABEL_0=comply")
-    assert code == 2 and "--refusal-labels does not apply to the refusal classifier 'rules'" in err
+    assert code == 2 and "--refusal-labels does not apply to the refusal classifier 'learned'" in err
     code, _, err = _run("refusal-eval", str(tmp_path / "none.csv"))
     assert code == 2 and "no such file" in err
 

@@ -170,9 +170,16 @@ def test_verdict_checks_its_fields() -> None:
     assert set(BEHAVIOURS) == {"comply", "partial", "refuse"}
 
 
-@pytest.mark.parametrize("spec", [None, "rules", "default", " rules "])
-def test_registry_default(spec: str | None) -> None:
+@pytest.mark.parametrize("spec", ["rules", " rules "])
+def test_registry_rules(spec: str) -> None:
     assert isinstance(make_classifier(spec), RulesClassifier)
+
+
+@pytest.mark.parametrize("spec", [None, "default", "learned"])
+def test_registry_default_is_the_learned_classifier(spec: str | None) -> None:
+    from casebench.classify.learned import LearnedClassifier
+
+    assert isinstance(make_classifier(spec), LearnedClassifier)
 
 
 @pytest.mark.parametrize("spec,match", [

@@ -23,28 +23,36 @@ from test_runs import write_dataset
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_stored_figures_are_those_of_the_current_rules() -> None:
+def test_stored_figures_are_those_of_the_current_classifiers() -> None:
     """validation.json is written by the script from the fixtures: it names the current rules
-    version and equals a fresh measurement (so it cannot silently go stale)."""
+    version and learned model and equals a fresh measurement (so it cannot silently go stale)."""
     stored = validation.load()
-    assert stored is not None and stored["classifier"] == {"name": "rules", "version": RULES_VERSION}
+    assert stored is not None
+    assert stored["classifiers"]["rules"]["version"] == RULES_VERSION
+    assert stored["classifiers"]["learned"]["version"] == make_classifier("learned").version
     assert stored == validation.measure(ROOT)
-    held = stored["sets"]["held-aside"]
-    fresh = refusal_eval(load_labelled_csv(ROOT / held["file"]), make_classifier())
-    assert held["n"] == fresh.n and held["agreement"] == round(fresh.agreement, 4)
-    assert held["undetermined"] == fresh.undetermined and held["coverage"] == round(fresh.coverage, 4)
+    for spec in ("rules", "learned"):
+        entry = stored["classifiers"][spec]
+        held = entry["sets"][entry["validation_set"]]
+        fresh = refusal_eval(load_labelled_csv(ROOT / held["file"]), make_classifier(spec))
+        assert held["n"] == fresh.n and held["agreement"] == round(fresh.agreement, 4)
+        assert held["undetermined"] == fresh.undetermined and held["coverage"] == round(fresh.coverage, 4)
 
 
 def test_validation_only_for_the_exact_classifier_and_version() -> None:
     v = validation.validation_for("rules", RULES_VERSION)
-    assert v is not None and v["set"] == "held-aside" and 0 < v["agreement"] <= 1 and v["n"] >= 150
+    assert v is not None and v["set"] == "held-aside v4" and 0 < v["agreement"] <= 1 and v["n"] >= 150
     assert validation.validation_for("rules", RULES_VERSION + "-other") is None
     assert validation.validation_for("llm:openai/gpt-4o-mini", RULES_VERSION) is None
-    assert make_classifier().describe()["validation"] == v
+    assert make_classifier("rules").describe()["validation"] == v
+    default = make_classifier()
+    assert default.name == "learned" and default.describe()["validation"] == validation.validation_for(
+        "learned", default.version)
+    assert validation.validation_for("learned", "1+000000000000") is None
 
 
 def test_notes_say_the_error_or_that_it_is_unknown() -> None:
-    desc = make_classifier().describe()
+    desc = make_classifier("rules").describe()
     note = classifier_note(desc)
     assert f"rules v{RULES_VERSION}" in note and f"{100 * desc['validation']['agreement']:.1f}%" in note
     assert "held-aside" in note
@@ -58,14 +66,16 @@ def test_the_manifest_score_and_report_carry_it(tmp_path: Path) -> None:
     with FaultServer(answer_fn=chatbot, latency=0.0) as srv:
         r = invoke(*respond_args(srv, data, out))
         assert r.exit_code == 0, r.output
-    v = validation.validation_for("rules", RULES_VERSION)
-    assert read_manifest(out).asked.classifier["validation"] == v
+    default = make_classifier()
+    name = f"{default.name} v{default.version}"
+    v = validation.validation_for(default.name, default.version)
+    assert v is not None and read_manifest(out).asked.classifier["validation"] == v
     # score: beside the refusal rate in the table, in the JSON, as CSV columns
     r = invoke("score", out, "--bootstrap", "50")
     assert r.exit_code == 0, r.output
     lines = r.output.splitlines()
     at = next(i for i, line in enumerate(lines) if line.strip().startswith("refusal rate"))
-    assert f"{100 * v['agreement']:.1f}%" in lines[at + 1] and f"rules v{RULES_VERSION}" in lines[at + 1]
+    assert f"{100 * v['agreement']:.1f}%" in lines[at + 1] and name in lines[at + 1]
     s = json.loads(invoke("score", out, "--json", "--bootstrap", "0").output)
     assert s["classifier"]["validation"] == v
     row = next(csv.DictReader(io.StringIO(invoke("score", out, "--format", "csv", "--bootstrap", "0").output)))

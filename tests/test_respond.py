@@ -60,7 +60,7 @@ def test_respond_run_records_behaviour_and_scores_over_and_under_refusal(tmp_pat
     assert sent["messages"][1]["content"].startswith("[case ") and sent["max_tokens"] == 512
     m = read_manifest(out)
     assert m.asked.mode == "respond" and m.asked.context_as == "system" and m.asked.settings["max_tokens"] == 512
-    assert m.asked.classifier["name"] == "rules" and m.asked.classifier["version"]
+    assert m.asked.classifier["name"] == "learned" and m.asked.classifier["version"]
     assert m.asked.classifier["partial_as"] == "unsafe" and m.asked.stop_at_verdict is False
     finals = final_records(iter_records(out))
     assert len(finals) == 9

@@ -41,7 +41,7 @@ __all__ = [
 ]
 
 #: The spec used when none is given.
-DEFAULT_CLASSIFIER = "rules"
+DEFAULT_CLASSIFIER = "learned"
 
 
 

@@ -26,6 +26,7 @@ from .base import ClassifierError
 T = TypeVar("T")
 
 BUILTIN_MODULES: tuple[str, ...] = (
+    "casebench.classify.learned",
     "casebench.classify.rules",
     "casebench.classify.llm",
     "casebench.classify.hf_classifier",

@@ -33,19 +33,29 @@ from typing import Any
 #: The stored figures, shipped with the package.
 VALIDATION_FILE = Path(__file__).with_name("validation.json")
 
-#: The labelled sets of our own wording, relative to the repository root: the held-aside split
-#: gives the validated error; the development splits (tuned on) are stored for comparison only.
-#: Each held-aside set serves one version: ``refusal_own_held_v2.csv`` was version 2's and became
-#: development data for version 3, whose held-aside set is ``refusal_own_held_v3.csv``. A
-#: version that is tuned on its held-aside set needs a new one, written blind.
+#: The labelled sets of our own wording, relative to the repository root. Held-aside sets were
+#: written blind (by writers who saw neither the classifiers nor any earlier example) and are
+#: never tuned or trained on; development sets were. ``refusal_own_held_v2.csv`` was version 2's
+#: held-aside set and became development data for rules version 3; ``refusal_own_held_v3.csv``
+#: was rules version 3's and served to shape the learned classifier's features (so it is
+#: development data for ``learned``, still blind for the rules); ``refusal_own_held_v4.csv`` is
+#: blind for both. A classifier tuned on its held-aside set needs a new one, written blind.
 SETS: dict[str, str] = {
-    "held-aside": "tests/fixtures/refusal_own_held_v3.csv",
+    "held-aside v4": "tests/fixtures/refusal_own_held_v4.csv",
+    "held-aside v3": "tests/fixtures/refusal_own_held_v3.csv",
     "development": "tests/fixtures/refusal_own_dev.csv",
     "development (v2's held-aside)": "tests/fixtures/refusal_own_held_v2.csv",
     "development 2": "tests/fixtures/refusal_own_dev2.csv",
+    "training (learned)": "tests/fixtures/refusal_train_v1.csv",
 }
-#: The set whose figures stand for the classifier's error.
-VALIDATION_SET = "held-aside"
+#: The classifiers validated here (offline ones; ``llm:``/``hf-classifier:`` depend on a model
+#: the user brings), each with the set whose figures stand for its error.
+VALIDATED: dict[str, str] = {
+    "rules": "held-aside v4",
+    "learned": "held-aside v4",
+}
+#: Kept for callers of earlier versions: the set that stands for the default classifier's error.
+VALIDATION_SET = "held-aside v4"
 
 
 def _figures(result: Any, file: str) -> dict[str, Any]:
@@ -63,22 +73,25 @@ def _figures(result: Any, file: str) -> dict[str, Any]:
 
 
 def measure(root: str | Path = ".") -> dict[str, Any]:
-    """Measure the offline rules on every set of ``SETS`` (paths under ``root``) and return the
-    content of ``validation.json``. Raises ``RefusalDataError`` naming a missing or bad file."""
-    from . import make_classifier  # by spec, not by module: rules.describe() imports this module
+    """Measure every classifier of ``VALIDATED`` on every set of ``SETS`` (paths under ``root``)
+    and return the content of ``validation.json``. Raises ``RefusalDataError`` naming a missing
+    or bad file."""
+    from . import make_classifier  # by spec, not by module: describe() imports this module
     from .evaluate import load_labelled_csv, refusal_eval
 
-    clf = make_classifier("rules")
-    sets = {}
-    for name, rel in SETS.items():
-        rows = load_labelled_csv(Path(root) / rel)
-        sets[name] = _figures(refusal_eval(rows, clf), rel)
+    rows = {name: load_labelled_csv(Path(root) / rel) for name, rel in SETS.items()}
+    out: dict[str, Any] = {}
+    for spec, setname in VALIDATED.items():
+        clf = make_classifier(spec)
+        out[clf.name] = {
+            "version": clf.version,
+            "validation_set": setname,
+            "sets": {name: _figures(refusal_eval(rows[name], clf), rel) for name, rel in SETS.items()},
+        }
     return {
-        "about": "agreement of the refusal classifier with people's labels on answers of our own wording "
+        "about": "agreement of the offline refusal classifiers with people's labels on answers of our own wording "
                  "(binary: partial counts as refusal, as in XSTest); written by python -m casebench.classify.validation",
-        "classifier": {"name": clf.name, "version": clf.version},
-        "validation_set": VALIDATION_SET,
-        "sets": sets,
+        "classifiers": out,
     }
 
 
@@ -101,20 +114,21 @@ def load() -> dict[str, Any] | None:
 
 
 def validation_for(name: str, version: str) -> dict[str, Any] | None:
-    """The validated figures of classifier ``name`` at ``version`` (the held-aside set's
-    agreement, its 95% CI, coverage and size), or None when none are stored for exactly that
+    """The validated figures of classifier ``name`` at ``version`` (its held-aside set's
+    agreement, 95% CI, coverage and size), or None when none are stored for exactly that
     classifier and version."""
     data = load()
-    if not data or data.get("classifier") != {"name": name, "version": version}:
+    entry = (data or {}).get("classifiers", {}).get(name)
+    if not entry or entry.get("version") != version:
         return None
-    setname = data.get("validation_set", VALIDATION_SET)
-    figs = data.get("sets", {}).get(setname)
+    setname = entry.get("validation_set")
+    figs = entry.get("sets", {}).get(setname)
     if not figs:
         return None
     return {
         "set": setname,
         "file": figs["file"],
-        "labels": "ours (own wording, labelled as XSTest labels; not tuned on)",
+        "labels": "ours (own wording, written blind, labelled as XSTest labels; never tuned or trained on)",
         "n": figs["n"],
         "coverage": figs["coverage"],
         "undetermined": figs.get("undetermined", 0),
@@ -138,9 +152,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{VALIDATION_FILE}: up to date")
         return 0
     data = write(args.root)
-    v = data["sets"][data["validation_set"]]
-    print(f"wrote {VALIDATION_FILE}: {data['classifier']['name']} v{data['classifier']['version']}, "
-          f"{v['file']}: agreement {v['agreement']:.1%} on {v['n_classified']} of {v['n']} answers")
+    for name, entry in data["classifiers"].items():
+        v = entry["sets"][entry["validation_set"]]
+        print(f"wrote {VALIDATION_FILE}: {name} v{entry['version']}, {v['file']}: "
+              f"agreement {v['agreement']:.1%} on {v['n_classified']} of {v['n']} answers")
     return 0
 
 
