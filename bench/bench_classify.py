@@ -1,8 +1,9 @@
-"""Offline refusal classifier speed: microseconds per answer over XSTest's shared file.
+"""Offline refusal classifiers' speed (rules and learned, side by side): microseconds per answer
+over XSTest's shared file.
 
 The issue's budget: classifying must take under 5% of a respond run's time. A respond answer is
 up to 256 generated tokens; even a fast API or a small local model takes a second or more
-for that, so the rules must stay far below a millisecond per answer. This prints the time per
+for that, so a classifier must stay near a millisecond per answer. This prints the time per
 answer (median of 5 passes), the worst single answer, and the share of a respond run it would
 be if each answer took 1 s to generate (a generous lower bound on generation time), plus the
 agreement figures measured on the same file, so speed and quality are read together.
@@ -26,12 +27,9 @@ FRESH = ROOT / "tests" / "fixtures" / "refusal_styles_fresh.csv"
 ASSUMED_GENERATION_S = 1.0  # per answer; real respond runs are slower, so the share is an upper bound
 
 
-def main() -> None:
-    path = XSTEST if XSTEST.is_file() else OWN
-    rows = load_labelled_csv(path)
-    clf = make_classifier("rules")
-    pairs = [(r.prompt, r.completion) for r in rows]
-    for p, a in pairs:  # warm-up
+def _timing(clf, pairs: list[tuple[str, str]]) -> tuple[float, list[float]]:
+    """(median seconds per answer over 5 passes, each answer's best-of-5 time)."""
+    for p, a in pairs:  # warm-up (the learned model loads its weights on first use)
         clf.classify(p, a)
     # Each answer's time is the best of 5 passes (the machine is shared: the best pass is the
     # classifier's own cost, the others add other processes' interruptions).
@@ -44,28 +42,41 @@ def main() -> None:
             clf.classify(p, a)
             best[i] = min(best[i], time.perf_counter() - t)
         passes.append((time.perf_counter() - t0) / len(pairs))
-    per = statistics.median(passes)
-    ordered = sorted(best)
-    p99 = ordered[int(0.99 * (len(ordered) - 1))]
+    return statistics.median(passes), best
+
+
+def main() -> None:
+    path = XSTEST if XSTEST.is_file() else OWN
+    rows = load_labelled_csv(path)
+    pairs = [(r.prompt, r.completion) for r in rows]
     chars = statistics.mean(len(a) for _, a in pairs)
     print(f"file: {path.name} ({len(rows)} answers, mean {chars:.0f} characters)")
-    print(f"rules classifier: {per * 1e6:.0f} us per answer (median of 5 passes); per answer best-of-5: "
-          f"median {statistics.median(best) * 1e6:.0f} us, p99 {p99 * 1e6:.0f} us, max {ordered[-1] * 1e6:.0f} us")
-    print(f"share of a respond run at {ASSUMED_GENERATION_S:.0f} s per generated answer: "
-          f"{100 * per / (ASSUMED_GENERATION_S + per):.3f}% (budget: 5%)")
-    whole = refusal_eval(rows, clf)
-    print(f"agreement with the human labels: {100 * whole.agreement:.1f}% binary, "
-          f"{100 * whole.agreement_3class:.1f}% three classes, kappa {whole.kappa:.3f}")
-    if path == XSTEST:
-        dev, held = holdout_split(rows)
-        for name, part in (("development half", dev), ("held-aside half", held)):
-            r = refusal_eval(part, clf)
-            print(f"  {name} ({r.n}): {100 * r.agreement:.1f}% binary, {100 * r.agreement_3class:.1f}% three classes, "
-                  f"kappa {r.kappa:.3f}")
-        for fixture in (OWN, FRESH):
-            own = refusal_eval(load_labelled_csv(fixture), clf)
-            print(f"  own fixture {fixture.name} ({own.n}): {100 * own.agreement:.1f}% binary, "
-                  f"{100 * own.agreement_3class:.1f}% three classes")
+    per_of = {}
+    # the two offline classifiers side by side, in one run (the learned one runs the rules too)
+    for spec in ("rules", "learned"):
+        clf = make_classifier(spec)
+        per, best = _timing(clf, pairs)
+        per_of[spec] = per
+        ordered = sorted(best)
+        p99 = ordered[int(0.99 * (len(ordered) - 1))]
+        print(f"{spec} classifier: {per * 1e6:.0f} us per answer (median of 5 passes); per answer best-of-5: "
+              f"median {statistics.median(best) * 1e6:.0f} us, p99 {p99 * 1e6:.0f} us, max {ordered[-1] * 1e6:.0f} us")
+        print(f"  share of a respond run at {ASSUMED_GENERATION_S:.0f} s per generated answer: "
+              f"{100 * per / (ASSUMED_GENERATION_S + per):.3f}% (budget: 5%)")
+        whole = refusal_eval(rows, clf)
+        print(f"  agreement with the human labels: {100 * whole.agreement:.1f}% binary (coverage "
+              f"{100 * whole.coverage:.1f}%), {100 * whole.agreement_3class:.1f}% three classes, kappa {whole.kappa:.3f}")
+        if path == XSTEST:
+            dev, held = holdout_split(rows)
+            for name, part in (("development half", dev), ("held-aside half", held)):
+                r = refusal_eval(part, clf)
+                print(f"  {name} ({r.n}): {100 * r.agreement:.1f}% binary, {100 * r.agreement_3class:.1f}% three "
+                      f"classes, kappa {r.kappa:.3f}")
+            for fixture in (OWN, FRESH):
+                own = refusal_eval(load_labelled_csv(fixture), clf)
+                print(f"  own fixture {fixture.name} ({own.n}): {100 * own.agreement:.1f}% binary, "
+                      f"{100 * own.agreement_3class:.1f}% three classes")
+    print(f"learned / rules time per answer: {per_of['learned'] / per_of['rules']:.2f}x")
 
 
 if __name__ == "__main__":

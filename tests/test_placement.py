@@ -242,7 +242,7 @@ def test_report_has_a_placement_section(tmp_path, small_data_path, quiet_openai)
     turns = res.placements[0]
     assert turns.placement == "turns" and turns.say_do is not None
     assert f"<td>{turns.over_refusal:.3f}" in table and f"<td>{turns.context.shift:.3f}" in table
-    assert "Say-do gap" in table and "Refusals read by rules" in section
+    assert "Say-do gap" in table and "Refusals read by learned" in section
     assert "turns − user" in section
 
 

@@ -5,8 +5,11 @@ with ``@refusal_classifier(...)`` on its class (``casebench.classify.registry``:
 options with their help); the CLI flags and the README's table are derived from those
 descriptions. The built-in ones:
 
-- ``rules`` (also ``default``, or no spec at all): the offline default, hand-written rules
-  (``casebench.classify.rules``); no network, no model, about 0.2 ms per answer.
+- ``learned`` (also ``default``, or no spec at all): the offline default, a logistic regression
+  over the answer's words and the rules' reading, trained on our own labelled answers
+  (``casebench.classify.learned``); numpy only, under a millisecond per answer.
+- ``rules``: hand-written rules (``casebench.classify.rules``); no network, no model, about
+  0.2 ms per answer.
 - ``llm:SPEC``: any casebench model spec asked with a three-class prompt of our own wording
   (``casebench.classify.llm``); options ``base_url``, ``api_key_env``, ``max_tokens``,
   ``concurrency`` and the backend's own keyword arguments.
@@ -16,7 +19,8 @@ descriptions. The built-in ones:
 
 ``refusal_eval`` (in ``casebench.classify.evaluate``) scores a classifier against
 human-labelled answers in XSTest's CSV format. Importing this package stays light: the rules
-need only ``re``, and the model-based classifiers import their libraries when built.
+need only ``re``, the learned classifier imports numpy when built, and the model-based
+classifiers import their libraries when built.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The offline default refusal classifier: hand-written rules over the answer's sentences.
+"""An offline refusal classifier: hand-written rules over the answer's sentences (spec ``rules``;
+the default, ``learned``, weighs their reading with the answer's words).
 
 No network, no model, no training data: a few dozen regular expressions, written by hand and
 documented below, and a small decision procedure over where in the answer they fire. A 256-token
@@ -65,7 +66,8 @@ vote for, but ..." is a disclaimer; single-quoted speech is an example, not the 
 instruction after a short leading phrase ("On iPhone, set up ...") is material of an answer.
 Version 3's validated error comes from a set written blind and never tuned on
 (``refusal_own_held_v3.csv``, stored by ``classify.validation``): 80.6% binary agreement
-(version 2: 77.1%), against 98-100% on the sets it was written against. The lexicon cannot list
+(version 2: 77.1%), and 88.5% on a second blind set (``refusal_own_held_v4.csv``, 300 answers in
+four models' voices), against 98-100% on the sets it was written against. The lexicon cannot list
 every harmful request; one it does not list falls back to version 2's reading.
 
 **Undetermined.** Where the reading is unsure (an opening that judges the request, followed by
@@ -768,7 +770,7 @@ PRIVACY_LECTURE = _Cue(
 @refusal_classifier("rules",
                     summary="hand-written rules, offline (no network, no model)")
 class RulesClassifier:
-    """The offline default (spec ``rules``): see the module docstring for the rules.
+    """Spec ``rules``: see the module docstring for the rules.
 
     The procedure, in order (the first that applies decides; the verdict's ``reason`` names it):
 

@@ -1,14 +1,15 @@
 """The refusal classifier's validated error, stored with the package.
 
-A respond-mode refusal rate is only as good as the classifier that read the answers. The
-offline rules are measured against people's labels on answers of our own wording
-(``tests/fixtures/refusal_own_held_v3.csv``: 240 answers written blind, by a writer who saw
-neither the rules nor any earlier example, in the styles that are hard to read, labelled full
-compliance / full refusal / partial as XSTest labels them, and never tuned on), and the
-figures are stored in ``validation.json`` beside this module. ``RulesClassifier.describe()``
-carries them, so a run manifest records which classifier read its answers *and* how often that
-classifier agrees with people; ``casebench score`` and ``casebench report`` print the figure
-beside every refusal rate (``present.tables.classifier_note``).
+A respond-mode refusal rate is only as good as the classifier that read the answers. The two
+offline classifiers (``learned``, the default, and ``rules``) are measured against people's
+labels on answers of our own wording (``tests/fixtures/refusal_own_held_v4.csv``: 300 answers
+written blind, by a writer who saw neither classifier nor any other example, in four models'
+voices, labelled full compliance / full refusal / partial as XSTest labels them, and never
+trained or tuned on), and the figures are stored in ``validation.json`` beside this module.
+Each classifier's ``describe()`` carries its own, so a run manifest records which classifier
+read its answers *and* how often that classifier agrees with people; ``casebench score`` and
+``casebench report`` print the figure beside every refusal rate
+(``present.tables.classifier_note``).
 
 The stored file is written by a script from the fixtures, never by hand::
 
@@ -17,8 +18,9 @@ The stored file is written by a script from the fixtures, never by hand::
 
 Only our own text is used: the shared XSTest file (other people's answers, not to be
 redistributed) is measured with ``casebench refusal-eval`` but never stored here. The figures
-belong to one classifier name and version; a classifier with another version (or an
-``llm:``/``hf-classifier:`` classifier) has no stored validation, and the notes say so.
+belong to one classifier name and version (the learned one's version carries its model file's
+hash); a classifier with another version (or an ``llm:``/``hf-classifier:`` classifier) has no
+stored validation, and the notes say so.
 """
 
 from __future__ import annotations

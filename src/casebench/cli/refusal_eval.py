@@ -4,7 +4,7 @@
 
 FILE.csv is in XSTest's format (columns ``prompt``, ``completion``, ``final_label`` with
 ``1_full_compliance``, ``2_full_refusal``, ``3_partial_refusal``). Without
-``--refusal-classifier`` the offline default (``rules``) is scored.
+``--refusal-classifier`` the offline default (``learned``) is scored.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def _table(d: dict[str, Any], show: int) -> str:
 @click.command("refusal-eval", cls=RegistryCommand, classifier_flags="plain")
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--refusal-classifier", "spec", default=None, metavar="SPEC",
-              help="The classifier to score (default: rules). " + refusal_classifier_help())
+              help="The classifier to score (default: learned). " + refusal_classifier_help())
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
 @click.option("--show", type=click.IntRange(min=0), default=10, show_default=True,
               help="Table output: how many binary disagreements to list.")
