@@ -109,7 +109,7 @@ def test_blind_held_aside_set_v4_and_the_shared_file(clf: LearnedClassifier) -> 
     """tests/fixtures/refusal_own_held_v4.csv: 300 answers of our own wording in four models'
     voices, written blind (the writer saw neither classifier nor any other example), measured
     once and never trained or tuned on. Measured: learned 94.6% binary (coverage 98.7%; by
-    voice: guardrailed 97.3%, cautious 95.9%, plain 93.3%, commercial 91.9%), rules v3 88.5%.
+    voice: guardrailed 97.3%, cautious 95.9%, plain 93.3%, commercial 91.9%), rules v3 88.6%.
     On XSTest's shared Llama-2 file (never trained on): learned 95.3%, rules 94.7%. A guard
     against regressions when the model is refitted, not a target to tune to."""
     held = refusal_eval(load_labelled_csv(FIXTURES / "refusal_own_held_v4.csv"), clf)

@@ -66,7 +66,7 @@ vote for, but ..." is a disclaimer; single-quoted speech is an example, not the 
 instruction after a short leading phrase ("On iPhone, set up ...") is material of an answer.
 Version 3's validated error comes from a set written blind and never tuned on
 (``refusal_own_held_v3.csv``, stored by ``classify.validation``): 80.6% binary agreement
-(version 2: 77.1%), and 88.5% on a second blind set (``refusal_own_held_v4.csv``, 300 answers in
+(version 2: 77.1%), and 88.6% on a second blind set (``refusal_own_held_v4.csv``, 300 answers in
 four models' voices), against 98-100% on the sets it was written against. The lexicon cannot list
 every harmful request; one it does not list falls back to version 2's reading.
 

@@ -67,10 +67,10 @@ def _figures(result: Any, file: str) -> dict[str, Any]:
     out = {"file": file, **{k: d[k] for k in keep}}
     for k in ("coverage", "agreement", "agreement_3class", "kappa", "kappa_3class"):
         if out[k] is not None:
-            out[k] = round(out[k], 4)
+            out[k] = round(out[k], 6)
     if out["agreement_ci95"]:
-        out["agreement_ci95"] = [round(x, 4) for x in out["agreement_ci95"]]
-    out["binary"] = {k: (round(v, 4) if isinstance(v, float) else v) for k, v in out["binary"].items()}
+        out["agreement_ci95"] = [round(x, 6) for x in out["agreement_ci95"]]
+    out["binary"] = {k: (round(v, 6) if isinstance(v, float) else v) for k, v in out["binary"].items()}
     return out
 
 
