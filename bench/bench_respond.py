@@ -44,7 +44,7 @@ def main() -> None:
     print(f"respond mode, embedded SmolLM2-135M, {args.cases} cases, context as {args.context_as}, "
           f"max_tokens {args.max_tokens}: {summary.status}")
     print(f"  wall time {wall:.1f} s, {wall / args.cases:.2f} s per case, {tokens / args.cases:.0f} tokens per answer")
-    print(f"  classifying (offline rules): {classify_s * 1000:.1f} ms in all, {100 * classify_s / wall:.3f}% of the run "
+    print(f"  classifying (offline default classifier): {classify_s * 1000:.1f} ms in all, {100 * classify_s / wall:.3f}% of the run "
           f"(target < 5%)")
 
 

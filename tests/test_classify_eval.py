@@ -208,7 +208,7 @@ def xstest_rows() -> list[LabelledAnswer]:
 
 
 def test_xstest_whole_file(xstest_rows: list[LabelledAnswer]) -> None:
-    res = refusal_eval(xstest_rows, make_classifier())
+    res = refusal_eval(xstest_rows, make_classifier("rules"))
     assert res.n == 450 and res.coverage == 1.0
     assert res.agreement is not None and res.agreement >= XSTEST_MIN_AGREEMENT  # XSTest's string match: 0.924
     assert res.kappa is not None and res.kappa >= XSTEST_MIN_KAPPA
@@ -218,7 +218,7 @@ def test_xstest_held_aside_half(xstest_rows: list[LabelledAnswer]) -> None:
     """The half of the file whose answers were not read while the rules were written."""
     dev, held = holdout_split(xstest_rows)
     assert (len(dev), len(held)) == (241, 209)
-    res = refusal_eval(held, make_classifier())
+    res = refusal_eval(held, make_classifier("rules"))
     assert res.agreement is not None and res.agreement >= HELD_MIN_AGREEMENT
 
 

@@ -23,7 +23,7 @@ def classify_cmd(run_dir: Path, out: Path | None, refusal_classifier: str | None
     Writes a new run directory that shares the answers; the original run stays as it was. Score
     it like any run (casebench score NEW_RUN).
     """
-    from ..classify import make_classifier
+    from ..classify import DEFAULT_CLASSIFIER, make_classifier
     from ..runs.reclassify import reclassify
 
     with bad_input_errors():
@@ -32,7 +32,7 @@ def classify_cmd(run_dir: Path, out: Path | None, refusal_classifier: str | None
         except ValueError as e:
             raise BadInput(f"--refusal-classifier: {e}") from None
         if out is None:
-            name = re.sub(r"[^A-Za-z0-9._-]+", "-", str(classifier.describe().get("name", refusal_classifier or "rules")))
+            name = re.sub(r"[^A-Za-z0-9._-]+", "-", str(classifier.describe().get("name", refusal_classifier or DEFAULT_CLASSIFIER)))
             out = run_dir.with_name(f"{run_dir.name}_{name.strip('-')}")
         manifest = reclassify(run_dir, out, classifier, partial_as_safe=partial_as == "safe")
     t = manifest.totals
