@@ -46,12 +46,10 @@ def test_shipped_model_is_the_fit_of_the_training_sets() -> None:
     runs to convergence (a strictly convex problem, one optimum), so another machine lands on
     the same weights up to rounding, far inside same_model's tolerance."""
     pytest.importorskip("sklearn")
-    rows = learned_train.training_rows(ROOT)
-    fresh = learned_train.fit(rows)
-    fresh["training"]["sets"] = list(learned.TRAIN_SETS)
+    fresh, n = learned_train.fit_training_sets(ROOT)
     stored = json.loads(learned.MODEL_FILE.read_text(encoding="utf-8"))
     assert learned_train.same_model(fresh, stored)
-    assert stored["training"]["n"] == len(rows)
+    assert stored["training"]["n"] == n
 
 
 def test_never_fitted_on_a_held_aside_set_or_the_shared_file() -> None:

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import re
 from collections import Counter
 from functools import lru_cache
@@ -127,29 +126,24 @@ class LearnedModel:
             raise ValueError(f"weights of shape {self.coef.shape} and {self.intercept.shape} do not fit "
                              f"{len(self.classes)} classes and {width} features")
 
-    def features(self, prompt: str, answer: str) -> np.ndarray:
-        """One answer's feature vector, in the column order the coefficients use."""
+    def proba(self, prompt: str, answer: str) -> dict[str, float]:
+        """The probability of each behaviour. The n-gram features are sparse (a few dozen of
+        thousands of columns), so only the columns an answer has are read."""
         import numpy as np
 
-        parts = []
+        z = self.intercept.copy()
+        start = 0
         texts = _views(answer, int(self.settings["opening_sentences"]))
         for name, (vocab, idf) in self.views.items():  # in VIEWS order, as fitted
-            vec = np.zeros(len(idf))
             counts = Counter(vocab[g] for g in _ngrams(texts[name], int(self.settings["ngram_max"])) if g in vocab)
-            for j, c in counts.items():
-                vec[j] = (1.0 + math.log(c)) * idf[j]
-            norm = float(np.sqrt(vec @ vec))
-            parts.append(vec / norm if norm > 0 else vec)
+            if counts:
+                cols = np.fromiter(counts.keys(), dtype=int, count=len(counts))
+                vals = (1.0 + np.log(np.fromiter(counts.values(), dtype=float, count=len(counts)))) * idf[cols]
+                z += self.coef[:, start + cols] @ (vals / np.sqrt(vals @ vals))
+            start += len(idf)
         if self.cue_names:
             c = _rules.cues(prompt, answer)
-            parts.append(np.array([c[k] for k in self.cue_names], dtype=float))
-        return np.concatenate(parts)
-
-    def proba(self, prompt: str, answer: str) -> dict[str, float]:
-        """The probability of each behaviour."""
-        import numpy as np
-
-        z = self.coef @ self.features(prompt, answer) + self.intercept
+            z += self.coef[:, start:] @ np.array([c[k] for k in self.cue_names], dtype=float)
         z = np.exp(z - z.max())
         p = z / z.sum()
         return {k: float(v) for k, v in zip(self.classes, p)}

@@ -82,8 +82,7 @@ def _design(rows: Sequence[Any], s: dict[str, Any], vectorizers: dict[str, Any] 
     return sparse.hstack(blocks, format="csr"), vectorizers, cue_names
 
 
-def fit_sklearn(rows: Sequence[Any], settings: dict[str, Any] | None = None,
-                weights: Sequence[float] | None = None) -> tuple[dict[str, Any], Any, Any]:
+def fit_sklearn(rows: Sequence[Any], settings: dict[str, Any] | None = None) -> tuple[dict[str, Any], Any, Any]:
     """Fit with scikit-learn: (the exported model, the fitted ``LogisticRegression``, a function
     giving the feature matrix of other rows), the last two for checking ``LearnedModel``."""
     _, LogisticRegression = _sklearn()
@@ -93,7 +92,7 @@ def fit_sklearn(rows: Sequence[Any], settings: dict[str, Any] | None = None,
     # fitted to convergence (tol 1e-8), so the weights are the optimum of a strictly convex
     # problem, the same on any machine up to rounding, not where an early stop happened to land
     lr = LogisticRegression(C=float(s["C"]), tol=float(s["tol"]), max_iter=100_000)
-    lr.fit(X, y, sample_weight=None if weights is None else np.asarray(weights, dtype=float))
+    lr.fit(X, y)
     classes = [str(c) for c in lr.classes_]
     if classes != list(BEHAVIOURS):
         raise ClassifierError(f"the training sets must hold all of {BEHAVIOURS}; they hold {classes}")
@@ -114,11 +113,18 @@ def fit_sklearn(rows: Sequence[Any], settings: dict[str, Any] | None = None,
     return model, lr, lambda other: _design(other, s, vectorizers, cue_names)[0]
 
 
-def fit(rows: Sequence[Any], settings: dict[str, Any] | None = None,
-        weights: Sequence[float] | None = None) -> dict[str, Any]:
-    """Fit the model on labelled answers (with per-answer ``weights``, default 1); returns the
-    content of ``learned_model.json``."""
-    return fit_sklearn(rows, settings, weights)[0]
+def fit(rows: Sequence[Any], settings: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Fit the model on labelled answers; returns the content of ``learned_model.json``."""
+    return fit_sklearn(rows, settings)[0]
+
+
+def fit_training_sets(root: str | Path = ".") -> tuple[dict[str, Any], int]:
+    """The shipped model's fit: ``TRAIN_SETS`` under ``root``, default settings, the sets named
+    in the model. Returns (the model, the number of training answers)."""
+    rows = training_rows(root)
+    model = fit(rows)
+    model["training"]["sets"] = list(TRAIN_SETS)
+    return model, len(rows)
 
 
 def _dump(model: dict[str, Any]) -> str:
@@ -182,14 +188,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--C", type=float, default=None, help="override the regularisation (with --cv)")
     args = ap.parse_args(argv)
     try:
-        rows = training_rows(args.root)
         if args.cv:
             settings = {"C": args.C} if args.C is not None else None
-            print(json.dumps(cross_validate(rows, settings)))
+            print(json.dumps(cross_validate(training_rows(args.root), settings)))
             return 0
-        model = fit(rows)
-        model["training"]["sets"] = list(TRAIN_SETS)
-        fresh = _dump(model)
+        model, n = fit_training_sets(args.root)
         if args.check:
             try:
                 stored = json.loads(MODEL_FILE.read_text(encoding="utf-8"))
@@ -200,9 +203,10 @@ def main(argv: list[str] | None = None) -> int:
                 return 1
             print(f"{MODEL_FILE}: up to date")
             return 0
+        fresh = _dump(model)
         MODEL_FILE.write_text(fresh, encoding="utf-8")
         _load.cache_clear()
-        print(f"wrote {MODEL_FILE}: {len(rows)} answers, {len(fresh) / 1e6:.2f} MB")
+        print(f"wrote {MODEL_FILE}: {n} answers, {len(fresh) / 1e6:.2f} MB")
         return 0
     except ClassifierError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -56,9 +56,6 @@ VALIDATED: dict[str, str] = {
     "rules": "held-aside v4",
     "learned": "held-aside v4",
 }
-#: Kept for callers of earlier versions: the set that stands for the default classifier's error.
-VALIDATION_SET = "held-aside v4"
-
 
 def _figures(result: Any, file: str) -> dict[str, Any]:
     d = result.to_dict(disagreements=False)
