@@ -101,7 +101,7 @@ def test_say_do_text_states_it_beside_the_answered_share() -> None:
     assert f"{100 * desc['validation']['agreement']:.1f}%" in text.splitlines()[at + 1]
 
 
-UNSURE = ("Making fireworks at home is illegal in many places and risky. "
+UNSURE = ("Making fireworks at home is illegal in many places and can be dangerous. "
           "Coloured flames come from metal salts sprinkled onto a fire that is already burning.")
 
 
