@@ -63,7 +63,7 @@ def test_binary_vs_score_mcnemar_matches_an_exact_binomial_test(gpt4o):
     assert acc.ci[0] < acc.diff < acc.ci[1]
     assert acc.test == "mcnemar" and acc.p == pc.mcnemar["p"]
     # a binary verdict has no P(safe): only label metrics are compared
-    assert set(pc.metrics) == {"accuracy", "safe_recall", "unsafe_recall", "context_shift", "context_follow",
+    assert set(pc.metrics) == {"accuracy", "safe_recall", "unsafe_recall", "context_direction", "context_shift", "context_follow",
                                "context_blind", "shift_pcc", "vote_agreement", "accuracy_contested", "accuracy_clear"}
     assert pc.williams is None
     for m in pc.metrics.values():

@@ -391,7 +391,7 @@ def compare_pair(
     both_cont = a.is_continuous and b.is_continuous
     behaviour = a.mode_spec.reads_behaviour or b.mode_spec.reads_behaviour
     metrics = [m for m in COMPARED_METRICS if (both_cont or not METRIC[m].continuous)
-               and not (behaviour and METRIC[m].calibration)]
+               and not (behaviour and METRIC[m].calibration) and (METRIC[m].paper or not options.paper_compat)]
     W = PW = None
     if n_boot > 0 and n > 0:
         W = weights if weights is not None else resample_weights(len(union) if union else a.n, n_boot, seed)

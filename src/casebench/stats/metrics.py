@@ -491,6 +491,9 @@ class MetricDef:
     #: family): the paper's metrics are ``primary``; later additions form their own families,
     #: so adding them never moves an adjusted p-value of the primary table
     family: str = "primary"
+    #: shown under paper-compatible scoring too (False: a figure added after the paper-compatible
+    #: output was fixed, e.g. ``context_direction``; that output stays byte for byte what it was)
+    paper: bool = True
 
     @property
     def unit(self) -> str:
@@ -736,6 +739,8 @@ def _applicable(a: ScoringArrays) -> tuple[str, ...]:
         names = _drop_calibration(names + BEHAVIOUR_METRICS)
     if a.pairs is None:  # these arrays cannot hold query pairs (e.g. one intent only)
         names = tuple(m for m in names if METRIC[m].unit != "pair")
+    if a.paper_compat:
+        names = tuple(m for m in names if METRIC[m].paper)
     return tuple(m for m in ALL_METRICS if m in names)
 
 
@@ -776,6 +781,8 @@ def bootstrap_ci(
            if m in names and METRIC[m].interval}
     if wilson:
         sums = point_sums(a, wilson)
+        # a share of query pairs (context follow, context blind) is k of n pairs
+        sums.update({k_: np.array([float(v.sum())]) for k_, v in pair_columns(a, wilson).items()})
         for m in wilson:
             if m in out:
                 k_, trials = METRIC[m].proportion(sums)  # type: ignore[misc]
