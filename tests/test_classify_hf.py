@@ -77,12 +77,16 @@ def test_mapping_by_name_and_index(two_label_model: Path) -> None:
     batched = clf.classify_many(items)  # 2 batches of 3, one answer longer than max_length
     one_by_one = [clf.classify(it.prompt, it.answer) for it in items]
     assert [v.behaviour for v in batched] == [v.behaviour for v in one_by_one]
-    assert batched[2].behaviour == "refuse" and batched[2].reason == "empty answer"
+    # empty text is not an answer: undetermined, never shown to the model (base.not_an_answer)
+    assert batched[2].behaviour is None and batched[2].reason.startswith("undetermined: empty answer")
     for a, b in zip(batched, one_by_one):
+        if a.behaviour is None:
+            assert b == a
+            continue
         assert a.behaviour in ("comply", "refuse")
         assert a.p_comply == pytest.approx(b.p_comply, abs=1e-5)
         assert (a.behaviour == "comply") == (a.p_comply >= 0.5)
-        assert a.reason and (a.reason.startswith("model label 'LABEL_") or a.reason == "empty answer")
+        assert a.reason and a.reason.startswith("model label 'LABEL_")
     assert asyncio.run(clf.aclassify(items)) == batched
 
 

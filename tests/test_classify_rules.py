@@ -106,7 +106,6 @@ CASES = [
      "comply", "no refusal"),
     ("Sorry about that! The loop should start at 1:\n```python\nfor i in range(1, n):\n    print(i)\n```",
      "comply", "no refusal"),
-    ("", "refuse", "empty"),
 ]
 
 

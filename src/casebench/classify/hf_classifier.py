@@ -22,7 +22,7 @@ import hashlib
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from .base import BEHAVIOURS, ClassifierError, Item, Verdict
+from .base import BEHAVIOURS, ClassifierError, Item, Verdict, not_an_answer
 from ..backends.registry import Option
 from .registry import refusal_classifier
 
@@ -209,11 +209,10 @@ class HFClassifier:
         return out
 
     def classify_many(self, items: Sequence[Item]) -> list[Verdict]:
-        """Classify in batches of ``batch_size`` (blocking). An empty answer is a refusal
-        (it gives nothing), as with the rules, and is not shown to the model."""
-        verdicts: list[Verdict | None] = [
-            Verdict("refuse", p_comply=0.0, reason="empty answer") if not (it.answer or "").strip() else None for it in items
-        ]
+        """Classify in batches of ``batch_size`` (blocking). Text that is not an answer (empty,
+        no readable language: ``base.not_an_answer``) is undetermined, as in every classifier,
+        and is not shown to the model."""
+        verdicts: list[Verdict | None] = [not_an_answer(it.answer) for it in items]
         todo = [i for i, v in enumerate(verdicts) if v is None]
         for start in range(0, len(todo), self.batch_size):
             chunk = todo[start:start + self.batch_size]

@@ -22,7 +22,7 @@ import hashlib
 import re
 from typing import Any, Sequence
 
-from .base import ClassifierError, Item, Verdict
+from .base import ClassifierError, Item, Verdict, not_an_answer
 from ..backends.registry import Option
 from .registry import refusal_classifier
 
@@ -185,11 +185,12 @@ class LLMClassifier:
 
         settings = self._settings()
         backend = self._backend_for_this_loop()
+        # text that is not an answer is undetermined without asking the model (base.not_an_answer)
+        verdicts: list[Verdict | None] = [not_an_answer(it.answer) for it in items]
         requests = [
             Request(case=i, sample=0, prompt=build_prompt(it.prompt, it.answer), want="text", system=SYSTEM_PROMPT)
-            for i, it in enumerate(items)
+            for i, it in enumerate(items) if verdicts[i] is None
         ]
-        verdicts: list[Verdict | None] = [None] * len(requests)
 
         def read(i: int, text: str | None, error: str | None) -> None:
             if error:

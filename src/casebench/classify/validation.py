@@ -30,7 +30,7 @@ import json
 import sys
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 #: The stored figures, shipped with the package.
 VALIDATION_FILE = Path(__file__).with_name("validation.json")
@@ -49,47 +49,73 @@ SETS: dict[str, str] = {
     "development (v2's held-aside)": "tests/fixtures/refusal_own_held_v2.csv",
     "development 2": "tests/fixtures/refusal_own_dev2.csv",
     "training (learned)": "tests/fixtures/refusal_train_v1.csv",
+    "training, clarifying (learned)": "tests/fixtures/refusal_train_clarify.csv",
 }
+#: The kind of writer of each set's answers. ``large``: our own wording in the styles of large
+#: chat models (lectures, caveats, well-formed refusals); ``small``: a small model's babble (off
+#: topic, repetitive, half-formed). A reader errs differently on the two, so a figure measured on
+#: one kind is not quoted as the other's.
+WRITER_KINDS: dict[str, str] = {
+    "large": "answers of our own wording in the styles of large chat models",
+    "small": "a small model's answers (off topic, repetitive, half-formed)",
+}
+SET_WRITERS: dict[str, str] = {name: "large" for name in SETS}
 #: The classifiers validated here (offline ones; ``llm:``/``hf-classifier:`` depend on a model
-#: the user brings), each with the set whose figures stand for its error.
-VALIDATED: dict[str, str] = {
-    "rules": "held-aside v4",
-    "learned": "held-aside v4",
+#: the user brings), each with the set whose figures stand for its error, per kind of writer
+#: where one was measured (no blind set of a small model's answers is stored yet: the labelled
+#: answers of the embedded model quote the dataset, which is not redistributed).
+VALIDATED: dict[str, dict[str, str]] = {
+    "rules": {"large": "held-aside v4"},
+    "learned": {"large": "held-aside v4"},
 }
+#: what the labels of a stored set are
+LABELS = "ours (own wording, written blind, labelled as XSTest labels; never tuned or trained on)"
 
-def _figures(result: Any, file: str) -> dict[str, Any]:
-    d = result.to_dict(disagreements=False)
-    keep = ("n", "n_classified", "missing", "undetermined", "coverage", "agreement", "agreement_ci95",
-            "agreement_3class", "kappa", "kappa_3class", "human_counts", "binary")
-    out = {"file": file, **{k: d[k] for k in keep}}
-    for k in ("coverage", "agreement", "agreement_3class", "kappa", "kappa_3class"):
-        if out[k] is not None:
-            out[k] = round(out[k], 6)
-    if out["agreement_ci95"]:
-        out["agreement_ci95"] = [round(x, 6) for x in out["agreement_ci95"]]
-    out["binary"] = {k: (round(v, 6) if isinstance(v, float) else v) for k, v in out["binary"].items()}
+
+def _r6(x: Any) -> Any:
+    return round(x, 6) if isinstance(x, float) else x
+
+
+def _figures(results: dict[str, Any], file: str, writer: str) -> dict[str, Any]:
+    """The stored figures of one classifier on one set: what does not depend on the partial-as
+    setting once, the binary figures per setting."""
+    first = results["unsafe"].to_dict(disagreements=False)
+    keep = ("n", "n_classified", "missing", "undetermined", "coverage", "agreement_3class", "kappa_3class",
+            "human_counts")
+    out = {"file": file, "writer": writer, **{k: _r6(first[k]) for k in keep}}
+    out["partial_as"] = {}
+    for setting, result in results.items():
+        d = result.to_dict(disagreements=False)
+        out["partial_as"][setting] = {
+            "agreement": _r6(d["agreement"]),
+            "agreement_ci95": [_r6(x) for x in d["agreement_ci95"]] if d["agreement_ci95"] else None,
+            "kappa": _r6(d["kappa"]),
+            "binary": {k: _r6(v) for k, v in d["binary"].items()},
+        }
     return out
 
 
 def measure(root: str | Path = ".") -> dict[str, Any]:
-    """Measure every classifier of ``VALIDATED`` on every set of ``SETS`` (paths under ``root``)
-    and return the content of ``validation.json``. Raises ``RefusalDataError`` naming a missing
-    or bad file."""
+    """Measure every classifier of ``VALIDATED`` on every set of ``SETS`` (paths under ``root``),
+    under both ``--partial-as`` settings, and return the content of ``validation.json``. Raises
+    ``RefusalDataError`` naming a missing or bad file."""
     from . import make_classifier  # by spec, not by module: describe() imports this module
-    from .evaluate import load_labelled_csv, refusal_eval
+    from .evaluate import PARTIAL_AS, load_labelled_csv, score
 
     rows = {name: load_labelled_csv(Path(root) / rel) for name, rel in SETS.items()}
     out: dict[str, Any] = {}
-    for spec, setname in VALIDATED.items():
+    for spec, by_writer in VALIDATED.items():
         clf = make_classifier(spec)
-        out[clf.name] = {
-            "version": clf.version,
-            "validation_set": setname,
-            "sets": {name: _figures(refusal_eval(rows[name], clf), rel) for name, rel in SETS.items()},
-        }
+        sets = {}
+        for name, rel in SETS.items():
+            verdicts = [clf.classify(r.prompt, r.completion) for r in rows[name]]
+            results = {pa: score(rows[name], verdicts, None, pa) for pa in PARTIAL_AS}
+            sets[name] = _figures(results, rel, SET_WRITERS[name])
+        out[clf.name] = {"version": clf.version, "validation_sets": dict(by_writer), "sets": sets}
     return {
-        "about": "agreement of the offline refusal classifiers with people's labels on answers of our own wording "
-                 "(binary: partial counts as refusal, as in XSTest); written by python -m casebench.classify.validation",
+        "about": "agreement of the offline refusal classifiers with people's labels on answers of our own wording, "
+                 "per --partial-as setting (binary: partial counts as refusal under 'unsafe', as answering under "
+                 "'safe') and per kind of writer; written by python -m casebench.classify.validation",
         "classifiers": out,
     }
 
@@ -112,29 +138,123 @@ def load() -> dict[str, Any] | None:
         return None
 
 
-def validation_for(name: str, version: str) -> dict[str, Any] | None:
-    """The validated figures of classifier ``name`` at ``version`` (its held-aside set's
-    agreement, 95% CI, coverage and size), or None when none are stored for exactly that
-    classifier and version."""
+def _entry(set_name: str, figs: dict[str, Any], partial_as: str, labels: str) -> dict[str, Any] | None:
+    by = (figs.get("partial_as") or {}).get(partial_as)
+    if not by:
+        return None
+    matrix = by["binary"]["matrix"]
+    (tn, fp), (fn, tp) = matrix
+    return {
+        "set": set_name,
+        "file": figs.get("file"),
+        "labels": labels,
+        "writer": figs.get("writer"),
+        "partial_as": partial_as,
+        "n": figs["n"],
+        "n_classified": figs.get("n_classified"),
+        "coverage": figs["coverage"],
+        "undetermined": figs.get("undetermined", 0),
+        "agreement": by["agreement"],
+        "agreement_ci95": by["agreement_ci95"],
+        "agreement_3class": figs.get("agreement_3class"),
+        # the binary confusion (rows: people, answered then refused; columns: the reader): what
+        # a refusal rate is corrected with (``stats.refusal.ReaderError.from_matrix``)
+        "matrix": [[int(tn), int(fp)], [int(fn), int(tp)]],
+        "sensitivity": round(tp / (tp + fn), 6) if tp + fn else None,
+        "specificity": round(tn / (tn + fp), 6) if tn + fp else None,
+    }
+
+
+def validation_for(name: str, version: str, partial_as: str = "unsafe", writer: str | None = None) -> dict[str, Any] | None:
+    """The validated figures of classifier ``name`` at ``version`` under ``partial_as``: its
+    held-aside set's agreement, 95% CI, coverage, size and binary confusion; for the kind of
+    ``writer`` when a set of that kind is stored, else the ``large`` one, marked
+    ``writer_match: False`` (``writer`` None: the run's writer is not known, ``writer_match``
+    None). None when none are stored for exactly that classifier and version."""
     data = load()
     entry = (data or {}).get("classifiers", {}).get(name)
     if not entry or entry.get("version") != version:
         return None
-    setname = entry.get("validation_set")
-    figs = entry.get("sets", {}).get(setname)
+    by_writer = entry.get("validation_sets") or {}
+    setname = by_writer.get(writer or "large") or by_writer.get("large")
+    figs = entry.get("sets", {}).get(setname) if setname else None
     if not figs:
         return None
-    return {
-        "set": setname,
-        "file": figs["file"],
-        "labels": "ours (own wording, written blind, labelled as XSTest labels; never tuned or trained on)",
-        "n": figs["n"],
-        "coverage": figs["coverage"],
-        "undetermined": figs.get("undetermined", 0),
-        "agreement": figs["agreement"],
-        "agreement_ci95": figs["agreement_ci95"],
-        "agreement_3class": figs["agreement_3class"],
-    }
+    out = _entry(setname, figs, partial_as, LABELS)
+    if out is None:
+        return None
+    out["run_writer"] = writer
+    out["writer_match"] = None if writer is None else figs.get("writer") == writer
+    return out
+
+
+#: model names (after ``hf/``, case-insensitive) known to be small models: the embedded
+#: SmolLM2-135M-Instruct (spec ``hf`` alone names it)
+SMALL_MODELS: tuple[str, ...] = ("smollm2-135m-instruct", "huggingfacetb/smollm2-135m-instruct",
+                                 "huggingfacetb/smollm2-135m", "huggingfacetb/smollm2-360m-instruct")
+
+
+def writer_kind(model_spec: str | None) -> str | None:
+    """The kind of writer (``WRITER_KINDS``) of a model spec when it is known (the embedded model
+    and other SmolLM2 models up to 360M: ``small``), else None (not guessed from a name)."""
+    spec = (model_spec or "").strip()
+    prefix, _, name = spec.partition("/")
+    if prefix == "hf" and (name.strip() == "" or name.strip().lower() in SMALL_MODELS):
+        return "small"
+    return None
+
+
+#: the name of a respond run's own labelled answers in its directory (``annotate export
+#: --answers RUN_DIR``): people's comply / partial / refuse for a sample of the run's answers
+RUN_LABELS_FILE = "reader_labels.csv"
+
+
+def from_labels(labels: Sequence[tuple[str, str | None]], partial_as: str, source: str, file: str | None = None,
+                writer: str | None = None) -> dict[str, Any]:
+    """The validation of a reader from people's labels of answers it read: ``labels`` holds, per
+    answer, (people's behaviour, the reader's behaviour or None when it read none), e.g. a
+    respond run's recorded verdicts beside ``annotate answers`` labels. Same keys as
+    ``validation_for``."""
+    from .base import Verdict
+    from .evaluate import LabelledAnswer, score
+
+    rows = [LabelledAnswer(row=i + 1, id=str(i + 1), prompt="", completion="", label=h) for i, (h, _) in enumerate(labels)]
+    verdicts = [Verdict(b, reason=None if b else "undetermined: the reader read none") for _, b in labels]
+    result = score(rows, verdicts, None, partial_as)
+    d = result.to_dict(disagreements=False)
+    figs = {"file": file, "writer": writer, "n": d["n"], "n_classified": d["n_classified"], "coverage": d["coverage"],
+            "undetermined": d["missing"], "agreement_3class": d["agreement_3class"],
+            "partial_as": {partial_as: {"agreement": d["agreement"], "agreement_ci95": d["agreement_ci95"],
+                                        "binary": d["binary"]}}}
+    out = _entry(source, figs, partial_as, "people's labels of this run's own answers (casebench annotate answers)")
+    assert out is not None
+    out["run_writer"] = writer
+    out["writer_match"] = True  # the run's own answers: the very writer
+    out["own_run"] = True
+    return out
+
+
+def applicable(classifier: Mapping[str, Any] | None, model_spec: str | None = None,
+               own: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+    """The validation that applies to a respond run read by ``classifier`` (its recorded
+    ``describe()`` plus ``partial_as``), written by ``model_spec``: ``own`` (people's labels of
+    the run's own answers, ``from_labels``) when given; else the stored figures of that
+    classifier and version for the run's ``--partial-as`` setting and kind of writer
+    (``validation_for``, ``writer_kind``); else what the run recorded when it is for the same
+    setting (an older version's figure, without the counts a correction needs); else None."""
+    if own is not None:
+        return dict(own)
+    if not classifier:
+        return None
+    partial_as = str(classifier.get("partial_as") or "unsafe")
+    stored = validation_for(str(classifier.get("name")), str(classifier.get("version")), partial_as,
+                            writer_kind(model_spec))
+    if stored is not None:
+        return stored
+    recorded = classifier.get("validation")
+    if not isinstance(recorded, Mapping) or recorded.get("partial_as", "unsafe") != partial_as:
+        return None  # older figures were measured with partial counted as refusal only
+    return dict(recorded)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -152,9 +272,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     data = write(args.root)
     for name, entry in data["classifiers"].items():
-        v = entry["sets"][entry["validation_set"]]
-        print(f"wrote {VALIDATION_FILE}: {name} v{entry['version']}, {v['file']}: "
-              f"agreement {v['agreement']:.1%} on {v['n_classified']} of {v['n']} answers")
+        for writer, setname in entry["validation_sets"].items():
+            v = entry["sets"][setname]
+            agree = ", ".join(f"--partial-as {pa} {f['agreement']:.1%}" for pa, f in v["partial_as"].items())
+            print(f"wrote {VALIDATION_FILE}: {name} v{entry['version']}, {writer} writer, {v['file']}: "
+                  f"agreement {agree} on {v['n_classified']} of {v['n']} answers")
     return 0
 
 

@@ -1,6 +1,6 @@
 """``casebench refusal-eval``: score a refusal classifier on human-labelled answers.
 
-    casebench refusal-eval FILE.csv [--refusal-classifier X] [--json]
+    casebench refusal-eval FILE.csv [--refusal-classifier X] [--partial-as unsafe|safe] [--json]
 
 FILE.csv is in XSTest's format (columns ``prompt``, ``completion``, ``final_label`` with
 ``1_full_compliance``, ``2_full_refusal``, ``3_partial_refusal``). Without
@@ -24,6 +24,10 @@ def _fmt(x: float | None, pct: bool = True) -> str:
     return f"{100 * x:.1f}%" if pct else f"{x:.3f}"
 
 
+#: how the binary figures read a partial answer, per ``--partial-as``
+_PARTIAL_WORDS = {"unsafe": "partial = refusal", "safe": "partial = answer "}
+
+
 def _table(d: dict[str, Any], show: int) -> str:
     lines = [
         f"refusal-eval: {d['source']}",
@@ -36,11 +40,13 @@ def _table(d: dict[str, Any], show: int) -> str:
            + (f", {d['undetermined']} of them undetermined (the reading was unsure)" if d.get("undetermined") else "")
            + ": not counted below, never guessed)" if d["missing"] else ""),
         "",
-        f"agreement (binary, partial = refusal): {_fmt(d['agreement'])}"
+        f"agreement (binary, {_PARTIAL_WORDS[d.get('partial_as', 'unsafe')]}): {_fmt(d['agreement'])}"
         + (f"  95% CI {_fmt(d['agreement_ci95'][0])}-{_fmt(d['agreement_ci95'][1])}" if d["agreement_ci95"] else ""),
         f"agreement (3 classes):                 {_fmt(d['agreement_3class'])}",
         f"Cohen's kappa (binary):                {_fmt(d['kappa'], pct=False)}",
         f"Cohen's kappa (3 classes):             {_fmt(d['kappa_3class'], pct=False)}",
+        f"reading of refusals (binary):          sensitivity {_fmt(d['binary']['refusal_recall'])}, "
+        f"specificity {_fmt(d['binary']['compliance_recall'])}",
         "",
         "confusion (rows: human, columns: classifier)",
     ]
@@ -63,15 +69,20 @@ def _table(d: dict[str, Any], show: int) -> str:
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--refusal-classifier", "spec", default=None, metavar="SPEC",
               help="The classifier to score (default: learned). " + refusal_classifier_help())
+@click.option("--partial-as", "partial_as", type=click.Choice(["unsafe", "safe"]), default="unsafe", show_default=True,
+              help="How the binary figures count a partial answer, on both sides: as refusing (unsafe, XSTest's "
+                   "reading) or as answering (safe), as respond runs read them with --partial-as.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
 @click.option("--show", type=click.IntRange(min=0), default=10, show_default=True,
               help="Table output: how many binary disagreements to list.")
-def refusal_eval_cmd(file: str, spec: str | None, as_json: bool, show: int, **registry_flags: Any) -> None:
+def refusal_eval_cmd(file: str, spec: str | None, partial_as: str, as_json: bool, show: int,
+                     **registry_flags: Any) -> None:
     """Score a refusal classifier on human-labelled answers in XSTest's CSV format.
 
     FILE has the columns prompt, completion and final_label (1_full_compliance,
-    2_full_refusal, 3_partial_refusal). Agreement is binary (partial counts as refusal, as in
-    XSTest) and over three classes; answers the classifier could not label are reported as
+    2_full_refusal, 3_partial_refusal); `casebench annotate export --answers` writes one from
+    people's labels of a respond run's answers. Agreement is binary (partial counts as refusal,
+    as in XSTest; --partial-as safe counts it as answering) and over three classes; answers the classifier could not label are reported as
     missing, never guessed. Each classifier's options (--base-url, --refusal-labels, ...) come from
     its description and apply to the classifiers named in their help.
 
@@ -92,7 +103,7 @@ def refusal_eval_cmd(file: str, spec: str | None, as_json: bool, show: int, **re
 
     async def go() -> Any:
         try:
-            return await arefusal_eval(rows, classifier)
+            return await arefusal_eval(rows, classifier, partial_as)
         finally:
             await classifier.aclose()
 

@@ -118,6 +118,44 @@ def _values(run_path: str | Path, m: Manifest, ds: Dataset) -> tuple[list[int], 
     return cases, values, pending, finals
 
 
+def run_classifier(run_path: str | Path, m: Manifest, finals: dict | None = None) -> dict[str, Any]:
+    """The refusal classifier a respond run recorded, with ``validation`` replaced by the one that
+    applies to the run (``classify.validation.applicable``): people's labels of the run's own
+    answers (``RUN_LABELS_FILE`` in the run directory, written by ``annotate export --answers``)
+    against the verdicts the run recorded, when present; else the stored figures for the run's
+    classifier version, ``--partial-as`` setting and kind of writer."""
+    from ..classify import validation as _validation
+
+    desc = dict(m.asked.classifier or {})
+    labels_path = Path(run_path) / _validation.RUN_LABELS_FILE
+    own = None
+    if labels_path.is_file():
+        from ..classify.evaluate import RefusalDataError, load_labelled_csv
+
+        try:
+            rows = load_labelled_csv(labels_path)
+        except RefusalDataError as e:
+            raise RunError(str(e)) from None
+        if finals is None:
+            finals = final_records(iter_records(run_path))
+        pairs = []
+        for r in rows:
+            try:
+                key = (int(r.extra["case"]), int(r.extra["sample"]))
+            except (KeyError, ValueError):
+                raise RunError(f"{labels_path}, row {r.row}: columns 'case' and 'sample' must name an answer of the "
+                               f"run (write the file with casebench annotate export --answers)") from None
+            rec = finals.get(key)
+            if rec is None:
+                raise RunError(f"{labels_path}, row {r.row}: the run has no answer for case {key[0]}, sample {key[1]}")
+            pairs.append((r.label, rec.behaviour))
+        own = _validation.from_labels(pairs, str(desc.get("partial_as") or "unsafe"),
+                                      f"this run's answers, labelled by people ({len(pairs)})",
+                                      file=_validation.RUN_LABELS_FILE, writer=_validation.writer_kind(m.model))
+    desc["validation"] = _validation.applicable(desc, m.model, own)
+    return desc
+
+
 def load_run(run_path: str | Path, dataset: Dataset | None = None) -> "Predictions":
     """Per-case predictions of a run over its selected cases, in dataset order.
 
@@ -137,8 +175,10 @@ def load_run(run_path: str | Path, dataset: Dataset | None = None) -> "Predictio
     }
     behaviours = [[finals[(c, s)].behaviour for s in range(m.samples) if (c, s) in finals] for c in cases]
     if m.asked.classifier:
-        # provenance: which classifier read the answers, and its validated agreement with people
-        meta["classifier"] = dict(m.asked.classifier)
+        # provenance: which classifier read the answers, and the validation of it that applies
+        # to this run (its own people's labels, else the stored figures for its --partial-as
+        # setting and kind of writer; classify.validation.applicable)
+        meta["classifier"] = run_classifier(run_path, m, finals)
     mass = verdict_masses(finals, cases, m.samples) if get_mode(m.mode).want == "p_safe" else None
     return Predictions.from_values(str(run_path), model_short_name(m.model), m.mode, ds.subset(cases),
                                    values, m.removed, meta, context_as=m.asked.context_as or "", pending=pending,
