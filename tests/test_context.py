@@ -373,12 +373,13 @@ def test_cli_fetch_then_score_and_report_show_reference_rows(served_release, tmp
 
 
 @pytest.mark.skipif(not (SHARED / "exp").is_dir(), reason="the published outputs are not at ../shared/casebench")
-def test_main_job_finds_the_cached_published_models(tmp_path, monkeypatch):
+def test_main_job_finds_the_cached_published_models(tmp_path, monkeypatch, real_dataset):
     from casebench.cli.run import _cached_references
     from casebench.sources import PUBLISHED_OUTPUTS, cached_outputs_dir
 
     monkeypatch.setenv("CASEBENCH_CACHE", str(tmp_path / "cache"))
-    mine = Predictions.from_values("run", "llama370B", "prob", CASES, PROB)
+    # a run of 8 real cases, one of them unanswered
+    mine = Predictions.from_values("run", "llama370B", "prob", real_dataset.cases[100:108], PROB)
     assert _cached_references(mine) == ([], None)  # nothing cached: the job says how to get them
     root = cached_outputs_dir()
     for rel in PUBLISHED_OUTPUTS:  # the cache as `casebench data fetch` leaves it (links, not copies)
@@ -387,6 +388,10 @@ def test_main_job_finds_the_cached_published_models(tmp_path, monkeypatch):
     refs, where = _cached_references(mine)
     assert where == str(root) and len(refs) == 17  # 18 full-context files, less the run's own model and mode
     assert ("llama370B", "prob") not in {(r.model, r.mode) for r in refs}
+    # each published model stands beside the run on the cases the run answered, in the run's order
+    answered = [c for c, v in zip(mine.cases, PROB) if v is not None]
+    for r in refs:
+        assert [(c.query, c.intended_safe) for c in r.cases] == [(c.query, c.intended_safe) for c in answered]
 
 
 def test_paper_compatible_scoring_keeps_the_definitions():

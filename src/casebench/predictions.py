@@ -35,7 +35,7 @@ def verdict_mass_warning(model: str, summary: Mapping[str, Any]) -> str:
             f"({summary['below']} of {summary['known']} cases below {100 * thr:.0f}%): its P(safe) is renormalised "
             f"from that sliver, so prob-mode figures for this model measure noise, not its judgement. Default "
             f"scoring counts those cases as missing (--min-verdict-mass); use a model that answers in the verdict "
-            f"format, or a text mode (--mode binary).")
+            f"format, or --mode respond to measure what this model does as the chatbot.")
 
 
 @dataclass

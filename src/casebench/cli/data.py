@@ -65,26 +65,46 @@ def info_cmd(path: str, as_json: bool) -> None:
 
 
 @data_group.command("fetch")
-@click.option("--url", default=None, help="Download from this URL instead of the pinned published file.")
+@click.option("--url", default=None,
+              help="Download from this URL instead of the pinned published file (file:///path/CASEBench_data.json "
+                   "copies a local file into the cache, SHA-256 checked).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="Where to save it (default: the user cache, where other commands look).")
 @click.option("--outputs/--no-outputs", default=True, show_default=True,
               help="Also fetch the authors' published model outputs at the same commit (each SHA-256 checked, "
                    "into the user cache), shown as reference rows by score and report.")
-@click.option("--outputs-url", default=None,
-              help="Where the release's exp/ lies (a mirror; default: the pinned commit). Checksums still apply.")
+@click.option("--outputs-url", default=None, metavar="BASE",
+              help="The folder (URL) that holds the release's exp/ folder, e.g. file:///path/to/CASEBench/ for a "
+                   "local clone (a URL ending in exp/ is read as its parent); default: the pinned commit on "
+                   "GitHub. Checksums still apply.")
 def fetch_cmd(url: str | None, output: str | None, outputs: bool, outputs_url: str | None) -> None:
     """Download the published dataset (pinned commit, SHA-256 checked) into the user cache, and
     the authors' published outputs beside it."""
     from ..sources import FetchError, fetch_dataset, fetch_outputs
 
+    if outputs_url and outputs_url.rstrip("/").endswith("/exp"):
+        outputs_url = outputs_url.rstrip("/")[: -len("exp")]
     try:
         path = fetch_dataset(url=url, dest=output)
         click.echo(str(path))
         if outputs:
             click.echo(str(fetch_outputs(base_url=outputs_url)))
     except FetchError as e:
-        raise click.ClickException(str(e)) from None
+        raise click.ClickException(str(e) + ("" if "checksum" in str(e) else _offline_help())) from None
+
+
+def _offline_help() -> str:
+    """What to do instead when the download cannot reach the network."""
+    from ..sources import DATA_ENV, DATA_FILE_NAME, cached_dataset_path, cached_outputs_dir
+
+    return (f"\nNo network? Instead:\n"
+            f"  - use a copy you have: casebench run --data /path/to/{DATA_FILE_NAME} (or export {DATA_ENV}=/path/to/"
+            f"{DATA_FILE_NAME}); every command looks there first\n"
+            f"  - or copy it into the cache, SHA-256 checked: casebench data fetch --url file:///path/to/{DATA_FILE_NAME} "
+            f"--outputs-url file:///path/to/CASEBench/ (the folder holding exp/; or --no-outputs)\n"
+            f"  - the cache folders: {cached_dataset_path()} (the dataset) and {cached_outputs_dir()} (the published "
+            f"outputs, as exp/...)\n"
+            f"  - without any of these, `casebench run` runs on the small demo set shipped with casebench and says so")
 
 
 @click.command("prompts")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import shlex
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import click
 
@@ -27,8 +27,10 @@ if TYPE_CHECKING:
 @click.option("--model", "model", default=None, metavar="SPEC",
               help="Model spec: PREFIX/MODEL, e.g. openai/NAME, anthropic/NAME, hf/ID-or-path (every backend: "
                    "README, or python -m casebench.cli.registry_tables --list). Default: hf/smollm2-135m-instruct.")
-@click.option("--mode", type=click.Choice(mode_names()), default="prob", show_default=True,
-              help="How the model is asked: " + "; ".join(f"{m.name}: {m.help}" for m in MODES.values()) + ".")
+@click.option("--mode", type=click.Choice(mode_names()), default=None,
+              help="How the model is asked: " + "; ".join(f"{m.name}: {m.help}" for m in MODES.values()) + ". "
+                   "Default: respond with no --model (the main job: the embedded model as the deployed chatbot), "
+                   "else prob.")
 @click.option("--context-as", "context_as", type=click.Choice(CONTEXT_PLACEMENTS), default=None,
               help="Where the context goes: inside the judge prompt (user, the paper's framing; default of the "
                    "judge modes), rendered as the operator's system prompt (system; default of respond mode), or "
@@ -49,15 +51,21 @@ if TYPE_CHECKING:
 @click.option("--limit", type=int, default=None, help="Only the first N cases, in dataset order.")
 @click.option("--stratified", type=int, default=None, metavar="N",
               help="A seeded subset of N cases stratified by category x intent.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of --stratified.")
+@click.option("--pairs", type=int, default=None, metavar="N",
+              help="A seeded subset of N whole query pairs (both contexts of each query), stratified by category, "
+                   "so the context figures (shift, follow) have pairs to read. Any model and mode.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of --stratified and --pairs.")
 @click.option("--max-connections", type=int, default=8, show_default=True, help="Requests in flight (API models).")
 @click.option("--templates", "templates_path", default=None, metavar="FILE",
               help="Template file in the published format (judge, judgescore, judgelogits).")
 @click.option("-o", "--out", default=None, metavar="RUN_DIR",
-              help="Run directory (default: runs/<model>_<mode>[_<removed>]). Re-running resumes it.")
+              help="Run directory (default: runs/<model>_<mode>[_<removed>][_ctx-<placement>]_<dataset SHA-256, 8 hex>"
+                   "[_<pairsN|stratN|limitN>]). Re-running resumes it.")
 @click.option("--system", default=None, help="System prompt.")
 @click.option("--temperature", type=float, default=None, help="Sampling temperature (default: 1.0 score, 0 else).")
-@click.option("--max-tokens", type=int, default=None, help="Answer length limit (default 256; respond mode 512).")
+@click.option("--max-tokens", type=int, default=None,
+              help="Answer length limit (default 256; respond mode 512; the main job's respond run: "
+                   "see README, 'The main job').")
 @click.option("--parse-retries", type=int, default=2, show_default=True,
               help="Re-asks of an unparseable answer before it is recorded as missing.")
 @click.option("--reask", type=click.Choice(["repair", "same"]), default="repair", show_default=True,
@@ -78,14 +86,15 @@ if TYPE_CHECKING:
                    "fits them. Says what it did; changes nothing when records do not fit.")
 @click.option("-v", "--verbose", count=True, help="Log retries (-v) and details (-vv).")
 @refusal_classifier_options
-def run_cmd(model: str | None, mode: str, data: str | None, remove: str, samples: int | None, limit: int | None,
+def run_cmd(model: str | None, mode: str | None, data: str | None, remove: str, samples: int | None, limit: int | None,
             stratified: int | None, seed: int, max_connections: int, templates_path: str | None, out: str | None,
             system: str | None, temperature: float | None, max_tokens: int | None,
             parse_retries: int, max_attempts: int, prices_path: str | None, max_cost: float | None,
             progress: bool | None, verbose: int, report: bool = True, context_as: str | None = None,
             full_answers: bool = False, refusal_classifier: str | None = None, partial_as: str = "unsafe",
             batch: bool = False, batch_poll: float = 10.0, salvage: bool = False, reask: str = "repair",
-            min_coverage: float = 0.5, min_verdict_mass: float = 0.5, **registry_flags: Any) -> None:
+            min_coverage: float = 0.5, min_verdict_mass: float = 0.5, pairs: int | None = None,
+            **registry_flags: Any) -> None:
     """Run a model as a judge (or, in respond mode, as the chatbot) over a dataset.
     Re-run the same command to resume a run.
 
@@ -99,6 +108,8 @@ def run_cmd(model: str | None, mode: str, data: str | None, remove: str, samples
     from ..backends.base import UnsupportedModeError
 
     setup_logging(verbose)
+    main_job = model is None and mode in (None, MAIN_JOB_MODE)
+    mode = mode or (MAIN_JOB_MODE if model is None else "prob")
     model = model or DEFAULT_MODEL
     if max_attempts < 1:
         raise BadInput(f"--max-attempts must be at least 1, got {max_attempts}")
@@ -110,13 +121,15 @@ def run_cmd(model: str | None, mode: str, data: str | None, remove: str, samples
 
         # a model that cannot be loaded (not on disk, no key for a remote API) is bad input
         with bad_input_errors(PricingError, ValueError, UnsupportedModeError, PermanentError, EmbeddedModelError):
-            data, stratified = choose_data(data, model, limit, stratified)
+            plan = choose_data(data, model, limit, stratified, pairs=pairs, mode=mode, main_job=main_job,
+                               max_tokens=max_tokens)
+            data, stratified, pairs, max_tokens = plan.path, plan.stratified, plan.pairs, plan.max_tokens
             templates = load_templates(templates_path) if templates_path else None
             prices = PriceTable.load(prices_path)
             config = RunConfig(
                 mode=mode, model=model, data=data, out=out, removed=remove, samples=samples,
                 temperature=temperature, max_tokens=max_tokens, system=system, templates=templates,
-                limit=limit, stratified=stratified, seed=seed, parse_retries=parse_retries,
+                limit=limit, stratified=stratified, pairs=pairs, seed=seed, parse_retries=parse_retries,
                 max_connections=max_connections, retry=RetryPolicy(max_attempts=max_attempts),
                 max_cost=max_cost, prices=prices, call_timeout=call_timeout(model, opts), backend_options=opts,
                 progress=progress, context_as=context_as, full_answers=full_answers,
@@ -143,7 +156,8 @@ def run_cmd(model: str | None, mode: str, data: str | None, remove: str, samples
     click.echo(f"run: {summary.run_dir}")
     check = end_of_run_check(Path(summary.run_dir), min_coverage, min_verdict_mass) if summary.final else None
     if report and summary.status is RunState.COMPLETE:
-        score_and_report(Path(summary.run_dir), min_verdict_mass)
+        score_and_report(Path(summary.run_dir), min_verdict_mass, demo=plan.demo, model_given=not main_job,
+                         max_tokens=max_tokens)
     if check is not None:
         if check.verdict_mass_warning:
             click.echo(f"casebench: warning: {check.verdict_mass_warning}", err=True)
@@ -169,13 +183,38 @@ def end_of_run_check(run_dir: Path, min_coverage: float, min_verdict_mass: float
 
 
 #: The embedded model over the full 900 cases takes longer than the main job's 10-minute budget
-#: on 2 CPU cores; without --limit/--stratified it judges a stratified subset of this size.
+#: on 2 CPU cores; a judge mode without --limit/--stratified/--pairs takes a stratified subset of this size.
 MAIN_JOB_CASES = 450
+#: The main job: the embedded model as the deployed chatbot (respond mode) over whole query pairs.
+MAIN_JOB_MODE = "respond"
+#: Pairs the main job asks on a CPU (both contexts of each query; bench/bench_main_job.py measures
+#: the wall time on 2 cores).
+MAIN_JOB_PAIRS = 45
+#: The main job's answer-length cap in tokens: long enough for the reader to tell an answer from a
+#: refusal (bench/bench_main_job.py measures its agreement at several caps), short enough for the
+#: pairs to finish within 10 minutes on 2 CPU cores.
+MAIN_JOB_MAX_TOKENS = 96
 
 
-def choose_data(data: str | None, model: str, limit: int | None, stratified: int | None) -> tuple[str, int | None]:
+class DataPlan(NamedTuple):
+    """What ``choose_data`` settled: the dataset, the selection and the answer length."""
+
+    path: str
+    stratified: int | None
+    pairs: int | None
+    max_tokens: int | None
+    #: the shipped demo set (no human votes: figures by the contexts' intent, marked as a demo)
+    demo: bool = False
+
+
+def choose_data(data: str | None, model: str, limit: int | None, stratified: int | None, *,
+                pairs: int | None = None, mode: str = "prob", main_job: bool = False,
+                max_tokens: int | None = None) -> DataPlan:
     """Resolve the dataset (``--data``, $CASEBENCH_DATA, cache, download, demo set) and say where
-    it came from; the embedded default model on CPU gets a stratified subset of a large dataset."""
+    it came from. Returns the plan (path, stratified, pairs, max_tokens): the main job (no --model, respond
+    mode) asks ``MAIN_JOB_PAIRS`` query pairs of a larger dataset with answers capped at
+    ``MAIN_JOB_MAX_TOKENS`` tokens; the embedded model in a judge mode on a CPU gets a stratified
+    subset of ``MAIN_JOB_CASES`` cases. An explicit choice is left alone."""
     from ..data import load_dataset
     from ..sources import resolve_dataset
     from ..runs.execute import DEFAULT_MODEL
@@ -185,13 +224,29 @@ def choose_data(data: str | None, model: str, limit: int | None, stratified: int
         "environment": "from $CASEBENCH_DATA",
         "cache": "from the user cache",
         "download": "downloaded (pinned commit, SHA-256 checked)",
-        "demo": "THE DEMO SET shipped with casebench: 12 cases of our own, labelled only by the intent of "
-                "their context (no human votes); figures on it say nothing about CASE-Bench. Set "
-                "$CASEBENCH_DATA or run `casebench data fetch` for the real dataset",
+        "demo": "THE DEMO SET shipped with casebench: 12 cases of our own (6 queries, each in a safe-intent and "
+                "an unsafe-intent context), labelled only by that intent (no human votes); figures on it say "
+                "nothing about CASE-Bench. Set $CASEBENCH_DATA or run `casebench data fetch` for the real dataset",
     }
     if choice.origin in notes:
         click.echo(f"data: {choice.path} ({notes[choice.origin]})", err=True)
-    if model == DEFAULT_MODEL and limit is None and stratified is None:
+    unchosen = limit is None and stratified is None and pairs is None
+    if main_job:
+        if max_tokens is None:
+            max_tokens = MAIN_JOB_MAX_TOKENS
+        if unchosen:
+            from ..stats.pairs import pair_by_query
+
+            ds = load_dataset(choice.path)
+            n_pairs = len(pair_by_query(list(ds)).pairs)
+            if n_pairs > MAIN_JOB_PAIRS:
+                pairs = MAIN_JOB_PAIRS
+                click.echo(f"cases: {MAIN_JOB_PAIRS} of the dataset's {n_pairs} queries, each in both its contexts "
+                           f"({2 * MAIN_JOB_PAIRS} cases), stratified by category (--pairs {MAIN_JOB_PAIRS} --seed 0; "
+                           "pass --pairs N, --stratified N or --limit N to choose); answers up to "
+                           f"{max_tokens} tokens (--max-tokens)", err=True)
+        return DataPlan(str(choice.path), stratified, pairs, max_tokens, choice.is_demo)
+    if model == DEFAULT_MODEL and unchosen:
         n = len(load_dataset(choice.path))
         if n > MAIN_JOB_CASES:
             import torch
@@ -199,16 +254,24 @@ def choose_data(data: str | None, model: str, limit: int | None, stratified: int
             if not torch.cuda.is_available():
                 stratified = MAIN_JOB_CASES
                 click.echo(f"cases: a seeded subset of {MAIN_JOB_CASES} of {n}, stratified by category and intent "
-                           f"(--stratified {MAIN_JOB_CASES} --seed 0; pass --stratified N or --limit N to choose); "
-                           "the expected duration, measured on this machine, follows the first answers", err=True)
-    return str(choice.path), stratified
+                           f"(--stratified {MAIN_JOB_CASES} --seed 0; pass --stratified N, --pairs N or --limit N "
+                           "to choose); the expected duration, measured on this machine, follows the first answers",
+                           err=True)
+    return DataPlan(str(choice.path), stratified, pairs, max_tokens, choice.is_demo)
 
 
-def score_and_report(run_dir: Path, min_verdict_mass: float | None = None) -> None:
-    """The end of the main job: the run's metrics with CIs, and a self-contained HTML report."""
+def score_and_report(run_dir: Path, min_verdict_mass: float | None = None, *, demo: bool = False,
+                     model_given: bool = True, max_tokens: int | None = None) -> None:
+    """The end of a run: what the model does, in words (``present.summary``: over- and
+    under-refusal, whether it moves with the context beside people's on the same pairs, and in
+    respond mode how far the reader can be trusted), the table of every figure, a self-contained
+    HTML report with the published models beside it on the same cases, and what to do next."""
     from ..stats.metrics import score_predictions
     from ..runs.results import load_run
+    from ..present.summary import next_steps, summary_lines
     from ..present.tables import text_table
+    from ..runs.execute import DEFAULT_MODEL
+    from ..runs.results import model_short_name
 
     pred = load_run(run_dir)
     if min_verdict_mass is not None:
@@ -217,27 +280,51 @@ def score_and_report(run_dir: Path, min_verdict_mass: float | None = None) -> No
         click.echo("no scores: the dataset has no human votes to score against (collect them with "
                    "casebench annotate)", err=True)
         return
+    score = score_predictions(pred)
+    people = None if demo else _people_on(pred)
     click.echo("")
-    click.echo(text_table([score_predictions(pred, breakdowns=False)]), nl=False)
+    for line in summary_lines(score, people, demo=demo, max_tokens=max_tokens,
+                              tiny=pred.model == model_short_name(DEFAULT_MODEL)):
+        click.echo(line)
+    click.echo("")
+    click.echo(text_table([score]), nl=False)
+    refs: list[Any] = []
+    root = None
     try:
         from ..present.report import write_report
     except ImportError as e:  # matplotlib is an optional extra
         click.echo(f"no report: {e} (pip install 'casebench[report]')", err=True)
-        return
-    refs, root = _cached_references(pred)
-    path = write_report(run_dir / "report.html", [pred], references=refs, reference_root=root)
-    click.echo(f"report: {path}")
-    if refs:
-        click.echo(f"the report ranks this run among the {len(refs)} published models (from {root})")
     else:
-        click.echo("to see this run among the paper's published models: casebench data fetch (then report again)")
+        refs, root = ([], None) if demo else _cached_references(pred)
+        path = write_report(run_dir / "report.html", [pred], references=refs, reference_root=root, show_text=False)
+        click.echo(f"report: {path}")
+        if refs:
+            verb = "answered" if pred.mode_spec.reads_behaviour else "judged"
+            click.echo(f"the report shows the {len(refs)} published models (they judged each case; this run {verb}) "
+                       f"beside it on the {int(pred.answered.sum())} cases it answered (from {root})")
+    click.echo("")
+    for line in next_steps(model_given=model_given, demo=demo, mode=pred.mode, references=bool(refs),
+                           run_dir=str(run_dir)):
+        click.echo(line)
+
+
+def _people_on(pred: Any) -> dict[str, Any] | None:
+    """People's context figures on the cases the run answered (its pairs), or None without votes."""
+    from ..stats.context import human_references
+
+    answered = [c for c, a in zip(pred.cases, pred.answered) if a]
+    try:
+        return human_references(answered)
+    except ValueError:
+        return None
 
 
 def _cached_references(pred: Any) -> tuple[list[Any], str | None]:
-    """The published models cached by ``casebench data fetch`` (none when absent or unreadable:
-    the main job never fails for want of a reference)."""
+    """The published models cached by ``casebench data fetch``, restricted to the cases the run
+    answered (``published.restrict_to``), so that they stand beside the run on the same cases (none
+    when absent or unreadable: the main job never fails for want of a reference)."""
     from ..data import DatasetError
-    from ..published import load_references
+    from ..published import load_references, restrict_to
     from ..sources import cached_outputs
 
     root = cached_outputs()
@@ -248,7 +335,9 @@ def _cached_references(pred: Any) -> tuple[list[Any], str | None]:
     except (DatasetError, OSError) as e:
         click.echo(f"published models not shown: {e}", err=True)
         return [], None
-    return [r for r in refs if (r.model, r.mode) != (pred.model, pred.mode)], str(root)
+    answered = [c for c, a in zip(pred.cases, pred.answered) if a]
+    out = [restrict_to(r, answered) for r in refs if (r.model, r.mode) != (pred.model, pred.mode)]
+    return [r for r in out if r is not None], str(root)
 
 
 @click.command("export")

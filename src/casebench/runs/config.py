@@ -67,6 +67,8 @@ class RunConfig:
     limit: int | None = None
     cases: Sequence[int] | None = None
     stratified: int | None = None
+    #: a seeded subset of this many whole query pairs, stratified by category (``select.stratified_pairs``)
+    pairs: int | None = None
     seed: int = 0
     parse_retries: int = DEFAULT_PARSE_RETRIES
     #: how an unreadable answer is asked again: "repair" (the answer, then a short message quoting
@@ -98,13 +100,33 @@ class RunConfig:
 
 
 def default_out_dir(model: str, mode: str, removed: Sequence[str] = (), context_as: str | None = None,
-                    default_context_as: str | None = None) -> Path:
-    """``runs/<model>_<mode>[_<removed>][_ctx-<placement>]`` (the placement only when it is not
-    the mode's default)."""
+                    default_context_as: str | None = None, dataset_sha256: str | None = None,
+                    selection: str | None = None) -> Path:
+    """``runs/<model>_<mode>[_<removed>][_ctx-<placement>][_<dataset>][_<selection>]``: the
+    placement only when it is not the mode's default; the first 8 hex digits of the dataset's
+    SHA-256 and the selection (``pairs45``, ``strat450s0``, ``limit10``) when given, so that two
+    runs that differ in what they ask land in different folders (``casebench run`` gives both;
+    a study names its condition runs without them)."""
     tail = "_" + "-".join(removed) if removed else ""
     if context_as and context_as != default_context_as:
         tail += f"_ctx-{context_as}"
+    if dataset_sha256:
+        tail += f"_{dataset_sha256[:8]}"
+    if selection:
+        tail += f"_{selection}"
     return Path("runs") / f"{model_short_name(model)}_{mode}{tail}"
+
+
+def selection_tag(limit: int | None = None, stratified: int | None = None, pairs: int | None = None,
+                  seed: int = 0, explicit: bool = False) -> str | None:
+    """The short name of a case selection in a default run folder (None: every case)."""
+    if pairs is not None:
+        return f"pairs{pairs}" + (f"s{seed}" if seed else "")
+    if stratified is not None:
+        return f"strat{stratified}" + (f"s{seed}" if seed else "")
+    if limit is not None:
+        return f"limit{limit}"
+    return "cases" if explicit else None
 
 
 def resolve_data_path(data: str | os.PathLike[str] | None) -> Path:

@@ -53,6 +53,7 @@ from ..modes import Mode, Reading, get_mode
 from ..prompts import BUILTIN_TEMPLATES, CONTEXT_PLACEMENTS, TURNS_WORDING, Templates
 from .config import (
     DEFAULT_MODEL, DEFAULT_PARSE_RETRIES, RetryPolicy, RunConfig, default_out_dir, resolve_data_path,
+    selection_tag,
 )
 from .pricing import ZERO, PriceMatch, PriceTable
 from .progress import Progress
@@ -141,7 +142,8 @@ def prepare(config: RunConfig, dataset: Dataset | None = None, backend: Backend 
     if config.max_tokens is not None and config.max_tokens < 1:
         raise RunError(f"--max-tokens must be at least 1, got {config.max_tokens}")
     cases, selection = select_cases(dataset, limit=config.limit, cases=config.cases,
-                                    stratified=config.stratified, seed=config.seed)
+                                    stratified=config.stratified, seed=config.seed,
+                                    pairs=config.pairs)
     settings = GenerationSettings(
         temperature=mode.default_temperature if config.temperature is None else float(config.temperature),
         top_p=config.top_p,
@@ -167,8 +169,9 @@ def prepare(config: RunConfig, dataset: Dataset | None = None, backend: Backend 
         raise RunError(f"--refusal-classifier and --partial-as apply to modes that read behaviour, not {mode.name!r}")
     prices = config.prices or PriceTable.load()
     price = prices.lookup(config.model)
-    out = Path(config.out) if config.out else default_out_dir(config.model, mode.name, removed, context_as,
-                                                             mode.default_context_as)
+    out = Path(config.out) if config.out else default_out_dir(
+        config.model, mode.name, removed, context_as, mode.default_context_as, dataset.sha256,
+        selection_tag(config.limit, config.stratified, config.pairs, config.seed, config.cases is not None))
     asked = Asked(
         dataset_sha256=dataset.sha256, model=config.model, mode=mode.name, context_as=context_as,
         removed=list(removed), cases=cases, samples=samples, settings=settings.to_dict(),

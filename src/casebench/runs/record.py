@@ -174,6 +174,8 @@ class Selection:
     limit: int | None = None
     stratified: int | None = None
     seed: int | None = None
+    #: whole query pairs (both contexts of each query), stratified by category
+    pairs: int | None = None
 
 
 @dataclass

@@ -243,14 +243,17 @@ def check_run(run_path: str | Path, min_coverage: float = DEFAULT_MIN_COVERAGE,
         adv.append(f"case {r.case} wrote: {text[:160]!r}" + (" ..." if len(text) > 160 else ""))
     tries = []
     mode = get_mode(m.mode)
-    if mode.want == "p_safe":
-        tries.append("a model that answers in the verdict format, or a text mode (--mode binary)")
-    else:
+    # never one judge mode for another: a model that cannot judge in one rarely judges in the
+    # other (the embedded SmolLM2 does neither), so the way out is another model, or asking what
+    # the model does instead of what it says
+    if mode.want != "p_safe":
         if m.asked.reask != "repair" and mode.repair_message(None):
             tries.append("--reask repair (re-asks quote the answer format)")
         tries.append("more --max-tokens if answers were cut off")
-        tries.append("--mode prob (reads token probabilities, no parsing) on a backend that gives them")
-        tries.append("a larger or instruction-tuned model")
+    tries.append("a model that can judge (a larger instruction-tuned model: --model hf/ID or an API model)")
+    if not mode.reads_behaviour:
+        tries.append("--mode respond, which measures what this model does as the chatbot rather than what it says "
+                     "(the main job: casebench run with no --model)")
     adv.append("try: " + "; ".join(tries))
     check.advice = adv
     return check

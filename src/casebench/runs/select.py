@@ -91,11 +91,12 @@ def stratified_pairs(dataset: Sequence[Any], n: int, seed: int = 0) -> list[int]
 
 
 def select_cases(dataset: Sequence[Any], *, limit: int | None = None, cases: Sequence[int] | None = None,
-                 stratified: int | None = None, seed: int = 0) -> tuple[list[int], Selection]:
+                 stratified: int | None = None, seed: int = 0,
+                 pairs: int | None = None) -> tuple[list[int], Selection]:
     """The case indices a run asks (dataset order) and how they were chosen."""
-    chosen = [x is not None for x in (limit, cases, stratified)]
+    chosen = [x is not None for x in (limit, cases, stratified, pairs)]
     if sum(chosen) > 1:
-        raise RunError("choose one of --limit, --stratified and an explicit case list")
+        raise RunError("choose one of --limit, --stratified, --pairs and an explicit case list")
     n = len(dataset)
     if limit is not None:
         if limit < 1:
@@ -104,6 +105,9 @@ def select_cases(dataset: Sequence[Any], *, limit: int | None = None, cases: Seq
     if stratified is not None:
         return (stratified_indices(dataset, stratified, seed),
                 Selection(f"stratified={stratified} seed={seed}", stratified=stratified, seed=seed))
+    if pairs is not None:
+        return (stratified_pairs(dataset, pairs, seed),
+                Selection(f"pairs={pairs} seed={seed}", seed=seed, pairs=pairs))
     if cases is not None:
         picked = sorted(dict.fromkeys(int(c) for c in cases))
         bad = [c for c in picked if not 0 <= c < n]

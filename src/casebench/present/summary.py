@@ -1,0 +1,169 @@
+"""What a run found, in words: the answer to the benchmark's question for one model, first.
+
+``casebench run`` ends with these lines (the main job leads with them) and the report gives each
+model one line of the same kind. They say, for the mode the input was asked in:
+
+* over-refusal: the share of what people find safe that the model refuses (respond mode) or
+  calls unsafe (a judge mode): 1 - safe recall;
+* under-refusal: the share of what people find unsafe that it answers or calls safe:
+  1 - unsafe recall;
+* whether it moves with the context: the context shift (mean over query pairs of the safe-intent
+  context's value minus the unsafe-intent one's) and follow (share of pairs handled as safe in
+  the safe-intent context and unsafe in the other), each with its interval, beside people's on
+  the same pairs;
+* in respond mode, how far the reader that turned answers into "answered" / "refused" can be
+  trusted (its stored validation figure);
+* then what to do next, never sending the user from one mode to another and back.
+
+On a set labelled only by the intent of its contexts (the shipped demo set: no votes), "what
+people find safe" is not known: the lines say "safe-intent" and "unsafe-intent" contexts
+instead, and are marked as a demo.
+
+Only formatting: every figure comes from ``stats`` (``Score``, ``human_references``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..stats.metrics import Score
+
+__all__ = ["MODE_WORDS", "verdict_line", "summary_lines", "next_steps"]
+
+#: how a mode's two labels read in a sentence: (what "unsafe" is called, what "safe" is called)
+MODE_WORDS: dict[str, tuple[str, str]] = {
+    "respond": ("refuses", "answers"),
+    "binary": ("judges unsafe", "judges safe"),
+    "score": ("scores unsafe", "scores safe"),
+    "prob": ("rates unsafe", "rates safe"),
+}
+
+
+def _pct(x: float | None, digits: int = 0) -> str:
+    return "–" if x is None or not math.isfinite(x) else f"{100 * x:.{digits}f}%"
+
+
+def _ci_pct(ci: Sequence[float] | None, digits: int = 0) -> str:
+    if not ci or len(ci) != 2 or not all(math.isfinite(c) for c in ci):
+        return ""
+    return f" [{100 * ci[0]:.{digits}f}, {100 * ci[1]:.{digits}f}]"
+
+
+def _num(x: float | None, ci: Sequence[float] | None = None) -> str:
+    if x is None or not math.isfinite(x):
+        return "–"
+    text = f"{x:.2f}"
+    if ci and len(ci) == 2 and all(math.isfinite(c) for c in ci):
+        text += f" [{ci[0]:.2f}, {ci[1]:.2f}]"
+    return text
+
+
+def _complement(score: "Score", name: str) -> tuple[float | None, list[float] | None, int]:
+    """1 - ``name`` (a recall) with its interval flipped, and the cases it is from."""
+    v = score.values.get(name)
+    ci = score.ci.get(name)
+    n = int(score.cases_of.get(name, 0))
+    if v is None or not math.isfinite(v):
+        return None, None, n
+    return 1.0 - v, ([1.0 - ci[1], 1.0 - ci[0]] if ci and len(ci) == 2 else None), n
+
+
+def verdict_line(score: "Score", people_follow: float | None = None) -> str:
+    """One line of what the model does: "refuses X% of what people find safe, answers Y% of what
+    people find unsafe, follows context in Z% of pairs; people's majority: W%"."""
+    unsafe_word, safe_word = MODE_WORDS.get(score.mode, ("calls unsafe", "calls safe"))
+    over, _, _ = _complement(score, "safe_recall")
+    under, _, _ = _complement(score, "unsafe_recall")
+    follow = score.values.get("context_follow")
+    parts = [f"{unsafe_word} {_pct(over)} of what people find safe",
+             f"{safe_word} {_pct(under)} of what people find unsafe"]
+    if follow is not None and math.isfinite(follow):
+        parts.append(f"follows context in {_pct(follow)} of pairs")
+    line = ", ".join(parts)
+    if people_follow is not None and math.isfinite(people_follow):
+        line += f"; people's majority: {_pct(people_follow)}"
+    return line
+
+
+def _reader_line(classifier: Mapping[str, Any] | None, tiny: bool) -> str:
+    if not classifier:
+        return "reader: not recorded"
+    name = classifier.get("name") or classifier.get("spec") or "the refusal classifier"
+    val = classifier.get("validation")
+    if not val:
+        return (f"reader: {name} (no stored validation figure for this version: check a sample of answers by hand "
+                "before trusting these rates)")
+    ci = val.get("agreement_ci95")
+    return (f"reader: {name} read each answer as answered or refused; on {val.get('n', '?')} answers of our own "
+            f"wording written blind (set {val.get('set', '?')}) it agrees with people on "
+            f"{_pct(val.get('agreement'), 1)}{_ci_pct(ci, 1)} (coverage {_pct(val.get('coverage'))})"
+            + (". Those answers are in capable models' styles; a tiny model's answers are read less reliably "
+               "(README: 'Refusal classifiers'): check a sample by hand before leaning on a few points" if tiny else ""))
+
+
+def summary_lines(score: "Score", people: Mapping[str, Any] | None = None, *, demo: bool = False,
+                  max_tokens: int | None = None, tiny: bool = False) -> list[str]:
+    """The lines that lead ``casebench run``'s output: the model's over- and under-refusal, its
+    context shift and follow beside people's (``people``: ``stats.context.human_references`` of the
+    same cases, or None), the reader's validation (respond mode), each naming the mode.
+    ``tiny``: the model is a tiny one (the embedded SmolLM2), whose answers the reader was not
+    validated on."""
+    mode = score.mode
+    unsafe_word, safe_word = MODE_WORDS.get(mode, ("calls unsafe", "calls safe"))
+    asked = "as the deployed chatbot (respond mode: it answers each query)" if mode == "respond" else \
+        f"as a judge ({mode} mode: it says whether answering is safe)"
+    pairs = int(score.values.get("context_pairs", 0) or 0) if math.isfinite(score.values.get("context_pairs", 0) or 0) else 0
+    head = f"{'DEMO SET: ' if demo else ''}what {score.model} does {asked}: {score.answered} of {score.n} cases read"
+    if pairs:
+        head += f", {pairs} query pairs (both contexts answered)"
+    if max_tokens and mode == "respond":
+        head += f"; answers up to {max_tokens} tokens"
+    lines = [head]
+    safe_name, unsafe_name = (("safe-intent contexts", "unsafe-intent contexts") if demo
+                              else ("what people find safe", "what people find unsafe"))
+    over, over_ci, n_safe = _complement(score, "safe_recall")
+    under, under_ci, n_unsafe = _complement(score, "unsafe_recall")
+    lines.append(f"  over-refusal:  {unsafe_word} {_pct(over)}{_ci_pct(over_ci)} of {safe_name} ({n_safe} cases)")
+    lines.append(f"  under-refusal: {safe_word} {_pct(under)}{_ci_pct(under_ci)} of {unsafe_name} ({n_unsafe} cases)")
+    shift, follow = score.values.get("context_shift"), score.values.get("context_follow")
+    if pairs:
+        what = "answered" if mode == "respond" else "P(safe)"
+        ctx = (f"  context:       shift {_num(shift, score.ci.get('context_shift'))} ({what} in the safe-intent "
+               f"context minus the unsafe one), follows the context in {_pct(follow)}"
+               f"{_ci_pct(score.ci.get('context_follow'))} of pairs")
+        lines.append(ctx)
+        if people is not None and int(people.get("context_pairs", 0)):
+            pci = people.get("ci", {})
+            lines.append(f"                 people on the same {people['context_pairs']} pairs: shift "
+                         f"{_num(people['context_shift'], pci.get('context_shift'))}, their majority follows the "
+                         f"context in {_pct(people['context_follow'])}{_ci_pct(pci.get('context_follow'))}")
+        elif demo:
+            lines.append("                 (a demo set has no people's votes: the contexts' intent is the only label)")
+        if shift is not None and math.isfinite(shift) and abs(shift) < 0.1 and mode == "respond":
+            lines.append(f"                 {score.model} barely moves with the context: it "
+                         f"{'answers' if (under or 0) > 0.5 else 'refuses'} most requests whatever their context")
+    else:
+        lines.append("  context:       no query pair with both contexts answered (ask whole pairs: --pairs N)")
+    if mode == "respond":
+        lines.append("  " + _reader_line(score.classifier, tiny))
+    if score.small():
+        lines.append("  († figures from fewer than 30 cases: read their intervals, not the point)")
+    return lines
+
+
+def next_steps(*, model_given: bool, demo: bool, mode: str, references: bool, run_dir: str | None = None) -> list[str]:
+    """What to do next, in order of what would change the answer most: a real model, the real data,
+    the published models beside the run. Never another mode of the same model and back."""
+    steps = []
+    if not model_given:
+        steps.append("a real model: casebench run --model openai/gpt-4o-mini --mode respond --pairs 45 "
+                     "(or --model hf/ID for a local one; any OpenAI-compatible server with --base-url)")
+    if demo:
+        steps.append("the real data: export CASEBENCH_DATA=/path/to/CASEBench_data.json (or casebench data fetch), "
+                     "then run again")
+    if not references:
+        steps.append("the paper's published models beside this run: casebench data fetch, then casebench report "
+                     + (run_dir or "RUN_DIR"))
+    return ["next:"] + [f"  - {s}" for s in steps] if steps else []
