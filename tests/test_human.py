@@ -128,37 +128,50 @@ def test_pairing_by_query_text_not_position():
 # 1. Context effect
 
 
-def test_shares_and_pooled_z(small):
+def test_shares_and_the_context_effect_over_queries(small):
     v = small["votes"]
     assert v["safe_contexts"]["share"] == pytest.approx(14 / 20)
     assert v["unsafe_contexts"]["share"] == pytest.approx(6 / 20)
-    z = (0.7 - 0.3) / math.sqrt(0.5 * 0.5 * (1 / 20 + 1 / 20))
-    assert small["context_effect"]["z"] == pytest.approx(z)
-    assert small["context_effect"]["p"] == pytest.approx(two_sided_p(z))
-    assert small["context_effect"]["log10_p"] == pytest.approx(math.log10(two_sided_p(z)))
+    ce = small["context_effect"]
+    # no test on pooled votes (they cluster within cases and queries)
+    assert "z" not in ce and "p" not in ce and "log10_p" not in ce
+    # published h (votes + the intent vote, child-related override): q1 1.0/0.0, q2 0.8/0.0, q3 0.6/0.0,
+    # q4 0.4/0.4, q5 0/0 -> one person 2.4 / 5; the majority labels S/U in q1, q2, q3 -> follow 3 / 5
+    assert ce["label_source"] == "published" and ce["pairs"] == 5
+    assert ce["one_person"]["context_shift"] == pytest.approx(2.4 / 5)
+    assert ce["majority"]["context_follow"] == pytest.approx(3 / 5)
+    # the votes alone: q1 1/0, q2 0.75/0, q3 0.5/0 (a tie: unsafe), q4 0.25/0.5, q5 0/0 (override)
+    assert ce["votes_alone"]["one_person_shift"] == pytest.approx((1 + 0.75 + 0.5 - 0.25) / 5)
+    assert ce["votes_alone"]["majority_follow"] == pytest.approx(2 / 5)
+    assert ce["with_intent_vote"]["one_person_shift"] == pytest.approx(2.4 / 5)
+    # q3 differs only because the intent vote broke its 2-2 tie
+    assert ce["people_differ"] == {"counted": 3, "with_intent_vote": 3, "votes_alone": 2, "intent_tie_break": 1}
+    # the test is the paired one over queries
+    assert ce["test"]["p"] == small["paired"]["p"]
 
 
-def test_categories_with_benjamini_hochberg(small):
+def test_categories_tested_over_their_queries_with_benjamini_hochberg(small):
+    from scipy.stats import wilcoxon
+
     rows = {r["category"]: r for r in small["categories"]}
     assert list(rows) == ["alpha things", "beta things", "child-related crimes"]
     a, b, c = rows["alpha things"], rows["beta things"], rows["child-related crimes"]
     assert (a["share_safe_contexts"], a["share_unsafe_contexts"]) == (7 / 8, 0.0)
     assert (b["share_safe_contexts"], b["share_unsafe_contexts"]) == (3 / 8, 2 / 8)
-    za, zb = pooled_z(7, 8, 0, 8), pooled_z(3, 8, 2, 8)
-    pa, pb = two_sided_p(za), two_sided_p(zb)
-    assert a["z"] == pytest.approx(za) and a["p"] == pytest.approx(pa)
-    assert b["z"] == pytest.approx(zb) and b["p"] == pytest.approx(pb)
-    # all votes safe in both contexts: equal shares, z = 0, p = 1
-    assert (c["z"], c["p"]) == (0.0, 1.0)
-    # BH over 3: sorted p_a < p_b < p_c = 1
-    assert pa < pb < 1
-    adj_b = min(pb * 3 / 2, 1.0)
-    adj_a = min(pa * 3 / 1, adj_b)
-    assert a["p_adjusted"] == pytest.approx(adj_a)
-    assert b["p_adjusted"] == pytest.approx(adj_b)
-    assert c["p_adjusted"] == pytest.approx(1.0)
-    assert [r["significant"] for r in (a, b, c)] == [adj_a < 0.05, False, False] == [True, False, False]
-    assert small["categories_significant"]["count"] == 1 and small["categories_significant"]["of"] == 3
+    # per-query differences of the votes alone: alpha q1 1.0, q2 0.75; beta q3 0.5, q4 -0.25; child q5 0
+    assert "z" not in a
+    assert (a["pairs"], b["pairs"], c["pairs"]) == (2, 2, 1)
+    wa, wb = wilcoxon([1.0, 0.75]), wilcoxon([0.5, -0.25])
+    assert a["statistic"] == wa.statistic and a["p"] == pytest.approx(wa.pvalue)
+    assert b["statistic"] == wb.statistic and b["p"] == pytest.approx(wb.pvalue)
+    assert a["mean_difference"] == pytest.approx(0.875)
+    # every difference zero: nothing to test
+    assert (c["statistic"], c["p"], c["p_adjusted"]) == (None, None, None)
+    # BH over the 2 tested categories
+    pa, pb = sorted([wa.pvalue, wb.pvalue])
+    assert max(a["p_adjusted"], b["p_adjusted"]) == pytest.approx(pb)
+    assert min(a["p_adjusted"], b["p_adjusted"]) == pytest.approx(min(pa * 2, pb))
+    assert small["categories_significant"]["count"] == 0 and small["categories_significant"]["of"] == 2
 
 
 def test_paired_wilcoxon_exact(small):
@@ -359,7 +372,8 @@ def invoke(*args):
 
 REQUIRED = [
     ("votes", "safe_contexts", "share"), ("votes", "unsafe_contexts", "share"),
-    ("context_effect", "z"), ("context_effect", "p"), ("pairs_significant", "count"),
+    ("context_effect", "one_person", "context_shift"), ("context_effect", "majority", "context_follow"),
+    ("paired", "p"), ("pairs_significant", "count"),
     ("kruskal_wallis", "safe_contexts", "H"), ("kruskal_wallis", "safe_contexts", "p"),
     ("kruskal_wallis", "unsafe_contexts", "H"), ("kruskal_wallis", "unsafe_contexts", "p"),
     ("agreement", "fleiss_kappa"), ("agreement", "krippendorff_alpha"),
@@ -383,7 +397,8 @@ def test_cli_json_has_every_documented_key():
     assert out["votes"]["safe_contexts"]["share"] == pytest.approx(0.7)
     assert out["pairs_significant"]["count"] == 2
     for row in out["categories"]:
-        assert {"category", "share_safe_contexts", "share_unsafe_contexts", "z", "p", "p_adjusted"} <= set(row)
+        assert {"category", "share_safe_contexts", "share_unsafe_contexts", "pairs", "statistic", "p",
+                "p_adjusted"} <= set(row)
     assert [set(r) >= {"k", "agreement"} for r in out["stability"]] == [True, True]
     assert out["dataset"]["path"].endswith("human_small.json")
 
@@ -394,7 +409,11 @@ def test_cli_alpha_and_label_source_and_stats_alias():
     res = invoke("stats", SMALL, "--label-source", "votes")
     assert res.exit_code == 0, res.output
     assert "2 safe, 8 unsafe; 1 differ from the published labels" in res.output
-    assert "z = 2.530" in res.output  # (0.7 - 0.3) / sqrt(0.25 * 0.1)
+    # the headline is the votes alone; the published figures (with the intent vote) are named beside it
+    assert "(--label-source votes: the votes alone)" in res.output
+    assert "one person (a vote drawn at random): shift 0.400" in res.output
+    assert "with the intent vote: one person 0.480, majority follow 0.600" in res.output
+    assert "z-test" not in res.output.split("queries whose")[0]  # no pooled z-test
 
 
 def test_cli_table_default():
@@ -459,7 +478,14 @@ def test_real_dataset_structure(real, real_data_path):
         assert real["votes"][key]["share"] == pytest.approx(votes.count(1) / len(votes))
         assert 0 < real["votes"][key]["share"] < 1
     assert real["votes"]["safe_contexts"]["share"] > real["votes"]["unsafe_contexts"]["share"]
-    assert real["context_effect"]["p"] < 1e-4 and real["context_effect"]["z"] > 0  # as the paper says
+    ce = real["context_effect"]
+    assert ce["test"]["p"] < 1e-4 and ce["one_person"]["context_shift"] > 0  # as the paper says
+    # the two figures the issue found unexplained: 0.410 with the intent vote, 0.381 from the votes alone
+    # (0.385 without the child-related override, the tested differences)
+    assert round(ce["with_intent_vote"]["one_person_shift"], 3) == 0.410
+    assert round(ce["votes_alone"]["one_person_shift"], 3) == 0.381
+    assert round(ce["raw_votes_mean_difference"], 3) == 0.385
+    assert ce["people_differ"] == {"counted": 399, "with_intent_vote": 399, "votes_alone": 336, "intent_tie_break": 63}
     assert real["dataset"]["votes_per_case"] == {"20": 900}
     assert real["paired"]["pairs"] == 450 and real["paired"]["skipped_cases"] == 0
     assert real["paired"]["p"] < 1e-4

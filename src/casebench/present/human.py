@@ -26,6 +26,36 @@ def _peq(p: float | None) -> str:
     return "p < 1e-300" if p == 0.0 else f"p = {_p(p)}"
 
 
+def _ci(ci: Any) -> str:
+    return f" [{_f(ci[0], '.3f')}, {_f(ci[1], '.3f')}]" if ci else ""
+
+
+def context_effect_lines(ce: dict[str, Any]) -> list[str]:
+    """People's context effect (``stats.human.people_context_effect``) as the lines every
+    output shows: one person's shift and the majority's follow under the label source, the same
+    under the other source, and which pairs people label differently with and without the
+    intent vote's tie-break."""
+    src = ce["label_source"]
+    name = {"published": "with the intent vote", "votes": "from the votes alone"}
+    rule = {"published": "the published safe_rate: the votes plus the intent as a 21st vote",
+            "votes": "the votes alone"}
+    this, other = (ce["with_intent_vote"], ce["votes_alone"]) if src == "published" else (
+        ce["votes_alone"], ce["with_intent_vote"])
+    pd = ce["people_differ"]
+    return [
+        f"1. People's context effect over {ce['pairs']} queries (--label-source {src}: {rule[src]})",
+        f"  one person (a vote drawn at random): shift {_f(this['one_person_shift'], '.3f')}"
+        f"{_ci(this['one_person_shift_ci'])}",
+        f"  people's majority label: follow {_f(this['majority_follow'], '.3f')}{_ci(this['majority_follow_ci'])} "
+        f"(labelled safe then unsafe)",
+        f"  {name[ce['other_label_source']]}: one person {_f(other['one_person_shift'], '.3f')}, majority follow "
+        f"{_f(other['majority_follow'], '.3f')}",
+        f"  pairs people label differently: {pd['with_intent_vote']} with the intent vote, {pd['votes_alone']} from "
+        f"the votes alone ({pd['intent_tie_break']} differ only because the intent vote broke a 10-10 tie); "
+        f"context blind counts the {pd['counted']}",
+    ]
+
+
 def format_stats(r: dict[str, Any]) -> str:
     """The readable tables of ``casebench human`` (the JSON holds the same figures and more)."""
     out: list[str] = []
@@ -37,18 +67,17 @@ def format_stats(r: dict[str, Any]) -> str:
     out.append("")
 
     v, ce = r["votes"], r["context_effect"]
-    out.append("1. Context effect (share of safe votes)")
+    out.extend(context_effect_lines(ce))
+    out.append("  pooled shares of safe votes (descriptive; votes cluster within cases and queries, so they are "
+               "not tested pooled):")
     for key, name in (("safe_contexts", "intended-safe contexts"), ("unsafe_contexts", "intended-unsafe contexts")):
         b = v[key]
-        out.append(f"  {name:<26} {_f(b['share'])}  ({b['safe_votes']}/{b['votes']} votes, {b['cases']} cases)")
-    log_p = ""
-    if ce.get("log10_p") is not None and ce["p"] is not None and ce["p"] < 1e-10:
-        log_p = f" (log10 p = {ce['log10_p']:.1f})"
-    out.append(f"  pooled two-proportion z-test: z = {_f(ce['z'], '.3f')}, {_peq(ce['p'])}{log_p}")
+        out.append(f"    {name:<26} {_f(b['share'])}  ({b['safe_votes']}/{b['votes']} votes, {b['cases']} cases)")
     pa = r["paired"]
     out.append(
-        f"  paired (Wilcoxon signed-rank over {pa['pairs']} queries, {pa['nonzero_differences']} nonzero): "
-        f"W = {_f(pa['statistic'], 'g')}, {_peq(pa['p'])}; mean difference {_f(pa['mean_difference'])}"
+        f"  test, paired over queries (Wilcoxon signed-rank over {pa['pairs']} queries, {pa['nonzero_differences']} "
+        f"nonzero; votes alone): W = {_f(pa['statistic'], 'g')}, {_peq(pa['p'])}; mean difference "
+        f"{_f(pa['mean_difference'])} (the votes as cast, without the child-related override)"
     )
     if pa["skipped_queries"]:
         out.append(
@@ -57,19 +86,20 @@ def format_stats(r: dict[str, Any]) -> str:
         )
     ps = r["pairs_significant"]
     out.append(
-        f"  queries whose two contexts differ at alpha {ps['alpha']:g}: {ps['count']} of {ps['of']} "
-        f"({ps['higher_in_safe_context']} safer in the safe context, "
+        f"  queries whose two cases differ at alpha {ps['alpha']:g} (z-test within the query): {ps['count']} of "
+        f"{ps['of']} ({ps['higher_in_safe_context']} safer in the safe context, "
         f"{ps['higher_in_unsafe_context']} in the unsafe one)"
     )
     cs = r["categories_significant"]
-    out.append(f"  categories significant after Benjamini-Hochberg: {cs['count']} of {cs['of']}")
+    out.append(f"  categories significant after Benjamini-Hochberg (Wilcoxon over each category's queries): "
+               f"{cs['count']} of {cs['of']}")
     out.append("")
-    out.append(f"  {'category':<40} {'safe ctx':>8} {'unsafe ctx':>10} {'z':>8} {'p':>10} {'p adj':>10}")
+    out.append(f"  {'category':<40} {'safe ctx':>8} {'unsafe ctx':>10} {'pairs':>5} {'W':>6} {'p':>10} {'p adj':>10}")
     for c in r["categories"]:
         out.append(
             f"  {c['category'][:40]:<40} {_f(c['share_safe_contexts'], '.3f'):>8} "
-            f"{_f(c['share_unsafe_contexts'], '.3f'):>10} "
-            f"{_f(c['z'], '.2f'):>8} {_p(c['p']):>10} {_p(c['p_adjusted']):>10}"
+            f"{_f(c['share_unsafe_contexts'], '.3f'):>10} {c['pairs']:>5} "
+            f"{_f(c['statistic'], 'g'):>6} {_p(c['p']):>10} {_p(c['p_adjusted']):>10}"
         )
     out.append("")
 
@@ -139,11 +169,15 @@ def format_stats(r: dict[str, Any]) -> str:
             return f" [{_f(lo)}, {_f(hi)}]" if lo is not None else ""
 
         out.append("")
-        out.append("6. References for judges (h = safe_rate with the child-related override)")
-        out.append(f"  context shift, h(safe ctx) - h(unsafe ctx), {ref['context_pairs']} pairs: "
+        out.append(f"6. References for judges (h = safe_rate under --label-source {ref['label_source']}, with the "
+                   "child-related override)")
+        out.append(f"  context shift of one person, h(safe ctx) - h(unsafe ctx), {ref['context_pairs']} pairs: "
                    f"{_f(ref['context_shift'])}{_ci('context_shift')}")
-        out.append(f"  context follow (labels follow the intended context): {_f(ref['context_follow'])}"
+        out.append(f"  context follow of people's majority label: {_f(ref['context_follow'])}"
                    f"{_ci('context_follow')}")
+        out.append(f"  (the majority's shift {_f(ref['majority']['context_shift'])}, one person's expected follow "
+                   f"{_f(ref['one_person']['context_follow'])}; the majority moves the way people's share moves: "
+                   f"{_f(ref['majority']['context_direction'])})")
         out.append(f"  annotator agreement (one annotator with another): {_f(ref['annotator_agreement'])}")
         out.append(f"  oracle vote agreement (the majority with single votes): {_f(ref['oracle_vote_agreement'])}")
         out.append(f"  BCE floor (mean binary entropy of h, nats): {_f(ref['bce_floor'])}")

@@ -736,6 +736,26 @@ def _placement(ctx: ReportContext) -> str | None:
     return "".join(parts)
 
 
+def _people_effect_html(eff: dict[str, Any]) -> str:
+    """People's context effect (``stats.human.people_context_effect``), as every output states it:
+    one person's shift and the majority's follow under the label source, the other source's
+    beside them, and the pairs that differ only by the intent vote's tie-break."""
+    src, pd = eff["label_source"], eff["people_differ"]
+    w, v = eff["with_intent_vote"], eff["votes_alone"]
+
+    def ci(x: Any) -> str:
+        return f' <span class="ci">[{_f(x[0])}, {_f(x[1])}]</span>' if x else ""
+
+    this, other, names = (w, v, ("with the intent vote", "from the votes alone")) if src == "published" else (
+        v, w, ("from the votes alone", "with the intent vote"))
+    return (f"one person {_f(this['one_person_shift'])}{ci(this['one_person_shift_ci'])}, people's majority follows "
+            f"in {_f(this['majority_follow'])}{ci(this['majority_follow_ci'])} of {eff['pairs']} query pairs "
+            f"({names[0]}, <code>--label-source {src}</code>); {names[1]}: {_f(other['one_person_shift'])} and "
+            f"{_f(other['majority_follow'])}. The published safe_rate counts the intent as a 21st vote: "
+            f"{pd['intent_tie_break']} of the {pd['with_intent_vote']} pairs people label differently differ only "
+            "because it broke a 10–10 tie.")
+
+
 def _human(ctx: ReportContext) -> str | None:
     ov = ctx.overview
     if not ov.human_asked:
@@ -756,12 +776,12 @@ def _human(ctx: ReportContext) -> str | None:
     paired = st["paired"]
     rows = [
         ("Cases / votes", f"{st['dataset']['cases']} cases, {votes['all']['votes']} votes"),
-        ("Safe votes in intended-safe contexts", _f(s_share)),
-        ("Safe votes in intended-unsafe contexts", _f(u_share)),
-        ("Context effect (difference)", f"{_f(eff['difference'])}; z = {_f(eff['z'], 1)}, "
-         f"log10 p = {_f(eff['log10_p'], 1)} ({_e(eff['test'])})"),
-        ("Per query (paired)", f"{paired.get('pairs')} pairs; Wilcoxon p = {_fp(paired.get('p'))}"),
-        ("Categories with a significant effect", f"{sig['count']} of {sig['of']} (Benjamini–Hochberg, alpha {sig['alpha']})"),
+        ("Safe votes in intended-safe / -unsafe contexts", f"{_f(s_share)} / {_f(u_share)} (pooled, descriptive)"),
+        ("People's context effect", _people_effect_html(eff)),
+        ("Test, paired over queries", f"Wilcoxon signed-rank over {paired.get('pairs')} queries (votes alone), "
+         f"p = {_fp(paired.get('p'))}; votes cluster within cases and queries, so no test pools them"),
+        ("Categories with a significant effect", f"{sig['count']} of {sig['of']} (Wilcoxon over each category's "
+         f"queries, Benjamini–Hochberg, alpha {sig['alpha']})"),
         ("Agreement (Krippendorff's alpha)", _f(agr.get("krippendorff_alpha"))),
         ("Design power for the overall effect", _f(pw.get("power"))
          + (f"; {pw['annotators_for_80_percent']} annotators per context for 80%"
@@ -770,8 +790,8 @@ def _human(ctx: ReportContext) -> str | None:
     table = ('<table class="kv"><tbody>' + "".join(f'<tr><td class="l"><b>{_e(k)}</b></td><td class="l">{v}</td></tr>'
                                                    for k, v in rows) + "</tbody></table>")
     parts = ['<p class="note">From the votes stored with the cases (20 per case in the released data; the '
-             "published outputs' 21st vote, the context's intent, is not counted). Same figures: "
-             "<code>casebench human DATA</code>.</p>", table]
+             "published outputs' 21st vote, the context's intent, is counted only where the published safe_rate "
+             "is, as stated). Same figures: <code>casebench human DATA</code>.</p>", table]
     if cats:
         png = context_effect([c["category"] for c in cats], [c["share_safe_contexts"] for c in cats],
                              [c["share_unsafe_contexts"] for c in cats], [c["significant"] for c in cats])
@@ -779,7 +799,7 @@ def _human(ctx: ReportContext) -> str | None:
         parts.append(_figure(png, "share of safe votes by context kind and category",
                              "Per category, the share of annotators voting safe when the context was written to be "
                              "safe (green) and unsafe (orange). * : significant after Benjamini–Hochberg "
-                             "(two-proportion z-test per category)."))
+                             "(Wilcoxon signed-rank over the category's queries)."))
     stab = st["stability"]
     if stab:
         png = stability_curve([r["k"] for r in stab], [r["agreement"] for r in stab], [r["exact"] for r in stab])

@@ -1,4 +1,6 @@
-"""The case bootstrap: one seeded draw of resamples, one percentile CI, one bootstrap p-value.
+"""The case bootstrap: one seeded draw of resamples, one percentile CI, one bootstrap p-value;
+and the Wilson interval a proportion gets instead (``wilson_ci``; its home is here so that every
+stats module can reach it without importing ``metrics``).
 
 Every bootstrap in casebench goes through here: the CIs of a single input (``metrics``), the
 paired differences (``compare``, and through it ``ablation`` and the report). A resample is drawn
@@ -11,6 +13,7 @@ resample at once is one matrix product of the weights with the metric's per-case
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 
@@ -89,3 +92,21 @@ def bootstrap_p(d: np.ndarray) -> float:
     le = (np.sum(d <= 0) + 1) / (b + 1)
     ge = (np.sum(d >= 0) + 1) / (b + 1)
     return float(min(1.0, 2 * min(le, ge)))
+
+
+def wilson_ci(k: float, n: float, level: float = 0.95) -> list[float]:
+    """The Wilson score interval of a proportion k / n (Wilson 1927): never collapses to a point
+    at 0 or 1 and stays inside [0, 1]. ``n`` = 0: [NaN, NaN].
+
+    ``(p + z^2/2n -/+ z sqrt(p(1-p)/n + z^2/4n^2)) / (1 + z^2/n)``, z the normal quantile of
+    ``(1 + level) / 2``."""
+    from scipy.stats import norm
+
+    if not n > 0:
+        return [float("nan"), float("nan")]
+    z = float(norm.ppf((1 + level) / 2))
+    p = k / n
+    den = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / den
+    half = z * math.sqrt(max(p * (1 - p) / n + z * z / (4 * n * n), 0.0)) / den
+    return [float(max(0.0, centre - half)), float(min(1.0, centre + half))]

@@ -16,10 +16,26 @@ Pairs
     A query pairs when it has exactly one intended-safe and one intended-unsafe case; any other
     query (partner missing, or more cases than two) is skipped by the paired figures and counted.
 
+Clustering
+    Votes are clustered: 20 per case, two cases per query, ten queries per category. Every test
+    that spans cases is therefore paired over queries, never pooled over votes: the context
+    effect (``paired``) and each category's effect (``categories``) are Wilcoxon signed-rank
+    tests of the per-query differences (safe-context share - unsafe-context share). The only
+    test on votes themselves is the one within a query (``pairs``): its two cases' annotators are
+    independent of each other, and no case's votes are pooled with another's. The pooled vote
+    shares (``votes``) are descriptive only.
+
+People's context effect
+    One figure, the same in ``casebench human``, ``casebench score`` and the report:
+    ``context_effect`` holds people's two references over every pair (``stats.context.
+    people_references``: one person's expected shift, the majority's follow) under the label
+    source, and under both label sources, since the published safe_rate counts the intent as a
+    21st vote that breaks a 10-10 tie towards the intent.
+
 Degenerate two-proportion tests
-    When every vote in both groups is the same (both shares 0, or both 1), the z statistic is
-    0/0. Both shares are then equal, so we report z = 0 and p = 1 (no difference), as for any
-    other pair of equal shares; such a pair or category is never significant.
+    When every vote in both cases of a query is the same (both shares 0, or both 1), the z
+    statistic is 0/0. Both shares are then equal, so we report z = 0 and p = 1 (no difference),
+    as for any other pair of equal shares; such a pair is never significant.
 """
 
 from __future__ import annotations
@@ -151,34 +167,42 @@ def _share_block(table: VoteTable) -> dict[str, Any]:
     }
 
 
-def context_effect(table: VoteTable) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Pooled safe-vote shares by context kind and the z-test between them."""
+def vote_shares(table: VoteTable) -> dict[str, Any]:
+    """Pooled safe-vote shares by context kind: descriptive only. Votes are clustered within
+    cases and queries, so no test is made on these pools (the context effect is tested over
+    queries, ``paired_tests``)."""
     s = table.where(table.intended_safe)
     u = table.where(~table.intended_safe)
-    votes = {"safe_contexts": _share_block(s), "unsafe_contexts": _share_block(u), "all": _share_block(table)}
-    if s.n.sum() and u.n.sum():
-        z, p = two_proportion_ztest(int(s.safe.sum()), int(s.n.sum()), int(u.safe.sum()), int(u.n.sum()))
-        diff = votes["safe_contexts"]["share"] - votes["unsafe_contexts"]["share"]
-    else:
-        z = p = diff = None
-    log10_p = None
-    if z is not None:
-        from scipy.stats import norm
-
-        # p itself underflows to 0 for the released data (z ~ 52); its logarithm does not
-        log10_p = (math.log(2.0) + float(norm.logsf(abs(z)))) / math.log(10.0)
-    effect = {
-        "difference": diff,
-        "z": _num(z),
-        "p": _num(p),
-        "log10_p": _num(log10_p),
-        "test": "pooled two-proportion z-test over all votes, two-sided (statsmodels proportions_ztest)",
-    }
-    return votes, effect
+    return {"safe_contexts": _share_block(s), "unsafe_contexts": _share_block(u), "all": _share_block(table)}
 
 
-def category_effects(table: VoteTable, alpha: float) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Per category: shares by context kind, z-test, Benjamini-Hochberg adjusted p."""
+def _pair_differences(table: VoteTable, pairs: Sequence[tuple[int, int]]) -> np.ndarray:
+    """Per query, safe-context share - unsafe-context share of the votes alone: one correctly
+    rounded division of exact integers, so equal differences are equal floats and the
+    signed-rank test sees ties as ties (share_a - share_b would add rounding noise)."""
+    out = []
+    for ps, pu in pairs:
+        na, nb = int(table.n[ps]), int(table.n[pu])
+        out.append((int(table.safe[ps]) * nb - int(table.safe[pu]) * na) / (na * nb))
+    return np.array(out, dtype=float)
+
+
+def _wilcoxon(d: np.ndarray) -> tuple[float | None, float | None]:
+    """scipy's two-sided Wilcoxon signed-rank test of ``d`` (zero differences dropped); None, None
+    when every difference is zero."""
+    from scipy.stats import wilcoxon
+
+    if not np.count_nonzero(d):
+        return None, None
+    res = wilcoxon(d)  # defaults: zero_method="wilcox", method="auto"
+    return _num(res.statistic), _num(res.pvalue)
+
+
+def category_effects(table: VoteTable, pairing: Pairing,
+                     alpha: float) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Per category: shares by context kind (descriptive), and the Wilcoxon signed-rank test of
+    its queries' per-query differences (paired over queries: votes cluster within cases and
+    queries), Benjamini-Hochberg adjusted over the tested categories."""
     from statsmodels.stats.multitest import multipletests
 
     cats = sorted({c.category for c in table.cases})
@@ -189,7 +213,10 @@ def category_effects(table: VoteTable, alpha: float) -> tuple[list[dict[str, Any
         s = sub.where(sub.intended_safe)
         u = sub.where(~sub.intended_safe)
         bs, bu = _share_block(s), _share_block(u)
-        row: dict[str, Any] = {
+        pairs = [(a, b) for a, b in pairing.pairs if table.cases[a].category == cat]
+        d = _pair_differences(table, pairs)
+        stat, p = _wilcoxon(d)
+        rows.append({
             "category": cat,
             "cases_safe_contexts": bs["cases"],
             "cases_unsafe_contexts": bu["cases"],
@@ -197,14 +224,13 @@ def category_effects(table: VoteTable, alpha: float) -> tuple[list[dict[str, Any
             "votes_unsafe_contexts": bu["votes"],
             "share_safe_contexts": bs["share"],
             "share_unsafe_contexts": bu["share"],
-            "z": None,
-            "p": None,
+            "pairs": len(pairs),
+            "mean_difference": float(d.mean()) if len(d) else None,
+            "statistic": stat,
+            "p": p,
             "p_adjusted": None,
             "significant": False,
-        }
-        if bs["votes"] and bu["votes"]:
-            row["z"], row["p"] = two_proportion_ztest(bs["safe_votes"], bs["votes"], bu["safe_votes"], bu["votes"])
-        rows.append(row)
+        })
     tested = [r for r in rows if r["p"] is not None]
     if tested:
         reject, p_adj, _, _ = multipletests([r["p"] for r in tested], alpha=alpha, method="fdr_bh")
@@ -215,6 +241,8 @@ def category_effects(table: VoteTable, alpha: float) -> tuple[list[dict[str, Any
         "count": sum(r["significant"] for r in rows),
         "of": len(tested),
         "alpha": alpha,
+        "test": "Wilcoxon signed-rank over the category's queries (per-query safe-context share - unsafe-context "
+                "share of the votes alone), two-sided, zero differences dropped (scipy.stats.wilcoxon defaults)",
         "adjustment": "Benjamini-Hochberg over the tested categories (statsmodels multipletests fdr_bh)",
     }
     return rows, summary
@@ -224,19 +252,13 @@ def paired_tests(
     table: VoteTable, pairing: Pairing, alpha: float
 ) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
     """Wilcoxon signed-rank over queries, and a z-test within each query's two contexts."""
-    from scipy.stats import wilcoxon
-
     share = table.share
     rows: list[dict[str, Any]] = []
-    diffs: list[float] = []
-    for ps, pu in pairing.pairs:
+    d_arr = _pair_differences(table, pairing.pairs)
+    for (ps, pu), d in zip(pairing.pairs, d_arr.tolist()):
         cs, cu = table.cases[ps], table.cases[pu]
+        # within one query: the two cases' annotators are independent, no vote pooled across cases
         z, p = two_proportion_ztest(int(table.safe[ps]), int(table.n[ps]), int(table.safe[pu]), int(table.n[pu]))
-        # One correctly rounded division of exact integers: equal differences give equal floats,
-        # so the signed-rank test sees ties as ties (share_a - share_b would add rounding noise).
-        na, nb = int(table.n[ps]), int(table.n[pu])
-        d = (int(table.safe[ps]) * nb - int(table.safe[pu]) * na) / (na * nb)
-        diffs.append(d)
         rows.append({
             "safe_case": cs.index,
             "unsafe_case": cu.index,
@@ -250,12 +272,9 @@ def paired_tests(
             "p": p,
             "significant": p < alpha,
         })
-    d_arr = np.array(diffs, dtype=float)
     nonzero = int(np.count_nonzero(d_arr))
-    stat = pval = None
-    if nonzero:
-        res = wilcoxon(d_arr)  # defaults: zero_method="wilcox" (zero differences dropped), method="auto"
-        stat, pval = _num(res.statistic), _num(res.pvalue)
+    stat, pval = _wilcoxon(d_arr)
+    diffs = d_arr.tolist()
     paired = {
         "pairs": len(pairing.pairs),
         "skipped_cases": pairing.skipped_cases,
@@ -265,8 +284,9 @@ def paired_tests(
         "median_difference": float(np.median(d_arr)) if diffs else None,
         "statistic": stat,
         "p": pval,
-        "test": "Wilcoxon signed-rank on per-query (safe-context share - unsafe-context share), "
-        "two-sided, zero differences dropped (scipy.stats.wilcoxon defaults)",
+        "test": "Wilcoxon signed-rank on per-query (safe-context share - unsafe-context share) of the votes "
+        "alone, two-sided, zero differences dropped (scipy.stats.wilcoxon defaults); paired over queries, "
+        "so the votes' clustering within cases and queries is respected",
     }
     sig = [r for r in rows if r["significant"]]
     significant = {
@@ -275,7 +295,8 @@ def paired_tests(
         "alpha": alpha,
         "higher_in_safe_context": sum(r["difference"] > 0 for r in sig),
         "higher_in_unsafe_context": sum(r["difference"] < 0 for r in sig),
-        "test": "pooled two-proportion z-test between a query's two contexts, two-sided, unadjusted",
+        "test": "two-proportion z-test between a query's two cases (their annotators are independent of each "
+        "other; no case's votes are pooled with another's), two-sided, unadjusted",
     }
     return paired, significant, rows
 
@@ -528,6 +549,42 @@ def design_power(
 # Everything
 
 
+def people_context_effect(ref: dict[str, Any], paired: dict[str, Any]) -> dict[str, Any]:
+    """People's context effect, the one figure ``human``, ``score`` and the report show: one
+    person's expected shift and the majority's follow over every pair (``ref``:
+    ``context.human_references``) under the label source, the same under the other source (so the
+    intent vote's part is stated), and the test over queries (``paired``: votes alone)."""
+    src = ref["label_source"]
+    other = "votes" if src == "published" else "published"
+    both = ref["by_label_source"]
+
+    def pick(source: str) -> dict[str, Any]:
+        return {"one_person_shift": both[source]["one_person"]["context_shift"],
+                "one_person_shift_ci": both[source]["one_person"]["ci"].get("context_shift"),
+                "majority_follow": both[source]["majority"]["context_follow"],
+                "majority_follow_ci": both[source]["majority"]["ci"].get("context_follow")}
+
+    pd = ref["people_differ"]
+    return {
+        "label_source": src,
+        "pairs": ref["context_pairs"],
+        "one_person": ref["one_person"],
+        "majority": ref["majority"],
+        "with_intent_vote": pick("published"),
+        "votes_alone": pick("votes"),
+        "other_label_source": other,
+        "people_differ": pd,
+        "raw_votes_mean_difference": paired["mean_difference"],
+        "test": {"name": "Wilcoxon signed-rank over queries (votes alone; see 'paired')", "p": paired["p"],
+                 "statistic": paired["statistic"], "queries": paired["pairs"]},
+        "note": ("the published safe_rate counts the intent as a 21st vote: it adds 1/21 to each intended-safe "
+                 "case and breaks a 10-10 tie towards the intent; "
+                 f"{pd['intent_tie_break']} of the {pd['with_intent_vote']} pairs people label differently "
+                 "differ only by that tie-break. raw_votes_mean_difference: the votes alone without the "
+                 "child-related override (the tested differences)"),
+    }
+
+
 def human_stats(
     cases: Iterable[Case],
     alpha: float = 0.05,
@@ -549,14 +606,15 @@ def human_stats(
     table = VoteTable.from_cases(voted)
     pairing = pair_by_query(voted)
 
-    votes, effect = context_effect(table)
-    cats, cats_sig = category_effects(table, alpha)
+    votes = vote_shares(table)
+    cats, cats_sig = category_effects(table, pairing, alpha)
     paired, pairs_sig, pair_rows = paired_tests(table, pairing, alpha)
     stab, stab_settings = stability(table, draws=draws, seed=seed)
     per_case = Counter(len(c.votes) for c in all_cases)
     from .context import human_references
 
-    ref = human_references(voted, seed=seed)
+    ref = human_references(voted, seed=seed, label_source=label_source)
+    effect = people_context_effect(ref, paired)
     return {
         "dataset": {
             "cases": len(all_cases),

@@ -40,7 +40,7 @@ import numpy as np
 
 from ..data import SAFE_THRESHOLD, VOTE_SAFE
 from ..predictions import Predictions, verdict_mass_warning
-from .bootstrap import DEFAULT_BOOTSTRAP, percentile_ci, resample_weights
+from .bootstrap import DEFAULT_BOOTSTRAP, percentile_ci, resample_weights, wilson_ci  # noqa: F401  (re-exported)
 from .options import (  # noqa: F401  (LABEL_SOURCES, LabelSourceError: re-exported from ``options``)
     DEFAULT_OPTIONS, LABEL_SOURCES, LabelSourceError, ScoringOptions, case_safe_rate, check_label_source,
 )
@@ -709,24 +709,6 @@ def figure_cases(a: ScoringArrays, names: Sequence[str] | None = None) -> dict[s
     pairs = 0 if a.pairs is None else len(a.pairs)
     out.update({n: pairs for n in per_pair})
     return out
-
-
-def wilson_ci(k: float, n: float, level: float = 0.95) -> list[float]:
-    """The Wilson score interval of a proportion k / n (Wilson 1927): never collapses to a point
-    at 0 or 1 and stays inside [0, 1]. ``n`` = 0: [NaN, NaN].
-
-    ``(p + z^2/2n -/+ z sqrt(p(1-p)/n + z^2/4n^2)) / (1 + z^2/n)``, z the normal quantile of
-    ``(1 + level) / 2``."""
-    from scipy.stats import norm
-
-    if not n > 0:
-        return [float("nan"), float("nan")]
-    z = float(norm.ppf((1 + level) / 2))
-    p = k / n
-    den = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / den
-    half = z * math.sqrt(max(p * (1 - p) / n + z * z / (4 * n * n), 0.0)) / den
-    return [float(max(0.0, centre - half)), float(min(1.0, centre + half))]
 
 
 def _applicable(a: ScoringArrays) -> tuple[str, ...]:

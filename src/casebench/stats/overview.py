@@ -301,7 +301,8 @@ def overview(
     out.case_sets = case_set_groups(preds)
     from .context import references_by_dataset
 
-    out.people = references_by_dataset(preds, n_boot=options.n_boot, seed=options.seed)
+    out.people = references_by_dataset(preds, n_boot=options.n_boot, seed=options.seed,
+                                       label_source=options.label_source)
     out.ablations = [(g, analyse_ablation([preds[i] for i in g], options)) for g in ablation_groups(preds)]
     out.placements = [(g, j, analyse_placements([preds[i] for i in g], options, judges=[preds[i] for i in j]))
                       for g, j in placement_groups(preds)]
@@ -311,7 +312,8 @@ def overview(
             human_cases = max(preds, key=lambda p: p.n).cases
         if human_cases:
             try:
-                out.human = human_stats(human_cases, draws=HUMAN_DRAWS, seed=options.seed)
+                out.human = human_stats(human_cases, draws=HUMAN_DRAWS, seed=options.seed,
+                                        label_source=options.label_source)
             except HumanStatsError as e:
                 out.human_error = str(e)
     return out
