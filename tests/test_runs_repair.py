@@ -120,7 +120,7 @@ def test_a_deleted_manifest_is_rebuilt_by_salvage_only_from_settings_the_records
 
         # settings the records do not fit: refused, each misfit named, nothing changed
         for more, mode, why in ((["--limit", "3"], "binary", "is not among this command's 3 case(s)"),
-                                ([], "score", "holds no score")):
+                                ([], "score", "was produced by another model or other settings")):
             res = invoke(*run_args(srv, data, out, *more, "--salvage", mode=mode))
             assert res.exit_code == 2, res.output
             assert why in res.output and "Nothing was changed" in res.output
@@ -188,7 +188,9 @@ def test_scan_sorts_lines_and_misfits_name_their_reason(tmp_path):
     from test_runs import manifest_for
     from casebench.data import load_dataset
 
-    good = Record(case=1, sample=0, label="safe", detail={"temperature": 0.0}).to_json().encode()
+    asked = manifest_for(load_dataset(write_dataset(tmp_path / "d.json", 4)), "binary", [0, 1, 2]).asked
+    fp = asked.fingerprint()
+    good = Record(case=1, sample=0, label="safe", detail={"temperature": 0.0}, producer=fp).to_json().encode()
     (tmp_path / "records.jsonl").write_bytes(good + b"\n[1, 2]\n{\"case\": \"x\", \"sample\": 0}\n" + good[:9])
     scanned = scan_records(tmp_path)
     assert [n for n, _, _ in scanned.valid] == [1]
@@ -198,12 +200,17 @@ def test_scan_sorts_lines_and_misfits_name_their_reason(tmp_path):
     with pytest.raises(ValueError, match="not valid JSON"):
         parse_record_line(b"{")
 
-    asked = manifest_for(load_dataset(write_dataset(tmp_path / "d.json", 4)), "binary", [0, 1, 2]).asked
     assert record_misfit(parse_record_line(good), asked) is None
-    assert "sample 1 is outside" in record_misfit(Record(case=1, sample=1, label="safe"), asked)
-    assert "temperature 1.0" in record_misfit(Record(case=1, sample=0, label="safe", detail={"temperature": 1.0}), asked)
+    assert "sample 1 is outside" in record_misfit(Record(case=1, sample=1, label="safe", producer=fp), asked)
+    assert "temperature 1.0" in record_misfit(
+        Record(case=1, sample=0, label="safe", detail={"temperature": 1.0}, producer=fp), asked)
     assert "more than --max-tokens 256" in record_misfit(
-        Record(case=1, sample=0, label="safe", usage={"completion_tokens": 300}), asked)
-    assert "not a binary verdict" in record_misfit(Record(case=2, sample=0, p_safe=0.4, label="safe"), asked)
+        Record(case=1, sample=0, label="safe", usage={"completion_tokens": 300}, producer=fp), asked)
+    assert "not a binary verdict" in record_misfit(Record(case=2, sample=0, p_safe=0.4, label="safe", producer=fp),
+                                                   asked)
     # a missing value (final, with its error) fits any mode: nothing in it says otherwise
-    assert record_misfit(Record(case=2, sample=0, error="unparseable"), asked) is None
+    assert record_misfit(Record(case=2, sample=0, error="unparseable", producer=fp), asked) is None
+    # a record proves nothing without its producer, and another producer's is another run's
+    assert "names no producer" in record_misfit(Record(case=1, sample=0, label="safe"), asked)
+    assert "another model or other settings" in record_misfit(
+        Record(case=1, sample=0, label="safe", producer="fp1:0000000000000000"), asked)

@@ -17,11 +17,13 @@ def runs_group() -> None:
 @runs_group.command("repair")
 @click.argument("run_dir", type=click.Path(file_okay=False, path_type=Path))
 def repair_cmd(run_dir: Path) -> None:
-    """Move damaged lines of RUN_DIR/records.jsonl aside (to records.damaged.jsonl), keeping every
-    valid record; their requests are asked again when the run is resumed. A lost manifest is
-    rebuilt by repeating the run's command with --salvage."""
-    from ..runs.record import MANIFEST, RunError
-    from ..runs.repair import diagnose, repair_records
+    """Move damaged lines of RUN_DIR/records.jsonl aside (to records.damaged.jsonl), and records
+    another run wrote, keeping every valid record of this run; their requests are asked again
+    when the run is resumed. A lost manifest is rebuilt by repeating the run's command with
+    --salvage: this command then says so and exits 2, as `casebench run` and `score` do on the
+    same directory."""
+    from ..runs.record import RunError
+    from ..runs.repair import repair_records
 
     with bad_input_errors():
         try:
@@ -30,7 +32,5 @@ def repair_cmd(run_dir: Path) -> None:
             raise BadInput(str(e)) from None
     for line in report.lines():
         click.echo(line)
-    d = diagnose(run_dir)
-    if not d.manifest_ok and d.holds_records:
-        click.echo(f"{run_dir}: {MANIFEST} is {'unreadable' if d.has_manifest else 'missing'}: repeat the command "
-                   "that started this run with --salvage to rebuild it from that command's settings", err=True)
+    if report.remaining is not None:
+        raise BadInput(report.remaining.story())

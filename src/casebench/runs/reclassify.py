@@ -32,7 +32,10 @@ async def areclassify(run_dir: str | Path, out: str | Path, classifier: Any, *, 
     """Classify every answer of ``run_dir`` (a respond run) with ``classifier`` into a new run
     directory ``out``; returns its manifest. Refuses a run that is not a respond run, an
     unfinished run, and an ``out`` that already exists."""
+    from .repair import check_not_damaged
+
     src = Path(run_dir)
+    check_not_damaged(src)  # records of another model or settings are never re-read as this run's
     m = read_manifest(src)
     mode = get_mode(m.mode)
     if not mode.reads_behaviour:
@@ -86,7 +89,7 @@ async def areclassify(run_dir: str | Path, out: str | Path, classifier: Any, *, 
     tmp.mkdir(parents=True)
     try:
         with RunDir(tmp) as rd:
-            write_records(tmp, new_records)
+            write_records(tmp, new_records, producer=asked.fingerprint())
             rd.write_manifest(manifest)
         if dst.exists():
             dst.rmdir()

@@ -30,10 +30,11 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import hashlib
 import json
 import logging
 import os
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import datetime, timezone
 from enum import Enum
 from pathlib import Path
@@ -208,6 +209,18 @@ class Asked:
     #: re-asks: prob mode, or ``--parse-retries 0``)
     reask: str | None = None
 
+    def fingerprint(self) -> str:
+        """Who produces an answer: a short hash of everything here that changes one answer (the
+        dataset, backend and model, mode, placement, removals, generation settings, template,
+        re-asks, backend options, classifier), leaving out which cases and how many samples are
+        asked (they change what is asked, not an answer). Each record carries its producer's
+        fingerprint (``Record.producer``), so a record can prove which run wrote it."""
+        d = _canonical(_normal(asdict(self)))
+        for name in _NOT_IN_FINGERPRINT:
+            d.pop(name, None)
+        blob = json.dumps(d, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+        return "fp1:" + hashlib.sha256(blob.encode("ascii")).hexdigest()[:16]
+
     def differences(self, other: "Asked") -> list[tuple[str, Any, Any]]:
         """(name, self's value, other's value) for each field that differs; dict fields are
         compared key by key so the message names e.g. ``settings.temperature``."""
@@ -226,6 +239,10 @@ class Asked:
             else:
                 out.append((name, x, y))
         return out
+
+
+#: ``Asked`` fields that say what is asked but not how one answer comes about
+_NOT_IN_FINGERPRINT = ("cases", "samples")
 
 
 #: how a text mode asks again after an unreadable answer (``--reask``)
@@ -396,6 +413,17 @@ def _from_v1(d: Mapping[str, Any]) -> Manifest:
     )
 
 
+def _canonical(value: Any) -> Any:
+    """``value`` with whole floats as ints (``0.0`` and ``0`` ask the same), for hashing."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _canonical(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_canonical(v) for v in value]
+    return value
+
+
 def _normal(value: Any) -> Any:
     """JSON round trip, so tuples and lists (and int/float) compare as they would on disk."""
     return json.loads(json.dumps(value, sort_keys=True, default=str))
@@ -456,6 +484,9 @@ class Record:
     final: bool = True
     behaviour: str | None = None
     detail: dict[str, Any] = field(default_factory=dict)
+    #: the fingerprint of the run that produced this record (``Asked.fingerprint``); None in
+    #: records written before records named their producer
+    producer: str | None = None
 
     @property
     def key(self) -> tuple[int, int]:
@@ -470,6 +501,8 @@ class Record:
         d = asdict(self)
         if d["behaviour"] is None:
             del d["behaviour"]  # judge modes: keep their lines as they were
+        if d["producer"] is None:
+            del d["producer"]
         return json.dumps(d, ensure_ascii=False, allow_nan=False)
 
     @classmethod
@@ -540,11 +573,14 @@ def final_records(records: Iterable[Record]) -> dict[tuple[int, int], Record]:
     return out
 
 
-def write_records(run_path: str | Path, records: Iterable[Record]) -> None:
+def write_records(run_path: str | Path, records: Iterable[Record], producer: str | None = None) -> None:
     """Write a whole ``records.jsonl`` at once (atomically): for a new run directory derived from
-    another one (``casebench classify``), never for appending."""
+    another one (``casebench classify``), never for appending. ``producer``: the new run's
+    fingerprint, stamped on every record (the records are that run's readings)."""
     from ..atomic import write_text_atomic
 
+    if producer is not None:
+        records = [replace(r, producer=producer) for r in records]
     write_text_atomic(Path(run_path) / RECORDS, "".join(r.to_json() + "\n" for r in records))
 
 
@@ -566,6 +602,9 @@ class RunDir:
     def __init__(self, path: str | Path, *, lock: bool = True, create: bool = True):
         self.path = Path(path)
         self.repaired_bytes = 0
+        #: the fingerprint stamped on every record appended (set when a manifest is written or
+        #: read: the records that follow are that manifest's run's)
+        self.producer: str | None = None
         self._lock_fd: int | None = None
         self._rec_fd: int | None = None
         if not self.path.exists():
@@ -629,7 +668,9 @@ class RunDir:
         return read_manifest(self.path)
 
     def write_manifest(self, manifest: Manifest) -> None:
+        """Write the manifest; every record appended after it names its run as the producer."""
         write_manifest(self.path, manifest)
+        self.producer = manifest.asked.fingerprint()
 
     # -- records
     def repair(self) -> int:
@@ -680,6 +721,8 @@ class RunDir:
 
     def append(self, record: Record) -> None:
         """Append one record as one line with one ``write`` (no user-space buffer to lose)."""
+        if record.producer is None and self.producer is not None:
+            record = replace(record, producer=self.producer)
         if self._rec_fd is None:
             self._rec_fd = os.open(self.records_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         data = (record.to_json() + "\n").encode("utf-8")

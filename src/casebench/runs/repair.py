@@ -11,10 +11,17 @@ refuses such a directory and says what it found and how to recover (``RunDamaged
   requests of the moved lines are asked again on resume.
 * ``salvage`` (``casebench run ... --salvage``) does the same, and when the manifest is missing
   or unreadable rebuilds it from the command's own settings, but only when every surviving
-  record fits them (``record_misfit``: its case among the command's cases, its sample within its
-  samples, the mode's kind of answer, and, where the record names them, the same prob method,
-  temperature and token budget). Otherwise nothing is changed and the misfits are named. An
+  record proves it fits them (``record_misfit``: it names its producer, the fingerprint of the
+  backend, model and answer-changing settings that wrote it, and that is this command's; its
+  case among the command's cases, its sample within its samples, the mode's kind of answer).
+  Otherwise nothing is changed and the first misfits are named. Records written before records
+  named their producer cannot prove anything, so a manifest is never rebuilt from them. An
   unreadable manifest is kept beside, as ``manifest.json.damaged``.
+* A record whose producer is not the run's own (``records.jsonl`` pasted from another run) is
+  damage too: a resume refuses it and ``repair_records`` moves it aside with the damaged lines.
+
+``Diagnosis.story`` is the one account of a damaged directory (what was found, and the command
+that fixes it) that ``casebench run``, ``score`` and ``runs repair`` all print.
 
 Nothing here is silent: every function returns or raises what it found and what it did.
 """
@@ -109,15 +116,33 @@ class Diagnosis:
     #: why an existing manifest cannot be read (None: readable, or absent)
     manifest_error: str | None
     records: ScannedRecords
+    #: the manifest's run fingerprint (None: no readable manifest)
+    producer: str | None = None
 
     @property
     def manifest_ok(self) -> bool:
         return self.has_manifest and self.manifest_error is None
 
     @property
+    def foreign(self) -> list[tuple[int, Record]]:
+        """(line, record) of the valid records that name another producer than the manifest's
+        run (written by another model or with other settings)."""
+        if self.producer is None:
+            return []
+        return [(n, r) for n, r, _ in self.records.valid if r.producer is not None and r.producer != self.producer]
+
+    @property
     def healthy(self) -> bool:
         """Nothing a resume would refuse (a torn last line is repaired on open)."""
-        return self.manifest_ok and not self.records.damaged
+        return self.manifest_ok and not self.records.damaged and not self.foreign
+
+    @property
+    def damaged(self) -> bool:
+        """Damage a resume or a reader must not guess about: a damaged line, a record of another
+        run, records without a readable manifest, or an unreadable manifest. A directory without
+        records and without a manifest is not damaged (it is not a run directory)."""
+        return bool(self.records.damaged or self.foreign or (self.holds_records and not self.manifest_ok)
+                    or (self.has_manifest and self.manifest_error))
 
     @property
     def holds_records(self) -> bool:
@@ -138,7 +163,31 @@ class Diagnosis:
             first = self.records.damaged[0]
             out.append(f"{recs}: line(s) {lines}{more} damaged (line {first.line}: {first.reason}); "
                        f"{len(self.records.valid)} other line(s) are valid records")
+        foreign = self.foreign
+        if foreign:
+            n, r = foreign[0]
+            out.append(f"{recs}: {len(foreign)} record(s) were written by another run (another model or other "
+                       f"settings): the first, line {n} (case {r.case}, sample {r.sample}), names producer "
+                       f"{r.producer}; this run's manifest is {self.producer}")
         return out
+
+    def advice(self) -> list[str]:
+        """The command that fixes what ``found`` says, keeping every record that fits."""
+        if not self.manifest_ok:
+            return [
+                "To keep the records, repeat the command that started this run with --salvage: it moves damaged "
+                f"lines aside ({DAMAGED_RECORDS}) and rebuilds {MANIFEST} from that command's settings, only if "
+                "every record proves it was written by that command's model and settings; if one does not, it names "
+                "it and changes nothing. Or put the run's manifest.json back (from a copy), or choose another -o."]
+        return [
+            f"To keep every valid record and go on: `casebench runs repair {self.path}` moves the damaged line(s) "
+            f"and any record of another run to {self.path / DAMAGED_RECORDS} (their requests are asked again), then "
+            "repeat the run's command (or repeat it with --salvage, which does both)."]
+
+    def story(self) -> str:
+        """What was found and how to fix it: the one message ``run``, ``score`` and ``runs
+        repair`` print about a damaged directory."""
+        return "\n".join([*self.found(), *self.advice()])
 
 
 def diagnose(run_path: str | Path) -> Diagnosis:
@@ -146,12 +195,13 @@ def diagnose(run_path: str | Path) -> Diagnosis:
     path = Path(run_path)
     has_manifest = (path / MANIFEST).exists()
     error = None
+    producer = None
     if has_manifest:
         try:
-            read_manifest(path)
+            producer = read_manifest(path).asked.fingerprint()
         except RunError as e:
             error = str(e).split(": ", 1)[-1] if str(e).startswith(str(path)) else str(e)
-    return Diagnosis(path, has_manifest, error, scan_records(path))
+    return Diagnosis(path, has_manifest, error, scan_records(path), producer)
 
 
 class RunDamaged(RunError):
@@ -160,28 +210,15 @@ class RunDamaged(RunError):
 
     def __init__(self, diagnosis: Diagnosis):
         self.diagnosis = diagnosis
-        d = diagnosis
-        lines = [*d.found(), "Nothing was changed."]
-        if not d.manifest_ok:
-            lines.append(
-                "To keep the records, repeat the command that started this run with --salvage: it moves damaged "
-                f"lines aside ({DAMAGED_RECORDS}) and rebuilds the manifest from the command's own settings, only if "
-                "every record fits them (its case among the cases, its sample within the samples, the mode's kind of "
-                "answer); if some do not, it names them and changes nothing. Or choose another -o.")
-        else:
-            lines.append(
-                f"To keep every valid record and go on: `casebench runs repair {d.path}` moves the damaged line(s) to "
-                f"{d.path / DAMAGED_RECORDS} (their requests are asked again), then repeat this command; or repeat "
-                "this command with --salvage, which does both.")
-        super().__init__("\n".join(lines))
+        super().__init__("\n".join([*diagnosis.found(), "Nothing was changed.", *diagnosis.advice()]))
 
 
 def check_not_damaged(run_path: str | Path) -> None:
-    """Raise ``RunDamaged`` when a run directory holds damage a resume must not guess about:
-    a damaged line of ``records.jsonl``, or records without a readable manifest. A directory
-    without records and without a manifest is not damaged (it is not a run directory)."""
+    """Raise ``RunDamaged`` when a run directory holds damage a resume or a reader must not
+    guess about (``Diagnosis.damaged``): a damaged line of ``records.jsonl``, a record of another
+    run, records without a readable manifest."""
     d = diagnose(run_path)
-    if d.records.damaged or (d.holds_records and not d.manifest_ok) or (d.has_manifest and d.manifest_error):
+    if d.damaged:
         raise RunDamaged(d)
 
 
@@ -195,6 +232,8 @@ class RepairReport:
     torn_bytes: int = 0
     manifest_rebuilt: bool = False
     manifest_kept_aside: bool = False
+    #: what is still wrong after the repair (a lost manifest ``runs repair`` cannot rebuild)
+    remaining: Diagnosis | None = None
 
     def lines(self) -> list[str]:
         out = []
@@ -209,49 +248,70 @@ class RepairReport:
             out.append(f"{self.path / MANIFEST}: unreadable; kept as {self.path / DAMAGED_MANIFEST}")
         if self.manifest_rebuilt:
             out.append(f"{self.path / MANIFEST}: rebuilt from this command's settings (every one of the {self.kept} "
-                       "records fits them)")
+                       "records proves it was written by this command's model and settings)")
         if out:
             out.append(f"{self.path}: {self.kept} valid record(s) kept")
-        else:
+        elif self.remaining is None:
             out.append(f"{self.path}: nothing to repair ({self.kept} valid record(s))")
         return out
 
 
-def _move_damaged(rundir: RunDir, scanned: ScannedRecords, report: RepairReport) -> None:
-    """Append the damaged lines to ``records.damaged.jsonl`` (flushed to disk first), then
-    rewrite ``records.jsonl`` with the valid lines only, atomically: a kill in between leaves
-    the damaged lines in both files, never in neither."""
-    if not scanned.damaged:
+def _move_damaged(rundir: RunDir, scanned: ScannedRecords, report: RepairReport,
+                  producer: str | None = None) -> None:
+    """Append the damaged lines (and, given the run's ``producer``, the records another run
+    wrote) to ``records.damaged.jsonl`` (flushed to disk first), then rewrite ``records.jsonl``
+    with the remaining valid lines only, atomically: a kill in between leaves the moved lines in
+    both files, never in neither."""
+    foreign = {n for n, r, _ in scanned.valid if producer is not None and r.producer not in (None, producer)}
+    moved = sorted([*scanned.damaged,
+                    *(DamagedLine(n, f"written by another run (producer {r.producer}, this run's is {producer})", raw)
+                      for n, r, raw in scanned.valid if n in foreign)], key=lambda d: d.line)
+    if not moved:
         return
     aside = rundir.path / DAMAGED_RECORDS
     with open(aside, "ab") as f:
-        f.write("".join(d.to_json() + "\n" for d in scanned.damaged).encode("ascii"))
+        f.write("".join(d.to_json() + "\n" for d in moved).encode("ascii"))
         f.flush()
         os.fsync(f.fileno())
-    write_bytes_atomic(rundir.path / RECORDS, b"".join(raw + b"\n" for _, _, raw in scanned.valid), fsync=True)
-    report.moved = list(scanned.damaged)
+    write_bytes_atomic(rundir.path / RECORDS, b"".join(raw + b"\n" for n, _, raw in scanned.valid
+                                                      if n not in foreign), fsync=True)
+    report.moved = moved
+    report.kept = len(scanned.valid) - len(foreign)
 
 
 def repair_records(run_path: str | Path) -> RepairReport:
-    """Move the damaged lines of a run's ``records.jsonl`` aside, keeping every valid record
+    """Move the damaged lines of a run's ``records.jsonl`` aside, and the records another run
+    wrote (when the manifest says which run this is), keeping every valid record of this run
     (``casebench runs repair``); takes the run's lock. The manifest is left alone: one that is
-    missing or unreadable can only be rebuilt from the command's settings (``salvage``)."""
+    missing or unreadable can only be rebuilt from the command's settings (``salvage``), which
+    ``RepairReport.remaining`` then says."""
     path = Path(run_path)
     if not path.is_dir():
         raise RunError(f"{path}: no such run directory")
     with RunDir(path, create=False) as rundir:
         report = RepairReport(path, torn_bytes=rundir.repaired_bytes)
-        scanned = scan_records(path)
-        _move_damaged(rundir, scanned, report)
-        report.kept = len(scanned.valid)
+        d = diagnose(path)
+        report.kept = len(d.records.valid)
+        _move_damaged(rundir, d.records, report, d.producer)
+    after = diagnose(path)
+    report.remaining = after if after.damaged else None
     return report
 
 
 def record_misfit(rec: Record, asked: Asked) -> str | None:
     """Why a record cannot have been written by a run that asks ``asked`` (None: it fits).
 
-    Proven from the record alone: its case and sample, the kind of answer the mode records,
-    and the settings a record names (prob method, temperature, token budget)."""
+    Proven from the record alone: its producer (the fingerprint of the backend, model and
+    answer-changing settings that wrote it; a record without one proves nothing), its case and
+    sample, the kind of answer the mode records, and the settings a record names (prob method,
+    temperature, token budget)."""
+    if rec.producer is None:
+        return ("names no producer (written by a casebench from before records said which model and settings "
+                "produced them), so it cannot prove it fits")
+    mine = asked.fingerprint()
+    if rec.producer != mine:
+        return (f"was produced by another model or other settings (producer {rec.producer}; this command's is "
+                f"{mine})")
     cases = set(asked.cases)
     if rec.case not in cases:
         return f"case {rec.case} is not among this command's {len(cases)} case(s)"
@@ -305,13 +365,19 @@ def salvage(path: Path, manifest: Manifest) -> RepairReport:
             misfits = [(n, why) for n, rec, _ in d.records.valid
                        if (why := record_misfit(rec, manifest.asked)) is not None]
             if misfits:
-                shown = "; ".join(f"line {n}: {why}" for n, why in misfits[:5])
-                more = f" (and {len(misfits) - 5} more)" if len(misfits) > 5 else ""
+                n, why = misfits[0]
+                rec = next(r for m, r, _ in d.records.valid if m == n)
+                unproven = sum(1 for _, r, _ in d.records.valid if r.producer is None)
+                if unproven == len(d.records.valid):
+                    fix = ("These records are from an older casebench, which did not record their producer: put the "
+                           f"run's {MANIFEST} back (from a copy) to resume it, or start afresh in another -o.")
+                else:
+                    fix = "Repeat the exact command that started this run, or choose another -o."
                 raise RunError(
                     f"--salvage: {len(misfits)} of the {len(d.records.valid)} valid record(s) in {path / RECORDS} do "
-                    f"not fit this command, so its settings cannot stand for the lost manifest: {shown}{more}. "
-                    "Nothing was changed. Repeat the exact command that started this run, or choose another -o.")
-        _move_damaged(rundir, d.records, report)
+                    f"not prove they fit this command, so its settings cannot stand for the lost manifest; the first, "
+                    f"line {n} (case {rec.case}, sample {rec.sample}), {why}. Nothing was changed. {fix}")
+        _move_damaged(rundir, d.records, report, d.producer)
         if not d.manifest_ok and (d.holds_records or d.has_manifest):
             if d.has_manifest:
                 os.replace(path / MANIFEST, path / DAMAGED_MANIFEST)

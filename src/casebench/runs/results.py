@@ -165,7 +165,9 @@ def load_run(run_path: str | Path, dataset: Dataset | None = None) -> "Predictio
     (``behaviour``).
     """
     from ..predictions import Predictions
+    from .repair import check_not_damaged
 
+    check_not_damaged(run_path)  # the same account of a damaged directory as `run` and `runs repair`
     m = read_manifest(run_path)
     ds = run_dataset(run_path, m, dataset)
     cases, values, pending, finals = _values(run_path, m, ds)
