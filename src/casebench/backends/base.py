@@ -132,6 +132,12 @@ class PermanentError(BackendError):
     """Not worth retrying (400, 401, 403, 404, unsupported feature)."""
 
 
+class Unreachable(PermanentError):
+    """Nothing has ever answered at the server's address (every connection refused, or its name
+    does not resolve): retrying for half a minute would only hide the cause, so the run stops at
+    once and says it. A server that answered once and then drops is ``TransientError``."""
+
+
 class UnsupportedModeError(ValueError):
     """A mode was asked of a backend that cannot serve it; raised before any request."""
 

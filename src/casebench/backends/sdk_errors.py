@@ -10,13 +10,15 @@ request details, is never passed on.
 from __future__ import annotations
 
 import json
+import socket
+import ssl
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Awaitable, Callable, Iterator, TypeVar
 
 from casebench.backends.http import Secret, body_excerpt, retry_after_from_headers, status_is_transient
-from casebench.backends.base import PermanentError, TransientError
+from casebench.backends.base import PermanentError, TransientError, Unreachable
 
 T = TypeVar("T")
 
@@ -37,16 +39,63 @@ def status_error(exc: Any, *, where: str, model: str, secret: str | None) -> Exc
     return err
 
 
+def _chain(exc: BaseException | None) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
+def connection_cause(exc: BaseException) -> tuple[str, bool]:
+    """Why a connection failed, in plain words (connection refused, name not resolved, TLS, ...)
+    from the exception chain under an SDK's connection error, and whether the cause means that
+    the address itself answers nothing (refused, or a name that does not resolve)."""
+    for e in _chain(exc):
+        if isinstance(e, ConnectionRefusedError):
+            return "connection refused (nothing listens at that address and port)", True
+        if isinstance(e, socket.gaierror):
+            return f"host name not resolved ({e.strerror or e})", True
+        if isinstance(e, ssl.SSLCertVerificationError):
+            return f"TLS certificate not accepted ({e.verify_message or e.reason or e})", False
+        if isinstance(e, ssl.SSLError):
+            return f"TLS handshake failed ({e.reason or e})", False
+        if isinstance(e, ConnectionResetError):
+            return "connection reset by the server", False
+        if isinstance(e, (TimeoutError, socket.timeout)):
+            return "connection timed out", False
+    for e in _chain(exc):
+        text = str(e).lower()
+        if "name or service not known" in text or "nodename nor servname" in text or "name resolution" in text:
+            return f"host name not resolved ({e})", True
+        if "connection refused" in text or "connect call failed" in text:
+            return "connection refused (nothing listens at that address and port)", True
+        if "certificate" in text or "ssl" in text or "tls" in text:
+            return f"TLS failed ({e})", False
+    inner = next((e for e in _chain(exc) if e is not exc), None)
+    detail = f"{type(inner).__name__}: {inner}" if inner is not None else "connection error"
+    return detail[:200], False
+
+
+@dataclass
+class Reach:
+    """Whether anything has ever answered at a backend's address (shared by its requests): until
+    something has, a refused connection or an unresolvable name is ``Unreachable``, not worth
+    retrying."""
+
+    answered: bool = False
+
+
 async def call(sdk: ModuleType, request: Awaitable[T], *, where: str, model: str, secret: str | None,
-               timeout: float) -> T:
+               timeout: float, reach: Reach | None = None) -> T:
     """Await one SDK request, turning every SDK failure into a casebench transport error."""
-    with translating(sdk, where=where, model=model, secret=secret, timeout=timeout):
+    with translating(sdk, where=where, model=model, secret=secret, timeout=timeout, reach=reach):
         return await request
 
 
 @contextmanager
 def translating(sdk: ModuleType, *, where: str, model: str, secret: str | None,
-                timeout: float) -> Iterator[None]:
+                timeout: float, reach: Reach | None = None) -> Iterator[None]:
     """Turn every SDK (and transport) failure raised inside the block into a casebench error.
 
     Used around a request and around reading a stream: a stream can fail half way (the server
@@ -58,16 +107,23 @@ def translating(sdk: ModuleType, *, where: str, model: str, secret: str | None,
 
     try:
         yield
+        if reach is not None:
+            reach.answered = True
     except sdk.APIStatusError as exc:
+        if reach is not None:
+            reach.answered = True  # a server answered, if only with an error
         if 200 <= exc.status_code < 300:
             # An error event inside a 200 stream (Anthropic sends e.g. overloaded_error this way).
             raise _stream_error(exc, where=where) from None
         raise status_error(exc, where=where, model=model, secret=secret) from None
     except sdk.APITimeoutError:
-        raise TransientError(f"request to {where} timed out after {timeout:g} s") from None
+        raise TransientError(f"request to {where} timed out after {timeout:g} s (no answer)") from None
     except sdk.APIConnectionError as exc:
-        cause = type(exc.__cause__).__name__ if exc.__cause__ is not None else "connection error"
-        raise TransientError(f"connection to {where} failed ({cause})") from None
+        cause, nobody = connection_cause(exc)
+        if nobody and reach is not None and not reach.answered:
+            raise Unreachable(f"cannot reach {where}: {cause}; nothing has answered there yet, so the run stops "
+                              "instead of retrying (is the server running, and is --base-url right?)") from None
+        raise TransientError(f"connection to {where} failed: {cause}") from None
     except sdk.APIResponseValidationError:
         raise TransientError(f"malformed response body from {where}") from None
     except sdk.APIError as exc:  # an error event in an OpenAI stream (no status code)
@@ -75,7 +131,7 @@ def translating(sdk: ModuleType, *, where: str, model: str, secret: str | None,
     except httpx2.TimeoutException:
         raise TransientError(f"stream from {where} timed out (no data within {timeout:g} s)") from None
     except httpx2.HTTPError as exc:  # a dropped or broken stream
-        raise TransientError(f"stream from {where} broke off ({type(exc).__name__})") from None
+        raise TransientError(f"stream from {where} broke off ({connection_cause(exc)[0]})") from None
     except (json.JSONDecodeError, UnicodeDecodeError):
         # The SDKs decode bodies (and stream events) with json.loads and let its errors through.
         raise TransientError(f"malformed (undecodable) response body from {where}") from None
@@ -128,17 +184,19 @@ class SDKTransport:
     model: str
     secret: Secret
     timeout: float
+    #: whether anything has answered at ``where`` yet (mutable, shared by every request)
+    reach: Reach = field(default_factory=Reach, compare=False)
 
     async def call(self, request: Awaitable[T]) -> T:
         """Await one SDK request, turning every SDK failure into a casebench transport error."""
         return await call(self.sdk, request, where=self.where, model=self.model,
-                                     secret=self.secret.get(), timeout=self.timeout)
+                          secret=self.secret.get(), timeout=self.timeout, reach=self.reach)
 
     def translating(self) -> Any:
         """A context manager turning SDK failures inside it (e.g. while reading a stream) into
         casebench transport errors."""
         return translating(self.sdk, where=self.where, model=self.model, secret=self.secret.get(),
-                                      timeout=self.timeout)
+                           timeout=self.timeout, reach=self.reach)
 
     def excerpt(self, text: str | None) -> str:
         """A short redacted excerpt of a response body (the key never shows)."""

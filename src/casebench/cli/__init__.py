@@ -12,6 +12,8 @@ import sys
 
 import click
 
+from ._common import EXIT_CODES_HELP
+
 #: command name -> (module under casebench.cli, attribute, one-line help)
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "run": ("run", "run_cmd", "Run a model as a judge, or as the chatbot (respond mode), over a dataset (resumable)."),
@@ -73,7 +75,8 @@ def _plugin_option(ctx: click.Context, param: click.Parameter, value: tuple[str,
     return value
 
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]},
+             help="casebench: does your model judge safety in context? (CASE-Bench, ICML 2025)\n\n" + EXIT_CODES_HELP)
 @click.version_option(package_name="casebench")
 @click.option("--plugin", "plugins", multiple=True, metavar="MODULE_OR_FILE", is_eager=True,
               expose_value=False, callback=_plugin_option,
@@ -81,10 +84,7 @@ def _plugin_option(ctx: click.Context, param: click.Parameter, value: tuple[str,
                    "mode) before the command runs; repeatable. Also: $CASEBENCH_PLUGINS and the entry-point "
                    "group casebench.plugins.")
 def cli() -> None:
-    """casebench: does your model judge safety in context? (CASE-Bench, ICML 2025)
-
-    Exit codes: 0 success, 1 failure, 2 bad input (a message names the file, record and field).
-    """
+    """casebench: does your model judge safety in context? (CASE-Bench, ICML 2025)"""
 
 
 def main() -> None:

@@ -15,7 +15,12 @@ if TYPE_CHECKING:
     from ..runs.config import RunConfig
     from ..runs.execute import RunSummary
 
-EXIT_BAD_INPUT = 2
+#: The exit codes of every command (``casebench --help`` and the README list them).
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_LOW_COVERAGE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+EXIT_CODES_HELP = ("Exit codes: 0 success; 1 failure (a run that failed or stayed incomplete, a server that cannot "
+                   "be reached); 2 bad input (a message names the file, record and field, or the damaged run "
+                   "directory and the command that fixes it); 3 a finished run answered fewer cases than "
+                   "--min-coverage (run); 130 interrupted (Ctrl-C or SIGTERM; what is on disk is kept).")
 T = TypeVar("T")
 
 
@@ -43,6 +48,27 @@ def bad_input_errors(*types: type[BaseException]) -> Iterator[None]:
     except catch as e:  # type: ignore[misc]
         raise BadInput(str(e)) from None
 
+
+
+def dataset_argument(data: str | None, what: str = "DATA") -> str:
+    """The dataset a command works on, found the same way by every command that takes one: the
+    argument, else ``$CASEBENCH_DATA``, else the user cache (``casebench data fetch``); where it
+    came from is said on stderr when the user did not name it. ``BadInput`` when none is known."""
+    from ..sources import DATA_ENV, cached_dataset_path
+
+    if data:
+        return data
+    import os
+
+    env = os.environ.get(DATA_ENV)
+    if env:
+        echo_err(f"data: {env} (from ${DATA_ENV})")
+        return env
+    cached = cached_dataset_path()
+    if cached.is_file():
+        echo_err(f"data: {cached} (from the user cache)")
+        return str(cached)
+    raise BadInput(f"no dataset: pass {what}, set ${DATA_ENV}, or run `casebench data fetch`")
 
 
 class _TqdmHandler(logging.Handler):
@@ -371,8 +397,11 @@ def scoring_options(paper_compat: bool, n_boot: int, seed: int, label_source: st
 
     if paper_compat and label_source != "published":
         raise BadInput("--paper-compat uses the published labels; drop --label-source votes")
-    return ScoringOptions(paper_compat=paper_compat, n_boot=n_boot, seed=seed,
-                          label_source=label_source)  # type: ignore[arg-type]
+    try:
+        return ScoringOptions(paper_compat=paper_compat, n_boot=n_boot, seed=seed,
+                              label_source=label_source)  # type: ignore[arg-type]
+    except ValueError as e:
+        raise BadInput(str(e)) from None
 
 
 def min_verdict_mass_option(f: Callable[..., Any]) -> Callable[..., Any]:

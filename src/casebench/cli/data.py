@@ -9,7 +9,7 @@ import click
 
 from ..modes import mode_names
 from ..prompts import CONTEXT_PLACEMENTS
-from ._common import bad_input_errors
+from ._common import bad_input_errors, dataset_argument
 
 
 @click.group("data")
@@ -18,12 +18,13 @@ def data_group() -> None:
 
 
 @data_group.command("validate")
-@click.argument("path", type=click.Path(dir_okay=False))
-def validate_cmd(path: str) -> None:
+@click.argument("path", type=click.Path(dir_okay=False), required=False)
+def validate_cmd(path: str | None) -> None:
     """Check every record of PATH; list every problem (file, record, field), duplicated records (same
-    query and context) included; exit 2 if any."""
+    query and context) included; exit 2 if any. PATH defaults to $CASEBENCH_DATA, else the user cache."""
     from ..data import DatasetError, duplicate_problems, load_dataset
 
+    path = dataset_argument(path, "PATH")
     with bad_input_errors():
         ds = load_dataset(path, allow_duplicates=True)
         dups = duplicate_problems(ds.cases)
@@ -36,12 +37,14 @@ def validate_cmd(path: str) -> None:
 
 
 @data_group.command("info")
-@click.argument("path", type=click.Path(dir_okay=False))
+@click.argument("path", type=click.Path(dir_okay=False), required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def info_cmd(path: str, as_json: bool) -> None:
-    """Counts by category, intended context safety and human label; CI keys present."""
+def info_cmd(path: str | None, as_json: bool) -> None:
+    """Counts by category, intended context safety and human label; CI keys present. PATH defaults
+    to $CASEBENCH_DATA, else the user cache."""
     from ..data import dataset_info, load_dataset
 
+    path = dataset_argument(path, "PATH")
     with bad_input_errors():
         ds = load_dataset(path)
     info = dataset_info(ds)

@@ -17,15 +17,15 @@ import json
 import click
 
 from ..stats.options import LABEL_SOURCES
-from ._common import BadInput, bad_input_errors, echo_err
+from ._common import BadInput, bad_input_errors, dataset_argument, echo_err
 
 
 class _DefaultStatsGroup(click.Group):
     """A group whose default subcommand is ``stats`` (so ``human DATA`` works)."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
-            args = ["stats", *args]
+        if not args or (args[0] not in self.commands and args[0] not in ctx.help_option_names):
+            args = ["stats", *args]  # `casebench human` alone: the dataset of $CASEBENCH_DATA
         return super().parse_args(ctx, args)
 
 
@@ -38,13 +38,13 @@ def human_group() -> None:
     """Statistics of the human votes (context effect, agreement, power).
 
     \b
-      casebench human DATA [--json] [--alpha A] [--label-source published|votes]
+      casebench human [DATA] [--json] [--alpha A] [--label-source published|votes]
       casebench human power --p1 P --p2 P [--alpha 0.05] [--power 0.8] [--n N]
     """
 
 
 @human_group.command("stats")
-@click.argument("data", type=click.Path(dir_okay=False))
+@click.argument("data", type=click.Path(dir_okay=False), required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
 @click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05,
               show_default=True, help="Significance level (per-query tests, BH on categories).")
@@ -54,14 +54,16 @@ def human_group() -> None:
 @click.option("--draws", type=click.IntRange(min=1), default=1000, show_default=True,
               help="Random draws per case and k for majority-label stability.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the stability draws.")
-def stats_cmd(data: str, as_json: bool, alpha: float, label_source: str, draws: int, seed: int) -> None:
+def stats_cmd(data: str | None, as_json: bool, alpha: float, label_source: str, draws: int, seed: int) -> None:
     """Context effect, category differences, agreement, majorities, stability, power of DATA.
 
     DATA is a dataset file (JSON list or JSONL); the votes in its 'scores' are used as given.
+    Default: $CASEBENCH_DATA, else the user cache (casebench data fetch).
     """
     from ..data import load_dataset
     from ..stats.human import HumanStatsError, human_stats
 
+    data = dataset_argument(data)
     with bad_input_errors(HumanStatsError):
         ds = load_dataset(data)
         result = human_stats(

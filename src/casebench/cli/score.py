@@ -18,7 +18,7 @@ from ._common import (
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json", "md"]), default="table", show_default=True)
 @click.option("--by", "by", type=click.Choice(["category", "intent"]), multiple=True,
               help="Also print a breakdown with CIs (repeatable); every --format carries it (JSON: 'breakdowns').")
-@click.option("--bootstrap", "n_boot", type=int, default=2000, show_default=True, help="Bootstrap resamples for CIs (0: none).")
+@click.option("--bootstrap", "n_boot", type=click.IntRange(min=0), default=2000, show_default=True, help="Bootstrap resamples for CIs (0: none).")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--data", type=click.Path(dir_okay=False), default=None,
               help="The dataset of run directories, if their manifest's path is not reachable; published files "

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..prompts import Templates
+from ..prompts import CONTEXT_PLACEMENTS, Templates
 from .pricing import PriceTable
 from .record import RunError
 from .results import model_short_name
@@ -97,6 +97,34 @@ class RunConfig:
     #: a damaged run directory: move damaged record lines aside and rebuild a lost manifest from
     #: these settings when every surviving record fits them (``runs.repair.salvage``)
     salvage: bool = False
+
+    def __post_init__(self) -> None:
+        """Refuse nonsense where it is given (``RunError`` naming the option), not at ``run()``."""
+        from ..modes import ModeError, get_mode
+
+        try:
+            get_mode(self.mode)
+        except ModeError as e:
+            raise RunError(str(e)) from None
+        for name, value, low in (("samples", self.samples, 1), ("max_tokens", self.max_tokens, 1),
+                                 ("limit", self.limit, 1), ("stratified", self.stratified, 1),
+                                 ("parse_retries", self.parse_retries, 0), ("max_connections", self.max_connections, 1)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < low):
+                raise RunError(f"--{name.replace('_', '-')} must be a whole number of at least {low}, got {value!r}")
+        for name, value, ok, want in (
+                ("temperature", self.temperature, lambda v: v >= 0, "0 or more"),
+                ("top_p", self.top_p, lambda v: 0 < v <= 1, "above 0 and at most 1"),
+                ("max_cost", self.max_cost, lambda v: v >= 0, "0 or more"),
+                ("call_timeout", self.call_timeout, lambda v: v > 0, "above 0"),
+                ("batch_poll", self.batch_poll_s, lambda v: v > 0, "above 0")):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                      or value != value or (abs(value) == float("inf") and name != "max_cost")
+                                      or not ok(value)):
+                raise RunError(f"--{name.replace('_', '-')} must be a number {want}, got {value!r}")
+        if self.reask not in ("repair", "same"):
+            raise RunError(f"--reask must be one of repair, same, got {self.reask!r}")
+        if self.context_as is not None and self.context_as not in CONTEXT_PLACEMENTS:
+            raise RunError(f"--context-as must be one of {', '.join(CONTEXT_PLACEMENTS)}, got {self.context_as!r}")
 
 
 def default_out_dir(model: str, mode: str, removed: Sequence[str] = (), context_as: str | None = None,

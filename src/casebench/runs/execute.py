@@ -46,7 +46,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ..backends.base import (
-    Answer, Backend, BackendError, GenerationSettings, PermanentError, Request, TransientError, check_supports,
+    Answer, Backend, BackendError, GenerationSettings, PermanentError, Request, TransientError, Unreachable,
+    check_supports,
 )
 from ..data import Dataset, load_dataset, validate_parameter_names
 from ..modes import Mode, Reading, get_mode
@@ -342,6 +343,9 @@ class Runner:
         self.asked = 0
         self.retries = 0
         self.transport_failures = 0
+        #: the transport failures already said (each cause is said once without -v) and the last
+        self.causes_said: set[str] = set()
+        self.last_cause: str | None = None
         self.missing = 0
         self.prompt_tokens = 0
         self.completion_tokens = 0
@@ -443,12 +447,20 @@ class Runner:
             except BackendError as e:
                 reason = str(e)
             reason = redact_text(reason)
+            self.last_cause = reason
             if attempt == policy.max_attempts:
+                if reason not in self.causes_said:
+                    self.causes_said.add(reason)
+                    log.warning("case %d sample %d: %s; gave up after %d attempts", todo[0].case, todo[0].sample,
+                                reason, attempt)
                 raise _GaveUp(f"{reason} (gave up after {attempt} attempts)")
             self.retries += 1
             wait = policy.delay(attempt, retry_after, self.rng)
             where = f"case {todo[0].case} sample {todo[0].sample}" + (f" (+{len(todo) - 1})" if len(todo) > 1 else "")
-            log.info("%s: %s; retry %d/%d in %.1fs", where, reason, attempt, policy.max_attempts - 1, wait)
+            # each cause once in plain words without -v; every retry with -v
+            level = logging.INFO if reason in self.causes_said else logging.WARNING
+            self.causes_said.add(reason)
+            log.log(level, "%s: %s; retry %d/%d in %.1fs", where, reason, attempt, policy.max_attempts - 1, wait)
             await asyncio.sleep(wait)
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -613,7 +625,9 @@ class Runner:
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # PermanentError, or a bug: stop everything, keep what is on disk
-                if isinstance(e, PermanentError):
+                if isinstance(e, Unreachable):
+                    msg = str(e)
+                elif isinstance(e, PermanentError):
                     msg = f"the backend refused a request: {e}"
                 else:
                     log.debug("worker failed", exc_info=True)
@@ -714,8 +728,9 @@ class Runner:
         status = self.stop_reason or (RunState.COMPLETE if counts.all_final else RunState.INCOMPLETE)
         message = self.stop_message
         if status is RunState.INCOMPLETE:
+            cause = f" (last cause: {self.last_cause})" if self.last_cause else ""
             message = (f"{counts.pending} request(s) failed in transport after {self.cfg.retry.max_attempts} "
-                       "attempts; re-run the same command to ask them again")
+                       f"attempts{cause}; re-run the same command to ask them again")
         return RunSummary(
             **asdict(counts), run_dir=self.rundir.path, status=status, asked_this_session=self.asked,
             transport_failures=self.transport_failures, retries=self.retries, prompt_tokens=self.prompt_tokens,

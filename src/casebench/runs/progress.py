@@ -57,6 +57,8 @@ class Progress:
         self._postfix = ""
         self._refreshed = self.t0
         self._last_line = (initial, self.t0)
+        #: (count, counters) of the last plain line (None: none printed yet)
+        self._last_said: tuple[int, str] | None = None
         if self.enabled and self.tty:
             from tqdm import tqdm
 
@@ -139,7 +141,8 @@ class Progress:
             self._maybe_say_expected()
         if self.bar is not None:
             self._refreshed = time.monotonic()
-            self.bar.set_postfix_str(self._full_postfix(), refresh=False)
+            # no request finished (a transport failure): the counters changed, show them now
+            self.bar.set_postfix_str(self._full_postfix(), refresh=not k)
             self.bar.update(k)
             return
         now = time.monotonic()
@@ -155,7 +158,13 @@ class Progress:
         print(f"casebench: {self.n}/{self.total} requests, {rate:.2f} req/s, ETA {eta}, {self._full_postfix()}",
               file=sys.stderr, flush=True)
         self._last_line = (self.n, now)
+        self._last_said = (self.n, self._postfix)
 
     def close(self) -> None:
+        """End the output; on a pipe, a last line when the counts changed since the last one (so
+        the last counters printed are the ones the summary counts: ``fail=2`` for two requests
+        that failed in transport, not the ``fail=1`` of the line before the second)."""
         if self.bar is not None:
             self.bar.close()
+        elif self.enabled and self._postfix and self._last_said != (self.n, self._postfix):
+            self._line(time.monotonic())

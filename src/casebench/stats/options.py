@@ -69,6 +69,8 @@ class ScoringOptions:
 
     def __post_init__(self) -> None:
         check_label_source(self.label_source)
+        if isinstance(self.n_boot, bool) or not isinstance(self.n_boot, int) or self.n_boot < 0:
+            raise ValueError(f"n_boot (--bootstrap) must be a whole number, 0 or more, got {self.n_boot!r}")
         if self.paper_compat and self.label_source != "published":
             raise LabelSourceError("paper-compatible scoring uses the published labels, not "
                                    f"label source {self.label_source!r}")
