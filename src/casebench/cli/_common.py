@@ -303,6 +303,8 @@ def run_under_signals(make: Callable[[], Awaitable[T]]) -> T:
                     b"re-run the same command to resume)\n")
         os._exit(130)
 
+    interrupted: list[int] = []
+
     async def main() -> T:
         loop = asyncio.get_running_loop()
         task = asyncio.current_task()
@@ -310,6 +312,7 @@ def run_under_signals(make: Callable[[], Awaitable[T]]) -> T:
         handled = []
 
         def first(sig: int) -> None:
+            interrupted.append(sig)
             # later signals bypass the event loop, so they work even while it is busy
             for s in handled:
                 loop.remove_signal_handler(s)
@@ -331,10 +334,28 @@ def run_under_signals(make: Callable[[], Awaitable[T]]) -> T:
             for sig in handled:
                 loop.remove_signal_handler(sig)
 
+    # asyncio.run, but an interrupted run does not wait for worker threads: a model still loading
+    # in one (``asyncio.to_thread``) would hold the exit for as long as the load takes (10 s
+    # measured); the caller ends the process with ``exit_interrupted``, which does not wait either
+    loop = asyncio.new_event_loop()
     try:
-        return asyncio.run(main())
+        asyncio.set_event_loop(loop)
+        return loop.run_until_complete(main())
     except asyncio.CancelledError:
         raise KeyboardInterrupt from None
+    finally:
+        try:
+            pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+            for t in pending:
+                t.cancel()
+            if pending:
+                loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            if not interrupted:
+                loop.run_until_complete(loop.shutdown_default_executor())
+        finally:
+            asyncio.set_event_loop(None)
+            loop.close()
 
 
 def exit_interrupted(code: int = 130) -> None:

@@ -844,6 +844,7 @@ async def arun(config: RunConfig, backend: Backend | None = None, dataset: Datas
     check_resumable(prep)  # refuse a mismatching or damaged directory before loading a model
     own = backend is None
     if own:
+        log.info("loading the backend of %s", config.model)
         backend = await asyncio.to_thread(make_run_backend, config)
     assert backend is not None
     try:
