@@ -38,12 +38,32 @@ def load_predictions(path: str | Path, dataset: "Dataset | None" = None, mode: s
         return pred
     from .published import load_published, reference_dataset_path
 
-    reference = dataset
+    reference, origin = dataset, None
     if reference is None:
         beside = reference_dataset_path(p)
         if beside is not None:
             reference = _dataset_beside(beside)
-    return load_published(p, mode=mode, removed=removed, reference=reference)
+        else:
+            reference, origin = _known_dataset()
+    return load_published(p, mode=mode, removed=removed, reference=reference, reference_origin=origin)
+
+
+def _known_dataset() -> "tuple[Dataset | None, str | None]":
+    """The dataset the user's setup names when a command was given none: ``$CASEBENCH_DATA``,
+    else the user cache (``casebench data fetch``), and which; (None, None) when neither. A
+    published file is checked against it (a file of 899 rows is refused, naming both counts)."""
+    from .sources import DATA_ENV, FetchError, resolve_dataset
+
+    try:
+        choice = resolve_dataset(None, allow_download=False, allow_demo=False)
+    except FetchError:
+        return None, None
+    origin = f"from ${DATA_ENV}" if choice.origin == "environment" else "from the user cache"
+    if not choice.path.is_file():
+        from .data import DatasetError
+
+        raise DatasetError(choice.path, [(None, None, f"no such dataset file ({origin})")])
+    return _dataset_beside(choice.path), origin
 
 
 _BESIDE: dict[tuple[str, int, int], "Dataset"] = {}

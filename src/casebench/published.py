@@ -49,22 +49,42 @@ def model_name_from_path(path: str | Path) -> str | None:
     return parent[len("safety_"):] if parent.startswith("safety_") else None
 
 
-def _check_values(path: Path, key: str, mode: Mode, values: Sequence[Any]) -> tuple[list[Any], int]:
-    """Validate prediction values; return them (None = missing) and how many present values the
-    mode reads as missing (binary strings other than "safe"/"unsafe", as the published script)."""
+def _check_values(path: Path, key: str, mode: Mode, values: Sequence[Any]) -> tuple[list[Any], int, list[list[Any]]]:
+    """Validate prediction values; return them (None = missing), how many present values the
+    mode reads as missing (binary strings other than "safe"/"unsafe", as the published script),
+    and each value that is neither a prediction nor the format's missing value ``""`` (a JSON
+    null, "maybe"), as [record index, value]: they count as missing, and ``unreadable_warning``
+    names them."""
     problems = []
     out: list[Any] = []
     unrecognised = 0
+    unreadable: list[list[Any]] = []
     for i, v in enumerate(values):
         value, problem = mode.check_value(v)
         if problem:
             problems.append((i, key, problem))
-        elif value is None and v not in ("", None):
-            unrecognised += 1
+        elif value is None and v != "":
+            unrecognised += v is not None
+            unreadable.append([i, v])
         out.append(value)
     if problems:
         raise DatasetError(path, problems)
-    return out, unrecognised
+    return out, unrecognised, unreadable
+
+
+def unreadable_warning(pred: Predictions, shown: int = 3) -> str | None:
+    """One line naming the predictions of a published file that could not be read and count as
+    missing (record index and value), or None when there are none."""
+    bad = (pred.meta or {}).get("unreadable") or []
+    if not bad:
+        return None
+    import json
+
+    names = ", ".join(f"record {i} holds {json.dumps(v, ensure_ascii=False)}" for i, v in bad[:shown])
+    more = f" and {len(bad) - shown} more" if len(bad) > shown else ""
+    what = '"safe" or "unsafe"' if pred.mode == "binary" else "a number"
+    return (f"{pred.source}: {len(bad)} prediction(s) of {pred.model!r} cannot be read and count as missing: "
+            f"{names}{more} (a {pred.mode} prediction is {what}, and a missing one \"\")")
 
 
 def _intent_vote(c: Case) -> int:
@@ -107,7 +127,8 @@ def _declared(p: Path, mode: str | Mode | None, removed: Sequence[str] | None) -
 
 
 def load_published(path: str | Path, model: str | None = None, mode: str | Mode | None = None,
-                   removed: Sequence[str] | None = None, reference: Dataset | None = None) -> Predictions:
+                   removed: Sequence[str] | None = None, reference: Dataset | None = None,
+                   reference_origin: str | None = None) -> Predictions:
     """Read a published output file. The model key is the one key a record has beyond the
     dataset fields; the mode comes from ``mode`` (``--mode``), else the file name
     (``output_<mode>...``), else the values (strings: binary; numbers above 1: score; else prob).
@@ -119,7 +140,8 @@ def load_published(path: str | Path, model: str | None = None, mode: str | Mode 
 
     Duplicated records (same query, context and intent) are refused: they would count twice.
     ``reference``: the dataset the file must hold, record for record and in order
-    (``check_against_dataset``); None: no such check.
+    (``check_against_dataset``); None: no such check. ``reference_origin``: where that dataset
+    came from, said in a refusal (e.g. "from $CASEBENCH_DATA").
     """
     p = Path(path)
     records = read_records(p)
@@ -127,7 +149,7 @@ def load_published(path: str | Path, model: str | None = None, mode: str | Mode 
     cases = cases_from_records(records, p, removed=removed_t)
     check_no_duplicates(cases, p)
     if reference is not None:
-        check_against_dataset(p, cases, reference, removed_t)
+        check_against_dataset(p, cases, reference, removed_t, origin=reference_origin)
     extra_keys: list[str] = []
     for c in cases:
         for k in c.extra:
@@ -143,10 +165,12 @@ def load_published(path: str | Path, model: str | None = None, mode: str | Mode 
         raise DatasetError(p, missing)
     raw = [c.extra[model] for c in cases]
     mode_obj = mode_obj or detect_mode(raw)
-    values, unrecognised = _check_values(p, model, mode_obj, raw)
+    values, unrecognised, unreadable = _check_values(p, model, mode_obj, raw)
     plain = [Case(c.index, c.query, c.context, c.intended_safe, _strip_intent_vote(c), c.safe_rate, c.category)
              for c in cases]
-    meta = {"format": "published", "unrecognised_labels": unrecognised}
+    meta: dict[str, Any] = {"format": "published", "unrecognised_labels": unrecognised}
+    if unreadable:
+        meta["unreadable"] = unreadable
     if reference is not None:
         meta["checked_against"] = reference.path
     return Predictions.from_values(str(p), model, mode_obj, plain, values, removed_t, meta)
@@ -163,12 +187,14 @@ def _field_values(c: Case, removed: Sequence[str]) -> dict[str, Any]:
 
 
 def check_against_dataset(path: str | Path, cases: Sequence[Case], reference: Dataset,
-                          removed: Sequence[str] = ()) -> None:
+                          removed: Sequence[str] = (), origin: str | None = None) -> None:
     """Refuse (``DatasetError``) a published file that is not ``reference``, record for record
     and in order, naming the first difference: the record count, or the first record and field
     that differ (and, when that record is another record of the dataset, that the order differs).
-    Removed CI parameters (an ablation file) are left out of the dataset's contexts first."""
-    where = f"the dataset {reference.path}"
+    Removed CI parameters (an ablation file) are left out of the dataset's contexts first.
+    ``origin``: where the dataset came from, when the user did not name it (said in the message,
+    with how to name another)."""
+    where = f"the dataset {reference.path}" + (f" ({origin}; --data names another)" if origin else "")
     ref = [_field_values(c, removed) for c in reference.cases]
     for i, c in enumerate(cases):
         if i >= len(ref):

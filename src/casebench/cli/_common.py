@@ -443,6 +443,17 @@ def apply_min_verdict_mass(preds: Any, value: float) -> None:
         p.min_verdict_mass = float(value)
 
 
+def warn_unreadable_predictions(preds: Any) -> None:
+    """One warning on stderr per published input whose predictions could not all be read (a
+    null, "maybe"): they count as missing, and the warning names record and value."""
+    from ..published import unreadable_warning
+
+    for p in preds:
+        w = unreadable_warning(p)
+        if w:
+            echo_err(f"casebench: warning: {w}")
+
+
 def warn_low_verdict_mass(scores: Any) -> None:
     """One warning on stderr per input whose median verdict mass is below the threshold."""
     for s in scores:

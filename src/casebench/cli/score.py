@@ -6,7 +6,7 @@ import click
 
 from ._common import (
     apply_min_verdict_mass, bad_input_errors, file_kind_options, label_source_option, load_reference_inputs, reference_option, scoring_options,
-    min_verdict_mass_option, warn_low_verdict_mass,
+    min_verdict_mass_option, warn_low_verdict_mass, warn_unreadable_predictions,
 )
 
 
@@ -45,6 +45,7 @@ def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: s
 
             dataset = load_dataset(data)
         preds = [load_predictions(p, dataset=dataset, mode=mode, removed=remove) for p in inputs]
+    warn_unreadable_predictions(preds)
     apply_min_verdict_mass(preds, min_verdict_mass)
     with bad_input_errors(LabelSourceError):
         scores = [score_predictions(p, options, breakdowns=by) for p in preds]

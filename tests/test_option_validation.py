@@ -1,0 +1,97 @@
+"""Every option validated where it is given (issue 27, item 5): the Python API's config objects
+refuse nonsense at construction, the CLI before anything is asked; every command that takes a
+dataset reads $CASEBENCH_DATA the same way; every exit code is documented in --help and the
+README."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from casebench.cli import cli
+from casebench.runs.config import RunConfig
+from casebench.runs.record import RunError
+from casebench.stats.options import ScoringOptions
+from test_runs import write_dataset
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+@pytest.fixture(autouse=True)
+def _isolated(monkeypatch, tmp_path):
+    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "CASEBENCH_DATA"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("CASEBENCH_CACHE", str(tmp_path / "empty-cache"))
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+@pytest.mark.parametrize("kw, says", [
+    ({"mode": "bogus"}, "unknown mode 'bogus'"),
+    ({"mode": "binary", "temperature": -1}, "--temperature must be a number 0 or more"),
+    ({"mode": "binary", "samples": 0}, "--samples must be a whole number of at least 1"),
+    ({"mode": "binary", "top_p": 0}, "--top-p must be a number above 0"),
+    ({"mode": "binary", "max_tokens": 0}, "--max-tokens"),
+    ({"mode": "binary", "max_cost": float("nan")}, "--max-cost"),
+    ({"mode": "binary", "parse_retries": -1}, "--parse-retries"),
+    ({"mode": "binary", "reask": "twice"}, "--reask must be one of repair, same"),
+    ({"mode": "binary", "context_as": "footer"}, "--context-as must be one of"),
+    ({"mode": "binary", "stratified": 0}, "--stratified"),
+])
+def test_run_config_refuses_nonsense_at_construction(kw, says):
+    with pytest.raises(RunError, match=re.escape(says)):
+        RunConfig(**kw)
+
+
+def test_run_config_takes_sensible_values():
+    cfg = RunConfig(mode="score", temperature=0, top_p=1.0, samples=3, max_cost=float("inf"))
+    assert cfg.mode == "score"
+
+
+def test_scoring_options_refuse_a_negative_bootstrap():
+    with pytest.raises(ValueError, match="n_boot"):
+        ScoringOptions(n_boot=-1)
+
+
+def test_cli_refuses_a_negative_temperature_before_asking(tmp_path):
+    data = write_dataset(tmp_path / "cases.json", 2)
+    res = invoke("run", "--model", "openai/m", "--base-url", "http://127.0.0.1:9/v1", "--mode", "binary",
+                 "--data", str(data), "-o", str(tmp_path / "run"), "--temperature", "-1", "--no-progress")
+    assert res.exit_code == 2 and "--temperature must be a number 0 or more, got -1" in res.output
+    assert not (tmp_path / "run").exists()
+
+
+def test_cli_refuses_a_negative_bootstrap(tmp_path):
+    data = write_dataset(tmp_path / "cases.json", 2)
+    res = invoke("score", str(data), "--bootstrap", "-1")
+    assert res.exit_code == 2 and "--bootstrap" in res.output
+
+
+def test_human_reads_casebench_data_like_the_other_commands(tmp_path, monkeypatch):
+    data = write_dataset(tmp_path / "cases.json", 8)
+    res = invoke("human", "--json", "--draws", "10")
+    assert res.exit_code == 2 and "no dataset: pass DATA, set $CASEBENCH_DATA" in res.output
+    monkeypatch.setenv("CASEBENCH_DATA", str(data))
+    for args in (["human", "--json", "--draws", "10"], ["human", "stats", "--json", "--draws", "10"]):
+        res = invoke(*args)
+        assert res.exit_code == 0, res.output
+        assert f"data: {data} (from $CASEBENCH_DATA)" in res.output
+        assert str(data) in res.output.split("(from $CASEBENCH_DATA)", 1)[1]  # the stats are of that file
+    res = invoke("data", "info", "--json")
+    assert res.exit_code == 0 and f"data: {data} (from $CASEBENCH_DATA)" in res.output
+    res = invoke("human", str(data), "--json", "--draws", "10")  # the argument wins, and is not announced
+    assert res.exit_code == 0 and "from $CASEBENCH_DATA" not in res.output
+
+
+def test_every_exit_code_is_documented_in_help_and_readme():
+    help_text = " ".join(invoke("--help").output.split())
+    readme = " ".join(README.read_text().split())
+    for code, what in ((0, "success"), (1, "failure"), (2, "bad input"), (3, "--min-coverage"),
+                       (130, "interrupted")):
+        assert re.search(rf"\b{code} [^;]*{re.escape(what)}", help_text), (code, help_text)
+        assert re.search(rf"\b{code} [^;]*{re.escape(what)}", readme), code
