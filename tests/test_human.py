@@ -458,7 +458,7 @@ def test_cli_errors_exit_2(tmp_path):
 def test_cli_help_shows_both_forms():
     res = invoke("--help")
     assert res.exit_code == 0
-    assert "casebench human DATA" in res.output and "casebench human power" in res.output
+    assert "casebench human [DATA]" in res.output and "casebench human power" in res.output
 
 
 # --------------------------------------------------------------------------------------------

@@ -171,9 +171,10 @@ def test_classify_refuses_records_of_another_run(tmp_path):
         assert invoke("run", "--model", "openai/bot-b", "-o", str(other), *args).exit_code in (0, 3)
     lines = (src / "records.jsonl").read_bytes().splitlines(keepends=True)
     clean = b"".join(lines)
-    (src / "records.jsonl").write_bytes(b"".join(lines[:3]) + (other / "records.jsonl").read_bytes().splitlines(
-        keepends=True)[3])
-    with pytest.raises(RunError, match=r"written by another run .*line 4 \(case 3, sample 0\)"):
+    pasted = (other / "records.jsonl").read_bytes().splitlines(keepends=True)[3]
+    (src / "records.jsonl").write_bytes(b"".join(lines[:3]) + pasted)
+    case = json.loads(pasted)["case"]
+    with pytest.raises(RunError, match=rf"written by another run .*line 4 \(case {case}, sample 0\)"):
         reclassify(src, tmp_path / "new", make_classifier(None))
     assert not (tmp_path / "new").exists()
     (src / "records.jsonl").write_bytes(clean)
