@@ -372,11 +372,27 @@ def test_malformed_bodies_are_transient(fault_server: FaultServer, fault: Fault)
         ask(fault_server.base_url)
 
 
-def test_connection_refused_is_transient() -> None:
+def test_connection_refused_is_unreachable_until_the_server_answered_then_transient() -> None:
+    from casebench.backends.base import Unreachable
+
     with FaultServer() as srv:
         url = srv.base_url
-    with pytest.raises(TransientError, match="connection"):
-        ask(url)  # the port is closed now
+    with pytest.raises(Unreachable, match="connection refused"):
+        ask(url)  # the port is closed now, and nothing ever answered there: not worth retrying
+
+    async def go() -> Exception:
+        backend = make_backend("openai/test-model", base_url=url, timeout=5.0)
+        try:
+            backend.transport.reach.answered = True  # as after a first answer
+            await backend.answer([TEXT], GenerationSettings())
+        except Exception as e:  # noqa: BLE001 - the error is what is tested
+            return e
+        finally:
+            await backend.aclose()
+        raise AssertionError("a closed port answered")
+
+    err = asyncio.run(go())
+    assert isinstance(err, TransientError) and "connection refused" in str(err)
 
 
 def test_script_by_rule(fault_server: FaultServer) -> None:
