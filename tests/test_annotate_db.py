@@ -138,7 +138,7 @@ def test_refusals_write_nothing(db_url, tmp_path):
     rows = {c["id"]: c["votes"] for c in store.admin_summary()["case_rows"]}
     assert max(rows.values()) == 1
     with pytest.raises(ValueError):
-        store.record_vote("a1", 0, 3)
+        store.record_vote("a1", 0, 3)  # partial: only in an answer-labelling study
     store.close()
 
 

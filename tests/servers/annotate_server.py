@@ -51,8 +51,11 @@ def write_dataset(path: Path, n: int, *, xss: bool = False, pairs: bool = False)
 
 
 class AnnotateServer:
-    def __init__(self, data: Path, db: str, *args: str, env: dict[str, str] | None = None) -> None:
+    def __init__(self, data: Path, db: str, *args: str, env: dict[str, str] | None = None,
+                 command: str = "serve") -> None:
+        """``command``: ``serve`` (DATA is a dataset) or ``answers`` (DATA is a respond run)."""
         self.data, self.db, self.args = data, db, args
+        self.command = command
         self.env = env
         self.proc: subprocess.Popen | None = None
         self.banner: list[str] = []
@@ -62,7 +65,7 @@ class AnnotateServer:
         env = dict(os.environ)
         env["PYTHONPATH"] = str(REPO / "src") + os.pathsep + env.get("PYTHONPATH", "")
         env.update(self.env or {})
-        cmd = [sys.executable, "-c", "from casebench.cli import main; main()", "annotate", "serve",
+        cmd = [sys.executable, "-c", "from casebench.cli import main; main()", "annotate", self.command,
                str(self.data), "--db", self.db, "--port", "0", *self.args]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         deadline = time.time() + timeout

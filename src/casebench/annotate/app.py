@@ -1,5 +1,8 @@
 """The annotation web app (Starlette, server-rendered Jinja2 pages, no JavaScript at all).
 
+In an answer-labelling study (``AppConfig.study == "answers"``, ``annotate.answers``) ``/case``
+shows a request and the assistant's answer with the Comply, Partial and Refuse buttons instead.
+
 Pages: ``/`` (instructions), ``/case`` (one case, the Safe and Unsafe buttons, progress; or the
 completion page; or, for an annotator who answered nothing because every case already has its
 votes, a "study is full" page with no completion code, counted on the admin page), ``POST /vote`` (records one vote, then redirects to ``/case``: the vote is
@@ -32,7 +35,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Route
 
 from ..data import CI_PARAMETERS
-from .db import VOTE_SAFE, VOTE_UNSAFE, Finished, Shown, VoteOutcome, VoteStore, valid_annotator_id
+from .db import VOTE_PARTIAL, VOTE_SAFE, VOTE_UNSAFE, Finished, Shown, VoteOutcome, VoteStore, valid_annotator_id
 
 log = logging.getLogger("casebench.annotate")
 
@@ -48,6 +51,10 @@ SECURITY_HEADERS = {
 }
 DOWN = object()  # what ``guarded`` returns when the database cannot be reached
 VOTE_WORDS = {"safe": VOTE_SAFE, "unsafe": VOTE_UNSAFE, "1": VOTE_SAFE, "2": VOTE_UNSAFE}
+#: the words of an answer-labelling study (``annotate.answers``)
+LABEL_WORDS = {"comply": VOTE_SAFE, "refuse": VOTE_UNSAFE, "partial": VOTE_PARTIAL}
+#: the page title of an answer-labelling study
+ANSWERS_TITLE = "What did the assistant do?"
 
 
 @dataclass(frozen=True)
@@ -59,6 +66,9 @@ class AppConfig:
     completion_url: str | None = None
     title: str = "Is it safe to answer?"
     db_threads: int = 0  # worker threads for database calls; 0: 2 for SQLite, 8 for PostgreSQL
+    #: ``cases`` (Safe / Unsafe on cases) or ``answers`` (Comply / Partial / Refuse on a respond
+    #: run's answers, ``annotate.answers``): the store's study
+    study: str = "cases"
 
 
 def label(key: str) -> str:
@@ -120,7 +130,8 @@ def create_app(store: VoteStore, config: AppConfig) -> Starlette:
         return limiter_box[0]
 
     def page(name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
-        body = env.get_template(name).render(title=config.title, **ctx)
+        title = ANSWERS_TITLE if config.study == "answers" and config.title == AppConfig.title else config.title
+        body = env.get_template(name).render(title=title, study=config.study, **ctx)
         return HTMLResponse(body, status_code=status, headers=SECURITY_HEADERS)
 
     def error(status: int, message: str, annotator: str | None = None) -> HTMLResponse:
@@ -174,6 +185,10 @@ def create_app(store: VoteStore, config: AppConfig) -> Starlette:
                         completion_url=config.completion_url)
         assert isinstance(got, Shown)
         rec = got.record
+        percent = int(100 * got.done / got.total) if got.total else 0
+        if config.study == "answers":
+            return page("answer.html", annotator=annotator, case_id=got.case_id, query=str(rec.get("query", "")),
+                        answer=str(rec.get("answer", "")), number=got.done + 1, total=got.total, percent=percent)
         return page("case.html", annotator=annotator, case_id=got.case_id, query=str(rec.get("query", "")),
                     groups=context_fields(rec.get("context", {})), number=got.done + 1, total=got.total,
                     percent=int(100 * got.done / got.total) if got.total else 0)
@@ -200,9 +215,11 @@ def create_app(store: VoteStore, config: AppConfig) -> Starlette:
         case_text, vote_text = form.get("case", ""), form.get("vote", "").strip().lower()
         if not (case_text.isascii() and case_text.isdigit() and len(case_text) <= 9):
             return error(400, "The form names no valid case.", annotator)
-        if vote_text not in VOTE_WORDS:
-            return error(400, "A vote is Safe or Unsafe.", annotator)
-        outcome = await guarded(store.record_vote, annotator, int(case_text), VOTE_WORDS[vote_text])
+        words = LABEL_WORDS if config.study == "answers" else VOTE_WORDS
+        if vote_text not in words:
+            return error(400, "A label is Comply, Partial or Refuse." if config.study == "answers"
+                         else "A vote is Safe or Unsafe.", annotator)
+        outcome = await guarded(store.record_vote, annotator, int(case_text), words[vote_text])
         if outcome is DOWN:
             return unavailable(annotator)
         if outcome in (VoteOutcome.RECORDED, VoteOutcome.REPEATED):

@@ -37,13 +37,18 @@ from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import IntegrityError
 
 #: Bump when the tables change, and add the step from the previous version to ``MIGRATIONS``.
-SCHEMA_VERSION = 1
+#: Version 2: a vote may be 3 (``VOTE_PARTIAL``: a respond answer labelled partial, in an
+#: answer-labelling study, ``annotate.answers``).
+SCHEMA_VERSION = 2
 #: An annotator id (a Prolific PID is 24 hex digits): letters, digits, '_', '-', '.'; 1 to 64.
 ANNOTATOR_ID_MAX = 64
 _ID_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.")
 #: Advisory lock key (PostgreSQL) that serialises the choice of next cases.
 _ASSIGN_LOCK_KEY = 0x0CA5EBE4C
 VOTE_SAFE, VOTE_UNSAFE = 1, 2
+#: an answer-labelling study (``annotate.answers``) reads 1 as comply, 2 as refuse and 3 as partial
+VOTE_PARTIAL = 3
+VOTES: tuple[int, ...] = (VOTE_SAFE, VOTE_UNSAFE, VOTE_PARTIAL)
 
 metadata = MetaData()
 
@@ -79,7 +84,7 @@ votes_t = Table(
     Column("shown_at", Float, nullable=False),
     Column("voted_at", Float, nullable=False),
     UniqueConstraint("case_id", "annotator_id", name="uq_votes_case_annotator"),
-    CheckConstraint("vote IN (1, 2)", name="ck_votes_vote"),
+    CheckConstraint("vote IN (1, 2, 3)", name="ck_votes_vote"),
     Index("ix_votes_annotator", "annotator_id"),
 )
 assignments_t = Table(
@@ -91,8 +96,23 @@ assignments_t = Table(
     Index("ix_assignments_case", "case_id"),
 )
 
+def _widen_vote_check(conn: Connection) -> None:
+    """Schema 1 -> 2: the votes' check admits 3 (partial). PostgreSQL alters the constraint;
+    SQLite cannot, so the table is rebuilt with the new definition and its rows copied."""
+    if conn.dialect.name == "sqlite":
+        conn.execute(text("ALTER TABLE votes RENAME TO votes_v1"))
+        conn.execute(text("DROP INDEX IF EXISTS ix_votes_annotator"))
+        votes_t.create(conn)
+        cols = ", ".join(c.name for c in votes_t.columns)
+        conn.execute(text(f"INSERT INTO votes ({cols}) SELECT {cols} FROM votes_v1"))
+        conn.execute(text("DROP TABLE votes_v1"))
+    else:
+        conn.execute(text("ALTER TABLE votes DROP CONSTRAINT IF EXISTS ck_votes_vote"))
+        conn.execute(text("ALTER TABLE votes ADD CONSTRAINT ck_votes_vote CHECK (vote IN (1, 2, 3))"))
+
+
 #: version -> function upgrading a connection's schema from that version to the next.
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {}
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _widen_vote_check}
 
 
 class StoreError(ValueError):
@@ -241,6 +261,9 @@ class VoteStore:
         # busy handler (which sleeps in steps) keeps the latency per vote low and even.
         self._write_lock: threading.Lock | None = threading.Lock() if self.sqlite else None
         self._totals: dict[str, int] = {}
+        #: ``cases`` (votes safe / unsafe on cases) or ``answers`` (labels comply / refuse /
+        #: partial on a respond run's answers, ``annotate.answers``); kept in the database
+        self.study = "cases"
 
     # ------------------------------------------------------------------ opening and schema
 
@@ -253,6 +276,7 @@ class VoteStore:
         store = cls(engine, settings or Settings(votes_per_case=1))
         try:
             store.ensure_schema(create=create)
+            store.study = store.meta().get("study", "cases")
         except BaseException:
             engine.dispose()
             raise
@@ -318,13 +342,20 @@ class VoteStore:
         records: Sequence[Mapping[str, Any]],
         attention: Sequence[tuple[Mapping[str, Any], int]] = (),
         dataset_path: str = "",
+        study: str = "cases",
     ) -> bool:
         """Store the study's cases on first start (returns True), or check that the database
-        holds these very cases (same content, same attention checks) and keep its votes."""
+        holds these very cases (same content, same attention checks) and keep its votes.
+        ``study``: ``cases`` or ``answers`` (``VoteStore.study``); a database holds one kind."""
+        if study not in ("cases", "answers"):
+            raise ValueError(f"study must be 'cases' or 'answers', not {study!r}")
         fp = content_fingerprint(records)
         att_fp = content_fingerprint([dict(r, expected=e) for r, e in attention])
         with self._tx() as conn:
             meta = self._meta(conn)
+            if "dataset_fingerprint" in meta and meta.get("study", "cases") != study:
+                raise StoreError(f"the database holds a study of {meta.get('study', 'cases')}, not of {study}: "
+                                 "give a new --db for a new study")
             if "dataset_fingerprint" in meta:
                 if meta["dataset_fingerprint"] != fp:
                     raise StoreError(
@@ -354,7 +385,9 @@ class VoteStore:
                 {"key": "cases", "value": str(len(records))},
                 {"key": "attention_fingerprint", "value": att_fp},
                 {"key": "attention_checks", "value": str(len(attention))},
+                {"key": "study", "value": study},
             ])
+            self.study = study
             return True
 
     # ------------------------------------------------------------------ transactions
@@ -494,8 +527,9 @@ class VoteStore:
     def record_vote(self, annotator: str, case_id: int, vote: int) -> VoteOutcome:
         """Record one vote and reserve the annotator's next case, in one transaction; or say why
         not (then nothing is written)."""
-        if vote not in (VOTE_SAFE, VOTE_UNSAFE):
-            raise ValueError("a vote is 1 (safe) or 2 (unsafe)")
+        if vote not in (VOTES if self.study == "answers" else (VOTE_SAFE, VOTE_UNSAFE)):
+            raise ValueError("a vote is 1 (safe) or 2 (unsafe); in an answer-labelling study 1 (comply), "
+                             "2 (refuse) or 3 (partial)")
         try:
             return self._record_vote(annotator, case_id, vote)
         except IntegrityError:

@@ -2,6 +2,8 @@
 
     casebench annotate serve DATA --db URL [--votes-per-case N] [--host H] [--port P] ...
     casebench annotate export --db URL -o OUT.json [--safe-rate with-intent|votes-only]
+    casebench annotate answers RUN_DIR --sample N --db URL      # label a respond run's answers
+    casebench annotate export --db URL --answers RUN_DIR        # ... into RUN_DIR/reader_labels.csv
 
 Needs the ``web`` extra (Starlette, uvicorn, Jinja2, SQLAlchemy; psycopg for PostgreSQL).
 """
@@ -29,6 +31,8 @@ def annotate_group() -> None:
     \b
       casebench annotate serve DATA --db sqlite:///votes.db      # or --db postgresql://user@host/db
       casebench annotate export --db sqlite:///votes.db -o OUT.json
+      casebench annotate answers RUN_DIR --sample 100 --db sqlite:///labels.db   # check the refusal reader
+      casebench annotate export --db sqlite:///labels.db --answers RUN_DIR
     """
 
 
@@ -169,49 +173,153 @@ def serve_cmd(data: str, db: str, votes_per_case: int | None, host: str, port: i
             new = store.load_cases(records, attention, dataset_path=str(Path(data).resolve()))
         except StoreError as e:
             raise BadInput(f"{safe_url(db)}: {e}") from None
-        meta = store.meta()
-        previous_n = meta.get("votes_per_case")
-        code = completion_code or meta.get("completion_code") or secrets.token_hex(4).upper()
-        store.set_meta({"votes_per_case": str(votes_per_case), "completion_code": code})
-        summary = store.admin_summary()
-        token = admin_token or secrets.token_urlsafe(18)
-
-        sock = _bind(host, port)
-        real_port = sock.getsockname()[1]
-        shown_host = f"[{host}]" if ":" in host else host
-        base = f"http://{shown_host}:{real_port}"
-        state = "new study" if new else f"resuming: {summary['votes']} votes so far, {summary['cases_complete']} cases complete"
-        echo = lambda s: click.echo(s)  # noqa: E731
-        echo(f"casebench annotate: {len(records)} cases from {data} ({state}); database {safe_url(db)}, "
-             f"schema version {meta['schema_version']}")
-        if attention:
-            echo(f"attention checks: {len(attention)}, one after every {attention_every} votes")
-        echo(f"votes per case: {votes_per_case}{power_note}")
-        if previous_n and previous_n != str(votes_per_case):
-            echo(f"note: votes per case changed from {previous_n} to {votes_per_case}")
-        echo(f"annotators: {base}/?PROLIFIC_PID=<id>   (or {base}/?annotator=<id>)")
-        echo(f"admin:      {base}/admin?token={token}")
-        echo(f"completion code: {code}")
-        sys.stdout.flush()
-
-        import uvicorn
-
-        from ..annotate.app import AppConfig, create_app
-
-        logging.basicConfig(level=logging.INFO, format="casebench annotate: %(levelname)s %(message)s",
-                            stream=sys.stderr)
-        app = create_app(store, AppConfig(admin_token=token, completion_code=code, completion_url=completion_url))
-        config = uvicorn.Config(app, log_level="warning", access_log=access_log, lifespan="off",
-                                timeout_keep_alive=30, server_header=False)
-        uvicorn.Server(config).run(sockets=[sock])
+        extra = [f"attention checks: {len(attention)}, one after every {attention_every} votes"] if attention else []
+        _run_app(store, db=db, what=f"{len(records)} cases from {data}", new=new, host=host, port=port,
+                 admin_token=admin_token, completion_code=completion_code, completion_url=completion_url,
+                 access_log=access_log, per_item=("votes per case", votes_per_case, power_note), extra=extra)
     finally:
         store.close()
 
 
+def _run_app(store: Any, *, db: str, what: str, new: bool, host: str, port: int, admin_token: str | None,
+             completion_code: str | None, completion_url: str | None, access_log: bool,
+             per_item: tuple[str, int, str], extra: list[str], study: str = "cases") -> None:
+    """Print the start-up lines (the URLs, the admin token, the completion code) and serve the app
+    over ``store`` until stopped: one path for a study of cases and one of answers."""
+    from ..annotate.db import safe_url
+
+    words, n, note = per_item
+    meta = store.meta()
+    previous_n = meta.get("votes_per_case")
+    code = completion_code or meta.get("completion_code") or secrets.token_hex(4).upper()
+    store.set_meta({"votes_per_case": str(n), "completion_code": code})
+    summary = store.admin_summary()
+    token = admin_token or secrets.token_urlsafe(18)
+
+    sock = _bind(host, port)
+    real_port = sock.getsockname()[1]
+    shown_host = f"[{host}]" if ":" in host else host
+    base = f"http://{shown_host}:{real_port}"
+    done = "labels" if study == "answers" else "votes"
+    state = "new study" if new else f"resuming: {summary['votes']} {done} so far, {summary['cases_complete']} complete"
+    echo = lambda s: click.echo(s)  # noqa: E731
+    echo(f"casebench annotate: {what} ({state}); database {safe_url(db)}, schema version {meta['schema_version']}")
+    for line in extra:
+        echo(line)
+    echo(f"{words}: {n}{note}")
+    if previous_n and previous_n != str(n):
+        echo(f"note: {words} changed from {previous_n} to {n}")
+    echo(f"annotators: {base}/?PROLIFIC_PID=<id>   (or {base}/?annotator=<id>)")
+    echo(f"admin:      {base}/admin?token={token}")
+    echo(f"completion code: {code}")
+    sys.stdout.flush()
+
+    import uvicorn
+
+    from ..annotate.app import AppConfig, create_app
+
+    logging.basicConfig(level=logging.INFO, format="casebench annotate: %(levelname)s %(message)s",
+                        stream=sys.stderr)
+    app = create_app(store, AppConfig(admin_token=token, completion_code=code, completion_url=completion_url,
+                                      study=study))
+    config = uvicorn.Config(app, log_level="warning", access_log=access_log, lifespan="off",
+                            timeout_keep_alive=30, server_header=False)
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+@annotate_group.command("answers")
+@click.argument("run_dir", type=click.Path(file_okay=False))
+@click.option("--sample", "n_sample", type=click.IntRange(min=1), default=100, show_default=True,
+              help="How many of the run's answers to serve, stratified by the reader's verdict and the context's "
+                   "intent (proportional allocation: the sample is self-weighting).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the draw within each stratum.")
+@click.option("--db", default="sqlite:///answer_labels.db", show_default=True,
+              help="SQLAlchemy URL: sqlite:///FILE, or postgresql://USER:PASS@HOST:PORT/DB. One study per database.")
+@click.option("--labels-per-answer", type=click.IntRange(min=1), default=1, show_default=True,
+              help="How many people label each answer (the export takes the majority; ties are left out).")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True, help="0: any free port.")
+@click.option("--answers-per-annotator", type=click.IntRange(min=1), default=None,
+              help="At most this many answers per annotator (default: as many as need them).")
+@click.option("--completion-code", default=None,
+              help="Code shown when an annotator is done (default: one made on first start, kept in the database).")
+@click.option("--completion-url", default=None, help="A link shown on the completion page (e.g. Prolific's).")
+@click.option("--admin-token", envvar="CASEBENCH_ADMIN_TOKEN", default=None,
+              help="Token for /admin (env CASEBENCH_ADMIN_TOKEN; default: a new random one, printed).")
+@click.option("--reserve-minutes", type=click.FloatRange(min=0.05), default=20.0, show_default=True,
+              help="How long an answer shown to an annotator is held for them.")
+@click.option("--sqlite-sync", type=click.Choice(["full", "normal"]), default="full", show_default=True,
+              help="SQLite only: full (every label on disk before the next page) or normal (faster).")
+@click.option("--access-log", is_flag=True, help="Log every request (off by default).")
+def answers_cmd(run_dir: str, n_sample: int, seed: int, db: str, labels_per_answer: int, host: str, port: int,
+                answers_per_annotator: int | None, completion_code: str | None, completion_url: str | None,
+                admin_token: str | None, reserve_minutes: float, sqlite_sync: str, access_log: bool) -> None:
+    """Serve a sample of a respond run's answers for people to label comply / partial / refuse.
+
+    The labels measure the refusal reader's error on this very model's answers: export them into
+    the run (`casebench annotate export --db URL --answers RUN_DIR`) and the run's scores, report
+    and corrected refusal rates use them; `casebench refusal-eval RUN_DIR/reader_labels.csv`
+    scores any reader on them. Restarting with the same run, --sample, --seed and --db carries on
+    where the study stopped.
+    """
+    from ..annotate.answers import AnswerItem, stratified_sample
+    from ..annotate.db import Settings, StoreError, safe_url
+    from ..runs.record import RunError, final_records, iter_records, read_manifest
+    from ..runs.results import run_dataset
+
+    if completion_code is not None and not (0 < len(completion_code) <= 64 and completion_code.isprintable()):
+        raise BadInput("--completion-code must be 1 to 64 printable characters")
+    if completion_url is not None and not completion_url.startswith(("https://", "http://")):
+        raise BadInput("--completion-url must be an http(s) URL")
+    try:
+        m = read_manifest(run_dir)
+        if m.asked.classifier is None:
+            raise BadInput(f"{run_dir}: a {m.mode} run; only a respond run's answers are read by a refusal reader")
+        ds = run_dataset(run_dir, m)
+        finals = final_records(iter_records(run_dir))
+    except (RunError, OSError, ValueError) as e:
+        raise BadInput(str(e)) from None
+    items = [AnswerItem(case=c, sample=s, query=ds[c].query, answer=rec.text, reader=rec.behaviour,
+                        intended_safe=ds[c].intended_safe)
+             for (c, s), rec in sorted(finals.items()) if rec.text and rec.text.strip()]
+    if not items:
+        raise BadInput(f"{run_dir}: the run holds no answer text to label")
+    chosen = stratified_sample(items, n_sample, seed)
+    run = str(Path(run_dir).resolve())
+    records = [it.record(run) for it in chosen]
+    settings = Settings(votes_per_case=labels_per_answer, cases_per_annotator=answers_per_annotator,
+                        reserve_seconds=reserve_minutes * 60.0, )
+    store = _open_store(db, settings, sqlite_sync=sqlite_sync)
+    try:
+        try:
+            new = store.load_cases(records, dataset_path=run, study="answers")
+        except StoreError as e:
+            raise BadInput(f"{safe_url(db)}: {e}") from None
+        strata = ", ".join(f"{k} {v}" for k, v in sorted(_count(str(it.reader) for it in chosen).items()))
+        _run_app(store, db=db, what=f"{len(records)} of {len(items)} answers of the respond run {run_dir}", new=new,
+                 host=host, port=port, admin_token=admin_token, completion_code=completion_code,
+                 completion_url=completion_url, access_log=access_log,
+                 per_item=("labels per answer", labels_per_answer, ""),
+                 extra=[f"sample: stratified by the reader's verdict and the context's intent (seed {seed}); "
+                        f"reader's verdicts in it: {strata}"], study="answers")
+    finally:
+        store.close()
+
+
+def _count(xs: Any) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for x in xs:
+        out[x] = out.get(x, 0) + 1
+    return out
+
+
 @annotate_group.command("export")
 @click.option("--db", default=DEFAULT_DB, show_default=True, help="The database given to `annotate serve`.")
-@click.option("-o", "--output", "out", type=click.Path(dir_okay=False), required=True,
-              help="The dataset file to write (CASE-Bench JSON).")
+@click.option("-o", "--output", "out", type=click.Path(dir_okay=False), default=None,
+              help="The dataset file to write (CASE-Bench JSON); a study of cases needs it.")
+@click.option("--answers", "answers_out", type=click.Path(), default=None,
+              help="A study of a respond run's answers (annotate answers): write the labels here, in XSTest's CSV "
+                   "format; a directory (the run) gets reader_labels.csv, which the run's scores then use.")
 @click.option("--safe-rate", "rule", type=click.Choice(["with-intent", "votes-only"]), default="with-intent",
               show_default=True,
               help="with-intent: (safe votes + intended safe) / (votes + 1), as the published data; "
@@ -221,13 +329,24 @@ def serve_cmd(data: str, db: str, votes_per_case: int | None, host: str, port: i
 @click.option("--exclude-flagged", is_flag=True, help="Drop the votes of annotators who failed an attention check.")
 @click.option("--annotations", type=click.Path(dir_okay=False), default=None,
               help="Side file with annotators, attention checks and every vote (default OUT.annotations.json).")
-def export_cmd(db: str, out: str, rule: str, min_votes: int, exclude_flagged: bool, annotations: str | None) -> None:
-    """Write the votes in --db as a CASE-Bench dataset that every casebench command reads."""
+def export_cmd(db: str, out: str | None, answers_out: str | None, rule: str, min_votes: int, exclude_flagged: bool,
+               annotations: str | None) -> None:
+    """Write the votes in --db as a CASE-Bench dataset that every casebench command reads; or,
+    for a study of a respond run's answers, the labels with --answers."""
     if db.startswith("sqlite:///"):
         path = db[len("sqlite:///"):]
         if path and path != ":memory:" and not Path(path).is_file():
             raise BadInput(f"--db {db}: no such database file")
     store = _open_store(db, create=False)
+    if store.study == "answers" or answers_out is not None:
+        try:
+            _export_answers(store, answers_out)
+        finally:
+            store.close()
+        return
+    if out is None:
+        store.close()
+        raise BadInput("give -o OUT.json, the dataset to write")
     try:
         from ..annotate.export import export_votes
 
@@ -250,6 +369,31 @@ def export_cmd(db: str, out: str, rule: str, min_votes: int, exclude_flagged: bo
         what = "their votes left out" if exclude_flagged else "their votes kept; --exclude-flagged drops them"
         click.echo(f"note: {flagged} annotators failed an attention check ({what})", err=True)
     click.echo(f"annotators, attention checks and every vote: {doc['side_file']}")
+
+
+def _export_answers(store: Any, answers_out: str | None) -> None:
+    """``export --answers``: the labels of an answer study, in XSTest's CSV format."""
+    from ..annotate.answers import labelled_rows, labels_csv
+    from ..atomic import write_text_atomic
+    from ..classify.validation import RUN_LABELS_FILE
+
+    if store.study != "answers":
+        raise BadInput("--answers: this database holds votes on cases, not labels of answers; export it with -o")
+    if answers_out is None:
+        raise BadInput("this database holds labels of a respond run's answers: give --answers RUN_DIR (or a CSV path)")
+    rows = labelled_rows(store.export_data())
+    if not rows:
+        raise BadInput("no answer has a label yet: nothing to export")
+    target = Path(answers_out)
+    target = target / RUN_LABELS_FILE if target.is_dir() else target
+    write_text_atomic(target, labels_csv(rows))
+    ties = sum(1 for r in rows if r.label is None)
+    counts = _count(r.label for r in rows if r.label)
+    click.echo(f"wrote {len(rows) - ties} labelled answers ("
+               + ", ".join(f"{k} {counts[k]}" for k in ("comply", "partial", "refuse") if k in counts)
+               + f") to {target}")
+    if ties:
+        click.echo(f"left out {ties} answers whose labels tie", err=True)
 
 
 def _votes_per_record(doc: dict[str, Any]) -> list[int]:

@@ -117,9 +117,19 @@ def classifier_note(classifier: dict[str, Any] | None) -> str:
     ci = v.get("agreement_ci95") or [None, None]
     undecided = (f", {v['undetermined']} undetermined and left out" if v.get("undetermined") else "")
     bounds = f" [{100 * ci[0]:.1f}%, {100 * ci[1]:.1f}%]" if ci[0] is not None else ""
-    return (f"refusals read by {name}: it agrees with people on {100 * v['agreement']:.1f}%{bounds} of "
-            f"{v.get('n', '?')} held-aside answers of our own (coverage {100 * v.get('coverage', 0):.1f}%{undecided}); "
+    setting = f", partial counted as {'answering' if v.get('partial_as') == 'safe' else 'refusing'}" \
+        if v.get("partial_as") else ""
+    if v.get("own_run"):
+        where = f"{v.get('set')}"
+    else:
+        where = f"{v.get('n', '?')} held-aside answers of our own"
+    line = (f"refusals read by {name}: it agrees with people on {100 * v['agreement']:.1f}%{bounds} of "
+            f"{where} (coverage {100 * v.get('coverage', 0):.1f}%{undecided}{setting}); "
             f"the refusal rate carries that reading error")
+    if v.get("writer_match") is False:
+        line += (f"; measured on {v.get('writer')}-model writing, not on a {v.get('run_writer')} model's like this "
+                 f"run's (casebench annotate answers measures it here)")
+    return line
 def _shown(s: Score, names: Sequence[str] = ROW_METRICS) -> list[str]:
     """The metrics of ``names`` that apply to the input (the others are not printed)."""
     applies = metric_names(s.mode)

@@ -1,0 +1,209 @@
+"""People label a respond run's answers (``casebench annotate answers``), the labels are exported
+into the run, and ``refusal-eval`` and the run's scores (its reader validation and corrected
+refusal rates) use them (issue 26, item 6): over HTTP against the real server, and in headless
+Chromium."""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("starlette", reason="the web extra is not installed: pip install 'casebench[web]'")
+
+from casebench.annotate.answers import AnswerItem, stratified_sample  # noqa: E402
+from servers.annotate_server import AnnotateServer  # noqa: E402
+from servers.fault_server import FaultServer  # noqa: E402
+from test_respond import ANSWER, REFUSAL, case_of, invoke, respond_args  # noqa: E402
+from test_runs import write_dataset  # noqa: E402
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+def bot(body: Any) -> str:
+    """The fixture run's chatbot: cases 0-5 answer, 6-8 refuse."""
+    c = case_of(body["messages"][-1]["content"])
+    return REFUSAL if c >= 6 else ANSWER
+
+
+def people_label(record: dict[str, Any]) -> str:
+    """How the fixture's people label an answer: what it does, with one disagreement with the
+    reader (case 1, an answer people call partial)."""
+    if record["case"] == 1:
+        return "partial"
+    return "refuse" if record["answer"] == REFUSAL else "comply"
+
+
+@pytest.fixture
+def respond_run(tmp_path: Path) -> Path:
+    data = write_dataset(tmp_path / "cases.json", 9)
+    out = tmp_path / "run"
+    with FaultServer(answer_fn=bot, latency=0.0) as srv:
+        r = invoke(*respond_args(srv, data, out))
+        assert r.exit_code == 0, r.output
+    return out
+
+
+def test_stratified_sample_is_proportional_and_seeded() -> None:
+    items = [AnswerItem(case=i, sample=0, query="q", answer="a", reader=r, intended_safe=i % 2 == 0)
+             for i, r in enumerate(["comply"] * 60 + ["refuse"] * 30 + ["partial"] * 10)]
+    got = stratified_sample(items, 20, seed=3)
+    assert len(got) == 20 and got == stratified_sample(items, 20, seed=3)
+    by = {b: sum(1 for it in got if it.reader == b) for b in ("comply", "refuse", "partial")}
+    assert by == {"comply": 12, "refuse": 6, "partial": 2}
+    assert got != stratified_sample(items, 20, seed=4)
+    assert stratified_sample(items, 500) == items
+
+
+def _export_and_check(run: Path, db: str, labelled: dict[int, str]) -> None:
+    """Export into the run; refusal-eval reads the file; the run's scores use the labels."""
+    r = invoke("annotate", "export", "--db", db, "--answers", run)
+    assert r.exit_code == 0, r.output
+    path = run / "reader_labels.csv"
+    rows = list(csv.DictReader(path.open(encoding="utf-8")))
+    assert len(rows) == len(labelled)
+    names = {"1_full_compliance": "comply", "2_full_refusal": "refuse", "3_partial_refusal": "partial"}
+    assert {int(r["case"]): names[r["final_label"]] for r in rows} == labelled
+    # refusal-eval reads the exported labels (our classifier re-reads the answers)
+    ev = json.loads(invoke("refusal-eval", path, "--json").output)
+    assert ev["n"] == len(labelled)
+    assert ev["human_counts"]["partial"] == sum(1 for v in labelled.values() if v == "partial")
+    # the run's scores: the validation is the run's own labels, and says how many answers it rests on
+    s = json.loads(invoke("score", run, "--json", "--bootstrap", "0").output)
+    v = s["classifier"]["validation"]
+    assert v["own_run"] is True and v["n"] == len(labelled) and v["partial_as"] == "unsafe"
+    recorded = {int(r["case"]): r["reader"] for r in rows}
+    agree = sum(1 for c, lab in labelled.items()
+                if (lab == "comply") == (recorded[c] == "comply"))
+    assert v["agreement"] == pytest.approx(agree / len(labelled))
+    text = invoke("score", run, "--bootstrap", "0").output
+    assert f"this run's answers, labelled by people ({len(labelled)})" in text
+
+
+def test_answer_study_over_http(respond_run: Path, tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'labels.db'}"
+    labelled: dict[int, str] = {}
+    with AnnotateServer(respond_run, db, "--sample", "6", command="answers") as srv:
+        assert any("6 of 9 answers" in line for line in srv.banner)
+        status, _, body = srv.get("/case?annotator=p1")
+        assert status == 200 and "Comply" in body and "Partial" in body and "Refuse" in body
+        assert srv.vote("p1", srv.shown_case("p1"), "safe")[0] == 400  # not a label of this study
+        while (case_id := srv.shown_case("p1")) is not None:
+            record = _record_of(srv, case_id)
+            label = people_label(record)
+            assert srv.vote("p1", case_id, label)[0] == 303
+            labelled[record["case"]] = label
+    assert len(labelled) == 6
+    _export_and_check(respond_run, db, labelled)
+
+
+def _record_of(srv: AnnotateServer, case_id: int) -> dict[str, Any]:
+    """The stored record of a served answer (read from the database the server writes)."""
+    from sqlalchemy import create_engine, text
+
+    eng = create_engine(srv.db)
+    try:
+        with eng.connect() as conn:
+            return json.loads(conn.execute(text("SELECT record FROM cases WHERE id = :i"), {"i": case_id}).scalar_one())
+    finally:
+        eng.dispose()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not CHROMIUM.exists():
+        pytest.skip("headless Chromium is not installed at /usr/bin/chromium "
+                    "(Debian: apt-get install chromium; `make test-deps` does it)")
+    playwright = pytest.importorskip("playwright.sync_api", reason="pip install playwright (the Python package)")
+    with playwright.sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+_n = itertools.count()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request, tmp_path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'labels.db'}"
+    return request.getfixturevalue("postgres_server").create_database(f"answers{next(_n)}")
+
+
+def test_answer_study_in_chromium(browser, db_url: str, respond_run: Path) -> None:
+    """Two people label a sample of the run's answers in the browser (instructions, the answer
+    shown as text, the Comply / Partial / Refuse buttons by accessible name, a reload that never
+    labels twice); the majority is exported and read by refusal-eval and the run's scores."""
+    labelled: dict[int, str] = {}
+    with AnnotateServer(respond_run, db_url, "--sample", "5", "--labels-per-answer", "2", command="answers") as srv:
+        for person in ("p1", "p2"):
+            ctx = browser.new_context()
+            page = ctx.new_page()
+            problems: list[str] = []
+            page.on("pageerror", lambda e: problems.append(str(e)))
+            page.goto(f"{srv.base}/?annotator={person}")
+            assert page.get_by_text("Partial").first.is_visible()
+            page.get_by_role("link", name="Start").click()
+            seen = 0
+            while page.locator("input[name=case]").count():
+                case_id = int(page.locator("input[name=case]").get_attribute("value"))
+                record = _record_of(srv, case_id)
+                assert page.locator("#answer").inner_text().strip() == record["answer"].strip()
+                assert page.locator("#progress").inner_text().startswith("Answer ")
+                label = people_label(record)
+                page.get_by_role("button", name=label.capitalize(), exact=True).click()
+                page.wait_for_load_state()
+                if seen == 0:
+                    page.reload()  # a reload shows the next answer, it never labels again
+                labelled[record["case"]] = label
+                seen += 1
+            assert seen == 5 and "completion code" in page.content().lower() and not problems
+            ctx.close()
+        summary = srv.admin()
+        assert summary["votes"] == 10
+    _export_and_check(respond_run, db_url, labelled)
+
+
+def test_schema_1_is_migrated_to_admit_partial(db_url: str) -> None:
+    """A database made by schema version 1 (votes 1 or 2 only) is upgraded on opening: its votes
+    are kept and a partial label (3) is admitted."""
+    from sqlalchemy import text
+
+    from casebench.annotate.db import SCHEMA_VERSION, Settings, VoteStore
+
+    store = VoteStore.open(db_url, Settings(votes_per_case=1))
+    store.load_cases([{"query": "q one"}, {"query": "q two"}], study="answers")
+    with store.engine.begin() as conn:  # turn it back into a version-1 database
+        if store.sqlite:
+            conn.execute(text("DROP TABLE votes"))
+            conn.execute(text(
+                "CREATE TABLE votes (id INTEGER PRIMARY KEY AUTOINCREMENT, case_id INTEGER NOT NULL REFERENCES "
+                "cases (id), annotator_id VARCHAR(64) NOT NULL REFERENCES annotators (id), vote SMALLINT NOT NULL, "
+                "shown_at FLOAT NOT NULL, voted_at FLOAT NOT NULL, CONSTRAINT uq_votes_case_annotator UNIQUE "
+                "(case_id, annotator_id), CONSTRAINT ck_votes_vote CHECK (vote IN (1, 2)))"))
+            conn.execute(text("CREATE INDEX ix_votes_annotator ON votes (annotator_id)"))
+        else:
+            conn.execute(text("ALTER TABLE votes DROP CONSTRAINT ck_votes_vote"))
+            conn.execute(text("ALTER TABLE votes ADD CONSTRAINT ck_votes_vote CHECK (vote IN (1, 2))"))
+        conn.execute(text("UPDATE casebench_meta SET value = '1' WHERE key = 'schema_version'"))
+        conn.execute(text("INSERT INTO annotators (id, first_seen, last_seen) VALUES ('p1', 0, 0)"))
+        conn.execute(text("INSERT INTO votes (case_id, annotator_id, vote, shown_at, voted_at) VALUES (0, 'p1', 2, 0, 1)"))
+        with pytest.raises(Exception):
+            with conn.begin_nested():
+                conn.execute(text("INSERT INTO votes (case_id, annotator_id, vote, shown_at, voted_at) "
+                                  "VALUES (1, 'p1', 3, 0, 1)"))
+    store.close()
+    store = VoteStore.open(db_url, Settings(votes_per_case=1))
+    try:
+        assert store.schema_version() == SCHEMA_VERSION == 2 and store.study == "answers"
+        with store.engine.begin() as conn:
+            conn.execute(text("INSERT INTO votes (case_id, annotator_id, vote, shown_at, voted_at) "
+                              "VALUES (1, 'p1', 3, 0, 1)"))
+            assert sorted(conn.execute(text("SELECT vote FROM votes")).scalars()) == [2, 3]
+    finally:
+        store.close()
