@@ -6,7 +6,7 @@ a dependency -- and checked against ``MAY_IMPORT``, which says for each unit (a 
 or a subpackage) which other units it may import. The table is the layering of
 ``../shared/DESIGN.md``:
 
-    foundation (atomic, jsonutil, cache, extras, plugins, the package itself)
+    foundation (atomic, jsonutil, cache, extras, plugins, registry, the package itself)
       < data, sources, parse < prompts < backends < modes < predictions < published, classify
       < runs < loader < stats < present < contexts, annotate, integrations < cli
 
@@ -30,7 +30,7 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "casebench"
 
-FOUNDATION = frozenset({"casebench", "atomic", "jsonutil", "cache", "extras", "plugins"})
+FOUNDATION = frozenset({"casebench", "atomic", "jsonutil", "cache", "extras", "plugins", "registry"})
 
 #: unit -> the other units it may import (besides itself and the foundation)
 MAY_IMPORT: dict[str, frozenset[str]] = {name: frozenset(deps) for name, deps in {
@@ -43,6 +43,8 @@ MAY_IMPORT: dict[str, frozenset[str]] = {name: frozenset(deps) for name, deps in
     # the plugin loader: every registry (backends, classifiers, metrics, modes) may ask it to
     # import plugins, so it imports them by name only (importlib), never a registry itself
     "plugins": (),
+    # the one registry implementation under every decorator (it asks ``plugins`` to load)
+    "registry": (),
     # the data model and what reads text
     "data": ("sources",),
     "sources": (),

@@ -164,3 +164,98 @@ def test_a_flag_shared_with_another_backend_must_mean_the_same() -> None:
     assert info_for("clash/m") is None
     openai, anthropic = info_for("openai/m"), info_for("anthropic/m")
     assert openai.option("base_url") is anthropic.option("base_url")
+
+
+def _declared_capabilities(module: str) -> dict[str, dict[str, bool]]:
+    """What each ``@backend`` class of a module declares, read from its source (not from the
+    registry): the class body's ``capabilities = Capabilities(...)`` overridden by the
+    decorator's ``text`` / ``p_safe`` / ``shared_samples``, with ``batch`` set by ``batch_api``."""
+    import ast
+    import importlib.util
+    from dataclasses import asdict
+
+    from casebench.backends.base import Capabilities
+
+    tree = ast.parse(Path(importlib.util.find_spec(module).origin).read_text(encoding="utf-8"))
+    out = {}
+    for node in tree.body:
+        if not isinstance(node, ast.ClassDef):
+            continue
+        deco = next((d for d in node.decorator_list if isinstance(d, ast.Call) and getattr(d.func, "id", "") == "backend"),
+                    None)
+        if deco is None:
+            continue
+        caps = asdict(Capabilities())
+        for stmt in node.body:
+            if (isinstance(stmt, (ast.Assign, ast.AnnAssign)) and isinstance(stmt.value, ast.Call)
+                    and getattr(stmt.value.func, "id", "") == "Capabilities"):
+                caps.update({k.arg: ast.literal_eval(k.value) for k in stmt.value.keywords})
+        kw = {k.arg: k.value for k in deco.keywords}
+        for arg, field_ in (("text", "generate"), ("p_safe", "token_probs"), ("shared_samples", "shared_samples")):
+            if arg in kw and ast.literal_eval(kw[arg]) is not None:
+                caps[field_] = bool(ast.literal_eval(kw[arg]))
+        caps["batch"] = "batch_api" in kw and not (isinstance(kw["batch_api"], ast.Constant) and kw["batch_api"].value is None)
+        out[node.name] = caps
+    return out
+
+
+def test_every_capability_a_built_in_backend_declares_survives_registration() -> None:
+    """Issue 24: the decorator rebuilt ``Capabilities`` from four fields and dropped
+    ``per_answer``, so the runner never took the local backend's per-answer path."""
+    from dataclasses import asdict
+
+    from casebench.backends.registry import BUILTIN_MODULES, backends
+
+    registered = {b.cls.__name__: b for b in backends() if b.cls is not None}
+    checked = 0
+    for module in BUILTIN_MODULES:
+        for name, declared in _declared_capabilities(module).items():
+            info = registered[name]
+            assert asdict(info.capabilities) == declared, name
+            assert asdict(info.cls.capabilities) == declared, name  # the class attribute too
+            checked += 1
+    assert checked == len(BUILTIN_MODULES)
+    assert registered["HFBackend"].capabilities.per_answer  # the one that was lost
+
+
+def test_a_plugin_class_keeps_every_declared_capability() -> None:
+    """Every field of ``Capabilities``, including ones added later, passes through ``@backend``
+    (run in a subprocess: a registration lasts as long as its process)."""
+    code = (
+        "from dataclasses import fields, replace\n"
+        "from casebench.backends.base import Capabilities\n"
+        "from casebench.backends.registry import backend, info_for\n"
+        "flipped = replace(Capabilities(), **{f.name: not getattr(Capabilities(), f.name) for f in fields(Capabilities)"
+        " if f.name != 'batch'})\n"
+        "@backend('flip', summary='x', batch_api='m:C')\n"
+        "class Flip:\n"
+        "    capabilities = flipped\n"
+        "    def __init__(self, model): pass\n"
+        "got = info_for('flip/m').capabilities\n"
+        "assert got == replace(flipped, batch=True), got\n"
+        "assert Flip.capabilities == got\n"
+        "print('ok')\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO,
+                       env={**os.environ, "PYTHONPATH": str(REPO / "src")})
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+
+
+def test_the_python_api_sees_plugins_named_in_the_environment(exp_dir: Path) -> None:
+    """``import casebench`` then scoring, with no registry read first, sees a metric named in
+    ``$CASEBENCH_PLUGINS`` (the registries load plugins when they are first read, whoever reads
+    them), and the score table drawn afterwards shows it."""
+    code = (
+        "import casebench\n"
+        f"p = casebench.load_published({str(exp_dir / 'safety_gpt-4o' / 'output_binary.json')!r})\n"
+        "s = casebench.score_predictions(p, casebench.ScoringOptions(n_boot=0))\n"
+        "print(round(s.values['toy_predicted_safe'], 6))\n"
+        "from casebench.present.tables import text_table\n"
+        "print('toy: predicted safe' in text_table([s]))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO / "tests")]),
+           "CASEBENCH_PLUGINS": str(PLUGINS / "toy_metric.py")}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=REPO, env=env)
+    assert r.returncode == 0, r.stderr
+    share, shown = r.stdout.split()
+    assert 0.0 < float(share) < 1.0 and shown == "True"

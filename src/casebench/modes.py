@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Mapping, Sequence
 
 from .parse import Parsed, parse_binary, parse_score, verdict_prefix
+from .registry import Registry, RegistryError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -38,17 +39,18 @@ class ModeError(ValueError):
 # The registry (the built-in modes below register with ``@mode`` too, in this order: binary,
 # score, prob, respond)
 
-MODES: dict[str, "Mode"] = {}
+#: every mode by CLI name (``casebench.registry.Registry``: plugins load when it is first read)
+MODES: "Registry[Mode]" = Registry("mode", ("casebench.modes",), same=lambda old, new: False)
 
 
 def register(mode: "Mode") -> "Mode":
     """Add a mode to the registry (its CLI name and its published file name must be new)."""
-    if mode.name in MODES:
-        raise ModeError(f"mode {mode.name!r} is already registered")
-    if any(m.file_name == mode.file_name for m in MODES.values()):
+    if any(m.file_name == mode.file_name and m is not mode for m in MODES._entries.values()):
         raise ModeError(f"file name {mode.file_name!r} is already used by another mode")
-    MODES[mode.name] = mode
-    return mode
+    try:
+        return MODES.register(mode.name, mode)
+    except RegistryError as e:
+        raise ModeError(str(e)) from None
 
 
 def mode(cls: "type[Mode]") -> "type[Mode]":

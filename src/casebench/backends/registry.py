@@ -15,7 +15,7 @@ A description says everything the rest of casebench needs to know without buildi
 Derived from these descriptions, and listed nowhere else: ``make_backend``'s prefixes, the
 backend flags of ``casebench run``/``ablate``/``contexts generate`` and their ``--help``,
 ``runs.pricing``'s local prefixes, the batch path, and the README's backend table
-(``python -m casebench.plugins --readme README.md``).
+(``python -m casebench.cli.registry_tables --readme README.md``).
 
 A new backend is one module with one decorated class; it is found when casebench imports the
 module: a built-in one is listed in ``BUILTIN_MODULES``, anything else is a plugin
@@ -35,12 +35,13 @@ backend is built, so reading the registry stays light.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import json
 from dataclasses import dataclass, field
-from importlib import import_module
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
+from ..registry import Registry, RegistryError
 from .base import Capabilities
 
 if TYPE_CHECKING:
@@ -57,10 +58,6 @@ BUILTIN_MODULES: tuple[str, ...] = (
 
 #: Option value types an ``Option`` can declare (``json``: a JSON object given as text).
 OPTION_TYPES: tuple[str, ...] = ("str", "int", "float", "bool", "json")
-
-
-class RegistryError(ValueError):
-    """A description that cannot be registered (duplicate prefix, conflicting flag, bad field)."""
 
 
 @dataclass(frozen=True)
@@ -142,35 +139,23 @@ class BackendInfo:
         return frozenset(o.name for o in self.options if not o.answers)
 
 
-_BACKENDS: dict[str, BackendInfo] = {}
-_loaded = False
+def _module_of(info: BackendInfo) -> str:
+    # a refused prefix ranks after the built-in backends and before the plugins
+    return info.cls.__module__ if info.cls is not None else __name__
 
 
-def _ensure_loaded() -> None:
-    """Import the built-in backend modules and the plugins (once)."""
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    for module in BUILTIN_MODULES:
-        import_module(module)
-    if "vllm" not in _BACKENDS:
-        _refuse_vllm()
-    from .. import plugins
-
-    plugins.load_plugins()
+#: every backend description by prefix (``casebench.registry.Registry``)
+BACKENDS: Registry[BackendInfo] = Registry(
+    "backend prefix", (*BUILTIN_MODULES, __name__), same=lambda old, new: old.cls is new.cls,
+    module_of=_module_of, on_load=lambda: None if "vllm" in BACKENDS._entries else _refuse_vllm())
 
 
 def register_backend(info: BackendInfo) -> BackendInfo:
     """Add a description to the registry (its prefix must be new). Returns ``info``."""
-    _ensure_loaded()  # a plugin imported first is checked against the built-ins
+    BACKENDS.load_builtins()  # a plugin imported first is checked against the built-ins
     prefix = info.prefix
     if not prefix or "/" in prefix or ":" in prefix or prefix != prefix.strip():
         raise RegistryError(f"backend prefix {prefix!r} must be a non-empty word without '/' or ':'")
-    old = _BACKENDS.get(prefix)
-    if old is not None and old.cls is not info.cls:
-        where = f"{old.cls.__module__}.{old.cls.__qualname__}" if old.cls is not None else "a refused prefix"
-        raise RegistryError(f"backend prefix {prefix!r} is already registered (by {where})")
     names = [o.name for o in info.options]
     if len(set(names)) != len(names):
         raise RegistryError(f"backend {prefix!r} declares an option twice")
@@ -183,15 +168,14 @@ def register_backend(info: BackendInfo) -> BackendInfo:
                                 f"{info.cls.__qualname__}.__init__ does not take")
     for o in info.options:  # a flag two backends share must mean one thing
         flag = o.cli_flag
-        for other in _BACKENDS.values():
+        for other in BACKENDS._entries.values():
             if other.prefix == prefix:
                 continue
             for p in other.options:
                 if flag and p.cli_flag == flag and (p.name, p.type, p.choices) != (o.name, o.type, o.choices):
                     raise RegistryError(f"backend {prefix!r}: flag {flag} is already {other.prefix!r}'s option "
                                         f"{p.name!r} of another kind; choose another flag")
-    _BACKENDS[prefix] = info
-    return info
+    return BACKENDS.register(prefix, info)
 
 
 def backend(prefix: str, *, summary: str, options: tuple[Option, ...] = (), text: bool | None = None,
@@ -207,13 +191,12 @@ def backend(prefix: str, *, summary: str, options: tuple[Option, ...] = (), text
     batch adapter (``capabilities.batch`` follows from it)."""
 
     def wrap(cls: type[T]) -> type[T]:
+        # every capability the class declares survives (per_answer included); the decorator's
+        # arguments override only the ones they name
         base = getattr(cls, "capabilities", None) or Capabilities()
-        caps = Capabilities(
-            generate=base.generate if text is None else bool(text),
-            token_probs=base.token_probs if p_safe is None else bool(p_safe),
-            shared_samples=base.shared_samples if shared_samples is None else bool(shared_samples),
-            batch=batch_api is not None,
-        )
+        given = {"generate": text, "token_probs": p_safe, "shared_samples": shared_samples}
+        caps = dataclasses.replace(base, batch=batch_api is not None,
+                                   **{k: bool(v) for k, v in given.items() if v is not None})
         cls.capabilities = caps  # type: ignore[attr-defined]
         register_backend(BackendInfo(prefix=prefix, summary=summary, cls=cls, options=tuple(options),
                                      capabilities=caps, local=local, batch_api=batch_api, price=price,
@@ -244,15 +227,7 @@ def _refuse_vllm() -> None:
 def backends() -> list[BackendInfo]:
     """Every registered description: the built-ins in ``BUILTIN_MODULES`` order, the refused
     prefixes, then plugins in registration order."""
-    _ensure_loaded()
-
-    def rank(info: BackendInfo) -> int:
-        module = info.cls.__module__ if info.cls is not None else None
-        if module in BUILTIN_MODULES:
-            return BUILTIN_MODULES.index(module)
-        return len(BUILTIN_MODULES) + (0 if info.cls is None else 1)
-
-    return sorted(_BACKENDS.values(), key=rank)
+    return BACKENDS.entries()
 
 
 def valid_prefixes() -> list[str]:
@@ -262,10 +237,9 @@ def valid_prefixes() -> list[str]:
 
 def info_for(spec: str) -> BackendInfo | None:
     """The description of the backend a spec's prefix names (None: no such prefix)."""
-    _ensure_loaded()
     if not isinstance(spec, str):
         return None
-    return _BACKENDS.get(spec.split("/", 1)[0])
+    return BACKENDS.get(spec.split("/", 1)[0])
 
 
 def is_local_spec(spec: str) -> bool:
@@ -390,7 +364,7 @@ def cli_options() -> list[tuple[Option, list[BackendInfo]]]:
 
 
 __all__ = [
-    "BUILTIN_MODULES", "BackendInfo", "OPTION_TYPES", "Option", "RegistryError", "backend",
+    "BACKENDS", "BUILTIN_MODULES", "BackendInfo", "OPTION_TYPES", "Option", "RegistryError", "backend",
     "backend_class", "backends", "cli_options", "info_for", "is_local_spec", "is_remote_spec", "make_backend",
     "refuse_prefix", "register_backend", "resolve_options", "transport_option_names", "valid_prefixes",
 ]

@@ -17,10 +17,10 @@ first read; they import their libraries only when built); others come from plugi
 from __future__ import annotations
 
 from dataclasses import dataclass
-from importlib import import_module
 from typing import Any, Callable, TypeVar
 
-from ..backends.registry import Option, RegistryError
+from ..backends.registry import Option
+from ..registry import Registry, RegistryError
 from .base import ClassifierError
 
 T = TypeVar("T")
@@ -50,35 +50,18 @@ class ClassifierInfo:
         return f"{self.kind}:{self.argument}" if self.argument else self.kind
 
 
-_CLASSIFIERS: dict[str, ClassifierInfo] = {}
-_loaded = False
-
-
-def _ensure_loaded() -> None:
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    for module in BUILTIN_MODULES:
-        import_module(module)
-    from .. import plugins
-
-    plugins.load_plugins()
+#: every classifier description by kind and alias (``casebench.registry.Registry``)
+CLASSIFIERS: Registry[ClassifierInfo] = Registry(
+    "refusal classifier", BUILTIN_MODULES, same=lambda old, new: old.cls is new.cls,
+    module_of=lambda info: info.cls.__module__)
 
 
 def register_classifier(info: ClassifierInfo) -> ClassifierInfo:
     """Add a description (its kind and aliases must be new). Returns ``info``."""
-    _ensure_loaded()  # a plugin imported first is checked against the built-ins
     for name in (info.kind, *info.aliases):
         if not name or ":" in name or name != name.strip():
             raise RegistryError(f"refusal classifier kind {name!r} must be a non-empty word without ':'")
-        old = _CLASSIFIERS.get(name)
-        if old is not None and old.cls is not info.cls:
-            raise RegistryError(f"refusal classifier {name!r} is already registered "
-                                f"(by {old.cls.__module__}.{old.cls.__qualname__})")
-    for name in (info.kind, *info.aliases):
-        _CLASSIFIERS[name] = info
-    return info
+    return CLASSIFIERS.register(info.kind, info, aliases=tuple(info.aliases))
 
 
 def refusal_classifier(kind: str, *, summary: str, argument: str | None = None, aliases: tuple[str, ...] = (),
@@ -96,17 +79,7 @@ def refusal_classifier(kind: str, *, summary: str, argument: str | None = None, 
 def classifiers() -> list[ClassifierInfo]:
     """Every registered description, once (aliases folded): the built-ins in ``BUILTIN_MODULES``
     order, then plugins in registration order."""
-    _ensure_loaded()
-    out: list[ClassifierInfo] = []
-    for info in _CLASSIFIERS.values():
-        if all(info is not o for o in out):
-            out.append(info)
-
-    def rank(info: ClassifierInfo) -> int:
-        module = info.cls.__module__
-        return BUILTIN_MODULES.index(module) if module in BUILTIN_MODULES else len(BUILTIN_MODULES)
-
-    return sorted(out, key=rank)
+    return CLASSIFIERS.entries()
 
 
 def spec_help() -> str:
@@ -117,10 +90,9 @@ def spec_help() -> str:
 def info_for(spec: str | None, default: str) -> tuple[ClassifierInfo, str | None]:
     """(the description, the argument) of a spec. Raises ``ClassifierError`` for an unknown
     kind (listing the valid ones) or a missing or unexpected argument."""
-    _ensure_loaded()
     name = (spec or default).strip()
     kind, sep, rest = name.partition(":")
-    info = _CLASSIFIERS.get(kind.strip())
+    info = CLASSIFIERS.get(kind.strip())
     if info is None:
         raise ClassifierError(f"unknown refusal classifier {name!r}; valid refusal classifiers: {spec_help()}")
     if info.argument is None:
@@ -144,5 +116,5 @@ def build(spec: str | None, default: str, options: dict[str, Any]) -> Any:
     return info.cls(argument, **opts) if argument is not None else info.cls(**opts)
 
 
-__all__ = ["BUILTIN_MODULES", "ClassifierInfo", "build", "classifiers", "info_for", "refusal_classifier",
+__all__ = ["BUILTIN_MODULES", "CLASSIFIERS", "ClassifierInfo", "build", "classifiers", "info_for", "refusal_classifier",
            "register_classifier", "spec_help"]

@@ -46,15 +46,18 @@ import numpy as np
 
 from ..data import Case
 from ..predictions import Predictions
-from ..stats.metrics import ALL_METRICS, METRIC, MIN_CASES, MIN_DISCORDANT, MIN_PAIRED, Score, metric_names
+from ..stats.metrics import METRIC, MIN_CASES, MIN_DISCORDANT, MIN_PAIRED, Score, metric_names
 from ..stats.options import DEFAULT_OPTIONS, ScoringOptions
 from ..stats.overview import NEIGHBOUR_ROWS, PAIRWISE_TABLE_MAX, InputFigures, Overview, PairMatrix, input_figures, overview
 from .tables import SMALL, STUDY_METRICS, UNDEFINED, fmt_num, fmt_p
 
-#: the leaderboard's columns: the paper's metrics (family ``primary``), in the table's order
-#: (``stats.metrics.METRICS``); the context figures and human references have their own
-#: section, and every figure is in the leaderboard's downloads (so the table fits 1400 px)
-LEADERBOARD_METRICS = tuple(m for m in ALL_METRICS if METRIC[m].family == "primary")
+def leaderboard_metrics() -> tuple[str, ...]:
+    """The leaderboard's columns: the paper's metrics (family ``primary``), in the registry's
+    order, read when the report is drawn; the context figures and human references have their
+    own section, and every figure is in the leaderboard's downloads (so the table fits 1400 px)."""
+    return tuple(m for m in METRIC if METRIC[m].family == "primary")
+
+
 #: the paired differences the report shows per pair (``casebench compare`` shows them all)
 PAIRWISE_METRICS = ("accuracy", "safe_recall", "unsafe_recall", "pcc")
 # A group of more than ``stats.overview.PAIRWISE_TABLE_MAX`` inputs gets the compact view (a
@@ -247,7 +250,7 @@ def _leaderboard(ctx: ReportContext) -> str:
         else:
             home.append(r)
     # behaviour columns (refusal rate, partial answers) only when some input is a respond run
-    shown = [m for m in LEADERBOARD_METRICS
+    shown = [m for m in leaderboard_metrics()
              if not METRIC[m].behaviour or any(it.pred.mode_spec.reads_behaviour for it in inputs)]
     head = ["#", "Input", "Cases", "Answered"] + [METRIC[m].heading for m in shown]
     tables = []

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 from ..jsonutil import json_safe
 
 from ..stats.metrics import (
-    ALL_METRICS, BREAKDOWN_METRICS, COMPARED_METRICS, METRIC, MIN_CASES, MIN_DISCORDANT, MIN_PAIRED, Score,
-    metric_names,
+    BREAKDOWN_METRICS, METRIC, MIN_CASES, MIN_DISCORDANT, MIN_PAIRED, Score,
+    metric_names, metrics_where,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -27,7 +27,14 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..stats.saydo import SayDo
 
 #: the metrics of the CSV and Markdown rows (every metric, in table order)
-ROW_METRICS = ALL_METRICS
+
+
+def row_metrics() -> tuple[str, ...]:
+    """Every registered metric, in table order, read when a table is drawn (a metric registered
+    after this module was imported is shown too)."""
+    return tuple(METRIC)
+
+
 #: how every format writes a figure that applies but is undefined (a recall with no case of its
 #: class, F1 with nothing to score): table, CSV and Markdown alike; JSON writes null. A figure
 #: that does not apply to an input (PCC of a binary verdict) is left blank instead.
@@ -37,7 +44,7 @@ SMALL = "†"
 #: the metrics an ablation study prints per condition
 STUDY_METRICS = ("accuracy", "safe_recall", "unsafe_recall", "pcc", "bce")
 
-__all__ = ["FORMATS", "ROW_METRICS", "SMALL", "UNDEFINED", "breakdown_table", "classifier_note", "csv_table", "fmt_num",
+__all__ = ["FORMATS", "row_metrics", "SMALL", "UNDEFINED", "breakdown_table", "classifier_note", "csv_table", "fmt_num",
            "fmt_p", "format_ablation",
            "format_comparison", "format_placements", "json_lines", "json_safe", "markdown_table", "text_table"]
 
@@ -130,10 +137,12 @@ def classifier_note(classifier: dict[str, Any] | None) -> str:
         line += (f"; measured on {v.get('writer')}-model writing, not on a {v.get('run_writer')} model's like this "
                  f"run's (casebench annotate answers measures it here)")
     return line
-def _shown(s: Score, names: Sequence[str] = ROW_METRICS) -> list[str]:
+
+
+def _shown(s: Score, names: Sequence[str] | None = None) -> list[str]:
     """The metrics of ``names`` that apply to the input (the others are not printed)."""
     applies = metric_names(s.mode)
-    return [m for m in names if m in applies and m in s.values]
+    return [m for m in (row_metrics() if names is None else names) if m in applies and m in s.values]
 
 
 def _mark(cases_of: dict[str, int], m: str, value: Any = 0.0) -> str:
@@ -252,8 +261,8 @@ def flat_rows(s: Score) -> list[dict[str, Any]]:
     rows = []
     for kind, name, counts, r in groups:
         row: dict[str, Any] = {**base, "by": kind, "group": name, **counts}
-        shown = set(_shown(s, BREAKDOWN_METRICS if kind else ROW_METRICS))
-        for m in ROW_METRICS:
+        shown = set(_shown(s, BREAKDOWN_METRICS if kind else row_metrics()))
+        for m in row_metrics():
             on = m in shown and m in r
             has_ci = on and r.get("ci") and METRIC[m].interval  # a count (context_pairs) has none
             lo, hi = r.get("ci", {}).get(m, [float("nan")] * 2) if has_ci else (None, None)
@@ -315,7 +324,7 @@ def markdown_table(scores: Sequence[Score]) -> str:
     """One row per input (every metric with its CI), then a table per breakdown of each input,
     then the notes. Published reference rows: pass their scores renamed ``<model> (published)``. Prob-mode runs also show their verdict mass."""
     mass = _with_mass(scores)
-    cols = ["model", "mode", "removed", "coverage"] + (["verdict mass (median, below)"] if mass else []) + list(ROW_METRICS)
+    cols = ["model", "mode", "removed", "coverage"] + (["verdict mass (median, below)"] if mass else []) + list(row_metrics())
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for s in scores:
         cells = [s.model, s.mode, ",".join(s.removed) or "-", f"{100 * s.coverage:.1f}%"]
@@ -324,7 +333,7 @@ def markdown_table(scores: Sequence[Score]) -> str:
             cells.append(f"{mass_pct(vm['median'])}, {vm['below']}/{vm['known']} below {mass_pct(vm['threshold'])}"
                          if vm else "-")
         shown = set(_shown(s))
-        for m in ROW_METRICS:
+        for m in row_metrics():
             cells.append(_md_cell(m, s.values, s.ci, s.cases_of) if m in shown else "")
         lines.append("| " + " | ".join(cells) + " |")
     for s in scores:
@@ -421,7 +430,7 @@ def format_comparison(c: "Comparison") -> str:
                          f"{ci:<21}{fmt_p(m.p):>9}{fmt_p(m.p_adjusted):>10}  {m.test}{sig}{no_mark}")
     lines.append("")
     lines.append("* significant after Benjamini-Hochberg (each family apart: the paper's metrics, the context "
-                 "figures, the human-reference figures); " + lower_is_better_note(COMPARED_METRICS))
+                 "figures, the human-reference figures); " + lower_is_better_note(metrics_where(lambda m: m.test is not None)))
     lines.append(_marks_line(c.settings))
     return "\n".join(lines) + "\n"
 

@@ -79,7 +79,7 @@ from ..jsonutil import json_safe
 from ..predictions import Predictions
 from .bootstrap import bootstrap_p, percentile_ci, resample_weights
 from .metrics import (
-    COMPARED_METRICS, METRIC, MIN_DISCORDANT, MIN_PAIRED, ScoringArrays, figure_cases, metric_values, scoring_arrays,
+    METRIC, MIN_DISCORDANT, MIN_PAIRED, ScoringArrays, figure_cases, metric_values, scoring_arrays,
 )
 from .options import DEFAULT_OPTIONS, ScoringOptions
 
@@ -390,7 +390,7 @@ def compare_pair(
     n = len(sa.y)
     both_cont = a.is_continuous and b.is_continuous
     behaviour = a.mode_spec.reads_behaviour or b.mode_spec.reads_behaviour
-    metrics = [m for m in COMPARED_METRICS if (both_cont or not METRIC[m].continuous)
+    metrics = [m for m in METRIC if METRIC[m].test is not None and (both_cont or not METRIC[m].continuous)
                and not (behaviour and METRIC[m].calibration) and (METRIC[m].paper or not options.paper_compat)]
     W = PW = None
     if n_boot > 0 and n > 0:

@@ -1,6 +1,6 @@
 """The metrics of a judge against the human labels: one table, one set of formulas, with CIs.
 
-``METRICS`` is the one table of metrics (name, labels, direction, digits, which paired test
+``METRIC`` is the one registry of metrics (name, labels, direction, digits, which paired test
 compares it, its formula and the per-case columns it needs); a new metric is one
 ``register_metric`` call (or ``@metric`` on its formula) and nothing else; scoring, ``compare``, ``ablation``, the tables and the report all
 read it. Every formula is written on *sums* of per-case columns (``metric_columns``): the figure
@@ -40,6 +40,7 @@ import numpy as np
 
 from ..data import SAFE_THRESHOLD, VOTE_SAFE
 from ..predictions import Predictions, verdict_mass_warning
+from ..registry import Registry, RegistryError
 from .bootstrap import DEFAULT_BOOTSTRAP, percentile_ci, resample_weights, wilson_ci  # noqa: F401  (re-exported)
 from .options import (  # noqa: F401  (LABEL_SOURCES, LabelSourceError: re-exported from ``options``)
     DEFAULT_OPTIONS, LABEL_SOURCES, LabelSourceError, ScoringOptions, case_safe_rate, check_label_source,
@@ -247,7 +248,7 @@ def _extra_columns(a: ScoringArrays, names: Sequence[str], unit: str,
 def _column_order(names: Sequence[str]) -> list[str]:
     """The asked metrics in registration order (so an input's columns always come in one order)."""
     asked = set(names)
-    return [m.name for m in METRICS if m.name in asked]
+    return [m for m in METRIC if m in asked]
 
 
 # The built-in column sets. Each ``make`` returns None when the input lacks what it needs.
@@ -501,7 +502,7 @@ class MetricDef:
         return self.columns.unit if self.columns is not None else "case"
 
 
-METRICS: tuple[MetricDef, ...] = (
+BUILTIN_METRICS: tuple[MetricDef, ...] = (
     MetricDef("accuracy", "accuracy", "Accuracy", "accuracy", True, False, "mcnemar", _accuracy,
               proportion=_accuracy_k),
     MetricDef("safe_recall", "safe recall (1 - over-refusal)", "Safe recall", "safe recall", True, False, "bootstrap",
@@ -523,29 +524,39 @@ METRICS: tuple[MetricDef, ...] = (
     MetricDef("partial_rate", "partial answers", "Partial", "partial", False, False, None, _partial_rate,
               behaviour=True, columns=PARTIAL_COLUMNS, base=_partial_cases),
 )
-#: the table by name
-METRIC: dict[str, MetricDef] = {}
-ALL_METRICS: tuple[str, ...] = ()
-LABEL_METRICS: tuple[str, ...] = ()
-CONTINUOUS_METRICS: tuple[str, ...] = ()
-BEHAVIOUR_METRICS: tuple[str, ...] = ()
-#: the metrics ``compare`` tests, in table order
-COMPARED_METRICS: tuple[str, ...] = ()
+#: every metric by name (``casebench.registry.Registry``, read live: a metric registered late, or
+#: by a plugin named in ``$CASEBENCH_PLUGINS``, is scored and shown like a built-in one)
+METRIC: Registry[MetricDef] = Registry("metric", (__name__,), same=lambda old, new: False)
 
 
-def _derive() -> None:
-    """Rebuild the name lists from ``METRICS`` (after a registration)."""
-    global ALL_METRICS, LABEL_METRICS, CONTINUOUS_METRICS, BEHAVIOUR_METRICS, COMPARED_METRICS
-    METRIC.clear()
-    METRIC.update((m.name, m) for m in METRICS)
-    ALL_METRICS = tuple(m.name for m in METRICS)
-    LABEL_METRICS = tuple(m.name for m in METRICS if not m.continuous and not m.behaviour)
-    CONTINUOUS_METRICS = tuple(m.name for m in METRICS if m.continuous)
-    BEHAVIOUR_METRICS = tuple(m.name for m in METRICS if m.behaviour)
-    COMPARED_METRICS = tuple(m.name for m in METRICS if m.test is not None)
+def metrics_where(keep: Callable[[MetricDef], bool] = lambda m: True) -> tuple[str, ...]:
+    """The registered metrics' names that ``keep`` accepts, in table order (read when called)."""
+    return tuple(m.name for m in METRIC.values() if keep(m))
+
+
+#: the lists of names derived from the registry, computed when read (module ``__getattr__``):
+#: ``from casebench.stats.metrics import ALL_METRICS`` copies the list as it is then; code that
+#: draws a table calls ``metrics_where`` (or reads ``metrics.ALL_METRICS``) when it draws
+_DERIVED: dict[str, Callable[[MetricDef], bool]] = {
+    "ALL_METRICS": lambda m: True,
+    "LABEL_METRICS": lambda m: not m.continuous and not m.behaviour,
+    "CONTINUOUS_METRICS": lambda m: m.continuous,
+    "BEHAVIOUR_METRICS": lambda m: m.behaviour,
+    #: the metrics ``compare`` tests, in table order
+    "COMPARED_METRICS": lambda m: m.test is not None,
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _DERIVED:
+        return metrics_where(_DERIVED[name])
+    if name == "METRICS":  # every MetricDef, in table order
+        return tuple(METRIC.values())
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 _TESTS = ("mcnemar", "williams", "bootstrap")
+_RESERVED = ("ci", "n", "answered", "coverage", "breakdowns")
 
 
 def register_metric(m: MetricDef) -> MetricDef:
@@ -553,20 +564,17 @@ def register_metric(m: MetricDef) -> MetricDef:
 
     Its place in every output follows from its description: ``continuous`` metrics appear for
     score and prob inputs, ``behaviour`` metrics for respond runs, the rest for every input;
-    ``test`` makes ``compare`` test it. Register before the outputs are built (a plugin module is
-    imported at start-up: ``casebench --plugin MODULE``). Returns ``m``."""
-    global METRICS
+    ``test`` makes ``compare`` test it. Every list and table reads the registry when it is drawn,
+    so a metric registered from the Python API or a plugin shows up everywhere. Returns ``m``."""
     if not m.name.isidentifier():
-        raise ValueError(f"metric name {m.name!r} must be an identifier (it is a JSON key and a CSV column)")
-    if m.name in METRIC or m.name in ("ci", "n", "answered", "coverage", "breakdowns"):
-        raise ValueError(f"metric {m.name!r} is already registered (or is a reserved key)")
+        raise RegistryError(f"metric name {m.name!r} must be an identifier (it is a JSON key and a CSV column)")
+    if m.name in _RESERVED:
+        raise RegistryError(f"metric name {m.name!r} is a reserved key")
     if m.test is not None and m.test not in _TESTS:
-        raise ValueError(f"metric {m.name!r}: test must be one of {', '.join(_TESTS)} or None, not {m.test!r}")
-    if m.test == "mcnemar" or m.test == "williams":
-        raise ValueError(f"metric {m.name!r}: {m.test} is specific to accuracy / Pearson r; use 'bootstrap'")
-    METRICS = METRICS + (m,)
-    _derive()
-    return m
+        raise RegistryError(f"metric {m.name!r}: test must be one of {', '.join(_TESTS)} or None, not {m.test!r}")
+    if (m.test == "mcnemar" or m.test == "williams"):
+        raise RegistryError(f"metric {m.name!r}: {m.test} is specific to accuracy / Pearson r; use 'bootstrap'")
+    return METRIC.register(m.name, m)
 
 
 def metric(name: str, *, label: str | None = None, heading: str | None = None, short: str | None = None,
@@ -591,7 +599,8 @@ def metric(name: str, *, label: str | None = None, heading: str | None = None, s
     return wrap
 
 
-_derive()
+for _m in BUILTIN_METRICS:  # (accuracy and pcc may name their own tests: no plugin checks)
+    METRIC.register(_m.name, _m)
 
 
 def metric_names(mode: str) -> tuple[str, ...]:
@@ -599,8 +608,8 @@ def metric_names(mode: str) -> tuple[str, ...]:
     from ..modes import get_mode
 
     m = get_mode(mode)
-    names = set(LABEL_METRICS + (CONTINUOUS_METRICS if m.continuous else ()) + (BEHAVIOUR_METRICS if m.reads_behaviour else ()))
-    ordered = tuple(n for n in ALL_METRICS if n in names)
+    ordered = metrics_where(lambda d: (not d.continuous and not d.behaviour) or (d.continuous and m.continuous)
+                            or (d.behaviour and m.reads_behaviour))
     return _drop_calibration(ordered) if m.reads_behaviour else ordered
 
 
@@ -714,16 +723,13 @@ def figure_cases(a: ScoringArrays, names: Sequence[str] | None = None) -> dict[s
 def _applicable(a: ScoringArrays) -> tuple[str, ...]:
     """The metrics of one input: continuous ones only with a continuous prediction and cases,
     behaviour ones only for behaviour modes."""
-    names = LABEL_METRICS
-    if a.p is not None and a.value is not None and len(a.y):
-        names += CONTINUOUS_METRICS
-    if a.partial is not None:
-        names = _drop_calibration(names + BEHAVIOUR_METRICS)
-    if a.pairs is None:  # these arrays cannot hold query pairs (e.g. one intent only)
-        names = tuple(m for m in names if METRIC[m].unit != "pair")
-    if a.paper_compat:
-        names = tuple(m for m in names if METRIC[m].paper)
-    return tuple(m for m in ALL_METRICS if m in names)
+    continuous = a.p is not None and a.value is not None and len(a.y) > 0
+    behaviour = a.partial is not None
+    return metrics_where(lambda d: ((not d.continuous and not d.behaviour) or (d.continuous and continuous)
+                                    or (d.behaviour and behaviour))
+                         and not (behaviour and d.calibration)
+                         and (a.pairs is not None or d.unit != "pair")  # no pairs: e.g. one intent only
+                         and (d.paper or not a.paper_compat))
 
 
 def point_metrics(a: ScoringArrays, names: Sequence[str] | None = None) -> dict[str, float]:
