@@ -318,8 +318,8 @@ def run_under_signals(make: Callable[[], Awaitable[T]]) -> T:
                 loop.remove_signal_handler(s)
                 signal.signal(s, exit_now)
             handled.clear()
-            echo_err(f"\ncasebench: {signal.Signals(sig).name}: stopping after the current step, keeping every "
-                     "finished answer (press Ctrl-C again to exit at once)")
+            echo_err(f"\ncasebench: {signal.Signals(sig).name}: stopping after the current step; every "
+                     "finished answer is on disk (press Ctrl-C again to exit at once)")
             task.cancel()
 
         for sig in (signal.SIGINT, signal.SIGTERM):

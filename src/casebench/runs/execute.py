@@ -318,6 +318,14 @@ class RunSummary(RunCounts):
                 f"{self.prompt_tokens + self.completion_tokens} tokens, {cost}; {self.elapsed_s:.1f}s")
 
 
+def interrupted_message(counts: RunCounts, final_at_start: int | None) -> str:
+    """What an interrupted invocation kept, counted on disk: the requests that became final
+    while it ran (each finished answer is recorded the moment it is read), and the run's total."""
+    kept = counts.final - final_at_start if final_at_start is not None else 0
+    return (f"interrupted: kept {kept} answer(s) finished in this invocation ({counts.final} of "
+            f"{counts.requests} requests final in all); re-run the same command to resume")
+
+
 class Runner:
     """Executes a prepared run on an open run directory with a backend."""
 
@@ -333,6 +341,8 @@ class Runner:
         self.queue: collections.deque[_Job] = collections.deque()
         self.stop_reason: RunState | None = None
         self.stop_message = ""
+        #: requests final on disk when this invocation planned (None: it never planned)
+        self.final_at_start: int | None = None
         self.tasks: list[asyncio.Task[None]] = []
         self.progress: Progress | None = None
         # accounting
@@ -376,6 +386,7 @@ class Runner:
                 jobs.append(_Job(ci, s, chat.system, chat.prompt, history=chat.history))
         if self.batch_size > 1:
             jobs.sort(key=lambda j: j.size)
+        self.final_at_start = done
         return jobs, done
 
     # -- money
@@ -731,6 +742,8 @@ class Runner:
             cause = f" (last cause: {self.last_cause})" if self.last_cause else ""
             message = (f"{counts.pending} request(s) failed in transport after {self.cfg.retry.max_attempts} "
                        f"attempts{cause}; re-run the same command to ask them again")
+        elif status is RunState.INTERRUPTED:
+            message = interrupted_message(counts, self.final_at_start)
         return RunSummary(
             **asdict(counts), run_dir=self.rundir.path, status=status, asked_this_session=self.asked,
             transport_failures=self.transport_failures, retries=self.retries, prompt_tokens=self.prompt_tokens,
@@ -789,8 +802,8 @@ async def run_prepared(prep: Prepared, backend: Backend, rng: random.Random | No
             summary = await runner.execute()
         except (asyncio.CancelledError, KeyboardInterrupt):
             # cancelled before the workers started: same outcome as after
+            runner.stop_reason = RunState.INTERRUPTED
             summary = runner.summary(0.0)
-            summary.status, summary.message = RunState.INTERRUPTED, "interrupted; re-run the same command to resume"
         finally:
             if summary is None:  # an unexpected error: still leave a readable, resumable manifest
                 summary = runner.summary(0.0)
