@@ -1,12 +1,12 @@
-"""Vote collection under load: 50 annotators cast 5,000 votes, on SQLite and on PostgreSQL.
+"""Vote collection under load: 60 annotators at once cast 5,000 votes, on SQLite and on PostgreSQL.
 
 The real command (``casebench annotate serve``, one process, uvicorn) serves a dataset of 500
-invented cases at 10 votes per case; 50 threads, each an annotator with its own kept-alive HTTP
+invented cases at 10 votes per case; 60 threads, each an annotator with its own kept-alive HTTP
 connection on loopback, vote until their completion page (GET the case, POST the vote; every 10th
 vote POSTed twice, as a reload would). Two paces:
 
 * ``flood``: no pause between votes (the server saturated: throughput, and latency that is
-  mostly queueing behind the other 49 annotators);
+  mostly queueing behind the other 59 annotators);
 * ``paced``: each annotator pauses ``--think`` seconds (uniform 0.5x..1.5x) before each vote, as
   people do (they take seconds per case), so latency is the server's own time per vote.
 
@@ -16,6 +16,9 @@ p50/p95 milliseconds of the vote POST (the commit) and of the whole cycle (POST 
 
     .venv/bin/python bench/bench_annotate.py [--cases 500] [--votes-per-case 10] [--annotators 50]
         [--think 1.0] [--pace flood,paced] [--db sqlite,postgresql]
+
+That a vote survives the server being killed (SIGKILL) and restarted, exactly once, is tested in
+tests/test_annotate_kill.py (both databases); this bench measures speed only.
 """
 
 from __future__ import annotations
@@ -68,7 +71,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cases", type=int, default=500)
     ap.add_argument("--votes-per-case", type=int, default=10)
-    ap.add_argument("--annotators", type=int, default=50)
+    ap.add_argument("--annotators", type=int, default=60)
     ap.add_argument("--think", type=float, default=1.0, help="mean pause before a vote in the paced run (s)")
     ap.add_argument("--pace", default="flood,paced")
     ap.add_argument("--db", default="sqlite,postgresql")
