@@ -14,7 +14,7 @@ Then it checks what the issue asks: 0 votes lost (votes the clients saw recorded
 database), 0 duplicated (no annotator twice on a case), every case with exactly N votes. Prints
 p50/p95 milliseconds of the vote POST (the commit) and of the whole cycle (POST + next page).
 
-    .venv/bin/python bench/bench_annotate.py [--cases 500] [--votes-per-case 10] [--annotators 50]
+    .venv/bin/python bench/bench_annotate.py [--cases 500] [--votes-per-case 10] [--annotators 60]
         [--think 1.0] [--pace flood,paced] [--db sqlite,postgresql]
 
 That a vote survives the server being killed (SIGKILL) and restarted, exactly once, is tested in
