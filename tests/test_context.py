@@ -207,7 +207,8 @@ def test_report_section_and_reference_lines():
     b = Predictions.from_values("fixture-b", "m2", "binary", CASES, ["safe"] * 8)
     html = build_report([prob_pred(), b], ScoringOptions(n_boot=30), human=False)
     sec = html[html.index('id="context"'):]
-    assert "Context sensitivity" in sec and "People</b> (8 cases, 4 pairs): shift 0.375" in sec
+    assert "Context sensitivity" in sec and "People</b> (8 cases, 4 pairs, " in sec
+    assert "<b>one person</b> (a vote drawn at random) shifts by 0.375" in sec
     assert "Reference, people (8 cases)" in html  # under the leaderboard
     # blind where people differ: m on Q2 and Q4 (people's shifts 0.15 and 0.80: Q4 first); m2 on Q1, Q2, Q4
     assert "m [prob]: 2 queries" in sec and "m2 [binary]: 3 queries" in sec

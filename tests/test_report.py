@@ -122,6 +122,17 @@ def test_report_in_headless_chromium(report, inputs, tmp_path):
             images = page.eval_on_selector_all(
                 "img", "els => els.map(i => ({ok: i.complete && i.naturalWidth > 0, w: i.naturalWidth, "
                        "shown: i.getBoundingClientRect().width}))")
+            # the context section fits 1400 px: no table in it scrolls sideways, nor does the page
+            overflow = page.evaluate("""() => {
+                const out = []; let el = document.getElementById('context').nextElementSibling;
+                while (el && el.tagName !== 'H2') {
+                    for (const w of [el, ...el.querySelectorAll('*')])
+                        if (w.scrollWidth > w.clientWidth + 1 && getComputedStyle(w).overflowX === 'auto')
+                            out.push(w.className || w.tagName);
+                    el = el.nextElementSibling;
+                }
+                return {boxes: out, page: document.documentElement.scrollWidth - window.innerWidth};
+            }""")
             rows = page.locator("tr.leaderboard-row").count()
             headings = page.locator("h2").all_inner_texts()
             shot = tmp_path / "report.png"
@@ -131,8 +142,9 @@ def test_report_in_headless_chromium(report, inputs, tmp_path):
     assert errors == []
     assert outside == []
     # refusal, heat map, scatter, reliability, one ablation study, context effect, stability,
-    # context shift dots, per-pair shift scatter
-    assert len(images) == 9 and all(i["ok"] for i in images), images
+    # context direction dots, context shift by mode, per-pair shift scatter
+    assert len(images) == 10 and all(i["ok"] for i in images), images
+    assert overflow == {"boxes": [], "page": 0}, overflow
     assert all(i["shown"] >= 400 for i in images)  # every figure is shown at a readable size
     assert rows == len(inputs)
     assert [re.sub(r"^\d+\.\s*", "", h) for h in headings] == SECTIONS
@@ -147,7 +159,7 @@ def test_report_is_self_contained(report):
     assert "<script" not in text
     assert not re.search(r'(src|href)="(https?:)?//', text)
     srcs = re.findall(r'<img src="([^"]+)"', text)
-    assert len(srcs) == 9
+    assert len(srcs) == 10  # context: direction dots and shift by mode
     for s in srcs:
         assert s.startswith("data:image/png;base64,")
         assert base64.b64decode(s.split(",", 1)[1])[:8] == b"\x89PNG\r\n\x1a\n"
@@ -181,7 +193,8 @@ def test_leaderboard_holds_the_published_figures(report, inputs):
 def test_ablation_and_pairwise_sections_cover_the_right_inputs(report):
     text = report.read_text(encoding="utf-8")
     abl = text[text.index('id="ablation"'):text.index('id="human"')]
-    assert _body_rows(abl) == 4  # full context and three removals
+    # full context and three removals, then their context figures with people's two references
+    assert _body_rows(abl) == 4 + 4 + 2
     for cond in ("- sender", "- recipient", "- sender, recipient"):
         assert f">{cond}<" in abl
     pairs = text[text.index('id="pairwise"'):text.index('id="categories"')]

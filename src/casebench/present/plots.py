@@ -373,3 +373,91 @@ def shift_scatter(panels: Sequence[dict[str, Any]]) -> bytes:
     for ax in axes[k:]:
         ax.set_visible(False)
     return to_png(fig)
+
+
+def context_direction_dots(names: Sequence[str], direction: Sequence[float], direction_ci: Sequence[Sequence[float]],
+                           follow: Sequence[float], blind: Sequence[float], majority_direction: float | None,
+                           majority_follow: float | None, reference: Sequence[bool] | None = None) -> bytes:
+    """Per input (in the order given: the report ranks them by direction), the scale-free
+    context figure with its CI beside what people's majority label reaches (left), and how often
+    the input's labels follow the context and are blind where people's differ, beside the
+    majority's follow (right). Both panels mean the same in every mode. ``reference``: inputs
+    drawn hollow (published models)."""
+    n = len(names)
+    ref = list(reference) if reference is not None else [False] * n
+    fig = _figure(10, 1.4 + 0.5 * n)
+    axes = fig.subplots(1, 2, sharey=True, width_ratios=[3, 2])
+    y = np.arange(n)
+    v = np.asarray(direction, dtype=float)
+    c = np.asarray(direction_ci, dtype=float).reshape(n, 2)
+    ax = axes[0]
+    if majority_direction is not None and np.isfinite(majority_direction):
+        ax.axvline(majority_direction, color="#333333", lw=1.2, ls=":",
+                   label=f"people's majority label: {majority_direction:.3f}")
+        ax.legend(loc="lower left", fontsize=9)
+    for yi, vi, ci, hollow in zip(y, v, c, ref):
+        if not np.isfinite(vi):
+            continue
+        ax.errorbar([vi], [yi], xerr=_err(np.array([vi]), ci.reshape(1, 2)), fmt="o", capsize=3,
+                    color=COLORS[0], mfc="white" if hollow else COLORS[0], ms=6, elinewidth=1)
+        ax.text((ci[1] if np.isfinite(ci[1]) else vi) + 0.02, yi, f"{vi:.3f}", va="center", fontsize=9)
+    ax.axvline(0, color="#bbbbbb", lw=0.8)
+    lo = min([0.0] + [x for x in c[:, 0] if np.isfinite(x)])
+    ax.set_xlim(min(-0.05, lo - 0.05), 1.12)
+    ax.set_title("Direction: pairs moved with people − against them\n(share of pairs where people's vote share "
+                 "moves; 95% CI)", fontsize=10.5)
+    ax.grid(axis="x", alpha=0.3)
+    ax.tick_params(labelsize=9.5)
+    ax2 = axes[1]
+    f = np.asarray(follow, dtype=float)
+    b = np.asarray(blind, dtype=float)
+    h = 0.38
+    ax2.barh(y - h / 2, f, h, color=SAFE_COLOR, alpha=0.85, label="follows the context")
+    ax2.barh(y + h / 2, b, h, color=UNSAFE_COLOR, alpha=0.85, label="blind where people differ")
+    if majority_follow is not None and np.isfinite(majority_follow):
+        ax2.axvline(majority_follow, color="#333333", lw=1.2, ls=":", label=f"majority follows: {majority_follow:.3f}")
+    ax2.set_xlim(0, 1)
+    ax2.set_title("Share of query pairs (labels)", fontsize=10.5)
+    ax2.grid(axis="x", alpha=0.3)
+    handles, labels = ax2.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", fontsize=8.5, ncols=3)
+    axes[0].set_yticks(y, [_wrap(s, 40) for s in names])
+    axes[0].invert_yaxis()
+    return to_png(fig)
+
+
+def context_shift_by_mode(groups: Sequence[dict[str, Any]]) -> bytes:
+    """The context shift drawn per mode, one panel each, never on one axis across modes (a
+    shift is on its mode's own scale). ``groups``: dicts with ``title``, and per input ``names``,
+    ``shift``, ``ci`` (n, 2), ``one_person`` and ``majority`` (people's references on that input's
+    own pairs) and ``reference`` (drawn hollow)."""
+    k = len(groups)
+    rows = [max(1, len(g["names"])) for g in groups]
+    fig = _figure(10, 0.9 * k + 0.42 * sum(rows) + 0.6)
+    axes = np.atleast_1d(fig.subplots(k, 1, squeeze=False, height_ratios=[r + 1.2 for r in rows])).ravel()
+    for ax, g in zip(axes, groups):
+        n = len(g["names"])
+        y = np.arange(n)
+        v = np.asarray(g["shift"], dtype=float)
+        c = np.asarray(g["ci"], dtype=float).reshape(n, 2)
+        one = np.asarray(g["one_person"], dtype=float)
+        maj = np.asarray(g["majority"], dtype=float)
+        ax.scatter(one, y, marker="|", s=260, color="#777777", lw=2, label="one person (vote share)", zorder=3)
+        ax.scatter(maj, y, marker="|", s=260, color="#111111", lw=2, label="people's majority label", zorder=3)
+        for yi, vi, ci, hollow in zip(y, v, c, g["reference"]):
+            if not np.isfinite(vi):
+                continue
+            ax.errorbar([vi], [yi], xerr=_err(np.array([vi]), ci.reshape(1, 2)), fmt="o", capsize=3,
+                        color=COLORS[0], mfc="white" if hollow else COLORS[0], ms=6, elinewidth=1, zorder=4)
+        ax.axvline(0, color="#bbbbbb", lw=0.8)
+        ax.set_xlim(-0.05, 1.05)
+        ax.set_title(g["title"], fontsize=10.5, loc="left")
+        ax.set_yticks(y, [_wrap(s, 40) for s in g["names"]])
+        ax.set_ylim(n - 0.5, -0.5)
+        ax.grid(axis="x", alpha=0.3)
+        ax.tick_params(labelsize=9.5)
+    axes[-1].set_xlabel("context shift: P(safe) in the safe context − in the unsafe one (mean over query pairs)",
+                        fontsize=10)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", fontsize=8.5, ncols=2)
+    return to_png(fig)

@@ -647,7 +647,57 @@ def _ablation(ctx: ReportContext) -> str | None:
         parts.append('<div class="wide"><table class="ablation"><thead><tr>'
                      + "".join(f'<th class="{"l" if h == "Condition" else ""}">{_e(h)}</th>' for h in head)
                      + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>")
+        parts.append(_ablation_context(res))
     return "".join(parts)
+
+
+#: the context figures of the report's ablation tables (each with its paired difference)
+ABLATION_CONTEXT = ("context_direction", "context_shift", "context_follow", "context_blind")
+
+
+def _ablation_context(res: Any) -> str:
+    """One ablation study's context figures per condition, with CIs and the paired difference
+    from the full context (over the pairs both answered), and people's two references on the
+    full context's pairs: removing what the context says should drive a judge's shift to 0."""
+    ms = [m for m in ABLATION_CONTEXT if any(m in c.score.values for c in res.conditions)]
+    if not ms:
+        return ""
+
+    def fig(m: str, v: Any, ci: Any) -> str:
+        return _fm(m, v) + (f'<span class="ci">[{_fm(m, ci[0])}, {_fm(m, ci[1])}]</span>' if ci else "")
+
+    rows = []
+    for c in res.conditions:
+        v = c.score.values
+        cells = [f'<td class="l">{_e(c.name)}</td>', f"<td>{_fm('context_pairs', v.get('context_pairs'))}</td>"]
+        for m in ms:
+            cells.append(f"<td>{fig(m, v.get(m), c.score.ci.get(m))}</td>")
+            dd = c.diffs.get(m)
+            if dd is None:
+                cells.append("<td>–</td>")
+                continue
+            cls = ' class="sig"' if dd.significant else ""
+            cells.append(f'<td{cls}>{_fm(m, dd.diff)}<span class="ci">[{_fm(m, dd.ci[0])}, {_fm(m, dd.ci[1])}] '
+                         f"p(BH) {_fp(dd.p_adjusted)}</span></td>")
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    people = res.conditions[0].people
+    if people:
+        for ref, label in (("one_person", "People: one person"), ("majority", "People: majority")):
+            b = people[ref]
+            cells = [f'<td class="l"><b>{label}</b></td>', f"<td>{people['pairs']}</td>"]
+            for m in ms:
+                cells.append(f"<td>{fig(m, b[m], b['ci'].get(m))}</td>" if m in b else "<td>–</td>")
+                cells.append("<td></td>")
+            rows.append('<tr class="reference">' + "".join(cells) + "</tr>")
+    head = ["Condition", "Pairs"] + [h for m in ms for h in (METRIC[m].heading, f"Δ {METRIC[m].heading}")]
+    return ('<div class="wide"><table class="ablation-context"><thead><tr>'
+            + "".join(f'<th class="{"l" if h == "Condition" else ""}">{_e(h)}</th>' for h in head)
+            + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>"
+            '<p class="note">Context figures over the query pairs each condition answered (Δ: condition − full '
+            "context, paired over the pairs both answered, Benjamini–Hochberg with the study's other tests). "
+            "<b>Direction</b> is scale-free (the net share of pairs the judge moves the way people's vote share "
+            "moves); <b>shift</b> is on the judge's own scale, beside one person's and people's majority's on the "
+            "full context's pairs.</p>")
 
 
 def _placement(ctx: ReportContext) -> str | None:
@@ -838,75 +888,167 @@ def _reference_note(refs: Sequence[tuple[list[int], dict[str, Any]]]) -> str:
 BLIND_LIMIT = 12
 
 
+def _input_people(it: Any) -> dict[str, Any] | None:
+    """People's references on the pairs this input answered (``stats.context.people_references``),
+    as its scoring result carries them; None without pairs."""
+    fig = it.figures
+    blocks = getattr(fig, "blocks", None)
+    if isinstance(blocks, dict) and "people" in blocks:
+        return blocks["people"]
+    return getattr(fig, "people", None)
+
+
+def _direction_order(items: Sequence[Any]) -> list[Any]:
+    """Inputs ranked by the scale-free direction figure (best first, undefined last; ties keep
+    their order): the context section ranks by nothing that depends on a mode's scale."""
+    return sorted(items, key=lambda it: -np.nan_to_num(it.score.values.get("context_direction", np.nan), nan=-9.0))
+
+
+#: a mode's scale, as the shift-by-mode figure names it
+_MODE_SCALE = {"binary": "0/1 verdicts: the scale of people's majority label",
+               "respond": "what the chatbot did, 0/1: the scale of people's majority label"}
+
+
+def _people_context_note(ref: dict[str, Any]) -> str:
+    """People's references over every pair of the dataset (``context.human_references``) in one
+    paragraph: one person and the majority under the label source, the other source beside them,
+    and the pairs that differ only by the intent vote's tie-break."""
+    src = ref.get("label_source", "published")
+    op, mj, pd = ref["one_person"], ref["majority"], ref["people_differ"]
+    other = "votes" if src == "published" else "published"
+    ob = ref["by_label_source"][other]
+    names = {"published": "with the intent vote counted as a 21st vote (the published safe_rate)",
+             "votes": "from the votes alone"}
+
+    def ci(b: dict[str, Any], m: str) -> str:
+        c = b["ci"].get(m)
+        return f" [{_f(c[0])}, {_f(c[1])}]" if c else ""
+
+    return (f'<p class="reference"><b>People</b> ({ref["cases"]} cases, {ref["context_pairs"]} pairs, '
+            f'{names[src]}): <b>one person</b> (a vote drawn at random) shifts by {_f(op["context_shift"])}'
+            f'{ci(op, "context_shift")}; <b>people\'s majority label</b> shifts by {_f(mj["context_shift"])} and follows '
+            f'the context in {_f(mj["context_follow"])}{ci(mj, "context_follow")} of pairs; its direction is '
+            f'{_f(mj["context_direction"])}{ci(mj, "context_direction")}. {names[other].capitalize()}: one person '
+            f'{_f(ob["one_person"]["context_shift"])}, majority follow {_f(ob["majority"]["context_follow"])}. '
+            f'People label the two contexts differently in {pd["with_intent_vote"]} pairs with the intent vote and '
+            f'{pd["votes_alone"]} from the votes alone ({pd["intent_tie_break"]} only because the intent vote broke a '
+            f'10–10 tie); <b>blind</b> counts the {pd["counted"]}. One annotator agrees with another on '
+            f'{_f(ref["annotator_agreement"])} of votes, the majority with {_f(ref["oracle_vote_agreement"])}; BCE '
+            f'floor {_f(ref["bce_floor"])} nats.</p>')
+
+
 def _context(ctx: "ReportContext") -> str:
-    """Does each judge move with context like people do (``stats.context``): its shift beside
-    people's, follow and blind rates, per-pair shifts against people's, and the queries on which
-    it is context-blind although people are not."""
-    from .plots import context_shift_dots, shift_scatter
+    """Does each judge move with context like people do (``stats.context``), each figure beside
+    people's on the judge's own footing: the scale-free direction and the label-based follow and
+    blind rates (ranked, comparable across modes), the shift drawn per mode beside one person's
+    and people's majority's on the judge's own pairs, per-pair shifts against people's, and the
+    queries on which it is context-blind although people are not."""
+    from .plots import context_direction_dots, context_shift_by_mode, shift_scatter
 
     inputs = list(ctx.inputs) + list(ctx.references)
     show_text = ctx.show_text
     head = ""
-    shown = [it for it in inputs if "context_pairs" in it.score.values]
+    shown = _direction_order([it for it in inputs if "context_pairs" in it.score.values])
     own = [it for it in shown if not it.reference]
     if not shown:
         return head + '<p class="note">No input holds both contexts of any query, so there is no pair to compare.</p>'
-    # people's references: those of the first group holding one of the report's own inputs
+    # people's references over the whole dataset: those of the first group holding one of the report's own inputs
     own_ids = {id(it) for it in own}
     own_pos = {k for k, it in enumerate(ctx.inputs) if id(it) in own_ids}
     ref = next((r for members, r in ctx.overview.people if own_pos & set(members)), None)
     nan2 = [float("nan")] * 2
     parts = [head, '<p class="note">Every query of CASE-Bench comes with two contexts, one written to make answering '
              "safe and one to make it unsafe. A <em>pair</em> is the two cases of one query, both answered. "
-             "<b>Shift</b>: mean over pairs of P(safe) in the safe context minus P(safe) in the unsafe one (binary: the "
-             "verdict as 1/0; score: (s − 0.5)/10; respond: P(answered)). <b>Follow</b>: share of pairs judged safe in "
-             "the safe context and unsafe in the other. <b>Blind</b>: among pairs whose human labels differ, the share "
-             "the judge labels alike. <b>Shift r</b>: Pearson r between the judge's and people's per-pair shifts (does "
-             "it move on the queries where people move?). 95% bootstrap CIs resample pairs. Same figures: "
-             "<code>casebench score</code>; people's: <code>casebench human DATA</code>.</p>"]
-    if ref is not None:
-        ci = ref["ci"].get("context_shift", nan2)
-        parts.append(
-            f'<p class="reference"><b>People</b> ({ref["cases"]} cases, {ref["context_pairs"]} pairs): shift '
-            f'{_f(ref["context_shift"])} [{_f(ci[0])}, {_f(ci[1])}], follow {_f(ref["context_follow"])}; one '
-            f'annotator agrees with another on {_f(ref["annotator_agreement"])} of votes, the majority with '
-            f'{_f(ref["oracle_vote_agreement"])} (the most any judge can reach on vote agreement); BCE floor '
-            f'{_f(ref["bce_floor"])} nats.</p>')
+             "<b>Does the judge move where people move?</b> <b>Direction</b>: among the pairs where people's vote "
+             "share moves, the share the judge moves the same way minus the share it moves the other way "
+             "(scale-free: any monotone rescaling of P(safe) leaves it unchanged; a verdict moves only where its "
+             "label flips). <b>Follow</b>: share of pairs labelled safe in the safe context and unsafe in the other; "
+             "<b>blind</b>: among pairs people label differently, the share the judge labels alike (both read labels, "
+             "so they mean the same in every mode). <b>How far does it move on its own scale?</b> <b>Shift</b>: mean "
+             "over pairs of P(safe) in the safe context minus in the unsafe one (binary: the verdict as 1/0; score: "
+             "(s − 0.5)/10; respond: answered as 1/0). It depends on the mode (a binary judge moves in whole "
+             "labels, a P(safe) judge by how extreme its probabilities are), so it is set beside people's on the "
+             "same footing, never ranked across modes: <b>one person</b> (a vote drawn at random, the expectation of a "
+             "0/1 vote: the scale of a P(safe)) and <b>people's majority label</b> (the scale of a verdict), each over "
+             "the pairs that judge answered. Inputs are ranked by direction. CIs: Wilson for shares of pairs (follow, "
+             "blind, the majority's follow), percentile bootstrap over pairs otherwise. Same figures: <code>casebench "
+             "score</code>; people's: <code>casebench human DATA</code>.</p>"]
+    if ref is not None and "one_person" in ref:
+        parts.append(_people_context_note(ref))
         if len(ctx.overview.people) > 1:
-            parts.append('<p class="note">The inputs come from more than one set of cases; the people\'s line is '
-                         "that of the first.</p>")
-    png = context_shift_dots(
-        [it.name for it in shown], [it.score.values.get("context_shift", float("nan")) for it in shown],
-        [it.score.ci.get("context_shift", nan2) for it in shown],
+            parts.append('<p class="note">The inputs come from more than one set of cases; the people\'s paragraph is '
+                         "that of the first; each row's references are on its own pairs.</p>")
+    maj = ref["majority"] if ref is not None and "majority" in ref else {}
+    png = context_direction_dots(
+        [it.name for it in shown], [it.score.values.get("context_direction", float("nan")) for it in shown],
+        [it.score.ci.get("context_direction", nan2) for it in shown],
         [it.score.values.get("context_follow", float("nan")) for it in shown],
         [it.score.values.get("context_blind", float("nan")) for it in shown],
-        None if ref is None else ref["context_shift"], None if ref is None else ref["ci"].get("context_shift"),
-        None if ref is None else ref["context_follow"], [it.reference for it in shown])
-    parts.append(_figure(png, "context shift per input beside people's",
-                         "Left: each input's shift with its 95% CI; the dashed line and grey band are people's shift "
-                         "and its CI. Right: how often each input follows the context, and how often it is blind "
-                         "(same label in both contexts) where people's labels differ."))
-    ms = ("context_pairs", "context_shift", "context_follow", "context_blind", "shift_pcc", "vote_agreement",
-          "accuracy_contested", "accuracy_clear")
+        maj.get("context_direction"), maj.get("context_follow"), [it.reference for it in shown])
+    parts.append(_figure(png, "context direction per input beside people's majority",
+                         "Left: each input's direction with its 95% CI, ranked; the dotted line is what a labeller "
+                         "giving people's majority label reaches. Right: how often each input's labels follow the "
+                         "context, and how often they are blind (same label in both contexts) where people's labels "
+                         "differ; dotted: how often people's majority follows."))
+    groups: dict[str, list[Any]] = {}
+    for it in shown:
+        groups.setdefault(it.pred.mode, []).append(it)
+    panels_by_mode = []
+    for mode, its in groups.items():
+        pp = [_input_people(it) or {} for it in its]
+        panels_by_mode.append({
+            "title": f"{mode} ({_MODE_SCALE.get(mode, 'P(safe): the scale of one person')})",
+            "names": [it.name for it in its],
+            "shift": [it.score.values.get("context_shift", float("nan")) for it in its],
+            "ci": [it.score.ci.get("context_shift", nan2) for it in its],
+            "one_person": [p.get("one_person", {}).get("context_shift", float("nan")) for p in pp],
+            "majority": [p.get("majority", {}).get("context_shift", float("nan")) for p in pp],
+            "reference": [it.reference for it in its]})
+    parts.append(_figure(context_shift_by_mode(panels_by_mode), "context shift per mode beside people's",
+                         "The shift of each input (dot, 95% CI), one panel per mode, with people's two references on "
+                         "the pairs that input answered: grey, one person (the vote share); black, people's majority "
+                         "label. A binary judge's verdicts are on the majority's scale, a P(safe) judge's on one "
+                         "person's; a shift between the two marks moves more than one typical person and less than "
+                         "people's majority."))
+
+    def cell(m: str, v: Any, ci: Any) -> str:
+        extra = f'<span class="ci">[{_fm(m, ci[0])}, {_fm(m, ci[1])}]</span>' if ci else ""
+        return f"<td>{_fm(m, v)}{extra}</td>"
+
     rows = []
     for it in shown:
-        cells = [f'<td class="l">{_e(it.name)}</td>']
-        for m in ms:
-            val = it.score.values.get(m)
-            ci = it.score.ci.get(m)
-            extra = f'<span class="ci">[{_fm(m, ci[0])}, {_fm(m, ci[1])}]</span>' if ci and METRIC[m].interval else ""
-            cells.append(f"<td>{_fm(m, val)}{extra}</td>")
+        v, c = it.score.values, it.score.ci
+        pp = _input_people(it) or {}
+        op, mj = pp.get("one_person", {}), pp.get("majority", {})
+        cells = [f'<td class="l">{_e(it.name)}</td>', f"<td>{_fm('context_pairs', v.get('context_pairs'))}</td>",
+                 cell("context_direction", v.get("context_direction"), c.get("context_direction")),
+                 cell("context_shift", v.get("context_shift"), c.get("context_shift")),
+                 cell("context_shift", op.get("context_shift"), op.get("ci", {}).get("context_shift")),
+                 cell("context_shift", mj.get("context_shift"), mj.get("ci", {}).get("context_shift")),
+                 cell("context_follow", v.get("context_follow"), c.get("context_follow")),
+                 cell("context_follow", mj.get("context_follow"), mj.get("ci", {}).get("context_follow")),
+                 cell("context_blind", v.get("context_blind"), c.get("context_blind")),
+                 cell("shift_pcc", v.get("shift_pcc"), c.get("shift_pcc"))]
         rows.append("<tr>" + "".join(cells) + "</tr>")
-    if ref is not None:
-        cells = ['<td class="l"><b>People</b></td>', f'<td>{ref["context_pairs"]}</td>',
-                 f'<td>{_f(ref["context_shift"])}</td>', f'<td>{_f(ref["context_follow"])}</td>', "<td>–</td>",
-                 "<td>–</td>", f'<td>{_f(ref["annotator_agreement"])}<span class="ci">ceiling '
-                 f'{_f(ref["oracle_vote_agreement"])}</span></td>', "<td>–</td>", "<td>–</td>"]
-        rows.append('<tr class="reference">' + "".join(cells) + "</tr>")
-    head_cells = ["Input"] + [METRIC[m].heading for m in ms]
+    head_cells = ["Input", "Pairs", "Direction", "Shift", "Shift, one person", "Shift, majority", "Follow",
+                  "Follow, majority", "Blind", "Shift r"]
     parts.append('<div class="wide"><table class="context"><thead><tr>'
                  + "".join(f'<th class="{"l" if h == "Input" else ""}">{_e(h)}</th>' for h in head_cells)
                  + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>"
+                 '<p class="note">Ranked by direction. People\'s columns are on each input\'s own pairs (an input '
+                 "that left answers out is compared on the pairs it answered). <b>Shift r</b>: Pearson r between the "
+                 "judge's and people's per-pair shifts (it depends on the scale too).</p>")
+    ms = ("vote_agreement", "accuracy_contested", "accuracy_clear")
+    rows = []
+    for it in shown:
+        rows.append(f'<tr><td class="l">{_e(it.name)}</td>'
+                    + "".join(cell(m, it.score.values.get(m), it.score.ci.get(m)) for m in ms) + "</tr>")
+    if ref is not None:
+        rows.append(f'<tr class="reference"><td class="l"><b>People</b></td><td>{_f(ref["annotator_agreement"])}'
+                    f'<span class="ci">ceiling {_f(ref["oracle_vote_agreement"])}</span></td><td>–</td><td>–</td></tr>')
+    parts.append('<div class="wide"><table class="context-votes"><thead><tr><th class="l">Input</th>'
+                 + "".join(f"<th>{_e(METRIC[m].heading)}</th>" for m in ms) + "</tr></thead><tbody>" + "".join(rows)
+                 + "</tbody></table></div>"
                  '<p class="note">Vote agreement: mean share of a case\'s individual votes equal to the judge\'s '
                  "label (people's row: one annotator with another; ceiling: the majority label). Accuracy is split "
                  "into contested cases (0.3 ≤ h ≤ 0.7, people split) and clear ones.</p>")

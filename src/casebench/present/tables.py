@@ -465,12 +465,57 @@ def format_ablation(res: "AblationResult") -> str:
             no_mark = f"  (no mark: {d.withheld})" if d.withheld else ""
             lines.append(f"  {m:<14}{fmt_metric(m, d.diff):>9}   [{fmt_metric(m, d.ci[0])}, {fmt_metric(m, d.ci[1])}]"
                          f"   p = {fmt_p(d.p)} ({d.test})   p(BH) = {fmt_p(d.p_adjusted)}{sig}{no_mark}")
+    if not res.paper_compat:  # the paper-compatible text stays what it was (its JSON has the figures)
+        lines += _ablation_context_lines(res)
     lines.append("")
     lines.append("* significant after Benjamini-Hochberg")
     lines.append(_marks_line(s))
     if small:
         lines.append(f"{SMALL} from fewer than {MIN_CASES} cases: read with care")
     return "\n".join(lines) + "\n"
+
+
+#: the context figures an ablation study prints per condition (beside people's references)
+ABLATION_CONTEXT_METRICS = ("context_direction", "context_shift", "context_follow", "context_blind")
+
+
+def _ablation_context_lines(res: "AblationResult") -> list[str]:
+    """Each condition's context figures with CIs, people's two references on its pairs, and the
+    paired differences from the full context: removing what the context says should drive a
+    judge's shift towards zero."""
+    ms = [m for m in ABLATION_CONTEXT_METRICS if any(m in c.score.values for c in res.conditions)]
+    if not ms:
+        return []
+    width = max(len(c.name) for c in res.conditions) + 2
+    w = 22
+    out = ["", "context figures over query pairs (both cases answered; direction: net share of pairs moved the way "
+           "people's vote share moves, scale-free; shift: on the judge's own scale):",
+           f"{'condition':<{width}}{'pairs':>6}" + "".join(f"{METRIC[m].short:>{w}}" for m in ms)]
+    for c in res.conditions:
+        v, ci = c.score.values, c.score.ci
+        cells = [(fmt_num(v.get(m), 3) + (" " + _bounds(ci.get(m)) if ci.get(m) else "")) if m in v else ""
+                 for m in ms]
+        pairs = v.get("context_pairs")
+        out.append(f"{c.name:<{width}}{'' if pairs is None else int(pairs):>6}" + "".join(f"{x:>{w}}" for x in cells))
+        full = res.conditions[0].people
+        same = c is not res.conditions[0] and full is not None and c.people is not None and all(
+            c.people[r] == full[r] for r in ("pairs", "one_person", "majority"))
+        if c.people and not same:  # people's rows again only where the condition's pairs differ
+            for ref, label in (("one_person", "  people: one person"), ("majority", "  people: majority")):
+                b = c.people[ref]
+                cells = [(fmt_num(b[m], 3) + " " + _bounds(b["ci"].get(m))) if m in b else "–" for m in ms]
+                out.append(f"{label:<{width}}{'':>6}" + "".join(f"{x:>{w}}" for x in cells))
+    for c in res.conditions[1:]:
+        rows = [(m, c.diffs[m]) for m in ms if m in c.diffs]
+        if not rows:
+            continue
+        out.append(f"{c.name}  vs  full context (paired over the pairs both answered)")
+        for m, d in rows:
+            sig = " *" if d.significant else ""
+            no_mark = f"  (no mark: {d.withheld})" if d.withheld else ""
+            out.append(f"  {m:<18}{fmt_metric(m, d.diff):>9}   [{fmt_metric(m, d.ci[0])}, {fmt_metric(m, d.ci[1])}]"
+                       f"   p = {fmt_p(d.p)} ({d.test})   p(BH) = {fmt_p(d.p_adjusted)}{sig}{no_mark}")
+    return out
 
 
 def _bounds(lo_hi: Sequence[float] | None, digits: int = 3) -> str:

@@ -62,6 +62,9 @@ class ConditionResult:
     dropped: int = 0
     mcnemar: dict[str, Any] | None = None
     diffs: dict[str, MetricDiff] = field(default_factory=dict)
+    #: people's references on the pairs this condition answered (``context.people_references``);
+    #: None without pairs
+    people: dict[str, Any] | None = None
 
     @property
     def name(self) -> str:
@@ -86,6 +89,7 @@ class AblationResult:
             rows.append({
                 "condition": c.name, "removed": list(c.removed), "source": c.source,
                 "score": c.score.to_dict(),
+                "people": c.people,
                 "difference_from_full": None if not c.removed else {
                     "n_paired": c.n_paired, "dropped": c.dropped, "mcnemar": c.mcnemar,
                     "metrics": {k: dict(vars(m)) for k, m in c.diffs.items()},
@@ -93,6 +97,16 @@ class AblationResult:
             })
         return json_safe({"model": self.model, "mode": self.mode, "paper_compat": self.paper_compat,
                            "settings": self.settings, "conditions": rows})
+
+
+def _people(p: Predictions, options: ScoringOptions, level: float) -> dict[str, Any] | None:
+    """People's references on the pairs ``p`` answered, under the options' label source."""
+    from .context import score_people
+    from .metrics import scoring_arrays
+
+    a, mask = scoring_arrays(p, options)
+    return score_people(a, [c for c, m in zip(p.cases, mask) if m], n_boot=options.n_boot, seed=options.seed,
+                        level=level, label_source=options.label_source)
 
 
 def _sort_key(removed: tuple[str, ...]) -> tuple[int, list[int]]:
@@ -143,7 +157,7 @@ def analyse_ablation(
     out = []
     for i, p in enumerate(preds):
         s = score_predictions(p, options, level=level)
-        c = ConditionResult(canonical(p.removed), p.source, s)
+        c = ConditionResult(canonical(p.removed), p.source, s, people=_people(p, options, level))
         if i and cmp is not None:
             pc = cmp.pairs[i - 1]
             c.n_paired, c.dropped, c.mcnemar, c.diffs = pc.n_paired, pc.dropped, pc.mcnemar, pc.metrics

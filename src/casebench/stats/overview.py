@@ -82,6 +82,8 @@ class InputFigures:
     scored_cases: tuple[Case, ...] = ()
     #: the per-pair context table of the scored cases (``context.pair_table``); None without pairs
     pairs: dict[str, np.ndarray] | None = None
+    #: people's references on the pairs this input answered (``context.score_people``)
+    people: dict[str, Any] | None = None
 
     @property
     def binary(self) -> bool:
@@ -102,14 +104,16 @@ def input_figures(pred: Predictions, options: ScoringOptions = DEFAULT_OPTIONS, 
     p = a.p if continuous else a.pred_safe.astype(float)
     correct_all = np.zeros(pred.n, dtype=bool)
     correct_all[np.flatnonzero(mask)] = a.correct
-    pairs = None
+    pairs = people = None
+    scored_cases = tuple(c for c, m in zip(pred.cases, mask) if m)
     if a.pairs is not None and len(a.pairs):
-        from .context import pair_table
+        from .context import pair_table, score_people
 
         pairs = pair_table(a)
+        people = score_people(a, scored_cases, n_boot=options.n_boot, seed=options.seed, level=level,
+                              label_source=options.label_source)
     return InputFigures(pred, score, int(mask.sum()), acc, a.g, p, reliability_curve(a) if continuous else None,
-                        np.asarray(mask, dtype=bool), correct_all,
-                        tuple(c for c, m in zip(pred.cases, mask) if m), pairs)
+                        np.asarray(mask, dtype=bool), correct_all, scored_cases, pairs, people)
 
 
 #: the compact view's rows of neighbours in the ranking (each with paired-bootstrap CIs)
