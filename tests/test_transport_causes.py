@@ -72,19 +72,23 @@ def test_a_name_that_does_not_resolve_ends_the_run_with_that_cause(tmp_path, mon
 
 
 def test_a_server_gone_after_answers_keeps_them_and_says_why(tmp_path):
-    """Answers paid for are kept; the invocation that finds the server gone stops at once."""
+    """Answers paid for are kept; the resume that finds the server gone stops at once, says why,
+    and leaves the records as they were."""
     data = write_dataset(tmp_path / "cases.json", 4)
     out = tmp_path / "run"
     with FaultServer(answer_fn=binary_answer) as srv:
-        assert run(srv.base_url, data, out, "--no-progress", "--limit", "2").exit_code == 0
+        srv.rule = lambda rec: Fault.status(503) if rec.prompt and case_of(rec.prompt) >= 2 else None
+        res = run(srv.base_url, data, out, "--no-progress", "--max-attempts", "1", "--max-connections", "1")
+        assert res.exit_code == 1 and "2 request(s) failed in transport" in res.output, res.output
         url = srv.base_url
     kept = (out / "records.jsonl").read_bytes()
-    res = run(url, data, out, "--no-progress", "--limit", "2")  # complete: nothing to ask, no connection
-    assert res.exit_code == 0
-    res = invoke("run", "--model", "openai/judge-x", "--mode", "binary", "--data", str(data), "--base-url", url,
-                 "-o", str(tmp_path / "run2"), "--no-report", "--no-progress")
-    assert res.exit_code == 1 and "connection refused" in res.output
+    res = run(url, data, out, "--no-progress", "--max-attempts", "1", "--max-connections", "1")  # the same command
+    assert res.exit_code == 1, res.output
+    assert "connection refused" in res.output and not re.search(r"retry \d", res.output)
     assert (out / "records.jsonl").read_bytes() == kept
+    m = read_manifest(out)
+    assert m.status.value == "failed" and "connection refused" in (m.message or "")
+    assert m.totals.answered == 2 and m.totals.pending == 2
 
 
 def test_tls_and_http_status_causes_are_said_without_verbose_once_per_cause(tmp_path):
