@@ -57,3 +57,37 @@ def test_sigint_while_the_model_loads_exits_130_and_says_so(tmp_path, embedded_m
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(pytest.main([__file__, "-q"]))
+
+
+def test_sigint_in_a_command_without_a_run_exits_130(tmp_path):
+    """Ctrl-C in any other phase (here `casebench score`, blocked reading its input from a pipe)
+    ends with exit code 130 and says so, not click's "Aborted!" and exit 1."""
+    import errno
+    import time
+
+    fifo = tmp_path / "output_binary.json"
+    os.mkfifo(fifo)
+    env = {**os.environ, "PYTHONPATH": str(SRC), "CASEBENCH_OFFLINE": "1"}
+    env.pop("CASEBENCH_DATA", None)
+    proc = subprocess.Popen([sys.executable, "-c", "from casebench.cli import main; main()", "score", "--no-reference",
+                             str(fifo)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    writer = None
+    try:
+        for _ in range(6000):  # until the command opened the pipe to read it (a bound, not a timing)
+            try:
+                writer = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+                break
+            except OSError as e:
+                assert e.errno == errno.ENXIO and proc.poll() is None, proc.communicate()
+                time.sleep(0.01)
+        assert writer is not None
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=600)
+    finally:
+        if writer is not None:
+            os.close(writer)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert "casebench: interrupted" in err and "Aborted!" not in err

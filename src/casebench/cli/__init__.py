@@ -53,6 +53,19 @@ class LazyGroup(click.Group):
             raise
         return getattr(mod, attr, None)
 
+    def invoke(self, ctx: click.Context) -> object:
+        """Run the command; Ctrl-C in any phase a command has no own answer for (scoring, a
+        report, an export) ends it with exit code 130 and says so, as a run does (click alone
+        would print "Aborted!" and exit 1)."""
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            from ._common import echo_err, exit_interrupted
+
+            echo_err("\ncasebench: interrupted")
+            exit_interrupted(130)
+            raise  # pragma: no cover - exit_interrupted does not return
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, help_) for name, (_, _, help_) in COMMANDS.items()]
         with formatter.section("Commands"):
