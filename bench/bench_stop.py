@@ -11,7 +11,12 @@ user would, and sends SIGINT
 It prints the time from the signal to the process's exit (target: under 2 s), the exit code
 (130 expected) and whether the message says what happened. The machine line comes first.
 
-    .venv/bin/python bench/bench_stop.py [--repeats 3] [--seed 0]
+``--baseline REV`` also times, side by side in the same run, the loading phase of an older
+casebench (``git archive REV src``, e.g. the commit before issue 27's fix), which has no "loading"
+line: it gets its SIGINT 1.5 s later after its start than this version said "loading" (inside the
+load), and the ratio of the two medians is printed.
+
+    .venv/bin/python bench/bench_stop.py [--repeats 3] [--seed 0] [--baseline REV]
 """
 
 from __future__ import annotations
@@ -35,10 +40,16 @@ sys.path.insert(0, str(REPO / "bench"))
 CASEBENCH = [sys.executable, "-c", "from casebench.cli import main; main()"]
 ARGS = ["--mode", "binary", "--limit", "12", "--full-answers", "--max-tokens", "128", "--parse-retries", "0"]
 LOADING = "loading the backend of"
+#: the baseline gets its signal this much later than this version said "loading", so that it
+#: lands inside the load (which takes seconds) rather than in the imports before it
+BASELINE_LAG_S = 1.5
 
 
-def once(phase: str, rng: random.Random, timeout: float) -> tuple[float, int, str]:
-    """(SIGINT to exit in seconds, exit code, last stderr line) of one run interrupted in ``phase``."""
+def once(phase: str, rng: random.Random, timeout: float, src: Path | None = None,
+         after: float | None = None) -> tuple[float, int, str, float]:
+    """(SIGINT to exit in seconds, exit code, last stderr line, seconds from start to the signal)
+    of one run interrupted in ``phase``; ``src``: another casebench source tree, signalled
+    ``after`` seconds after its start."""
     from casebench.sources import demo_dataset_path
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -46,6 +57,8 @@ def once(phase: str, rng: random.Random, timeout: float) -> tuple[float, int, st
         cmd = [*CASEBENCH, "run", *ARGS, "--data", str(demo_dataset_path()), "-o", str(out), "--no-progress",
                "--no-report", "-v"]
         env = {**os.environ, "CASEBENCH_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
+        if src is not None:
+            env["PYTHONPATH"] = str(src)
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         lines: list[str] = []
         loading = threading.Event()
@@ -61,7 +74,9 @@ def once(phase: str, rng: random.Random, timeout: float) -> tuple[float, int, st
         reader.start()
         t0 = time.monotonic()
         try:
-            if phase == "loading":
+            if after is not None:
+                time.sleep(after)
+            elif phase == "loading":
                 if not loading.wait(timeout):
                     raise SystemExit(f"no '{LOADING}' line within {timeout:.0f} s: {lines[-3:]}")
             else:
@@ -78,7 +93,8 @@ def once(phase: str, rng: random.Random, timeout: float) -> tuple[float, int, st
             rc = proc.wait(timeout=120)
             took = time.monotonic() - t1
             reader.join(5)
-            return took, rc, next((ln for ln in reversed(lines) if "interrupted" in ln), lines[-1] if lines else "")
+            said = next((ln for ln in reversed(lines) if "interrupted" in ln), lines[-1] if lines else "")
+            return took, rc, said, t1 - t0
         finally:
             if proc.poll() is None:
                 proc.kill()
@@ -91,21 +107,39 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--phases", default="loading,generation")
     ap.add_argument("--timeout", type=float, default=600.0)
+    ap.add_argument("--baseline", default=None, metavar="REV",
+                    help="also time the loading phase of this git revision's casebench, side by side")
     args = ap.parse_args()
     from machine import machine_line
 
     print(machine_line(), flush=True)
     rng = random.Random(args.seed)
+    base_src = None
+    if args.baseline:
+        base_src = Path(tempfile.mkdtemp(prefix="bench-stop-baseline-"))
+        archive = subprocess.run(["git", "-C", str(REPO), "archive", args.baseline, "src"], check=True,
+                                 capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(base_src)], input=archive, check=True)
+        base_src = base_src / "src"
     for phase in args.phases.split(","):
-        took, codes = [], []
+        took, codes, starts, base_took = [], [], [], []
         for _ in range(args.repeats):
-            t, rc, said = once(phase, rng, args.timeout)
+            t, rc, said, start = once(phase, rng, args.timeout)
             took.append(t)
             codes.append(rc)
+            starts.append(start)
             print(f"  {phase}: Ctrl-C to exit {t:.2f} s (exit {rc}); said: {said!r}; "
                   f"load average {os.getloadavg()[0]:.1f}", flush=True)
+            if base_src is not None and phase == "loading":
+                bt, brc, bsaid, _ = once(phase, rng, args.timeout, src=base_src, after=start + BASELINE_LAG_S)
+                base_took.append(bt)
+                print(f"  {phase} ({args.baseline}): Ctrl-C to exit {bt:.2f} s (exit {brc}); said: {bsaid!r}; "
+                      f"load average {os.getloadavg()[0]:.1f}", flush=True)
         print(f"{phase}: Ctrl-C to exit median {statistics.median(took):.2f} s (max {max(took):.2f}; target < 2 s); "
               f"exit codes {sorted(set(codes))}", flush=True)
+        if base_took:
+            print(f"{phase} ({args.baseline}): median {statistics.median(base_took):.2f} s; this version takes "
+                  f"{statistics.median(took) / statistics.median(base_took):.3f}x the time", flush=True)
 
 
 if __name__ == "__main__":
