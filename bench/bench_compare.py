@@ -54,10 +54,10 @@ def main() -> None:
     preds = judges(cs)
     compare(preds[:2], ScoringOptions(n_boot=10))  # warm imports (statsmodels, scipy), as a CLI run pays them once
     t0 = time.perf_counter()
-    result = compare(preds, ScoringOptions(n_boot=N_BOOT, seed=0))
+    result = compare(preds, ScoringOptions(n_boot=N_BOOT, bootstrap_seed=0))
     elapsed = time.perf_counter() - t0
     t1 = time.perf_counter()
-    compare(preds, ScoringOptions(paper_compat=True, n_boot=N_BOOT, seed=0))
+    compare(preds, ScoringOptions(paper_compat=True, n_boot=N_BOOT, bootstrap_seed=0))
     elapsed_pc = time.perf_counter() - t1
     print(f"compare: {N_INPUTS} inputs x {N_CASES} cases ({what}), {len(result.pairs)} pairs, {N_BOOT} resamples")
     print(f"  default mode (per-pair case sets): {elapsed:.2f} s")

@@ -47,7 +47,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from casebench.published import load_published
-    from casebench.stats.metrics import score_predictions
+    from casebench.stats.result import score_predictions
     from casebench.stats.options import ScoringOptions
 
     files = sorted(EXP.glob("safety_*/output_*.json"))
@@ -60,7 +60,7 @@ def main() -> None:
     def run() -> float:
         t0 = time.perf_counter()
         for p in preds:
-            score_predictions(p, ScoringOptions(n_boot=args.bootstrap, seed=0))
+            score_predictions(p, ScoringOptions(n_boot=args.bootstrap, bootstrap_seed=0))
         return time.perf_counter() - t0
 
     score_predictions(preds[0], ScoringOptions(n_boot=100))  # warm-up (imports, allocator)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from casebench.stats.metrics import score_predictions
+from casebench.stats.result import score_predictions
 from casebench.stats.options import ScoringOptions
 
 EXP = Path(__file__).resolve().parents[1].parent / "shared" / "casebench" / "exp"
@@ -38,11 +38,11 @@ def main() -> None:
         times = []
         for _ in range(5):
             t = time.perf_counter()
-            score_predictions(p, ScoringOptions(n_boot=2000, seed=0))
+            score_predictions(p, ScoringOptions(n_boot=2000, bootstrap_seed=0))
             times.append(time.perf_counter() - t)
         print(f"{p.name:<28} n={p.n}  2000 resamples: best {min(times):.3f} s, median {sorted(times)[2]:.3f} s  (target < 1 s)")
         t = time.perf_counter()
-        score_predictions(p, ScoringOptions(n_boot=2000, seed=0), breakdowns=True)
+        score_predictions(p, ScoringOptions(n_boot=2000, bootstrap_seed=0), breakdowns=True)
         print(f"{'':<28} with category and intent breakdowns: {time.perf_counter() - t:.3f} s")
 
 

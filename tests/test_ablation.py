@@ -22,7 +22,7 @@ from casebench.stats.metrics import METRIC
 from casebench.stats.ablation import AblationStudyError, ablation_conditions, analyse_ablation, canonical
 from casebench.cli import cli
 from casebench.data import load_dataset
-from casebench.stats.metrics import score_predictions
+from casebench.stats.result import score_predictions
 from casebench.stats.options import ScoringOptions
 from casebench.published import load_published, published_file_name, write_published
 from servers.fault_server import FaultServer
@@ -84,11 +84,11 @@ def test_sub_parameters_and_larger_sets():
 
 def test_per_condition_figures_equal_paper_compatible_scores(study):
     preds = [load_published(p) for p in study]
-    res = analyse_ablation(preds, ScoringOptions(paper_compat=True, n_boot=200, seed=4))
+    res = analyse_ablation(preds, ScoringOptions(paper_compat=True, n_boot=200, bootstrap_seed=4))
     assert len(res.conditions) == 8 and res.conditions[0].removed == ()
     by_cond = {c.removed: c for c in res.conditions}
     for p in preds:
-        want = score_predictions(p, ScoringOptions(paper_compat=True, n_boot=200, seed=4))
+        want = score_predictions(p, ScoringOptions(paper_compat=True, n_boot=200, bootstrap_seed=4))
         got = by_cond[canonical(p.removed)].score
         assert got.values == want.values and got.ci == want.ci
     full = by_cond[()].score.values
@@ -138,10 +138,10 @@ def test_any_subset_of_conditions_with_the_full_context(study):
     """The study needs the full context and nothing else: any subset of the conditions works."""
     preds = [load_published(p) for p in study]
     picks = [0, 4, 7]  # full, one pair, all three removed
-    res = analyse_ablation([preds[i] for i in reversed(picks)], ScoringOptions(n_boot=50, seed=2))
+    res = analyse_ablation([preds[i] for i in reversed(picks)], ScoringOptions(n_boot=50, bootstrap_seed=2))
     assert [c.removed for c in res.conditions] == [canonical(preds[i].removed) for i in picks]
     # each condition's difference is the same as in the full study (same resamples, same pairs)
-    whole = analyse_ablation(preds, ScoringOptions(n_boot=50, seed=2))
+    whole = analyse_ablation(preds, ScoringOptions(n_boot=50, bootstrap_seed=2))
     by_cond = {c.removed: c for c in whole.conditions}
     for c in res.conditions[1:]:
         for m, d in c.diffs.items():

@@ -19,9 +19,8 @@ from casebench.cli import cli
 from casebench.present.tables import format_comparison
 from casebench.stats.bootstrap import bootstrap_p, resample_indices, resample_weights
 from casebench.stats.compare import CompareError, check_comparable, compare, mcnemar_exact, williams_t
-from casebench.stats.metrics import (
-    METRIC, metric_columns, metric_values, metrics_from_sums, score_predictions, scoring_arrays,
-)
+from casebench.stats.metrics import METRIC, metric_columns, metric_values, metrics_from_sums, scoring_arrays
+from casebench.stats.result import score_predictions
 from casebench.predictions import Predictions
 from casebench.stats.options import ScoringOptions
 from casebench.published import load_published, write_published
@@ -50,7 +49,7 @@ def test_binary_vs_score_mcnemar_matches_an_exact_binomial_test(gpt4o):
     from scipy.stats import binomtest
 
     a, b = gpt4o
-    res = compare([a, b], ScoringOptions(n_boot=500, seed=1))
+    res = compare([a, b], ScoringOptions(n_boot=500, bootstrap_seed=1))
     (pc,) = res.pairs
     ca, cb = _correct(a), _correct(b)
     a_only, b_only = int(np.sum(ca & ~cb)), int(np.sum(~ca & cb))
@@ -89,7 +88,7 @@ def test_point_differences_equal_the_scores_of_each_input(gpt4o, llama):
 @pytest.mark.parametrize("which", [0, 1])
 def test_an_input_compared_with_itself_shows_no_difference(gpt4o, which):
     p = gpt4o[which]
-    res = compare([p, p], ScoringOptions(n_boot=300, seed=3))
+    res = compare([p, p], ScoringOptions(n_boot=300, bootstrap_seed=3))
     for m in res.pairs[0].metrics.values():
         assert m.diff == 0.0
         assert m.ci == [0.0, 0.0]

@@ -13,7 +13,8 @@ from casebench.present.tables import csv_table, json_lines, markdown_table, text
 from casebench.stats.bootstrap import percentile_ci, resample_weights
 from casebench.stats.compare import compare
 from casebench.stats.context import human_references, pair_table, references_by_dataset
-from casebench.stats.metrics import METRIC, bootstrap_ci, score_predictions, scoring_arrays, wilson_ci
+from casebench.stats.metrics import METRIC, bootstrap_ci, scoring_arrays, wilson_ci
+from casebench.stats.result import score_predictions
 from casebench.stats.options import ScoringOptions
 
 CHILD = "child-related crimes"
@@ -159,7 +160,7 @@ def test_compare_pairs_over_the_same_pairs():
     a = prob_pred()
     # B answers every case: compared over the pairs both answered (Q1, Q2, Q4)
     b = Predictions.from_values("fixture2", "m2", "prob", CASES, [0.6, 0.4, 0.6, 0.4, 0.3, 0.3, 0.6, 0.4])
-    res = compare([a, b], ScoringOptions(n_boot=200, seed=1))
+    res = compare([a, b], ScoringOptions(n_boot=200, bootstrap_seed=1))
     d = res.pairs[0].metrics
     assert d["context_shift"].a == pytest.approx(1 / 3)
     assert d["context_shift"].b == pytest.approx(0.2)  # 0.2 on Q1, Q2, Q4 (0 on Q3, not paired)

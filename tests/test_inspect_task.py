@@ -37,7 +37,7 @@ from casebench.integrations.inspect_task import (  # noqa: E402
 )
 from casebench.predictions import Predictions  # noqa: E402
 from casebench.runs.select import stratified_indices  # noqa: E402
-from casebench.stats.metrics import score_predictions  # noqa: E402
+from casebench.stats.result import score_predictions  # noqa: E402
 
 CASEBENCH = [sys.executable, "-c", "from casebench.cli import main; main()"]
 INSPECT = [sys.executable, "-m", "inspect_ai"]

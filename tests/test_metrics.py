@@ -5,7 +5,8 @@ import pytest
 from scipy.stats import pearsonr
 
 from casebench.data import load_dataset
-from casebench.stats.metrics import bootstrap_ci, score_predictions, scoring_arrays
+from casebench.stats.metrics import bootstrap_ci, scoring_arrays
+from casebench.stats.result import score_predictions
 from casebench.stats.options import ScoringOptions
 from casebench.predictions import Predictions
 from casebench.published import load_published
@@ -100,9 +101,9 @@ def test_bootstrap_is_seeded_and_brackets_the_point(cases):
     rng = np.random.default_rng(1)
     vals = rng.uniform(0, 1, size=8).tolist()
     p = Predictions.from_values("x", "m", "prob", cases, vals)
-    a = score_predictions(p, ScoringOptions(n_boot=500, seed=3))
-    b = score_predictions(p, ScoringOptions(n_boot=500, seed=3))
-    c = score_predictions(p, ScoringOptions(n_boot=500, seed=4))
+    a = score_predictions(p, ScoringOptions(n_boot=500, bootstrap_seed=3))
+    b = score_predictions(p, ScoringOptions(n_boot=500, bootstrap_seed=3))
+    c = score_predictions(p, ScoringOptions(n_boot=500, bootstrap_seed=4))
     assert a.ci == b.ci and a.ci != c.ci
     for m in ("accuracy", "brier"):
         lo, hi = a.ci[m]
@@ -224,9 +225,13 @@ def test_scoring_options_are_one_frozen_value_with_the_label_rule(cases):
     from casebench.stats.options import LABEL_SOURCES, LabelSourceError, case_safe_rate
 
     o = ScoringOptions()
-    assert (o.paper_compat, o.n_boot, o.seed, o.label_source) == (False, 2000, 0, "published")
+    assert (o.paper_compat, o.level, o.alpha, o.min_verdict_mass, o.label_source, o.n_boot, o.bootstrap_seed,
+            o.human_draw_seed) == (False, 0.95, 0.05, None, "published", 2000, 0, 0)
     with pytest.raises(dataclasses.FrozenInstanceError):
-        o.seed = 1  # type: ignore[misc]
+        o.bootstrap_seed = 1  # type: ignore[misc]
+    for bad in (dict(level=1.0), dict(alpha=0.0), dict(min_verdict_mass=1.5), dict(n_boot=-1)):
+        with pytest.raises(ValueError):
+            ScoringOptions(**bad)  # type: ignore[arg-type]
     assert LABEL_SOURCES == ("published", "votes")
     with pytest.raises(LabelSourceError, match="unknown label source 'crowd'; choose one of published, votes"):
         ScoringOptions(label_source="crowd")  # type: ignore[arg-type]

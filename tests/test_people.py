@@ -11,7 +11,8 @@ import pytest
 from casebench.data import Case
 from casebench.predictions import Predictions
 from casebench.stats.context import people_references, score_people, tie_broken_pairs
-from casebench.stats.metrics import score_predictions, scoring_arrays, wilson_ci
+from casebench.stats.metrics import scoring_arrays, wilson_ci
+from casebench.stats.result import score_predictions
 from casebench.stats.options import ScoringOptions
 
 CHILD = "child-related crimes"

@@ -24,9 +24,15 @@ from casebench.prompts import render_turns
 from casebench.runs.select import stratified_pairs
 from casebench.stats.compare import compare, mcnemar_exact
 from casebench.stats.options import ScoringOptions
-from casebench.stats.placement import (
-    PlacementStudyError, analyse_placements, interim_context_figures, placement_of, query_pairs,
-)
+from casebench.stats.pairs import pair_by_query
+from casebench.stats.placement import ContextFigures, PlacementStudyError, analyse_placements, placement_of
+from casebench.stats.result import score_input
+
+
+def query_pairs(pred: Predictions) -> tuple[np.ndarray, np.ndarray]:
+    """Positions (safe-intent case, unsafe-intent case) of the query pairs of ``pred``'s cases."""
+    pairs = np.array(pair_by_query(pred.cases).pairs, dtype=int).reshape(-1, 2)
+    return pairs[:, 0], pairs[:, 1]
 from servers.fault_server import FaultServer
 
 ANSWER = "Here is an overview of the topic, step by step, with the main points explained in plain words."
@@ -148,7 +154,7 @@ def test_context_figures_by_hand(small_data_path):
     for (a, b), (va, vb) in zip(zip(s, u), [(0.9, 0.2), (0.7, 0.6), (0.3, 0.8), (0.6, None)]):
         values[a], values[b] = va, vb
     pred = Predictions.from_values("x", "m", "prob", cases, values)
-    fig = interim_context_figures(pred, n_boot=0)
+    fig = ContextFigures.of(score_input(pred, ScoringOptions(n_boot=0)).score)
     assert fig.pairs == 3
     assert fig.shift == pytest.approx(((0.9 - 0.2) + (0.7 - 0.6) + (0.3 - 0.8)) / 3)
     assert fig.follow == pytest.approx(1 / 3)
@@ -159,7 +165,7 @@ def test_context_figures_by_hand(small_data_path):
     assert fig.blind_pairs == k
     if k:
         assert fig.blind == pytest.approx(sum(d and sl for d, sl in zip(differ, same_label)) / k)
-    fig = interim_context_figures(pred, n_boot=300, seed=1)
+    fig = ContextFigures.of(score_input(pred, ScoringOptions(n_boot=300, bootstrap_seed=1)).score)
     lo, hi = fig.ci["context_shift"]
     assert lo <= fig.shift <= hi
     # follow: 1 of 3 pairs, Wilson 95%: (p + z^2/2n -+ z sqrt(p(1-p)/n + z^2/4n^2)) / (1 + z^2/n)

@@ -135,7 +135,7 @@ def test_ablation_and_full_files_are_the_same_cases(tmp_path, small_records):
 
 
 def test_shared_ablation_file_reproduces_the_official_figures(exp_dir):
-    from casebench.stats.metrics import score_predictions
+    from casebench.stats.result import score_predictions
 
     p = load_published(exp_dir / "safety_gpt-4o-mini-2024-07-18" / "output_score_sender.json")
     assert p.removed == ("sender",) and p.model == "gpt-4o-mini-2024-07-18" and p.n == 900

@@ -234,7 +234,7 @@ def test_bad_inputs_write_nothing(tmp_path, small_data_path):
 def test_report_scores_against_votes_only_labels(exp_dir, tmp_path):
     from casebench.present.report import build_report
     from casebench.published import load_published
-    from casebench.stats.metrics import score_predictions
+    from casebench.stats.result import score_predictions
 
     preds = [load_published(exp_dir / "safety_gpt-4o" / n) for n in ("output_binary.json", "output_score.json")]
     text = build_report(preds, ScoringOptions(n_boot=0, label_source="votes"), human=False)

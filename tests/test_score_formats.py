@@ -26,7 +26,8 @@ from casebench.predictions import Predictions
 from casebench.present.tables import SMALL, UNDEFINED, FORMATS, text_table
 from casebench.published import load_published, write_published
 from casebench.stats.options import ScoringOptions
-from casebench.stats.metrics import BREAKDOWN_METRICS, METRIC, MIN_CASES, metric_names, score_predictions
+from casebench.stats.metrics import BREAKDOWN_METRICS, METRIC, MIN_CASES, metric_names
+from casebench.stats.result import score_predictions
 
 BY = ["--by", "category", "--by", "intent"]
 

@@ -9,6 +9,7 @@ it as the authors' script did.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 import math
 import os
 import subprocess
@@ -22,7 +23,7 @@ from casebench.predictions import DEFAULT_MIN_VERDICT_MASS, Predictions
 from casebench.runs.execute import RetryPolicy, RunConfig, run
 from casebench.runs.record import Record, RunDir, final_records, iter_records
 from casebench.runs.results import check_run, load_run
-from casebench.stats.metrics import score_predictions
+from casebench.stats.result import score_predictions
 from casebench.stats.options import ScoringOptions
 
 NB0 = ScoringOptions(n_boot=0)
@@ -85,14 +86,15 @@ def test_api_logprobs_record_the_mass_and_low_mass_cases_are_missing_by_default(
     # paper-compatible: every value is scored as recorded, as the authors' script would
     paper = score_predictions(pred, PC0)
     assert paper.answered == 12 and paper.low_mass_missing == 0
-    pred.min_verdict_mass = 0.0
+    # the threshold is a scoring option, applied through a view: the loaded predictions keep theirs
+    at0 = replace(PC0, min_verdict_mass=0.0)
     # (vote_agreement, new from main, reads the answered mask even under --paper-compat: left out here)
-    same = {k: v for k, v in score_predictions(pred, PC0).values.items() if k != "vote_agreement"}
+    same = {k: v for k, v in score_predictions(pred, at0).values.items() if k != "vote_agreement"}
     assert {k: v for k, v in paper.values.items() if k != "vote_agreement"} == pytest.approx(same, nan_ok=True)
-    assert score_predictions(pred, NB0).answered == 12  # a threshold of 0 keeps every case
+    assert score_predictions(pred, replace(NB0, min_verdict_mass=0.0)).answered == 12  # 0 keeps every case
+    assert pred.min_verdict_mass == 0.5 and pred.answered.sum() == 6  # never changed by scoring
 
     # median 49% is below the threshold: a warning that names the model and what the figures are worth
-    pred.min_verdict_mass = 0.5
     assert "judge-x" in default.low_mass_warning and "noise" in default.low_mass_warning
     assert check_run(prob_run).verdict_mass_warning == default.low_mass_warning
 
@@ -157,8 +159,8 @@ def test_report_shows_the_mass_and_the_warning(prob_run, tmp_path):
     pred = load_run(prob_run)
     page = build_report([pred], NB0, human=False)
     assert "mass 49% · 6/12 low" in page and "Warning:" in page and "noise" in page
-    pred.min_verdict_mass = 0.99  # nothing left to score: the report is still written, with dashes
-    page = build_report([pred], NB0, human=False)
+    # nothing left to score: the report is still written, with dashes
+    page = build_report([pred], replace(NB0, min_verdict_mass=0.99), human=False)
     assert "0.0%" in page and "12/12 low" in page
 
 

@@ -34,7 +34,8 @@ _EXPORTS: dict[str, str] = {
     "export_run": "runs.results", "load_run": "runs.results", "Manifest": "runs.record",
     # statistics and presentation
     "ScoringOptions": "stats.options", "LABEL_SOURCES": "stats.options",
-    "Score": "stats.metrics", "score_predictions": "stats.metrics", "compare": "stats.compare",
+    "Score": "stats.metrics", "score_predictions": "stats.result", "score_input": "stats.result",
+    "ScoredInput": "stats.result", "compare": "stats.compare",
     "analyse_ablation": "stats.ablation", "run_ablation": "runs.study", "run_placements": "runs.study", "human_stats": "stats.human",
     "human_references": "stats.context",
     "label_safe": "stats.human", "power_analysis": "stats.human", "votes_majority_safe": "stats.human",

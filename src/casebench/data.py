@@ -185,6 +185,10 @@ class Dataset:
     def __len__(self) -> int:
         return len(self.cases)
 
+    def __repr__(self) -> str:
+        """Short, so a notebook shows which dataset this is, not its 900 cases."""
+        return f"Dataset({self.path!r}, cases={len(self.cases)}, sha256={self.sha256[:12]!r})"
+
     def __iter__(self) -> Iterator[Case]:
         return iter(self.cases)
 

@@ -38,7 +38,7 @@ def verdict_mass_warning(model: str, summary: Mapping[str, Any]) -> str:
             f"format, or --mode respond to measure what this model does as the chatbot.")
 
 
-@dataclass
+@dataclass(repr=False)
 class Predictions:
     """Aggregated predictions, one per case, aligned with ``cases``.
 
@@ -125,6 +125,27 @@ class Predictions:
     def has_value(self) -> np.ndarray:
         """Cases with a prediction for this mode, whatever its verdict mass."""
         return self.mode_spec.answered(self.value, self.label)
+
+    def at_min_verdict_mass(self, threshold: float | None) -> "Predictions":
+        """These predictions read at another minimum verdict mass (``ScoringOptions.min_verdict_mass``):
+        ``self`` when ``threshold`` is None or already this one, else a view sharing every array
+        (made once per threshold and kept), so that scoring applies a threshold without changing
+        the loaded predictions."""
+        if threshold is None or float(threshold) == float(self.min_verdict_mass):
+            return self
+        views = self.__dict__.setdefault("_mass_views", {})
+        t = float(threshold)
+        if t not in views:
+            from dataclasses import replace
+
+            views[t] = replace(self, min_verdict_mass=t)
+        return views[t]
+
+    def __repr__(self) -> str:
+        """Short, so a notebook shows what these are, not every case (``cases`` holds them)."""
+        pend = f", pending={self.pending}" if self.pending else ""
+        return (f"Predictions({self.name!r}, source={self.source!r}, cases={self.n}, "
+                f"answered={int(self.answered.sum())}{pend})")
 
     @property
     def low_mass(self) -> np.ndarray:

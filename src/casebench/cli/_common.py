@@ -372,11 +372,12 @@ def exit_interrupted(code: int = 130) -> None:
     os._exit(code)
 
 
-def run_with_signals(config: "RunConfig") -> "RunSummary":
-    """``casebench.arun(config)`` under ``run_under_signals``."""
+def run_with_signals(config: "RunConfig", dataset: Any = None) -> "RunSummary":
+    """``casebench.arun(config)`` under ``run_under_signals`` (``dataset``: the run's dataset,
+    already loaded, so it is not read again)."""
     from ..runs.execute import arun
 
-    return run_under_signals(lambda: arun(config))
+    return run_under_signals(lambda: arun(config, dataset=dataset))
 
 
 def label_source_option(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -411,16 +412,19 @@ def file_kind_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--mode", "mode", type=click.Choice(mode_names()), default=None, help=FILE_MODE_HELP)(f)
 
 
-def scoring_options(paper_compat: bool, n_boot: int, seed: int, label_source: str) -> "ScoringOptions":
-    """The scoring options of a scoring command's flags. The published script scores against
-    the published labels only, so ``--paper-compat`` with ``--label-source votes`` is refused."""
+def scoring_options(paper_compat: bool, n_boot: int, seed: int, label_source: str, *, level: float = 0.95,
+                    alpha: float = 0.05, min_verdict_mass: float | None = None) -> "ScoringOptions":
+    """The scoring options of a scoring command's flags (``--seed`` seeds the bootstrap and the
+    human section's random draws). The published script scores against the published labels
+    only, so ``--paper-compat`` with ``--label-source votes`` is refused."""
     from ..stats.options import ScoringOptions
 
     if paper_compat and label_source != "published":
         raise BadInput("--paper-compat uses the published labels; drop --label-source votes")
     try:
-        return ScoringOptions(paper_compat=paper_compat, n_boot=n_boot, seed=seed,
-                              label_source=label_source)  # type: ignore[arg-type]
+        return ScoringOptions(paper_compat=paper_compat, level=level, alpha=alpha, min_verdict_mass=min_verdict_mass,
+                              label_source=label_source, n_boot=n_boot, bootstrap_seed=seed,  # type: ignore[arg-type]
+                              human_draw_seed=seed)
     except ValueError as e:
         raise BadInput(str(e)) from None
 
@@ -435,12 +439,6 @@ def min_verdict_mass_option(f: Callable[..., Any]) -> Callable[..., Any]:
         help="Prob mode: a case whose verdict words get less first-token probability than this counts as "
              "missing (coverage says so); --paper-compat scores it anyway, as the authors' script did.",
     )(f)
-
-
-def apply_min_verdict_mass(preds: Any, value: float) -> None:
-    """Set the verdict-mass threshold on loaded predictions (a list, or one)."""
-    for p in preds if isinstance(preds, (list, tuple)) else [preds]:
-        p.min_verdict_mass = float(value)
 
 
 def warn_unreadable_predictions(preds: Any) -> None:

@@ -104,12 +104,12 @@ def compare_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, n_bo
 
     if len(inputs) < 2:
         raise BadInput("compare needs at least two inputs")
-    options = scoring_options(paper_compat, n_boot, seed, label_source)
+    options = scoring_options(paper_compat, n_boot, seed, label_source, level=level, alpha=alpha)
     preds = _load(inputs, data, mode, remove)
     _warn_incomplete(preds)
     with bad_input_errors(CompareError, LabelSourceError):
-        result = compare(preds, options, level=level, alpha=alpha)
-        say = [say_do(a, b, options, level=level)
+        result = compare(preds, options)
+        say = [say_do(a, b, options)
                for i, a in enumerate(preds) for b in preds[i + 1:] if is_say_do_pair(a, b) and a.model == b.model]
     if as_json:
         click.echo(json.dumps({**result.to_dict(), "say_do": [json_safe(x.to_dict()) for x in say]}, indent=2,
@@ -121,7 +121,7 @@ def compare_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, n_bo
             click.echo(format_say_do(x), nl=False)
         from ..stats.context import reference_line, references_by_dataset
 
-        refs = references_by_dataset(preds[:1], n_boot=n_boot, seed=seed)  # the inputs hold the same cases
+        refs = references_by_dataset(preds[:1], n_boot=options.n_boot, seed=options.bootstrap_seed)  # the inputs hold the same cases
         if refs:
             click.echo(f"\nreference: {reference_line(refs[0][1])}")
 
@@ -164,7 +164,7 @@ def ablate_cmd(inputs: tuple[str, ...], model: str | None, mode: str | None, par
     from ..stats.compare import CompareError
     from ..stats.metrics import LabelSourceError
 
-    options = scoring_options(paper_compat, n_boot, seed, label_source)
+    options = scoring_options(paper_compat, n_boot, seed, label_source, level=level, alpha=alpha)
     if model is None:
         if not inputs:
             raise BadInput("give INPUTS to analyse (run directories or published ablation files), "
@@ -181,7 +181,7 @@ def ablate_cmd(inputs: tuple[str, ...], model: str | None, mode: str | None, par
                            temperature, max_tokens, max_connections, registry_flags, max_cost, progress)
     _warn_incomplete(preds)
     with bad_input_errors(CompareError, AblationStudyError, LabelSourceError):
-        result = analyse_ablation(preds, options, level=level, alpha=alpha)
+        result = analyse_ablation(preds, options)
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
     else:
@@ -278,7 +278,7 @@ def study_cmd(inputs: tuple[str, ...], placements: str, model: str | None, mode:
     from ..stats.metrics import LabelSourceError
     from ..stats.placement import PlacementStudyError, analyse_placements
 
-    options = scoring_options(paper_compat, n_boot, seed, label_source)
+    options = scoring_options(paper_compat, n_boot, seed, label_source, level=level, alpha=alpha)
     if model is None:
         if not inputs:
             raise BadInput("give INPUTS to analyse (run directories in different placements), "
@@ -300,7 +300,7 @@ def study_cmd(inputs: tuple[str, ...], placements: str, model: str | None, mode:
     behaviour = [p for p in preds if p.mode_spec.reads_behaviour]
     study, judges = (behaviour, [p for p in preds if not p.mode_spec.reads_behaviour]) if behaviour else (preds, [])
     with bad_input_errors(CompareError, PlacementStudyError, LabelSourceError):
-        result = analyse_placements(study, options, judges=judges, level=level, alpha=alpha)
+        result = analyse_placements(study, options, judges=judges)
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
     else:

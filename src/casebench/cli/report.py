@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ._common import (
-    BadInput, apply_min_verdict_mass, bad_input_errors, file_kind_options, label_source_option, load_reference_inputs, reference_option,
+    BadInput, bad_input_errors, file_kind_options, label_source_option, load_reference_inputs, reference_option,
     min_verdict_mass_option, scoring_options,
 )
 
@@ -43,13 +43,12 @@ def report_cmd(inputs: tuple[str, ...], out: str, data: str | None, paper_compat
     from ..runs.record import RunError
     from ..stats.metrics import LabelSourceError
 
-    options = scoring_options(paper_compat, n_boot, seed, label_source)
+    options = scoring_options(paper_compat, n_boot, seed, label_source, min_verdict_mass=min_verdict_mass)
     with bad_input_errors(RunError, CompareError):
         dataset = load_dataset(data) if data else None
         preds = [load_predictions(p, dataset=dataset, mode=mode, removed=remove) for p in inputs]
     if not preds:
         raise BadInput("give at least one input")
-    apply_min_verdict_mass(preds, min_verdict_mass)
     refs, ref_root = load_reference_inputs(reference, no_reference, preds, dataset)
     with bad_input_errors(LabelSourceError):
         path = write_report(out, preds, options, human_cases=dataset.cases if dataset else None, title=title,

@@ -20,6 +20,8 @@ from ._common import (
 from ..runs.results import EXIT_LOW_COVERAGE
 
 if TYPE_CHECKING:
+    from ..data import Dataset
+    from ..predictions import Predictions
     from ..runs.results import RunCheck
 
 
@@ -124,6 +126,7 @@ def run_cmd(model: str | None, mode: str | None, data: str | None, remove: str, 
             plan = choose_data(data, model, limit, stratified, pairs=pairs, mode=mode, main_job=main_job,
                                max_tokens=max_tokens)
             data, stratified, pairs, max_tokens = plan.path, plan.stratified, plan.pairs, plan.max_tokens
+            dataset = _dataset(data)  # read once: the run, its check and its score use this one
             templates = load_templates(templates_path) if templates_path else None
             prices = PriceTable.load(prices_path)
             config = RunConfig(
@@ -138,7 +141,7 @@ def run_cmd(model: str | None, mode: str | None, data: str | None, remove: str, 
                 partial_as_safe=partial_as == "safe", batch=batch, batch_poll_s=batch_poll, salvage=salvage, reask=reask,
             )
             try:
-                summary = run_with_signals(config)
+                summary = run_with_signals(config, dataset)
             except RunLocked as e:
                 raise click.ClickException(str(e)) from None
             except RunError as e:
@@ -154,10 +157,11 @@ def run_cmd(model: str | None, mode: str | None, data: str | None, remove: str, 
     if summary.status is not RunState.COMPLETE:
         click.echo(f"to resume: casebench {shlex.join(sys.argv[1:])}", err=True)
     click.echo(f"run: {summary.run_dir}")
-    check = end_of_run_check(Path(summary.run_dir), min_coverage, min_verdict_mass) if summary.final else None
+    pred = _finished_run(Path(summary.run_dir), dataset) if summary.final else None
+    check = end_of_run_check(Path(summary.run_dir), min_coverage, min_verdict_mass, pred) if pred is not None else None
     if report and summary.status is RunState.COMPLETE:
         score_and_report(Path(summary.run_dir), min_verdict_mass, demo=plan.demo, model_given=not main_job,
-                         max_tokens=max_tokens)
+                         max_tokens=max_tokens, pred=pred)
     if check is not None:
         if check.verdict_mass_warning:
             click.echo(f"casebench: warning: {check.verdict_mass_warning}", err=True)
@@ -170,13 +174,42 @@ def run_cmd(model: str | None, mode: str | None, data: str | None, remove: str, 
     sys.exit(summary.exit_code)
 
 
-def end_of_run_check(run_dir: Path, min_coverage: float, min_verdict_mass: float) -> "RunCheck | None":
-    """``runs.results.check_run`` of the finished run (None when it cannot be read: no dataset)."""
+def _dataset(path: str) -> "Dataset":
+    """The dataset at ``path``, read once per process (``choose_data`` and the run share it)."""
+    from ..data import load_dataset
+
+    key = str(Path(path).resolve())
+    if key not in _DATASETS:
+        _DATASETS.clear()
+        _DATASETS[key] = load_dataset(path)
+    return _DATASETS[key]
+
+
+_DATASETS: dict[str, "Dataset"] = {}
+
+
+def _finished_run(run_dir: Path, dataset: "Dataset | None" = None) -> "Predictions | None":
+    """The predictions of the run just made, loaded once for its check, score and report
+    (None when they cannot be read, said on stderr)."""
+    from ..runs.record import RunError
+    from ..runs.results import load_run
+
+    try:
+        return load_run(run_dir, dataset)
+    except (RunError, OSError) as e:
+        click.echo(f"casebench: no coverage check: {e}", err=True)
+        return None
+
+
+def end_of_run_check(run_dir: Path, min_coverage: float, min_verdict_mass: float,
+                     pred: "Predictions | None" = None) -> "RunCheck | None":
+    """``runs.results.check_run`` of the finished run (None when it cannot be read: no dataset);
+    ``pred``: its predictions when already loaded."""
     from ..runs.record import RunError
     from ..runs.results import check_run
 
     try:
-        return check_run(run_dir, min_coverage, min_verdict_mass)
+        return check_run(run_dir, min_coverage, min_verdict_mass, pred=pred)
     except (RunError, OSError) as e:
         click.echo(f"casebench: no coverage check: {e}", err=True)
         return None
@@ -215,7 +248,6 @@ def choose_data(data: str | None, model: str, limit: int | None, stratified: int
     mode) asks ``MAIN_JOB_PAIRS`` query pairs of a larger dataset with answers capped at
     ``MAIN_JOB_MAX_TOKENS`` tokens; the embedded model in a judge mode on a CPU gets a stratified
     subset of ``MAIN_JOB_CASES`` cases. An explicit choice is left alone."""
-    from ..data import load_dataset
     from ..sources import resolve_dataset
     from ..runs.execute import DEFAULT_MODEL
 
@@ -237,7 +269,7 @@ def choose_data(data: str | None, model: str, limit: int | None, stratified: int
         if unchosen:
             from ..stats.pairs import pair_by_query
 
-            ds = load_dataset(choice.path)
+            ds = _dataset(str(choice.path))
             n_pairs = len(pair_by_query(list(ds)).pairs)
             if n_pairs > MAIN_JOB_PAIRS:
                 pairs = MAIN_JOB_PAIRS
@@ -247,7 +279,7 @@ def choose_data(data: str | None, model: str, limit: int | None, stratified: int
                            f"{max_tokens} tokens (--max-tokens)", err=True)
         return DataPlan(str(choice.path), stratified, pairs, max_tokens, choice.is_demo)
     if model == DEFAULT_MODEL and unchosen:
-        n = len(load_dataset(choice.path))
+        n = len(_dataset(str(choice.path)))
         if n > MAIN_JOB_CASES:
             import torch
 
@@ -261,26 +293,30 @@ def choose_data(data: str | None, model: str, limit: int | None, stratified: int
 
 
 def score_and_report(run_dir: Path, min_verdict_mass: float | None = None, *, demo: bool = False,
-                     model_given: bool = True, max_tokens: int | None = None) -> None:
+                     model_given: bool = True, max_tokens: int | None = None, pred: "Predictions | None" = None) -> None:
     """The end of a run: what the model does, in words (``present.summary``: over- and
     under-refusal, whether it moves with the context beside people's on the same pairs, and in
     respond mode how far the reader can be trusted), the table of every figure, a self-contained
-    HTML report with the published models beside it on the same cases, and what to do next."""
-    from ..stats.metrics import score_predictions
+    HTML report with the published models beside it on the same cases, and what to do next.
+    The run is scored once (``stats.result.score_input``): the summary, the table and the report
+    read that one result. ``pred``: the run's predictions when already loaded."""
+    from ..stats.options import ScoringOptions
+    from ..stats.result import score_input
     from ..runs.results import load_run
     from ..present.summary import next_steps, summary_lines
     from ..present.tables import text_table
     from ..runs.execute import DEFAULT_MODEL
     from ..runs.results import model_short_name
 
-    pred = load_run(run_dir)
-    if min_verdict_mass is not None:
-        pred.min_verdict_mass = min_verdict_mass
+    if pred is None:
+        pred = load_run(run_dir)
+    options = ScoringOptions(min_verdict_mass=min_verdict_mass)
+    pred = pred.at_min_verdict_mass(min_verdict_mass)  # as scored: the threshold is an option, applied as a view
     if not all(c.has_votes for c in pred.cases):
         click.echo("no scores: the dataset has no human votes to score against (collect them with "
                    "casebench annotate)", err=True)
         return
-    score = score_predictions(pred)
+    score = score_input(pred, options).score
     people = None if demo else _people_on(pred)
     click.echo("")
     for line in summary_lines(score, people, demo=demo, max_tokens=max_tokens,
@@ -296,7 +332,8 @@ def score_and_report(run_dir: Path, min_verdict_mass: float | None = None, *, de
         click.echo(f"no report: {e} (pip install 'casebench[report]')", err=True)
     else:
         refs, root = ([], None) if demo else _cached_references(pred)
-        path = write_report(run_dir / "report.html", [pred], references=refs, reference_root=root, show_text=False)
+        path = write_report(run_dir / "report.html", [pred], options, references=refs, reference_root=root,
+                            show_text=False)
         click.echo(f"report: {path}")
         if refs:
             verb = "answered" if pred.mode_spec.reads_behaviour else "judged"

@@ -4,10 +4,19 @@ from __future__ import annotations
 
 import click
 
+from pathlib import Path
+from typing import TYPE_CHECKING, Sequence
+
 from ._common import (
-    apply_min_verdict_mass, bad_input_errors, file_kind_options, label_source_option, load_reference_inputs, reference_option, scoring_options,
-    min_verdict_mass_option, warn_low_verdict_mass, warn_unreadable_predictions,
+    bad_input_errors, file_kind_options, label_source_option, min_verdict_mass_option, reference_option,
+    scoring_options, warn_low_verdict_mass, warn_unreadable_predictions,
 )
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..data import Dataset
+    from ..predictions import Predictions
+    from ..stats.metrics import Score
+    from ..stats.options import ScoringOptions
 
 
 @click.command("score")
@@ -32,12 +41,13 @@ def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: s
               remove: str | None, reference: str | None, no_reference: bool, min_verdict_mass: float = 0.5) -> None:
     """Score INPUTS (run directories or published exp/ files) and print every metric with a 95% CI."""
     from ..loader import load_predictions
-    from ..stats.metrics import LabelSourceError, score_predictions
+    from ..stats.metrics import LabelSourceError
+    from ..stats.result import score_predictions
     from ..present.tables import FORMATS, reference_table
 
     if as_json:
         fmt = "json"
-    options = scoring_options(paper_compat, n_boot, seed, label_source)
+    options = scoring_options(paper_compat, n_boot, seed, label_source, min_verdict_mass=min_verdict_mass)
     dataset = None
     with bad_input_errors():
         if data:
@@ -46,12 +56,9 @@ def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: s
             dataset = load_dataset(data)
         preds = [load_predictions(p, dataset=dataset, mode=mode, removed=remove) for p in inputs]
     warn_unreadable_predictions(preds)
-    apply_min_verdict_mass(preds, min_verdict_mass)
     with bad_input_errors(LabelSourceError):
         scores = [score_predictions(p, options, breakdowns=by) for p in preds]
-    refs, ref_root = load_reference_inputs(reference, no_reference, preds, dataset)
-    with bad_input_errors(LabelSourceError):
-        ref_scores = [score_predictions(p, options) for p in refs]
+        ref_scores, ref_root = _reference_scores(reference, no_reference, preds, dataset, options)
     if fmt in ("csv", "md") and ref_scores:
         # one table: the published models' rows follow the inputs', marked in their name
         from dataclasses import replace
@@ -67,7 +74,36 @@ def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: s
     if fmt == "table":
         from ..stats.context import reference_line, references_by_dataset
 
-        people = references_by_dataset(preds, n_boot=n_boot, seed=seed)
+        people = references_by_dataset(preds, n_boot=options.n_boot, seed=options.bootstrap_seed)
         for members, ref in people:
             which = "" if len(people) == 1 else " (inputs " + ", ".join(str(i + 1) for i in members) + ")"
             click.echo(f"\nreference{which}: {reference_line(ref)}")
+
+
+def _reference_scores(reference: str | None, no_reference: bool, preds: Sequence["Predictions"],
+                      dataset: "Dataset | None", options: "ScoringOptions") -> tuple[list["Score"], str | None]:
+    """The scores of the published models to show beside ``preds`` (those already among the
+    inputs left out) and where they came from (None: none shown). They are scored once per set
+    of files, dataset, options and casebench version and kept in the cache directory
+    (``stats.result.reference_scores``): a later call reads them instead of scoring 17 files."""
+    from ..published import load_references, reference_dataset_path, reference_files
+    from ..sources import cached_outputs
+    from ..stats.result import reference_scores
+
+    if no_reference:
+        return [], None
+    root = reference or cached_outputs()
+    if root is None:
+        return [], None
+    files = reference_files(root)
+    if not files:  # load_references says why, naming the directory
+        with bad_input_errors():
+            load_references(root, reference=dataset)
+    if dataset is not None:
+        datasets: list[Path] = [Path(dataset.path)]
+    else:
+        datasets = sorted({d for d in (reference_dataset_path(f) for f in files) if d is not None})
+    with bad_input_errors():
+        scores = reference_scores(files, options, lambda: load_references(root, reference=dataset), datasets=datasets)
+    have = {(p.model, p.mode, tuple(p.removed)) for p in preds}
+    return [s for s in scores if (s.model, s.mode, tuple(s.removed)) not in have], str(root)

@@ -42,7 +42,7 @@ unscored** (``Score.unscored``: value NaN, reason ``invalid_response_format``, t
 reason as the explanation): inspect leaves it out of every metric and counts it in
 ``unscored_samples``; it is never read as a guess or counted as wrong (inspect's ``NOANSWER``
 would count as 0, so it is not used). The metric ``case_bench_metrics`` hands the scored cases
-to ``casebench.stats.metrics.score_predictions`` -- the code behind ``casebench score`` -- and
+to ``casebench.stats.result.score_input`` -- the code behind ``casebench score`` -- and
 reports ``accuracy``, ``safe_recall`` and ``unsafe_recall`` (and in score mode ``pcc`` and
 ``bce``), each with ``<name>_ci_low`` / ``<name>_ci_high``: the 95% CI that ``casebench score``
 prints (Wilson for the proportions, the seeded percentile bootstrap of 2000 resamples otherwise),
@@ -292,8 +292,8 @@ def case_bench_metrics(mode: str | None = None, n_boot: int = 2000, seed: int = 
     mode when the values carry a ``score``, else binary.
     """
     from ..predictions import Predictions
-    from ..stats.metrics import score_predictions
     from ..stats.options import ScoringOptions
+    from ..stats.result import score_input
 
     def compute(scores: list[SampleScore]) -> dict[str, float]:
         name = mode
@@ -310,7 +310,7 @@ def case_bench_metrics(mode: str | None = None, n_boot: int = 2000, seed: int = 
                 pairs.append((case_from_metadata(s.sample_metadata), raw))
         pairs.sort(key=lambda p: p[0].index)  # casebench orders cases as the dataset does
         pred = Predictions.from_values("inspect", "inspect", m, [c for c, _ in pairs], [v for _, v in pairs])
-        result = score_predictions(pred, ScoringOptions(n_boot=n_boot, seed=seed), level=level)
+        result = score_input(pred, ScoringOptions(n_boot=n_boot, bootstrap_seed=seed, level=level)).score
         out: dict[str, float] = {}
         for key in reported_metrics(m):
             out[key] = result.values.get(key, float("nan"))

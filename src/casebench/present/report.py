@@ -757,8 +757,6 @@ def _placement(ctx: ReportContext) -> str | None:
         for p in res.placements:
             if p.say_do is None and p.say_do_missing:
                 notes.append(f"Say-do gap in placement {_e(p.placement)} not available: {_e(p.say_do_missing)}.")
-        if res.placements[0].context.note:
-            notes.append("Context figures " + _e(res.placements[0].context.note) + ".")
         parts.append('<p class="note">' + " ".join(notes) + "</p>")
         if res.comparison is None:
             continue
@@ -1182,7 +1180,7 @@ def build_report(
         f"<h1>{_e(title)}</h1>"
         '<p class="lead">How well LLM judges agree with people about whether answering a query is safe '
         "<em>in its context</em> (CASE-Bench, ICML 2025).</p>"
-        f'<p class="meta">{len(preds)} input(s) · {mode} · {options.n_boot} bootstrap resamples, seed {options.seed} · '
+        f'<p class="meta">{len(preds)} input(s) · {mode} · {options.n_boot} bootstrap resamples, seed {options.bootstrap_seed} · '
         f"casebench {_e(ver)} · generated {when}</p>"
         f"<nav><ol>{toc}</ol></nav>" + sections + "</main></body></html>\n"
     )

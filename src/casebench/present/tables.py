@@ -558,8 +558,6 @@ def format_placements(res: "PlacementResult") -> str:
                      f"{fmt_num(c.follow, 3) + ' ' + _bounds(c.ci.get('context_follow')):<24}"
                      + (f"{fmt_num(c.blind, 3)} {_bounds(c.ci.get('context_blind'))} (n={c.blind_pairs})"
                         if c.blind_pairs else "- (no pair whose human labels differ)"))
-    if ps and ps[0].context.note:
-        lines.append(f"  ({ps[0].context.note})")
     if any(p.over_refusal is not None for p in ps):
         lines += ["", "behaviour (respond mode): over-refusal = 1 - safe recall, under-refusal = 1 - unsafe recall "
                   + ("(the recalls' CIs)" if res.paper_compat else "(Wilson CIs)")]
@@ -602,8 +600,9 @@ def format_placements(res: "PlacementResult") -> str:
                              f"   p = {fmt_p(d.p)} ({d.test})   p(BH) = {fmt_p(d.p_adjusted)}{sig}")
         for d in res.shift_diffs:
             if d.pairs:
+                sig = " *" if d.significant else ""
                 lines.append(f"  context shift {d.a} - {d.b}: {fmt_num(d.diff, 3)} {_bounds(d.ci)} over {d.pairs} pairs, "
-                             f"bootstrap p = {fmt_p(d.p_bootstrap)} (not in the BH family)")
+                             f"bootstrap p = {fmt_p(d.p_bootstrap)}   p(BH) = {fmt_p(d.p_adjusted)}{sig}")
         lines += ["", "* significant after Benjamini-Hochberg"]
     if any(SMALL in line for line in lines[3:]):
         lines.append(f"{SMALL} from fewer than {MIN_CASES} cases (pairs, for the context figures): read with care")

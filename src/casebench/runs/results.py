@@ -214,18 +214,20 @@ class RunCheck:
 
 
 def check_run(run_path: str | Path, min_coverage: float = DEFAULT_MIN_COVERAGE,
-              min_verdict_mass: float | None = None, dataset: Dataset | None = None, examples: int = 3) -> RunCheck:
+              min_verdict_mass: float | None = None, dataset: Dataset | None = None, examples: int = 3,
+              pred: "Predictions | None" = None) -> RunCheck:
     """Coverage of a finished run (cases with a readable answer, whatever their verdict mass) and
     what to do when it is below ``min_coverage``: the reasons answers could not be read, what the
     model wrote (``examples`` answers, shortened) and what to try. Prob mode: the verdict-mass
-    warning when the median is below ``min_verdict_mass`` (default: ``Predictions``' own)."""
+    warning when the median is below ``min_verdict_mass`` (default: ``Predictions``' own).
+    ``pred``: the run's predictions when the caller has them already (not loaded again)."""
     from collections import Counter
 
     from ..predictions import verdict_mass_warning
 
-    pred = load_run(run_path, dataset)
-    if min_verdict_mass is not None:
-        pred.min_verdict_mass = float(min_verdict_mass)
+    if pred is None:
+        pred = load_run(run_path, dataset)
+    pred = pred.at_min_verdict_mass(min_verdict_mass)
     check = RunCheck(pred.n, int(pred.has_value.sum()), float(min_coverage))
     vm = pred.verdict_mass_summary()
     if vm and vm["median"] < vm["threshold"]:

@@ -65,7 +65,7 @@ def stratified_indices(dataset: Sequence[Any], n: int, seed: int = 0) -> list[in
 def stratified_pairs(dataset: Sequence[Any], n: int, seed: int = 0) -> list[int]:
     """The cases of a seeded subset of ``n`` query pairs, stratified by category: both cases of
     each chosen query (its safe-intent and its unsafe-intent context), so per-pair context
-    figures (``stats.placement.query_pairs``) have pairs to read. ``n`` is split across
+    figures (``stats.pairs.pair_by_query``) have pairs to read. ``n`` is split across
     categories in proportion to their number of pairs (45 pairs of the published dataset are one
     per category, 90 cases); a query with other than one case of each intent is never chosen.
     Deterministic for a dataset, ``n`` and ``seed``; the indices come back in dataset order."""

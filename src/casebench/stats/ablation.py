@@ -9,7 +9,7 @@ with some CI parameters removed (``data.ablate_context``). This module
 * (running the missing ones is ``runs.study.run_ablation``'s job: statistics never start runs);
 * analyses any set of finished conditions (``analyse_ablation``): run directories or published
   ablation files (``output_<mode>_<params>.json``), the condition being read from each input's
-  ``removed``. Each condition's figures are exactly ``metrics.score_predictions`` on that input
+  ``removed``. Each condition's figures are exactly that input's one scoring result (``result.score_input``)
   (so ``--paper-compat`` reproduces ``casebench score --paper-compat``), and its paired
   difference from the full context (condition - full) comes from ``compare`` (paired bootstrap
   CI; McNemar for accuracy, Williams' t for PCC; Benjamini-Hochberg over all conditions).
@@ -27,8 +27,9 @@ from ..data import ablation_conditions, all_parameter_names, canonical_removed
 from ..jsonutil import json_safe
 from ..predictions import Predictions
 from .compare import CompareError, MetricDiff, compare
-from .metrics import Score, score_predictions
+from .metrics import Score
 from .options import DEFAULT_OPTIONS, ScoringOptions
+from .result import score_input
 
 DEFAULT_PARAMS: tuple[str, ...] = ("sender", "recipient", "transmission_principle")
 
@@ -99,30 +100,18 @@ class AblationResult:
                            "settings": self.settings, "conditions": rows})
 
 
-def _people(p: Predictions, options: ScoringOptions, level: float) -> dict[str, Any] | None:
-    """People's references on the pairs ``p`` answered, under the options' label source."""
-    from .context import score_people
-    from .metrics import scoring_arrays
-
-    a, mask = scoring_arrays(p, options)
-    return score_people(a, [c for c, m in zip(p.cases, mask) if m], n_boot=options.n_boot, seed=options.seed,
-                        level=level, label_source=options.label_source)
-
-
 def _sort_key(removed: tuple[str, ...]) -> tuple[int, list[int]]:
     order = {n: i for i, n in enumerate(all_parameter_names())}
     return (len(removed), [order.get(n, 99) for n in removed])
 
 
-def analyse_ablation(
-    preds: Sequence[Predictions], options: ScoringOptions = DEFAULT_OPTIONS, *, level: float = 0.95,
-    alpha: float = 0.05,
-) -> AblationResult:
+def analyse_ablation(preds: Sequence[Predictions], options: ScoringOptions = DEFAULT_OPTIONS) -> AblationResult:
     """Score every condition and its paired difference from the full-context input.
 
     The inputs must be one model in one mode over the same cases, with exactly one full-context
     input (``removed == ()``) and no condition twice; ``AblationStudyError`` says what is wrong.
-    ``options``: how every condition is scored (the same human labels for all).
+    ``options``: how every condition is scored and compared (the same human labels, CI level and
+    alpha for all).
     """
     preds = list(preds)
     if not preds:
@@ -153,16 +142,17 @@ def analyse_ablation(
     preds.sort(key=lambda p: _sort_key(canonical(p.removed)))
     cmp = None
     if len(preds) > 1:
-        cmp = compare(preds, options, level=level, alpha=alpha, pairs=[(i, 0) for i in range(1, len(preds))])
+        cmp = compare(preds, options, pairs=[(i, 0) for i in range(1, len(preds))])
     out = []
     for i, p in enumerate(preds):
-        s = score_predictions(p, options, level=level)
-        c = ConditionResult(canonical(p.removed), p.source, s, people=_people(p, options, level))
+        r = score_input(p, options)
+        c = ConditionResult(canonical(p.removed), p.source, r.score, people=r.people_references())
         if i and cmp is not None:
             pc = cmp.pairs[i - 1]
             c.n_paired, c.dropped, c.mcnemar, c.diffs = pc.n_paired, pc.dropped, pc.mcnemar, pc.metrics
         out.append(c)
-    settings = {"bootstrap": options.n_boot, "seed": options.seed, "level": level, "alpha": alpha,
+    settings = {"bootstrap": options.n_boot, "seed": options.bootstrap_seed, "level": options.level,
+                "alpha": options.alpha,
                 "difference": "condition - full context",
                 "adjustment": "Benjamini-Hochberg over all conditions and metrics",
                 "cases": "all cases (paper-compatible)" if options.paper_compat else "cases both inputs answered",

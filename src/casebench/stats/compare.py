@@ -78,10 +78,9 @@ from ..data import cases_fingerprint
 from ..jsonutil import json_safe
 from ..predictions import Predictions
 from .bootstrap import bootstrap_p, percentile_ci, resample_weights
-from .metrics import (
-    METRIC, MIN_DISCORDANT, MIN_PAIRED, ScoringArrays, figure_cases, metric_values, scoring_arrays,
-)
+from .metrics import METRIC, MIN_DISCORDANT, MIN_PAIRED, ScoringArrays, figure_cases, metric_values
 from .options import DEFAULT_OPTIONS, ScoringOptions
+from .result import score_input
 
 
 class CompareError(ValueError):
@@ -300,6 +299,8 @@ class PairComparison:
     shared: int = 0
     only_a: int = 0
     only_b: int = 0
+    #: the query pairs both inputs answered both cases of (the per-pair figures' paired rows)
+    context_pairs: int = 0
 
 
 @dataclass
@@ -334,15 +335,18 @@ def _paired_arrays(
     case index: the cases both hold (all of them with ``paper_compat``, else those both
     answered); the positions of those cases among the resampled ones (``union``: case index ->
     position; default ``a``'s cases); and how many shared cases were dropped because only one
-    (or neither) input answered."""
+    (or neither) input answered. Each input's arrays are its one scoring result's
+    (``result.score_input``), taken at the paired cases."""
+    ra, rb = score_input(a, options), score_input(b, options)
+    a, b = ra.pred, rb.pred  # as scored: at the options' minimum verdict mass
     order_b = {int(c): k for k, c in enumerate(b.case_indices)}
     perm = np.array([order_b.get(int(c), -1) for c in a.case_indices], dtype=int)
     held = perm >= 0
     keep = held.copy()
     if not options.paper_compat:
         keep &= a.answered & b.answered[np.where(held, perm, 0)]
-    sa, ma = scoring_arrays(a, options)
-    sb, mb = scoring_arrays(b, options)
+    sa, ma = ra.arrays, ra.mask
+    sb, mb = rb.arrays, rb.mask
     # map each input's (masked) arrays back to the paired positions
     pos_a = np.cumsum(ma) - 1
     pos_b = np.cumsum(mb) - 1
@@ -369,7 +373,7 @@ def _describe(p: Predictions, i: int) -> dict[str, Any]:
 
 
 def compare_pair(
-    a: Predictions, b: Predictions, options: ScoringOptions = DEFAULT_OPTIONS, *, level: float = 0.95,
+    a: Predictions, b: Predictions, options: ScoringOptions = DEFAULT_OPTIONS, *,
     weights: np.ndarray | None = None, union: dict[int, int] | None = None,
     pair_weights: np.ndarray | None = None,
 ) -> PairComparison:
@@ -386,7 +390,7 @@ def compare_pair(
     if union is None and weights is not None and weights.shape[1] != a.n:
         raise CompareError("the resamples were drawn over other cases than the first input's; pass union")
     sa, sb, positions, dropped = _paired_arrays(a, b, options, union)
-    n_boot, seed = options.n_boot, options.seed
+    n_boot, seed, level = options.n_boot, options.bootstrap_seed, options.level
     n = len(sa.y)
     both_cont = a.is_continuous and b.is_continuous
     behaviour = a.mode_spec.reads_behaviour or b.mode_spec.reads_behaviour
@@ -421,7 +425,8 @@ def compare_pair(
                             None if p is None or (isinstance(p, float) and math.isnan(p)) else float(p),
                             withheld=_withheld(m, sa, mc))
     shared = len(shared_cases(a, b))
-    return PairComparison(-1, -1, n, dropped, mc, wt, out, shared, a.n - shared, b.n - shared)
+    return PairComparison(-1, -1, n, dropped, mc, wt, out, shared, a.n - shared, b.n - shared,
+                          0 if sa.pairs is None else len(sa.pairs))
 
 
 def _withheld(metric: str, sa: ScoringArrays, mc: dict[str, Any]) -> str | None:
@@ -446,13 +451,18 @@ def _all_pairs(p: Predictions) -> int:
 
 
 def _pearson_point(x: np.ndarray | None, z: np.ndarray | None) -> float:
-    from scipy.stats import pearsonr
-
+    """Pearson r of two judges' predictions over the same cases (Williams' r23), with exactly
+    rounded sums (``math.fsum``): numpy's pairwise sums depend on how an array happens to be
+    aligned in memory, which moved r in its last bits from one run to another."""
     if x is None or z is None or len(x) < 2 or np.std(x) == 0 or np.std(z) == 0:
         return float("nan")
     if np.array_equal(x, z):
         return 1.0
-    return float(pearsonr(x, z)[0])
+    n = len(x)
+    dx = np.asarray(x, dtype=float) - math.fsum(x) / n
+    dz = np.asarray(z, dtype=float) - math.fsum(z) / n
+    r = math.fsum(dx * dz) / math.sqrt(math.fsum(dx * dx) * math.fsum(dz * dz))
+    return float(min(1.0, max(-1.0, r)))
 
 
 def adjust(pairs: Sequence[PairComparison], alpha: float) -> None:
@@ -477,19 +487,18 @@ def adjust(pairs: Sequence[PairComparison], alpha: float) -> None:
 
 
 def compare(
-    preds: Sequence[Predictions], options: ScoringOptions = DEFAULT_OPTIONS, *, level: float = 0.95,
-    alpha: float = 0.05, pairs: Sequence[tuple[int, int]] | None = None,
+    preds: Sequence[Predictions], options: ScoringOptions = DEFAULT_OPTIONS, *,
+    pairs: Sequence[tuple[int, int]] | None = None,
 ) -> Comparison:
     """Compare every pair of inputs (or the given index pairs), then adjust all primary p-values
-    together with Benjamini-Hochberg. Raises ``CompareError`` for incomparable inputs (and
-    ``metrics.LabelSourceError`` for votes-only labels on cases without votes)."""
+    together with Benjamini-Hochberg at ``options.alpha``. Raises ``CompareError`` for
+    incomparable inputs (and ``metrics.LabelSourceError`` for votes-only labels on cases without
+    votes)."""
     todo = list(pairs) if pairs is not None else list(itertools.combinations(range(len(preds)), 2))
     check_comparable(preds, pairs=todo)
-    paper_compat, n_boot, seed, label_source = options.paper_compat, options.n_boot, options.seed, options.label_source
-    if n_boot < 0:
-        raise CompareError(f"the number of bootstrap resamples must be 0 or more, got {n_boot}")
-    if not 0 < level < 1:
-        raise CompareError(f"the CI level must be in (0, 1), got {level}")
+    paper_compat, n_boot, seed, label_source = (options.paper_compat, options.n_boot, options.bootstrap_seed,
+                                                options.label_source)
+    level, alpha = options.level, options.alpha
     union = _union_positions(preds)
     weights = resample_weights(len(union), n_boot, seed) if n_boot > 0 and union else None
     # the pair resamples are shared only when every input holds the same cases (pair ids are
@@ -499,7 +508,7 @@ def compare(
     pair_weights = resample_weights(n_pairs, n_boot, seed) if n_boot > 0 and n_pairs else None
     results = []
     for i, j in todo:
-        pc = compare_pair(preds[i], preds[j], options, level=level, weights=weights, union=union,
+        pc = compare_pair(preds[i], preds[j], options, weights=weights, union=union,
                           pair_weights=pair_weights)
         pc.a, pc.b = i, j
         results.append(pc)

@@ -207,38 +207,70 @@ def _accuracy_clear(s: Mapping[str, np.ndarray]) -> np.ndarray:
     return _ratio(s["c"] - s["cct"], s["w"] - s["ct"])
 
 
+def _pairs_of(s: Mapping[str, np.ndarray]) -> np.ndarray:
+    return s["pw"]
+
+
+def _differing_pairs(s: Mapping[str, np.ndarray]) -> np.ndarray:
+    return s["hx"]
+
+
+def _voted_cases(s: Mapping[str, np.ndarray]) -> np.ndarray:
+    return s["vw"]
+
+
+def _contested_cases(s: Mapping[str, np.ndarray]) -> np.ndarray:
+    return s["ct"]
+
+
+def _contested_k(s: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    return s["cct"], s["ct"]
+
+
+def _clear_cases(s: Mapping[str, np.ndarray]) -> np.ndarray:
+    return s["w"] - s["ct"]
+
+
+def _clear_k(s: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    return s["c"] - s["cct"], s["w"] - s["ct"]
+
+
 def _spec(name: str, label: str, heading: str, short: str, higher_is_better: bool, test: str | None,
           formula: Callable[[Mapping[str, np.ndarray]], np.ndarray], columns: ColumnSpec, family: str,
           digits: int = 4, interval: bool = True, paper: bool = True,
+          base: Callable[[Mapping[str, np.ndarray]], np.ndarray] | None = None,
           proportion: Callable[[Mapping[str, np.ndarray]], tuple[np.ndarray, np.ndarray]] | None = None,
           ) -> dict[str, Any]:
+    """``base``: how many cases (pairs) the figure rests on; ``proportion``: (k, n) of a share,
+    which gets the Wilson interval (``metrics.MetricDef``)."""
     return dict(name=name, label=label, heading=heading, short=short, higher_is_better=higher_is_better,
                 continuous=False, test=test, formula=formula, digits=digits, columns=columns, interval=interval,
-                family=family, paper=paper, proportion=proportion)
+                family=family, paper=paper, base=base, proportion=proportion)
 
 
 #: the figures of this module as ``metrics.MetricDef`` fields; ``metrics`` registers them
 METRIC_SPECS: tuple[dict[str, Any], ...] = (
     _spec("context_pairs", "context pairs (both answered)", "Pairs", "pairs", True, None, _context_pairs,
-          PAIR_COLUMNS, "context", digits=0, interval=False),
+          PAIR_COLUMNS, "context", digits=0, interval=False, base=_pairs_of),
     # default scoring only (``paper=False``): the paper-compatible output stays what it was; its
     # own family, so adding it moved no adjusted p-value of the other context figures
     _spec("context_direction", "context direction (with people)", "Direction", "direction", True,
-          "bootstrap", _context_direction, PAIR_COLUMNS, "direction", paper=False),
+          "bootstrap", _context_direction, PAIR_COLUMNS, "direction", paper=False, base=_pairs_of),
     _spec("context_shift", "context shift (safe - unsafe ctx)", "Context shift", "context shift", True, "bootstrap",
-          _context_shift, PAIR_COLUMNS, "context"),
+          _context_shift, PAIR_COLUMNS, "context", base=_pairs_of),
     _spec("context_follow", "context follow (pairs)", "Context follow", "context follow", True, "bootstrap",
-          _context_follow, PAIR_COLUMNS, "context", proportion=_context_follow_k),
+          _context_follow, PAIR_COLUMNS, "context", base=_pairs_of, proportion=_context_follow_k),
     _spec("context_blind", "context blind (people differ)", "Context blind", "context blind", False, "bootstrap",
-          _context_blind, PAIR_COLUMNS, "context", proportion=_context_blind_k),
+          _context_blind, PAIR_COLUMNS, "context", base=_differing_pairs, proportion=_context_blind_k),
     _spec("shift_pcc", "Pearson r of shifts vs people's", "Shift r", "shift r", True, "bootstrap", _shift_pcc,
-          PAIR_COLUMNS, "context"),
+          PAIR_COLUMNS, "context", base=_pairs_of),
     _spec("vote_agreement", "agreement with single votes", "Vote agr.", "vote agreement", True, "bootstrap",
-          _vote_agreement, VOTE_COLUMNS, "reference"),
+          _vote_agreement, VOTE_COLUMNS, "reference", base=_voted_cases),
     _spec("accuracy_contested", "accuracy, contested (0.3<=h<=0.7)", "Acc. contested", "accuracy contested", True,
-          "bootstrap", _accuracy_contested, CONTESTED_COLUMNS, "reference"),
+          "bootstrap", _accuracy_contested, CONTESTED_COLUMNS, "reference", base=_contested_cases,
+          proportion=_contested_k),
     _spec("accuracy_clear", "accuracy, clear cases", "Acc. clear", "accuracy clear", True, "bootstrap",
-          _accuracy_clear, CONTESTED_COLUMNS, "reference"),
+          _accuracy_clear, CONTESTED_COLUMNS, "reference", base=_clear_cases, proportion=_clear_k),
 )
 
 

@@ -1,15 +1,18 @@
 """How an input is scored: one frozen value that every scoring function takes.
 
-``ScoringOptions`` holds the four settings that used to travel as loose parameters through
-``stats/``, ``present/`` and ``cli/``: paper-compatible scoring, the bootstrap resamples, their
-seed and where the human label comes from. The label sources (their names and the rule that
-turns a case into its human safe_rate under each) live here and nowhere else. Light on purpose
-(no numpy): the CLI reads the names and help while building its options.
+``ScoringOptions`` holds every setting that changes a figure, an interval or a test, typed, so
+that no scoring setting travels as a loose parameter through ``stats/``, ``present/`` and
+``cli/``: paper-compatible scoring, the CI level, the significance level, the minimum verdict
+mass, where the human label comes from, the bootstrap resamples and each seed, named for what
+it seeds. Being frozen and hashable it is also the key under which an input's one scoring
+result is kept (``stats.result``). The label sources (their names and the rule that turns a
+case into its human safe_rate under each) live here and nowhere else. Light on purpose (no
+numpy): the CLI reads the names and help while building its options.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Literal, get_args
 
 
@@ -18,6 +21,7 @@ if TYPE_CHECKING:
 
 #: bootstrap resamples of cases by default (CIs and paired tests)
 DEFAULT_BOOTSTRAP = 2000
+
 #: where the human label can come from
 LabelSource = Literal["published", "votes"]
 LABEL_SOURCES: tuple[str, ...] = get_args(LabelSource)
@@ -54,18 +58,29 @@ def case_safe_rate(case: "Case", source: str = "published") -> float:
 
 @dataclass(frozen=True)
 class ScoringOptions:
-    """How inputs are scored.
+    """How inputs are scored: every setting that changes a figure, an interval or a test.
 
     ``paper_compat``: exactly what the published ``compute_score.py`` does (``stats.metrics``);
-    ``n_boot``: bootstrap resamples of cases for the CIs and paired tests (0: none); ``seed``:
-    the seed of those resamples; ``label_source``: the human labels (``LABEL_SOURCES``).
+    ``level``: the CI level (0.95: 95% intervals); ``alpha``: the significance level of the
+    Benjamini-Hochberg adjusted tests (``compare``); ``min_verdict_mass``: prob mode, a case
+    whose verdict words got less first-token probability than this counts as not answered in
+    default scoring; None: the predictions' own (``predictions.DEFAULT_MIN_VERDICT_MASS``, 0.5).
+    It is applied when scoring (``Predictions.at_min_verdict_mass``: a view), never by changing
+    the loaded predictions; ``label_source``: the human labels (``LABEL_SOURCES``); ``n_boot``:
+    bootstrap resamples of cases (or query pairs) for the CIs and paired tests (0: none);
+    ``bootstrap_seed``: the seed of those resamples; ``human_draw_seed``: the seed of the
+    random draws of annotators behind the human section's stability curve (``stats.human``).
     Paper-compatible scoring uses the published labels only (``LabelSourceError`` otherwise).
     """
 
     paper_compat: bool = False
-    n_boot: int = DEFAULT_BOOTSTRAP
-    seed: int = 0
+    level: float = 0.95
+    alpha: float = 0.05
+    min_verdict_mass: float | None = None
     label_source: LabelSource = "published"
+    n_boot: int = DEFAULT_BOOTSTRAP
+    bootstrap_seed: int = 0
+    human_draw_seed: int = 0
 
     def __post_init__(self) -> None:
         check_label_source(self.label_source)
@@ -74,7 +89,19 @@ class ScoringOptions:
         if self.paper_compat and self.label_source != "published":
             raise LabelSourceError("paper-compatible scoring uses the published labels, not "
                                    f"label source {self.label_source!r}")
+        if not 0 < self.level < 1:
+            raise ValueError(f"the CI level must be in (0, 1), got {self.level}")
+        if not 0 < self.alpha < 1:
+            raise ValueError(f"the significance level alpha must be in (0, 1), got {self.alpha}")
+        if self.min_verdict_mass is not None and not 0.0 <= float(self.min_verdict_mass) <= 1.0:
+            raise ValueError(f"the minimum verdict mass must be in [0, 1], got {self.min_verdict_mass!r}")
+        if self.n_boot < 0:
+            raise ValueError(f"the number of bootstrap resamples must be 0 or more, got {self.n_boot}")
+
+    def key(self) -> dict[str, object]:
+        """Every setting by name (JSON-ready): what a cache of scored figures is keyed on."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
-#: the default options (default scoring, 2000 resamples, seed 0, published labels)
+#: the default options (default scoring, 95% CIs, 2000 resamples, seed 0, published labels)
 DEFAULT_OPTIONS = ScoringOptions()

@@ -1,9 +1,10 @@
 """Everything the report shows about a set of inputs, computed once (``present.report`` only
 lays it out).
 
-Per input (``InputFigures``): its score (``metrics.score_arrays``) and, from the same scoring
-arrays, the per-case figures behind the plots: accuracy by category, P(safe) against the human
-safe_rate, and the reliability curve (the ECE bins of ``metrics.ece_bins``). Across inputs
+Per input: its one scoring result (``result.score_input``: the score, and from the same
+scoring arrays the per-case figures behind the plots: accuracy by category, P(safe) against the
+human safe_rate, the reliability curve, the per-pair context table), which every analysis below
+reads rather than scoring the input again. Across inputs
 (``Overview``): the inputs grouped by case set, the paired comparisons of inputs that share cases
 of one dataset, over the cases each pair shares (``compare``), the
 ablation studies among them (``ablation``), judgement against behaviour for a model with a judge
@@ -21,99 +22,17 @@ from ..data import Case
 from ..predictions import Predictions
 from .ablation import AblationResult
 from .compare import AccuracyMatrix, Comparison, PairComparison, case_set_groups
-from .metrics import ECE_BINS, Score, ScoringArrays, ece_bins, score_arrays, scoring_arrays
 from .options import DEFAULT_OPTIONS, ScoringOptions
 from .placement import PlacementResult
+from .result import ScoredInput, score_input
 from .saydo import SayDo
 
 #: random draws per case and k of the human section's stability curve
 HUMAN_DRAWS = 1000
 
-
-@dataclass
-class Reliability:
-    """The reliability curve of one input: per non-empty ECE bin (``metrics.ECE_BINS``
-    equal-width bins of P(safe)), its mean P(safe), its mean human safe_rate, its case count and
-    its centre."""
-
-    p_mean: np.ndarray
-    g_mean: np.ndarray
-    count: np.ndarray
-    centres: np.ndarray
-
-
-def reliability_curve(a: ScoringArrays) -> Reliability | None:
-    """The reliability curve of scored cases with a P(safe); None without one (or no case)."""
-    if a.p is None:
-        return None
-    p = np.clip(np.asarray(a.p, dtype=float), 0, 1)
-    if not len(p):
-        return None
-    bins = ece_bins(p)
-    cnt = np.bincount(bins, minlength=ECE_BINS)
-    keep = cnt > 0
-    pm = np.bincount(bins, weights=p, minlength=ECE_BINS)[keep] / cnt[keep]
-    gm = np.bincount(bins, weights=a.g, minlength=ECE_BINS)[keep] / cnt[keep]
-    centres = (np.arange(ECE_BINS) + 0.5)[keep] / ECE_BINS
-    return Reliability(pm, gm, cnt[keep], centres)
-
-
-@dataclass
-class InputFigures:
-    """One input's score and the per-case figures behind the report's plots.
-
-    ``scored``: cases scored (every case with paper-compatible scoring, else those answered);
-    ``category_accuracy``: accuracy per category over the scored cases (a category with no
-    scored case is absent); ``g``: the human safe_rate of the scored cases; ``p``: their P(safe),
-    or the predicted label (0/1) for a label-only input; ``reliability``: None for a label-only
-    input."""
-
-    pred: Predictions
-    score: Score
-    scored: int
-    category_accuracy: dict[str, float]
-    g: np.ndarray
-    p: np.ndarray
-    reliability: Reliability | None
-    #: per case of the input (all of them, in order): scored, and right where scored
-    scored_mask: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
-    correct_all: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
-    #: the scored cases (``g`` and ``p`` follow their order)
-    scored_cases: tuple[Case, ...] = ()
-    #: the per-pair context table of the scored cases (``context.pair_table``); None without pairs
-    pairs: dict[str, np.ndarray] | None = None
-    #: people's references on the pairs this input answered (``context.score_people``)
-    people: dict[str, Any] | None = None
-
-    @property
-    def binary(self) -> bool:
-        """A label-only input (no continuous P(safe))."""
-        return not self.pred.is_continuous
-
-
-def input_figures(pred: Predictions, options: ScoringOptions = DEFAULT_OPTIONS, level: float = 0.95) -> InputFigures:
-    """Score one input and compute its per-case figures, from one set of scoring arrays."""
-    a, mask = scoring_arrays(pred, options)
-    score = score_arrays(pred, a, mask, options, level=level)
-    c = np.array([x.category for x in pred.cases], dtype=object)[mask]
-    acc = {}
-    for cat in sorted(set(c.tolist())):
-        sel = c == cat
-        acc[cat] = float(a.correct[sel].mean()) if sel.any() else float("nan")
-    continuous = pred.is_continuous
-    p = a.p if continuous else a.pred_safe.astype(float)
-    correct_all = np.zeros(pred.n, dtype=bool)
-    correct_all[np.flatnonzero(mask)] = a.correct
-    pairs = people = None
-    scored_cases = tuple(c for c, m in zip(pred.cases, mask) if m)
-    if a.pairs is not None and len(a.pairs):
-        from .context import pair_table, score_people
-
-        pairs = pair_table(a)
-        people = score_people(a, scored_cases, n_boot=options.n_boot, seed=options.seed, level=level,
-                              label_source=options.label_source)
-    return InputFigures(pred, score, int(mask.sum()), acc, a.g, p, reliability_curve(a) if continuous else None,
-                        np.asarray(mask, dtype=bool), correct_all, scored_cases, pairs, people)
+#: the report's names for one input's scored result (``result.ScoredInput``, ``result.score_input``)
+InputFigures = ScoredInput
+input_figures = score_input
 
 
 #: the compact view's rows of neighbours in the ranking (each with paired-bootstrap CIs)
@@ -133,13 +52,13 @@ class PairMatrix:
     neighbours: list[PairComparison]
 
 
-def accuracy_order(figs: Sequence[InputFigures]) -> list[int]:
+def accuracy_order(figs: Sequence[ScoredInput]) -> list[int]:
     """Positions of ``figs`` by accuracy, best first (an undefined accuracy last; ties in order)."""
     return sorted(range(len(figs)), key=lambda i: -np.nan_to_num(figs[i].score.values.get("accuracy", np.nan),
                                                                   nan=-1.0))
 
 
-def pair_matrix(figs: Sequence[InputFigures], options: ScoringOptions = DEFAULT_OPTIONS) -> PairMatrix:
+def pair_matrix(figs: Sequence[ScoredInput], options: ScoringOptions = DEFAULT_OPTIONS) -> PairMatrix:
     """The ``PairMatrix`` of inputs over the same cases."""
     from .bootstrap import resample_weights
     from .compare import accuracy_matrix, compare_pair
@@ -148,7 +67,7 @@ def pair_matrix(figs: Sequence[InputFigures], options: ScoringOptions = DEFAULT_
     its = [figs[k] for k in order]
     mx = accuracy_matrix(np.array([f.correct_all for f in its]), np.array([f.scored_mask for f in its]))
     n = its[0].pred.n if its else 0
-    W = resample_weights(n, options.n_boot, options.seed) if options.n_boot > 0 and n else None
+    W = resample_weights(n, options.n_boot, options.bootstrap_seed) if options.n_boot > 0 and n else None
     neighbours = [compare_pair(its[i].pred, its[i + 1].pred, options, weights=W)
                   for i in range(min(NEIGHBOUR_ROWS, len(its) - 1))]
     return PairMatrix(order, mx, neighbours)
@@ -262,7 +181,7 @@ class Overview:
     asked (``human_asked``) or not possible (``human_error`` says why)."""
 
     options: ScoringOptions
-    inputs: list[InputFigures]
+    inputs: list[ScoredInput]
     say_do: list[tuple[int, int, SayDo]] = field(default_factory=list)
     comparisons: list[tuple[list[int], Comparison | None]] = field(default_factory=list)
     #: the groups compared as a matrix (``comparisons`` holds None for them): (positions, matrix)
@@ -298,14 +217,14 @@ def overview(
     from .human import HumanStatsError, human_stats
 
     preds = list(preds)
-    out = Overview(options, [input_figures(p, options) for p in preds])
+    out = Overview(options, [score_input(p, options) for p in preds])
     out.say_do = say_do_pairs(preds, options)
     out.comparisons = comparisons(preds, options)
     out.matrices = [(g, pair_matrix([out.inputs[i] for i in g], options)) for g, res in out.comparisons if res is None]
     out.case_sets = case_set_groups(preds)
     from .context import references_by_dataset
 
-    out.people = references_by_dataset(preds, n_boot=options.n_boot, seed=options.seed,
+    out.people = references_by_dataset(preds, n_boot=options.n_boot, seed=options.bootstrap_seed,
                                        label_source=options.label_source)
     out.ablations = [(g, analyse_ablation([preds[i] for i in g], options)) for g in ablation_groups(preds)]
     out.placements = [(g, j, analyse_placements([preds[i] for i in g], options, judges=[preds[i] for i in j]))
@@ -316,7 +235,7 @@ def overview(
             human_cases = max(preds, key=lambda p: p.n).cases
         if human_cases:
             try:
-                out.human = human_stats(human_cases, draws=HUMAN_DRAWS, seed=options.seed,
+                out.human = human_stats(human_cases, draws=HUMAN_DRAWS, seed=options.human_draw_seed,
                                         label_source=options.label_source)
             except HumanStatsError as e:
                 out.human_error = str(e)

@@ -45,10 +45,13 @@ def is_say_do_pair(a: Predictions, b: Predictions) -> bool:
     return a.mode_spec.reads_behaviour != b.mode_spec.reads_behaviour
 
 
-def say_do(a: Predictions, b: Predictions, options: ScoringOptions = DEFAULT_OPTIONS, level: float = 0.95) -> SayDo:
+def say_do(a: Predictions, b: Predictions, options: ScoringOptions = DEFAULT_OPTIONS) -> SayDo:
     """Compare a judge run with a respond run (either order) of the same model on the same cases
-    (the agreement's CI: Wilson, none when ``options.n_boot`` is 0)."""
-    n_boot = options.n_boot
+    (the agreement's CI: Wilson at ``options.level``, none when ``options.n_boot`` is 0). A case
+    counts when the judge's verdict and the chatbot's answer are both read, as scoring reads
+    them (at the options' minimum verdict mass)."""
+    n_boot, level = options.n_boot, options.level
+    a, b = a.at_min_verdict_mass(options.min_verdict_mass), b.at_min_verdict_mass(options.min_verdict_mass)
     judge, respond = (a, b) if b.mode_spec.reads_behaviour else (b, a)
     if judge.mode_spec.reads_behaviour or not respond.mode_spec.reads_behaviour:
         raise CompareError("say-and-do needs one judge input (binary, score or prob) and one respond run")

@@ -1,0 +1,213 @@
+"""One scoring pass per input (issue 24 items 1 and 2): every consumer reads the input's one
+``ScoredInput``; every figure knows the cases or pairs it rests on; one interval method per kind
+of figure in every command; published reference rows scored once and kept on disk.
+
+Real data where it matters: the published GPT-4o file (counts behind the small-sample mark), the
+published files in a report (how often each input's arrays are built, counted by
+``result.BUILDS``), the CLI on the published outputs (the reference cache).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from casebench.cli import cli
+from casebench.data import Case
+from casebench.predictions import Predictions
+from casebench.stats import result
+from casebench.stats.context import contested
+from casebench.stats.metrics import wilson_ci
+from casebench.stats.options import ScoringOptions
+from casebench.stats.pairs import pair_by_query
+from casebench.stats.placement import analyse_placements
+from casebench.stats.result import ReferenceScoreCache, score_input, score_predictions
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "casebench"
+GPT4O = "exp/safety_gpt-4o/output_binary.json"
+
+
+def _votes(safe: int, n: int = 20) -> tuple[int, ...]:
+    return (1,) * safe + (2,) * (n - safe)
+
+
+def _pairs(k: int) -> list[Case]:
+    """``k`` queries of our own wording, each in a safe-intent context people call safe (13 to
+    19 of 20) and an unsafe-intent one people call unsafe (1 to 5 of 20)."""
+    out = []
+    for q in range(k):
+        s, u = 13 + q % 7, 1 + q % 5
+        out.append(Case(2 * q, f"query {q}", {"sender": {"x": "a"}}, True, _votes(s), s / 20, "c"))
+        out.append(Case(2 * q + 1, f"query {q}", {"sender": {"x": "b"}}, False, _votes(u), u / 20, "c"))
+    return out
+
+
+def test_counts_behind_each_figure_on_the_published_gpt4o_file(exp_dir):
+    """accuracy_contested rests on the 365 contested cases, accuracy_clear on the 535 others,
+    context_blind on the 399 pairs whose human labels differ (not 900, 900 and 450)."""
+    from casebench.loader import load_predictions
+
+    pred = load_predictions(SHARED / GPT4O)
+    s = score_input(pred, ScoringOptions(n_boot=0)).score
+    ct = contested(pred.human_rate)
+    pairs = np.array(pair_by_query(pred.cases).pairs)
+    differ = pred.human_safe[pairs[:, 0]] != pred.human_safe[pairs[:, 1]]
+    assert (int(ct.sum()), int((~ct).sum()), int(differ.sum())) == (365, 535, 399)
+    assert s.cases_of["accuracy_contested"] == 365 and s.cases_of["accuracy_clear"] == 535
+    assert s.cases_of["context_blind"] == 399
+    assert s.cases_of["context_follow"] == s.cases_of["context_shift"] == 450
+    assert s.cases_of["safe_recall"] + s.cases_of["unsafe_recall"] == s.cases_of["accuracy"] == 900
+    # the CSV `_n` columns and JSON cases_of say the same
+    r = CliRunner().invoke(cli, ["score", str(SHARED / GPT4O), "--bootstrap", "0", "--no-reference", "--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["cases_of"]["accuracy_contested"] == 365
+    r = CliRunner().invoke(cli, ["score", str(SHARED / GPT4O), "--bootstrap", "0", "--no-reference", "--format", "csv"])
+    header, row = r.stdout.splitlines()[:2]
+    cells = dict(zip(header.split(","), row.split(",")))
+    assert (cells["accuracy_contested_n"], cells["accuracy_clear_n"], cells["context_blind_n"]) == ("365", "535", "399")
+
+
+def test_a_small_contested_count_carries_the_mark():
+    """18 contested cases among 40: accuracy_contested gets the dagger, accuracy does not."""
+    from casebench.present.tables import SMALL, text_table
+
+    cases = [Case(i, f"q{i}", {"sender": {"x": str(i)}}, i % 2 == 0, _votes(10 if i < 18 else 19), 0.5 if i < 18
+                  else 0.95, "c") for i in range(40)]
+    pred = Predictions.from_values("x", "m", "binary", cases, ["safe"] * 40)
+    s = score_input(pred, ScoringOptions(n_boot=20)).score
+    assert s.cases_of["accuracy_contested"] == 18 and s.cases_of["accuracy_clear"] == 22
+    assert "accuracy_contested" in s.small() and "accuracy" not in s.small()
+    line = next(x for x in text_table([s]).splitlines() if "accuracy, contested" in x)
+    assert SMALL in line
+
+
+def test_a_pair_share_at_zero_gets_the_same_wilson_interval_in_score_and_study():
+    """10 pairs, none followed: context_follow 0/10 with the Wilson interval [0, 0.278] (not
+    [0, 0]), the same in ``score`` and in the placement study, in every format."""
+    cases = _pairs(10)
+    opts = ScoringOptions(n_boot=200)
+    user = Predictions.from_values("u", "m", "binary", cases, ["safe"] * 20, context_as="user")
+    turns = Predictions.from_values("t", "m", "binary", cases, ["unsafe"] * 20, context_as="turns")
+    s = score_input(user, opts).score
+    assert s.values["context_follow"] == 0.0 and s.cases_of["context_follow"] == 10
+    want = wilson_ci(0, 10, 0.95)
+    assert s.ci["context_follow"] == pytest.approx(want) and want[0] == 0.0 and want[1] > 0.25
+    # blind: 10 of 10 pairs people split get one label: Wilson at 1, not [1, 1]
+    assert s.ci["context_blind"] == pytest.approx(wilson_ci(10, 10, 0.95)) and s.ci["context_blind"][0] < 0.75
+    # the study reads the same numbers from fresh predictions (nothing shared but the data)
+    fresh = [replace(user, meta={}), replace(turns, meta={})]
+    study = analyse_placements(fresh, opts)
+    ctx = study.placements[0].context
+    assert ctx.follow == s.values["context_follow"] and ctx.ci["context_follow"] == s.ci["context_follow"]
+    assert ctx.blind == s.values["context_blind"] and ctx.ci["context_blind"] == s.ci["context_blind"]
+    assert ctx.blind_pairs == s.cases_of["context_blind"] == 10
+    assert "interim" not in json.dumps(study.to_dict()) and "placement.py" not in json.dumps(study.to_dict())
+
+
+def test_partial_answers_at_zero_get_a_wilson_interval():
+    cases = _pairs(25)
+    pred = Predictions.from_values("r", "m", "respond", cases, [1.0] * 50, behaviour=[["comply"]] * 50)
+    s = score_input(pred, ScoringOptions(n_boot=100)).score
+    assert s.values["partial_rate"] == 0.0 and s.cases_of["partial_rate"] == 50
+    assert s.ci["partial_rate"] == pytest.approx(wilson_ci(0, 50, 0.95)) and s.ci["partial_rate"][1] > 0.05
+
+
+def test_study_and_score_print_the_same_figures_for_one_run(tmp_path):
+    """The text of ``casebench study`` shows, per placement, exactly what ``casebench score``
+    prints for that input (the same values and intervals, at the study's digits)."""
+    from casebench.present.tables import format_placements
+
+    cases = _pairs(40)
+    rng = np.random.default_rng(3)
+    preds = [Predictions.from_values(w, "m", "prob", cases, rng.uniform(0, 1, 80).tolist(), context_as=w)
+             for w in ("user", "turns")]
+    opts = ScoringOptions(n_boot=300)
+    study = analyse_placements(preds, opts)
+    text = format_placements(study)
+    for p, f in zip(preds, study.placements):
+        own = score_input(replace(p, meta={}), opts).score  # scored afresh
+        assert json.dumps(f.score.to_dict()) == json.dumps(own.to_dict())
+        for m in ("context_shift", "context_follow", "context_blind"):
+            lo, hi = own.ci[m]
+            assert f"{own.values[m]:.3f} [{lo:.3f}, {hi:.3f}]" in text
+
+
+def test_an_input_is_scored_once_and_the_threshold_is_an_option():
+    cases = _pairs(5)
+    pred = Predictions.from_values("p", "m", "prob", cases, [0.9, 0.2] * 5, verdict_mass=[0.9, 0.3] * 5)
+    opts = ScoringOptions(n_boot=0)
+    before = result.BUILDS["p"]
+    a = score_input(pred, opts)
+    assert score_input(pred, opts) is a and score_predictions(pred, opts) is a.score
+    assert result.BUILDS["p"] == before + 1
+    low = score_input(pred, replace(opts, min_verdict_mass=0.2))
+    assert low.scored == 10 and a.scored == 5 and pred.min_verdict_mass == 0.5  # the predictions keep theirs
+    assert result.BUILDS["p"] == before + 2
+
+
+def test_scoring_arrays_are_built_once_per_input_in_a_report(exp_dir):
+    """A report over three published inputs (two models and an ablation condition: ranked,
+    compared pair by pair, an ablation study) builds each input's scoring arrays once."""
+    from casebench.loader import load_predictions
+    from casebench.present.report import build_report
+
+    files = ["safety_gpt-4o-mini-2024-07-18/output_score.json", "safety_gpt-4o-mini-2024-07-18/output_score_sender.json",
+             "safety_gpt-4o/output_score.json"]
+    preds = [load_predictions(exp_dir / f) for f in files]
+    before = {p.source: result.BUILDS[p.source] for p in preds}
+    page = build_report(preds, ScoringOptions(n_boot=50), human=False)
+    assert 'id="ablation"' in page
+    assert {p.source: result.BUILDS[p.source] - before[p.source] for p in preds} == {p.source: 1 for p in preds}
+
+
+def test_reference_rows_are_scored_once_and_kept_until_the_options_change(tmp_path, monkeypatch):
+    """``score --reference``: the first call scores the published files and keeps the scores in
+    the cache directory; the second reads them (no file scored); other options are another key."""
+    monkeypatch.setenv("CASEBENCH_CACHE", str(tmp_path / "cache"))
+    args = ["score", str(SHARED / GPT4O), "--reference", str(SHARED), "--bootstrap", "0", "--json"]
+
+    def builds() -> int:  # scoring arrays built so far, every input
+        return sum(result.BUILDS.values())
+
+    n = builds()
+    first = CliRunner().invoke(cli, args)
+    assert first.exit_code == 0, first.output
+    assert builds() - n > 10  # the input and every published file
+    kept = list((tmp_path / "cache" / "scores").glob("reference-*.json"))
+    assert len(kept) == 1
+    n = builds()
+    second = CliRunner().invoke(cli, args)
+    assert second.exit_code == 0 and second.stdout == first.stdout  # the same rows, read back
+    assert builds() - n == 1  # the input alone: no published file scored again
+    n = builds()
+    third = CliRunner().invoke(cli, [*args[:-2], "10", "--json"])  # other options: another key
+    assert third.exit_code == 0, third.output
+    assert builds() - n > 10 and len(list((tmp_path / "cache" / "scores").glob("reference-*.json"))) == 2
+    rows = [json.loads(x) for x in second.stdout.splitlines()]
+    assert len(rows) > 10 and all(math.isfinite(r["accuracy"]) for r in rows)
+
+
+def test_the_cache_key_follows_files_options_and_subset(tmp_path):
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text("[1]")
+    b.write_text("[2]")
+    k = ReferenceScoreCache.key([a], ScoringOptions())
+    assert k == ReferenceScoreCache.key([a], ScoringOptions())
+    assert k != ReferenceScoreCache.key([b], ScoringOptions())
+    assert k != ReferenceScoreCache.key([a], ScoringOptions(bootstrap_seed=1))
+    assert k != ReferenceScoreCache.key([a], ScoringOptions(), cases=[0, 1])
+    a.write_text("[3]")  # an edited file is another key
+    assert k != ReferenceScoreCache.key([a], ScoringOptions())
+
+
+def test_reprs_are_short(real_dataset):
+    pred = Predictions.from_values("x.json", "m", "binary", list(real_dataset), ["safe"] * len(real_dataset))
+    assert len(repr(pred)) < 200 and "900" in repr(pred)
+    assert len(repr(real_dataset)) < 200 and "900" in repr(real_dataset)
+    assert len(repr(score_input(pred, ScoringOptions(n_boot=0)))) < 200
