@@ -86,6 +86,20 @@ def test_human_reads_casebench_data_like_the_other_commands(tmp_path, monkeypatc
     assert res.exit_code == 0 and f"data: {data} (from $CASEBENCH_DATA)" in res.output
     res = invoke("human", str(data), "--json", "--draws", "10")  # the argument wins, and is not announced
     assert res.exit_code == 0 and "from $CASEBENCH_DATA" not in res.output
+    res = invoke("prompts", "--mode", "binary")
+    assert res.exit_code == 0 and f"data: {data} (from $CASEBENCH_DATA)" in res.output
+    assert res.output.count('"index"') == 8
+
+
+def test_commands_that_need_a_dataset_say_how_to_name_one(tmp_path):
+    pytest.importorskip("sqlalchemy")
+    for args in (["human", "--json"], ["data", "validate"], ["annotate", "serve", "--db",
+                                                            f"sqlite:///{tmp_path / 'v.db'}"]):
+        res = invoke(*args)
+        assert res.exit_code == 2, (args, res.output)
+        assert "no dataset: pass" in res.output and "set $CASEBENCH_DATA" in res.output
+    res = invoke("prompts", "--mode", "binary")  # prompts can show the demo set, and says so
+    assert res.exit_code == 0 and "the demo set shipped with casebench" in res.output
 
 
 def test_every_exit_code_is_documented_in_help_and_readme():

@@ -50,11 +50,13 @@ def bad_input_errors(*types: type[BaseException]) -> Iterator[None]:
 
 
 
-def dataset_argument(data: str | None, what: str = "DATA") -> str:
+def dataset_argument(data: str | None, what: str = "DATA", demo: bool = False) -> str:
     """The dataset a command works on, found the same way by every command that takes one: the
-    argument, else ``$CASEBENCH_DATA``, else the user cache (``casebench data fetch``); where it
-    came from is said on stderr when the user did not name it. ``BadInput`` when none is known."""
-    from ..sources import DATA_ENV, cached_dataset_path
+    argument, else ``$CASEBENCH_DATA``, else the user cache (``casebench data fetch``), else, for
+    a command that can show something on it (``demo``), the demo set shipped with casebench;
+    where it came from is said on stderr when the user did not name it. ``BadInput`` when none
+    is known."""
+    from ..sources import DATA_ENV, cached_dataset_path, demo_dataset_path
 
     if data:
         return data
@@ -68,6 +70,11 @@ def dataset_argument(data: str | None, what: str = "DATA") -> str:
     if cached.is_file():
         echo_err(f"data: {cached} (from the user cache)")
         return str(cached)
+    if demo:
+        path = demo_dataset_path()
+        echo_err(f"data: {path} (the demo set shipped with casebench: 12 cases of our own; set ${DATA_ENV} or "
+                 "run `casebench data fetch` for the real dataset)")
+        return str(path)
     raise BadInput(f"no dataset: pass {what}, set ${DATA_ENV}, or run `casebench data fetch`")
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import click
 
-from ._common import BadInput, bad_input_errors
+from ._common import BadInput, bad_input_errors, dataset_argument
 
 DEFAULT_DB = "sqlite:///votes.db"
 
@@ -102,7 +102,7 @@ def _bind(host: str, port: int) -> socket.socket:
 
 
 @annotate_group.command("serve")
-@click.argument("data", type=click.Path(dir_okay=False))
+@click.argument("data", type=click.Path(dir_okay=False), required=False)
 @click.option("--db", default=DEFAULT_DB, show_default=True,
               help="SQLAlchemy URL: sqlite:///FILE, or postgresql://USER:PASS@HOST:PORT/DB for a team.")
 @click.option("--votes-per-case", type=click.IntRange(min=1), default=None,
@@ -130,17 +130,19 @@ def _bind(host: str, port: int) -> socket.socket:
               help="SQLite only. full: every vote is on disk before the next case is shown (survives a power "
                    "cut); normal: faster, survives a server crash but not a power cut.")
 @click.option("--access-log", is_flag=True, help="Log every request (off by default).")
-def serve_cmd(data: str, db: str, votes_per_case: int | None, host: str, port: int, one_context_per_query: bool,
+def serve_cmd(data: str | None, db: str, votes_per_case: int | None, host: str, port: int, one_context_per_query: bool,
               attention_checks: str | None, attention_every: int, cases_per_annotator: int | None,
               completion_code: str | None, completion_url: str | None, admin_token: str | None,
               reserve_minutes: float, sqlite_sync: str, access_log: bool) -> None:
     """Serve DATA to annotators, one case at a time, and store their votes in --db.
 
     Annotators open /?PROLIFIC_PID=ID (or /?annotator=ID). Restarting with the same DATA and --db
-    carries on where the study stopped.
+    carries on where the study stopped. DATA defaults to $CASEBENCH_DATA, else the user cache.
     """
     from ..annotate import PAPER_SAFE_SHARE, default_votes_per_case
     from ..data import load_dataset
+
+    data = dataset_argument(data)
 
     with bad_input_errors():
         ds = load_dataset(data)

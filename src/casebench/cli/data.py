@@ -130,17 +130,13 @@ def prompts_cmd(data: str | None, mode: str, context_as: str | None, templates: 
     from ..data import load_dataset, validate_parameter_names
     from ..modes import get_mode
     from ..prompts import BUILTIN_TEMPLATES, load_templates
-    from ..sources import FetchError, resolve_dataset
+    from ..sources import FetchError
 
     m = get_mode(mode)
     with bad_input_errors(FetchError):
         names = validate_parameter_names(remove)
         tpl = load_templates(templates) if templates else BUILTIN_TEMPLATES
-        if data is None:
-            choice = resolve_dataset(None, allow_download=False)
-            if choice.origin != "argument":
-                click.echo(f"data: {choice.path} ({choice.origin})", err=True)
-            data = str(choice.path)
+        data = dataset_argument(data, demo=True)
         ds = load_dataset(data)
     out = sys.stdout
     for case in ds:
