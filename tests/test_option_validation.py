@@ -48,6 +48,20 @@ def test_run_config_refuses_nonsense_at_construction(kw, says):
         RunConfig(**kw)
 
 
+def test_the_other_config_objects_refuse_nonsense_at_construction():
+    from casebench.runs.config import RetryPolicy
+
+    with pytest.raises(RunError, match="--max-attempts must be a whole number of at least 1"):
+        RetryPolicy(max_attempts=0)
+    pytest.importorskip("sqlalchemy")
+    from casebench.annotate.db import Settings, StoreError
+
+    with pytest.raises(StoreError, match="votes_per_case must be a whole number of at least 1"):
+        Settings(votes_per_case=0)
+    with pytest.raises(StoreError, match="reserve_seconds"):
+        Settings(votes_per_case=3, reserve_seconds=-5)
+
+
 def test_run_config_takes_sensible_values():
     cfg = RunConfig(mode="score", temperature=0, top_p=1.0, samples=3, max_cost=float("inf"))
     assert cfg.mode == "score"

@@ -140,6 +140,15 @@ class Settings:
     cases_per_annotator: int | None = None
     reserve_seconds: float = 20 * 60.0
 
+    def __post_init__(self) -> None:
+        """Refuse nonsense where it is given (``StoreError`` naming the setting)."""
+        for name, value in (("votes_per_case", self.votes_per_case), ("attention_every", self.attention_every),
+                            ("cases_per_annotator", self.cases_per_annotator)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise StoreError(f"{name} must be a whole number of at least 1, got {value!r}")
+        if not (isinstance(self.reserve_seconds, (int, float)) and self.reserve_seconds >= 0):
+            raise StoreError(f"reserve_seconds must be 0 or more, got {self.reserve_seconds!r}")
+
 
 @dataclass(frozen=True)
 class Shown:

@@ -35,6 +35,14 @@ class RetryPolicy:
     #: a server asking for more than this is waited on only this long per attempt
     max_retry_after_s: float = 600.0
 
+    def __post_init__(self) -> None:
+        if isinstance(self.max_attempts, bool) or not isinstance(self.max_attempts, int) or self.max_attempts < 1:
+            raise RunError(f"--max-attempts must be a whole number of at least 1, got {self.max_attempts!r}")
+        for name in ("base_s", "cap_s", "max_retry_after_s"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or value != value or value < 0:
+                raise RunError(f"RetryPolicy.{name} must be a number, 0 or more, got {value!r}")
+
     def delay(self, attempt: int, retry_after: float | None, rng: random.Random) -> float:
         wait = rng.uniform(0.0, min(self.cap_s, self.base_s * (2 ** (attempt - 1))))
         if retry_after is not None and retry_after > 0:
