@@ -211,3 +211,24 @@ def test_reprs_are_short(real_dataset):
     assert len(repr(pred)) < 200 and "900" in repr(pred)
     assert len(repr(real_dataset)) < 200 and "900" in repr(real_dataset)
     assert len(repr(score_input(pred, ScoringOptions(n_boot=0)))) < 200
+
+
+def test_later_analyses_attach_blocks_and_figures_to_the_one_result():
+    """A per-input block (people's figures, say) and an extra registered figure go onto the
+    input's one result: the score every table reads carries the figure, its interval and count."""
+    from casebench.present.tables import text_table
+
+    cases = _pairs(12)
+    pred = Predictions.from_values("p", "m", "binary", cases, ["safe", "unsafe"] * 12)
+    r = score_input(pred, ScoringOptions(n_boot=0))
+    r.attach("people_block", {"pairs": 12})
+    assert r.to_dict()["people_block"] == {"pairs": 12}
+    with pytest.raises(ValueError, match="key of the score"):
+        r.attach("accuracy", {})
+    r.add_figure("context_shift", 0.25, ci=[0.1, 0.4], cases=12)
+    s = score_input(pred, ScoringOptions(n_boot=0)).score
+    assert s.values["context_shift"] == 0.25 and s.ci["context_shift"] == [0.1, 0.4]
+    assert s.cases_of["context_shift"] == 12 and "context_shift" in s.small()
+    assert "0.2500" in text_table([s])
+    with pytest.raises(ValueError, match="not a registered metric"):
+        r.add_figure("no_such_figure", 1.0)

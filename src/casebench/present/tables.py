@@ -1,8 +1,10 @@
 """Tables as text, CSV, JSON lines and Markdown: ``casebench score --format``, and the text of
-``casebench compare`` and ``casebench ablate``.
+``casebench compare``, ``casebench ablate``, ``casebench study`` and the say-do comparison.
 
 Every metric's name, label, direction and digits come from the one table ``stats.metrics.METRICS``;
-this module only lays them out. Statistics never import this module (data flows forward).
+every figure, interval and count from the input's one scoring result (``stats.result``): this
+module only lays them out, and a figure's small-sample mark reads the count it rests on
+(``Score.cases_of``). Statistics never import this module (data flows forward).
 """
 
 from __future__ import annotations
@@ -278,11 +280,6 @@ def flat_rows(s: Score) -> list[dict[str, Any]]:
             row["refusal_classifier_agreement_n"] = v.get("n")
         rows.append(row)
     return rows
-
-
-def flat_row(s: Score) -> dict[str, Any]:
-    """The CSV row of the whole input (``flat_rows``' first)."""
-    return flat_rows(s)[0]
 
 
 def _with_mass(scores: Sequence[Score]) -> bool:

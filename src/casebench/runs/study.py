@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 from ..data import Dataset, ablation_conditions, load_dataset, validate_parameter_names
 from ..modes import get_mode
@@ -198,10 +198,3 @@ def run_placements(
             raise RunError(f"the say-do judge mode must be a judge mode (binary, score, prob), not {judge_mode!r}")
         conditions += [Condition(removed, p, judge_mode) for p in names]
     return run_conditions(base, conditions, out_root, dataset, on_condition)
-
-
-def load_study(runs: Sequence[ConditionRun], dataset: Dataset | None = None) -> list[Any]:
-    """The predictions of a study's runs, in order (``runs.results.load_run``)."""
-    from .results import load_run
-
-    return [load_run(r.run_dir, dataset=dataset) for r in runs]

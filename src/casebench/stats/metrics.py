@@ -129,7 +129,8 @@ def scoring_arrays(pred: Predictions, options: ScoringOptions = DEFAULT_OPTIONS,
     """Turn predictions into scoring arrays; also return the mask of cases that are scored.
 
     The human safe_rate comes from ``options.label_source`` (``human_rates``) unless
-    ``human_rate`` gives it.
+    ``human_rate`` gives it. Every command reads an input's arrays from its one scoring result
+    (``stats.result.score_input``), which calls this once per input and options.
     """
     if human_rate is None:
         human_rate = human_rates(pred, options.label_source)

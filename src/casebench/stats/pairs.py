@@ -2,8 +2,10 @@
 
 The data has no query id, so the two contexts of a query are paired by identical ``query`` text.
 A query pairs when it has exactly one intended-safe and one intended-unsafe case; any other query
-(partner missing, or more cases than two) is skipped and counted. Used by the human statistics
-(``human``) and the per-pair context figures (``context``, ``metrics``).
+(partner missing, or more cases than two) is skipped and counted. The one pairing of casebench:
+the human statistics (``human``), the per-pair context figures of every input (``context``,
+through ``metrics.scoring_arrays``; the placement study reads them from the input's score), the
+paired comparisons (``compare``) and the selection of whole pairs (``runs.select``).
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 @dataclass(frozen=True)
 class Pairing:
-    """The two contexts of each query, as positions in the ``VoteTable``."""
+    """The two contexts of each query, as positions among the cases paired (``pair_by_query``'s
+    ``cases``: a dataset's, an input's, or the voted cases of ``human.VoteTable``)."""
 
     pairs: tuple[tuple[int, int], ...]  # (intended-safe position, intended-unsafe position)
     skipped_cases: int
@@ -51,7 +54,7 @@ def pair_positions(pred: "Predictions", mask: np.ndarray) -> tuple[np.ndarray, n
     """The query pairs of ``pred`` both of whose cases are answered and scored (``mask``).
 
     Returns their (k, 2) positions among the scored cases (safe-intent case, unsafe-intent case)
-    and their (k,) places among all the pairs of ``pred``'s cases (``human.pair_by_query``), the
+    and their (k,) places among all the pairs of ``pred``'s cases (``pair_by_query``), the
     rows a pair resample draws from."""
     pairing = pair_by_query(pred.cases)
     allp = np.array(pairing.pairs, dtype=int).reshape(-1, 2)

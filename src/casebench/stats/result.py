@@ -31,7 +31,7 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -213,11 +213,6 @@ def score_input(pred: Predictions, options: ScoringOptions = DEFAULT_OPTIONS) ->
     return kept[key]
 
 
-def score_inputs(preds: Iterable[Predictions], options: ScoringOptions = DEFAULT_OPTIONS) -> list[ScoredInput]:
-    """``score_input`` of each input with the same options."""
-    return [score_input(p, options) for p in preds]
-
-
 def score_predictions(
     pred: Predictions, options: ScoringOptions = DEFAULT_OPTIONS, *, breakdowns: bool | Sequence[str] = False,
     human_rate: np.ndarray | None = None,
@@ -230,12 +225,6 @@ def score_predictions(
     if human_rate is not None:
         return _build(pred.at_min_verdict_mass(options.min_verdict_mass), options, human_rate).with_breakdowns(breakdowns)
     return score_input(pred, options).with_breakdowns(breakdowns)
-
-
-def score_many(preds: Iterable[Predictions], options: ScoringOptions = DEFAULT_OPTIONS,
-               breakdowns: bool | Sequence[str] = False) -> list[Score]:
-    """``score_predictions`` of each input with the same options."""
-    return [score_predictions(p, options, breakdowns=breakdowns) for p in preds]
 
 
 # --------------------------------------------------------------------------------------------
