@@ -68,3 +68,14 @@ def test_unreadable_predictions_are_named_with_record_and_value(tmp_path, exp_di
     assert res.exit_code == 0, res.output
     assert "2 prediction(s) of 'gpt-4o' cannot be read and count as missing" in res.output
     assert 'record 3 holds null' in res.output and 'record 7 holds "maybe"' in res.output
+
+
+def test_compare_names_unreadable_predictions_too(tmp_path, exp_dir):
+    rows = json.loads((exp_dir / "safety_gpt-4o" / "output_binary.json").read_text())
+    rows[5]["gpt-4o"] = None
+    path = tmp_path / "output_binary.json"
+    path.write_text(json.dumps(rows))
+    res = CliRunner().invoke(cli, ["compare", "--bootstrap", "0", str(path),
+                                   str(exp_dir / "safety_gpt-4o-mini-2024-07-18" / "output_binary.json")],
+                             catch_exceptions=False)
+    assert "record 5 holds null" in res.output, res.output

@@ -14,7 +14,7 @@ from ..modes import mode_names
 from ..prompts import CONTEXT_PLACEMENTS
 from ._common import (
     FILE_MODE_HELP, BadInput, RegistryCommand, bad_input_errors, echo_err, exit_interrupted, file_kind_options,
-    label_source_option, refusal_classifier_options, remove_option, scoring_options,
+    label_source_option, refusal_classifier_options, remove_option, scoring_options, warn_unreadable_predictions,
 )
 
 
@@ -25,7 +25,9 @@ def _load(inputs: tuple[str, ...], data: str | None, mode: str | None = None, re
 
     with bad_input_errors(RunError):
         dataset = load_dataset(data) if data else None
-        return [load_predictions(p, dataset=dataset, mode=mode, removed=remove) for p in inputs]
+        preds = [load_predictions(p, dataset=dataset, mode=mode, removed=remove) for p in inputs]
+    warn_unreadable_predictions(preds)
+    return preds
 
 
 def _warn_incomplete(preds: list[Any]) -> None:

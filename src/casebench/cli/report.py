@@ -6,7 +6,7 @@ import click
 
 from ._common import (
     BadInput, bad_input_errors, file_kind_options, label_source_option, load_reference_inputs, reference_option,
-    min_verdict_mass_option, scoring_options,
+    min_verdict_mass_option, scoring_options, warn_unreadable_predictions,
 )
 
 
@@ -47,6 +47,7 @@ def report_cmd(inputs: tuple[str, ...], out: str, data: str | None, paper_compat
     with bad_input_errors(RunError, CompareError):
         dataset = load_dataset(data) if data else None
         preds = [load_predictions(p, dataset=dataset, mode=mode, removed=remove) for p in inputs]
+    warn_unreadable_predictions(preds)
     if not preds:
         raise BadInput("give at least one input")
     refs, ref_root = load_reference_inputs(reference, no_reference, preds, dataset)
