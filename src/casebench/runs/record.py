@@ -182,7 +182,8 @@ class Selection:
 @dataclass
 class Asked:
     """Everything that can change an answer. A resume must ask exactly this, field for field;
-    an option added to casebench later belongs here, so that it is compared too."""
+    an option added to casebench later belongs here, so that it is compared too, with a None
+    default (``fingerprint`` leaves None fields out, so older runs' records still fit)."""
 
     dataset_sha256: str
     model: str
@@ -214,10 +215,13 @@ class Asked:
         dataset, backend and model, mode, placement, removals, generation settings, template,
         re-asks, backend options, classifier), leaving out which cases and how many samples are
         asked (they change what is asked, not an answer). Each record carries its producer's
-        fingerprint (``Record.producer``), so a record can prove which run wrote it."""
+        fingerprint (``Record.producer``), so a record can prove which run wrote it. Fields that
+        are None are left out, so that a field added later (with a None default) keeps the
+        fingerprints of the runs written before it, and their records go on fitting."""
         d = _canonical(_normal(asdict(self)))
         for name in _NOT_IN_FINGERPRINT:
             d.pop(name, None)
+        d = {k: v for k, v in d.items() if v is not None}
         blob = json.dumps(d, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
         return "fp1:" + hashlib.sha256(blob.encode("ascii")).hexdigest()[:16]
 
