@@ -215,3 +215,13 @@ def test_real_binary_and_prob_judges_of_one_model_move_the_same_way():
         for v, (lo, hi) in got.values():
             assert lo > 0 and v > 0, (model, got)  # both move with people, clear of zero
         assert math.copysign(1, got["output_binary"][0]) == math.copysign(1, got["output_logits"][0])
+
+
+def test_judge_minus_each_reference_is_paired_over_the_same_pairs():
+    p = _pred("prob", [0.9, 0.1, 0.6, 0.4, 0.2, 0.1, 0.8, 0.7])
+    pub = _people(p, n_boot=200)
+    # the judge's shifts 0.8, 0.2, 0.1, 0.1 -> mean 0.3
+    assert pub["judge_minus"]["one_person"]["context_shift"] == pytest.approx(0.3 - pub["one_person"]["context_shift"])
+    assert pub["judge_minus"]["majority"]["context_shift"] == pytest.approx(0.3 - 0.5)
+    lo, hi = pub["judge_minus"]["majority"]["ci"]["context_shift"]
+    assert lo <= -0.2 <= hi
