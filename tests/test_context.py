@@ -417,7 +417,14 @@ def test_score_and_compare_print_people_beside_the_models():
         r = CliRunner().invoke(cli, [*args, "--bootstrap", "0"])
         assert r.exit_code == 0, r.output
         last = r.output.strip().splitlines()[-1]
-        assert last.startswith("reference: people (900 cases, 450 pairs): context shift 0.410, follow 0.887"), last
+        assert last.startswith("reference: people (900 cases, 450 pairs, with the intent vote): one person shifts "
+                               "by 0.410, the majority label by 0.887 and follows in 0.887; from the votes alone: "
+                               "0.381 and 0.747"), last
+    # --label-source votes: people's line comes from the votes alone too
+    r = CliRunner().invoke(cli, ["score", a, "--no-reference", "--bootstrap", "0", "--label-source", "votes"])
+    assert r.output.strip().splitlines()[-1].startswith(
+        "reference: people (900 cases, 450 pairs, from the votes alone): one person shifts by 0.381, the majority "
+        "label by 0.747 and follows in 0.747; with the intent vote: 0.410 and 0.887")
     r = CliRunner().invoke(cli, ["compare", a, b, "--bootstrap", "0"])
     shift = next(x for x in r.output.splitlines() if x.strip().startswith("context_shift"))
     assert shift.split()[1:4] == ["0.5378", "0.8644", "-0.3267"]  # GPT-4o, Claude-3.5-Sonnet, A - B

@@ -225,3 +225,45 @@ def test_judge_minus_each_reference_is_paired_over_the_same_pairs():
     assert pub["judge_minus"]["majority"]["context_shift"] == pytest.approx(0.3 - 0.5)
     lo, hi = pub["judge_minus"]["majority"]["ci"]["context_shift"]
     assert lo <= -0.2 <= hi
+
+
+# ------------------------------------------------------------------------------ every format, through the CLI
+
+def _cli(*args: str) -> str:
+    from click.testing import CliRunner
+
+    from casebench.cli import cli
+
+    res = CliRunner().invoke(cli, [*args], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    return res.output
+
+
+@needs_data
+@pytest.mark.parametrize("source", ["published", "votes"])
+def test_every_format_carries_the_same_references(source):
+    f = str(SHARED / "exp" / "safety_mixtral8x7B" / "output_binary.json")  # 441 pairs: a subset
+    common = ["--bootstrap", "200", "--no-reference", "--label-source", source]
+    got = json.loads(_cli("score", f, "--json", *common).splitlines()[0])["people"]
+    _check(got, _independent_people(source, {i for i in range(900)} - _missing(f)))
+    table = _cli("score", f, *common)
+    csv_text = _cli("score", f, "--format", "csv", *common)
+    md = _cli("score", f, "--format", "md", *common)
+    op, mj = got["one_person"], got["majority"]
+    # the table prints four decimals, Markdown three, CSV the full figure
+    assert f"one person         shift {op['context_shift']:.4f}" in table
+    assert f"people's majority  shift {mj['context_shift']:.4f}" in table
+    assert f"{op['context_shift']:.3f}" in md and f"{mj['context_follow']:.3f}" in md
+    import csv
+    import io
+
+    row = next(csv.DictReader(io.StringIO(csv_text)))
+    assert float(row["people_one_person_context_shift"]) == pytest.approx(op["context_shift"], abs=1e-12)
+    assert float(row["people_majority_context_follow"]) == pytest.approx(mj["context_follow"], abs=1e-12)
+    assert int(row["people_pairs"]) == got["pairs"] == 441
+    assert row["people_label_source"] == source
+
+
+def _missing(path: str) -> set:
+    recs = json.loads(open(path).read())
+    return {i for i, r in enumerate(recs) if r["mixtral8x7B"] == ""}

@@ -58,6 +58,12 @@ def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: s
     warn_unreadable_predictions(preds)
     with bad_input_errors(LabelSourceError):
         scores = [score_predictions(p, options, breakdowns=by) for p in preds]
+        if not paper_compat:  # people's references beside each input's figures, on its own pairs
+            from dataclasses import replace as _with
+
+            from ..stats.result import score_input
+
+            scores = [_with(s, people=score_input(p, options).people) for s, p in zip(scores, preds)]
         ref_scores, ref_root = _reference_scores(reference, no_reference, preds, dataset, options)
     if fmt in ("csv", "md") and ref_scores:
         # one table: the published models' rows follow the inputs', marked in their name
@@ -72,12 +78,14 @@ def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: s
     elif ref_scores:
         click.echo(FORMATS[fmt](ref_scores, reference=True), nl=False)
     if fmt == "table":
-        from ..stats.context import reference_line, references_by_dataset
+        from ..stats.context import people_line, reference_line, references_by_dataset
 
-        people = references_by_dataset(preds, n_boot=options.n_boot, seed=options.bootstrap_seed)
+        people = references_by_dataset(preds, n_boot=options.n_boot, seed=options.bootstrap_seed,
+                                       label_source=options.label_source)
+        line = reference_line if paper_compat else people_line  # the paper-compatible text stays as it was
         for members, ref in people:
             which = "" if len(people) == 1 else " (inputs " + ", ".join(str(i + 1) for i in members) + ")"
-            click.echo(f"\nreference{which}: {reference_line(ref)}")
+            click.echo(f"\nreference{which}: {line(ref)}")
 
 
 def _reference_scores(reference: str | None, no_reference: bool, preds: Sequence["Predictions"],

@@ -16,6 +16,7 @@ import math
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ..jsonutil import json_safe
+from . import people
 
 from ..stats.metrics import (
     BREAKDOWN_METRICS, METRIC, MIN_CASES, MIN_DISCORDANT, MIN_PAIRED, Score,
@@ -215,6 +216,7 @@ def text_table(scores: Sequence[Score]) -> str:
             out.append(f"  {METRIC[m].label:<34} {fig:>8}{ci}".rstrip())
             if m == "refusal_rate":
                 out.append(f"    ({classifier_note(s.classifier)})")
+        out += people.text_lines(s.people)
         for kind in s.breakdowns:
             out.append("")
             out.append(breakdown_table(s, kind).rstrip("\n"))
@@ -296,6 +298,8 @@ def csv_table(scores: Sequence[Score]) -> str:
         rs = flat_rows(s)
         if _with_mass(scores):  # the input's own row carries its verdict mass
             rs[0] = {**rs[0], **verdict_mass_cells(s)}
+        if any(x.people for x in scores):  # and people's references on its pairs
+            rs[0] = {**rs[0], **people.csv_cells(s.people)}
         rows += rs
     fields = list(dict.fromkeys(k for r in rows for k in r)) or list(_ID_COLUMNS)
     w = csv.DictWriter(buf, fieldnames=fields)
@@ -321,7 +325,9 @@ def markdown_table(scores: Sequence[Score]) -> str:
     """One row per input (every metric with its CI), then a table per breakdown of each input,
     then the notes. Published reference rows: pass their scores renamed ``<model> (published)``. Prob-mode runs also show their verdict mass."""
     mass = _with_mass(scores)
-    cols = ["model", "mode", "removed", "coverage"] + (["verdict mass (median, below)"] if mass else []) + list(row_metrics())
+    with_people = any(s.people for s in scores)
+    cols = (["model", "mode", "removed", "coverage"] + (["verdict mass (median, below)"] if mass else [])
+            + list(row_metrics()) + (list(people.MD_COLUMNS) if with_people else []))
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for s in scores:
         cells = [s.model, s.mode, ",".join(s.removed) or "-", f"{100 * s.coverage:.1f}%"]
@@ -332,6 +338,8 @@ def markdown_table(scores: Sequence[Score]) -> str:
         shown = set(_shown(s))
         for m in row_metrics():
             cells.append(_md_cell(m, s.values, s.ci, s.cases_of) if m in shown else "")
+        if with_people:
+            cells += people.md_cells(s.people)
         lines.append("| " + " | ".join(cells) + " |")
     for s in scores:
         ms = _shown(s, BREAKDOWN_METRICS)
@@ -425,6 +433,9 @@ def format_comparison(c: "Comparison") -> str:
             ci = "[" + fmt_metric(f, m.ci[0]) + ", " + fmt_metric(f, m.ci[1]) + "]"
             lines.append(f"  {f:<14}{fmt_metric(f, m.a):>9}{fmt_metric(f, m.b):>9}{fmt_metric(f, m.diff):>10}   "
                          f"{ci:<21}{fmt_p(m.p):>9}{fmt_p(m.p_adjusted):>10}  {m.test}{sig}{no_mark}")
+        line = people.pair_line(pc.people)
+        if line:
+            lines.append(line)
     lines.append("")
     lines.append("* significant after Benjamini-Hochberg (each family apart: the paper's metrics, the context "
                  "figures, the human-reference figures); " + lower_is_better_note(metrics_where(lambda m: m.test is not None)))

@@ -301,6 +301,8 @@ class PairComparison:
     only_b: int = 0
     #: the query pairs both inputs answered both cases of (the per-pair figures' paired rows)
     context_pairs: int = 0
+    #: people's references on those pairs (``context.people_references``; default scoring only)
+    people: dict[str, Any] | None = None
 
 
 @dataclass
@@ -322,6 +324,7 @@ class Comparison:
                 "n_paired": pc.n_paired, "dropped": pc.dropped,
                 "mcnemar": pc.mcnemar, "williams": pc.williams,
                 "metrics": {k: dict(vars(m)) for k, m in pc.metrics.items()},
+                **({"people": pc.people} if pc.people is not None else {}),
             }))
         return {"inputs": num(self.inputs), "settings": num(self.settings), "case_sets": num(self.case_sets),
                 "pairs": pairs}
@@ -425,8 +428,15 @@ def compare_pair(
                             None if p is None or (isinstance(p, float) and math.isnan(p)) else float(p),
                             withheld=_withheld(m, sa, mc))
     shared = len(shared_cases(a, b))
+    people = None
+    if not options.paper_compat and sa.pairs is not None and len(sa.pairs):
+        from .context import people_references
+
+        # the same people on the same pairs for both inputs: their references there
+        people = people_references(sa.g, sa.y, sa.pairs, n_boot=n_boot, seed=seed, level=level,
+                                   label_source=options.label_source)
     return PairComparison(-1, -1, n, dropped, mc, wt, out, shared, a.n - shared, b.n - shared,
-                          0 if sa.pairs is None else len(sa.pairs))
+                          0 if sa.pairs is None else len(sa.pairs), people)
 
 
 def _withheld(metric: str, sa: ScoringArrays, mc: dict[str, Any]) -> str | None:

@@ -518,6 +518,30 @@ def reference_line(ref: dict[str, Any]) -> str:
             f"BCE floor {f(ref['bce_floor'])}")
 
 
+def people_line(ref: dict[str, Any]) -> str:
+    """One line of people's references over the whole dataset (``human_references``) for a table
+    footer: one person's shift and the majority's follow under the label source, which label
+    source, the other's figures, and the agreement and BCE references."""
+    def f(x: Any, d: int = 3) -> str:
+        return "-" if x is None or (isinstance(x, float) and np.isnan(x)) else f"{x:.{d}f}"
+
+    def ci(b: dict[str, Any], m: str) -> str:
+        c = b["ci"].get(m)
+        return f" [{f(c[0])}, {f(c[1])}]" if c else ""
+
+    src = ref.get("label_source", "published")
+    other = "votes" if src == "published" else "published"
+    ob = ref["by_label_source"][other]
+    op, mj = ref["one_person"], ref["majority"]
+    rule = {"published": "with the intent vote", "votes": "from the votes alone"}
+    return (f"people ({ref['cases']} cases, {ref['context_pairs']} pairs, {rule[src]}): one person shifts by "
+            f"{f(op['context_shift'])}{ci(op, 'context_shift')}, the majority label by {f(mj['context_shift'])} and "
+            f"follows in {f(mj['context_follow'])}{ci(mj, 'context_follow')}; {rule[other]}: "
+            f"{f(ob['one_person']['context_shift'])} and {f(ob['majority']['context_follow'])}; one annotator agrees "
+            f"with another {f(ref['annotator_agreement'])}, the majority with single votes "
+            f"{f(ref['oracle_vote_agreement'])} (vote-agreement ceiling); BCE floor {f(ref['bce_floor'])}")
+
+
 def references_by_dataset(preds: Sequence["Predictions"], n_boot: int = DEFAULT_BOOTSTRAP,
                           seed: int = 0, label_source: str = "published") -> list[tuple[list[int], dict[str, Any]]]:
     """The human references of each distinct set of voted cases among ``preds`` (inputs of one

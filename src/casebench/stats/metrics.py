@@ -836,6 +836,9 @@ class Score:
     classifier: dict[str, Any] | None = None
     #: how many cases each figure is from (``MetricDef.base``); below ``MIN_CASES`` it has a note
     cases_of: dict[str, int] = field(default_factory=dict)
+    #: people's references on the pairs this input answered (``context.people_references``), set
+    #: by the commands that show them beside the figures (default scoring); None: not shown
+    people: dict[str, Any] | None = None
 
     @property
     def coverage(self) -> float:
@@ -872,7 +875,7 @@ class Score:
                    bool(d["paper_compat"]), {k: float("nan") if v is None else float(v) for k, v in d.items()
                                              if k in METRIC},
                    {k: [float(x) for x in v] for k, v in d["ci"].items()}, dict(d.get("breakdowns") or {}),
-                   vm, d.get("classifier"), {k: int(v) for k, v in d.get("cases_of", {}).items()})
+                   vm, d.get("classifier"), {k: int(v) for k, v in d.get("cases_of", {}).items()}, d.get("people"))
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -896,6 +899,8 @@ class Score:
         d["cases_of"] = self.cases_of
         if self.breakdowns:
             d["breakdowns"] = self.breakdowns
+        if self.people is not None:
+            d["people"] = self.people
         return d
 
 
