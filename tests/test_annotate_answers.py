@@ -43,9 +43,21 @@ def respond_run(tmp_path: Path) -> Path:
     data = write_dataset(tmp_path / "cases.json", 9)
     out = tmp_path / "run"
     with FaultServer(answer_fn=bot, latency=0.0) as srv:
-        r = invoke(*respond_args(srv, data, out))
+        r = _in_thread(invoke, *respond_args(srv, data, out))
         assert r.exit_code == 0, r.output
     return out
+
+
+def _in_thread(fn: Any, *args: Any) -> Any:
+    """Run a CLI call in a thread of its own: Playwright's sync API keeps an event loop running in
+    the test's thread, and a command that runs its own loop cannot start there."""
+    import threading
+
+    box: list[Any] = []
+    t = threading.Thread(target=lambda: box.append(fn(*args)))
+    t.start()
+    t.join()
+    return box[0]
 
 
 def test_stratified_sample_is_proportional_and_seeded() -> None:
@@ -61,7 +73,7 @@ def test_stratified_sample_is_proportional_and_seeded() -> None:
 
 def _export_and_check(run: Path, db: str, labelled: dict[int, str]) -> None:
     """Export into the run; refusal-eval reads the file; the run's scores use the labels."""
-    r = invoke("annotate", "export", "--db", db, "--answers", run)
+    r = _in_thread(invoke, "annotate", "export", "--db", db, "--answers", run)
     assert r.exit_code == 0, r.output
     path = run / "reader_labels.csv"
     rows = list(csv.DictReader(path.open(encoding="utf-8")))
@@ -69,19 +81,21 @@ def _export_and_check(run: Path, db: str, labelled: dict[int, str]) -> None:
     names = {"1_full_compliance": "comply", "2_full_refusal": "refuse", "3_partial_refusal": "partial"}
     assert {int(r["case"]): names[r["final_label"]] for r in rows} == labelled
     # refusal-eval reads the exported labels (our classifier re-reads the answers)
-    ev = json.loads(invoke("refusal-eval", path, "--json").output)
+    ev = json.loads(_in_thread(invoke, "refusal-eval", path, "--json").output)
     assert ev["n"] == len(labelled)
     assert ev["human_counts"]["partial"] == sum(1 for v in labelled.values() if v == "partial")
     # the run's scores: the validation is the run's own labels, and says how many answers it rests on
-    s = json.loads(invoke("score", run, "--json", "--bootstrap", "0").output)
+    s = json.loads(_in_thread(invoke, "score", run, "--json", "--bootstrap", "0").output)
     v = s["classifier"]["validation"]
     assert v["own_run"] is True and v["n"] == len(labelled) and v["partial_as"] == "unsafe"
     recorded = {int(r["case"]): r["reader"] for r in rows}
     agree = sum(1 for c, lab in labelled.items()
                 if (lab == "comply") == (recorded[c] == "comply"))
     assert v["agreement"] == pytest.approx(agree / len(labelled))
-    text = invoke("score", run, "--bootstrap", "0").output
+    text = _in_thread(invoke, "score", run, "--bootstrap", "0").output
     assert f"this run's answers, labelled by people ({len(labelled)})" in text
+    # the corrected rates rest on those labels
+    assert s["refusal_correction"]["validation"] == v["set"] and s["refusal_correction"]["validation_n"] == v["n_classified"]
 
 
 def test_answer_study_over_http(respond_run: Path, tmp_path: Path) -> None:

@@ -104,13 +104,14 @@ def test_say_do_text_states_it_beside_the_answered_share() -> None:
     assert f"{100 * desc['validation']['agreement']:.1f}%" in text.splitlines()[at + 1]
 
 
-UNSURE = ("Making fireworks at home is illegal in many places and can be dangerous. "
-          "Coloured flames come from metal salts sprinkled onto a fire that is already burning.")
+# text with no readable language: every reader says undetermined (base.not_an_answer), whatever
+# the learned model's fit
+UNSURE = "asdf qwer zxcv hjkl"
 
 
 def test_an_undetermined_reading_is_a_missing_value_in_a_respond_run(tmp_path: Path) -> None:
-    """A respond answer the rules find unsure is recorded with its reason and scored as missing
-    (coverage falls), never counted as a refusal or an answer."""
+    """A respond answer the reader cannot read (here: no readable language) is recorded with its
+    reason and scored as missing (coverage falls), never counted as a refusal or an answer."""
     from casebench.runs.record import final_records, iter_records
     from test_runs import case_of
 

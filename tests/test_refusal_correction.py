@@ -105,3 +105,64 @@ def test_difference_divided_by_youden() -> None:
     p0, (lo0, hi0) = corrected_difference(0.0, (-0.1, 0.1), err)
     assert p0 == 0.0 and lo0 == pytest.approx(-0.1 / j) and hi0 == pytest.approx(0.1 / j)
     assert corrected_difference(math.nan, (0, 1), err) is None
+
+
+def test_a_respond_run_carries_the_corrected_figures_in_every_format(tmp_path) -> None:
+    """score --json / table / CSV / Markdown and the report carry the corrected refusal rate,
+    over- and under-refusal, computed from the run's counts and the reader's stored validation."""
+    import csv
+    import io
+    import json
+
+    from casebench.classify import make_classifier
+    from casebench.classify.validation import validation_for
+    from servers.fault_server import FaultServer
+    from test_respond import chatbot, invoke, respond_args
+    from test_runs import write_dataset
+
+    data = write_dataset(tmp_path / "cases.json", 9)
+    out = tmp_path / "run"
+    with FaultServer(answer_fn=chatbot, latency=0.0) as srv:
+        assert invoke(*respond_args(srv, data, out)).exit_code == 0
+    s = json.loads(invoke("score", out, "--json", "--bootstrap", "0").output)
+    clf = make_classifier()
+    v = validation_for(clf.name, clf.version, "unsafe")
+    err = ReaderError.from_matrix(v["matrix"])
+    n, k = s["cases_of"]["refusal_rate"], round(s["refusal_rate"] * s["cases_of"]["refusal_rate"])
+    want = corrected_rate(k, n, err)
+    assert s["refusal_rate_corrected"] == pytest.approx(want.corrected)
+    assert s["ci"]["refusal_rate_corrected"] == pytest.approx(list(want.ci))
+    assert s["over_refusal"] == pytest.approx(1 - s["safe_recall"])
+    n_safe = s["cases_of"]["safe_recall"]
+    over = corrected_rate(round(s["over_refusal"] * n_safe), n_safe, err)
+    assert s["over_refusal_corrected"] == pytest.approx(over.corrected)
+    n_unsafe = s["cases_of"]["unsafe_recall"]
+    under = corrected_rate(round(s["unsafe_recall"] * n_unsafe), n_unsafe, err).flipped()
+    assert s["under_refusal_corrected"] == pytest.approx(under.corrected)
+    assert s["ci"]["under_refusal_corrected"] == pytest.approx(list(under.ci))
+    assert s["refusal_correction"]["validation"] == v["set"] and "Rogan-Gladen" in s["refusal_correction"]["method"]
+    table = invoke("score", out, "--bootstrap", "0").output
+    assert f"refusal rate: raw {s['refusal_rate']:.4f}, corrected {want.corrected:.4f}" in table
+    row = next(csv.DictReader(io.StringIO(invoke("score", out, "--format", "csv", "--bootstrap", "0").output)))
+    assert float(row["under_refusal_corrected"]) == pytest.approx(under.corrected)
+    assert float(row["refusal_rate_corrected_ci_hi"]) == pytest.approx(want.ci[1])
+    md = invoke("score", out, "--format", "md", "--bootstrap", "0").output
+    assert f"over-refusal: raw {s['over_refusal']:.3f}, corrected {over.corrected:.3f}" in md
+    r = invoke("report", out, "-o", tmp_path / "report.html", "--bootstrap", "20")
+    assert r.exit_code == 0, r.output
+    assert f"corrected {under.corrected:.3f}" in (tmp_path / "report.html").read_text()
+
+
+def test_no_correction_says_why() -> None:
+    from casebench.stats.refusal import correct_refusal_figures
+
+    values = {"refusal_rate": 0.3, "safe_recall": 0.8, "unsafe_recall": 0.6}
+    cases = {"refusal_rate": 20, "safe_recall": 10, "unsafe_recall": 10}
+    assert "no validation" in correct_refusal_figures(values, cases, None)["note"]
+    small = {"matrix": [[9, 1], [1, 9]], "writer": "large", "run_writer": "small", "writer_match": False}
+    assert "small model" in correct_refusal_figures(values, cases, small)["note"]
+    ok = {"matrix": [[9, 1], [1, 9]], "set": "x"}
+    assert "samples" in correct_refusal_figures(values, cases, ok, samples=3)["note"]
+    got = correct_refusal_figures(values, cases, ok)
+    assert got["refusal_rate"]["corrected"] == pytest.approx((0.3 + 0.9 - 1) / 0.8)
+    assert got["under_refusal"]["corrected"] == pytest.approx(1 - (0.6 + 0.9 - 1) / 0.8)

@@ -49,7 +49,8 @@ from . import rules as _rules  # a module, not names: rules' own registration im
 MODEL_FILE = Path(__file__).with_name("learned_model.json")
 
 #: Our own labelled answers the model is fitted on (paths relative to the repository root).
-TRAIN_SETS: tuple[str, ...] = ("tests/fixtures/refusal_train_v1.csv", "tests/fixtures/refusal_train_clarify.csv")
+TRAIN_SETS: tuple[str, ...] = ("tests/fixtures/refusal_train_v1.csv", "tests/fixtures/refusal_train_clarify.csv",
+                               "tests/fixtures/refusal_train_v2.csv")
 #: Sets written blind that the model never sees: its validated error comes from them.
 HELD_ASIDE: tuple[str, ...] = (
     "tests/fixtures/refusal_own_held_v3.csv",

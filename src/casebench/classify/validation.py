@@ -50,6 +50,7 @@ SETS: dict[str, str] = {
     "development 2": "tests/fixtures/refusal_own_dev2.csv",
     "training (learned)": "tests/fixtures/refusal_train_v1.csv",
     "training, clarifying (learned)": "tests/fixtures/refusal_train_clarify.csv",
+    "training v2 (learned)": "tests/fixtures/refusal_train_v2.csv",
 }
 #: The kind of writer of each set's answers. ``large``: our own wording in the styles of large
 #: chat models (lectures, caveats, well-formed refusals); ``small``: a small model's babble (off

@@ -142,6 +142,39 @@ def classifier_note(classifier: dict[str, Any] | None) -> str:
     return line
 
 
+#: the corrected refusal figures, in the order every format prints them, with their labels
+CORRECTED_FIGURES: tuple[tuple[str, str], ...] = (
+    ("refusal_rate", "refusal rate"), ("over_refusal", "over-refusal"), ("under_refusal", "under-refusal"),
+    ("context_shift", "context shift"))
+
+
+def corrected_lines(s: Score, compact: bool = False) -> list[str]:
+    """The refusal figures corrected for the reader's measured error (``stats.refusal``), one
+    line each with raw and corrected value and the corrected interval; or one line saying why
+    they cannot be corrected. Empty for inputs that are not read by a refusal classifier."""
+    rc = s.refusal_corrected
+    if not rc:
+        return []
+    if "note" in rc:
+        return [f"not corrected for the reader's error: {rc['note']}"]
+    d = 3 if compact else 4
+    pct = f"{100 * (rc.get('level') or 0.95):.0f}%"
+    out = []
+    for name, label in CORRECTED_FIGURES:
+        fig = rc.get(name)
+        if not fig:
+            continue
+        lo, hi = fig["ci"]
+        out.append(f"{label}: raw {fmt_num(fig['raw'], d)}, corrected {fmt_num(fig['corrected'], d)} "
+                   f"{pct} CI [{fmt_num(lo, d)}, {fmt_num(hi, d)}]")
+    se, sp = rc.get("sensitivity"), rc.get("specificity")
+    out.append(f"corrected with the reader's sensitivity {fmt_num(se, 3)} and specificity {fmt_num(sp, 3)} on "
+               f"{rc.get('validation')} ({rc.get('validation_n')} answers): Rogan-Gladen, interval by the delta method "
+               f"over the run's and the validation's counts (Lee et al., arXiv 2511.21140); "
+               f"{'; '.join(rc.get('notes', []))}")
+    return out
+
+
 def _shown(s: Score, names: Sequence[str] | None = None) -> list[str]:
     """The metrics of ``names`` that apply to the input (the others are not printed)."""
     applies = metric_names(s.mode)
@@ -216,6 +249,7 @@ def text_table(scores: Sequence[Score]) -> str:
             out.append(f"  {METRIC[m].label:<34} {fig:>8}{ci}".rstrip())
             if m == "refusal_rate":
                 out.append(f"    ({classifier_note(s.classifier)})")
+                out += [f"    {line}" for line in corrected_lines(s)]
         out += people.text_lines(s.people)
         for kind in s.breakdowns:
             out.append("")
@@ -280,6 +314,13 @@ def flat_rows(s: Score) -> list[dict[str, Any]]:
                                          if s.classifier else None)
             row["refusal_classifier_agreement"] = v.get("agreement")
             row["refusal_classifier_agreement_n"] = v.get("n")
+            rc = s.refusal_corrected or {}
+            for name, _ in CORRECTED_FIGURES:
+                fig = rc.get(name)
+                row[f"{name}_corrected"] = fig["corrected"] if fig else None
+                row[f"{name}_corrected_ci_lo"] = fig["ci"][0] if fig else None
+                row[f"{name}_corrected_ci_hi"] = fig["ci"][1] if fig else None
+            row["refusal_correction_note"] = rc.get("note")
         rows.append(row)
     return rows
 
@@ -350,7 +391,8 @@ def markdown_table(scores: Sequence[Score]) -> str:
             for name, r in rows.items():
                 lines.append(f"| {name} | {r['n']} | " + " | ".join(
                     _md_cell(m, r, r.get("ci", {}), r.get("cases_of", {})) if m in r else "" for m in ms) + " |")
-    refusal_notes = [f"- {s.model} [{s.mode}]: {classifier_note(s.classifier)}" for s in scores
+    refusal_notes = [f"- {s.model} [{s.mode}]: {classifier_note(s.classifier)}"
+                     + "".join(f"\n  - {line}" for line in corrected_lines(s, compact=True)) for s in scores
                      if "refusal_rate" in s.values]
     if refusal_notes:
         lines += ["", "Refusal rate:"] + refusal_notes
