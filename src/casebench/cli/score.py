@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import Any, TYPE_CHECKING, Sequence
 
 from ._common import (
     bad_input_errors, file_kind_options, label_source_option, min_verdict_mass_option, reference_option,
@@ -111,7 +111,31 @@ def _reference_scores(reference: str | None, no_reference: bool, preds: Sequence
         datasets: list[Path] = [Path(dataset.path)]
     else:
         datasets = sorted({d for d in (reference_dataset_path(f) for f in files) if d is not None})
+    cases = _scored_cases(preds, options)
+
+    def load() -> list["Predictions"]:
+        from ..published import restrict_to
+
+        got = [restrict_to(r, cases) for r in load_references(root, reference=dataset)]
+        return [r for r in got if r is not None]
+
+    key = [(c.query, bool(c.intended_safe), c.category) for c in cases]
     with bad_input_errors():
-        scores = reference_scores(files, options, lambda: load_references(root, reference=dataset), datasets=datasets)
+        scores = reference_scores(files, options, load, datasets=datasets, cases=key)
     have = {(p.model, p.mode, tuple(p.removed)) for p in preds}
     return [s for s in scores if (s.model, s.mode, tuple(s.removed)) not in have], str(root)
+
+
+def _scored_cases(preds: Sequence["Predictions"], options: "ScoringOptions") -> list[Any]:
+    """The cases every input scored (answered; every case with --paper-compat), in the first
+    input's order: the published models are scored on these, so that a 450-case run stands
+    beside them on its 450 cases."""
+    def key(c: Any) -> tuple[str, bool, str]:
+        return (c.query, bool(c.intended_safe), c.category)
+
+    def scored(p: "Predictions") -> list[Any]:
+        return list(p.cases) if options.paper_compat else [c for c, a in zip(p.cases, p.answered) if a]
+
+    first = scored(preds[0]) if preds else []
+    common = set.intersection(*[{key(c) for c in scored(p)} for p in preds]) if preds else set()
+    return [c for c in first if key(c) in common]

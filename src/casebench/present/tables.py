@@ -404,20 +404,28 @@ def markdown_table(scores: Sequence[Score]) -> str:
 
 FORMATS = {"table": text_table, "csv": csv_table, "json": json_lines, "md": markdown_table}
 
-#: the figures of a reference row (a published model beside the inputs)
-REFERENCE_METRICS = ("accuracy", "context_shift", "context_follow", "context_blind", "shift_pcc", "vote_agreement")
+#: the figures of a reference row (a published model beside the inputs): the recalls (over- and
+#: under-refusal) and the context figures, each with its interval
+REFERENCE_METRICS = ("accuracy", "safe_recall", "unsafe_recall", "context_direction", "context_shift", "context_follow",
+                     "context_blind")
 
 
 def reference_table(scores: Sequence[Score], root: str) -> str:
-    """The published models shown for reference under ``casebench score``'s table: one line
-    each with accuracy and the context figures (CIs under ``--json``). Never paired with the
-    inputs."""
+    """The published models shown for reference under ``casebench score``'s table, scored on the
+    cases every input scored: per model a line of figures and a line of their 95% CIs (Wilson
+    for proportions, the bootstrap otherwise, as for the inputs). Never paired with the inputs."""
     width = max([len(f"{s.model} [{s.mode}]") for s in scores] + [12])
-    lines = [f"published models for reference ({root}; not paired with the inputs above):",
-             f"  {'':<{width}}" + "".join(f"{METRIC[m].short:>16}" for m in REFERENCE_METRICS)]
+    ms = [m for m in REFERENCE_METRICS if any(m in s.values for s in scores)]
+    n = sorted({s.n for s in scores})
+    on = f"on the {n[0]} cases the inputs scored" if len(n) == 1 else "on the cases the inputs scored"
+    lines = [f"published models for reference ({root}; {on}; not paired with the inputs above):",
+             f"  {'':<{width}}" + "".join(f"{METRIC[m].short:>18}" for m in ms)]
     for s in scores:
         lines.append(f"  {s.model + ' [' + s.mode + ']':<{width}}"
-                     + "".join(f"{fmt_metric(m, s.values.get(m)):>16}" for m in REFERENCE_METRICS))
+                     + "".join(f"{fmt_metric(m, s.values.get(m)) + _mark(s.cases_of, m, s.values.get(m)):>18}"
+                               for m in ms))
+        if s.ci:
+            lines.append(f"  {'':<{width}}" + "".join(f"{_ci(s.ci, m) if m in s.ci else '':>18}" for m in ms))
     return "\n".join(lines) + "\n"
 
 

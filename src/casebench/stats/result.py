@@ -270,7 +270,7 @@ class ReferenceScoreCache:
         self.root = Path(root)
 
     @staticmethod
-    def key(files: Sequence[str | Path], options: ScoringOptions, cases: Sequence[int] | None = None,
+    def key(files: Sequence[str | Path], options: ScoringOptions, cases: Sequence[Any] | None = None,
             extra: Sequence[str | Path] = ()) -> str:
         """The key of the scores of ``files`` (checked against the datasets ``extra``) under
         ``options`` over the case subset ``cases`` (None: every case of each file)."""
@@ -278,7 +278,7 @@ class ReferenceScoreCache:
             "files": [_file_sha256(Path(f)) for f in files],
             "datasets": [_file_sha256(Path(f)) for f in extra],
             "options": options.key(),
-            "cases": None if cases is None else [int(c) for c in cases],
+            "cases": None if cases is None else [c if isinstance(c, (list, tuple)) else int(c) for c in cases],
             "code": code_version(),
         }
         return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
@@ -307,12 +307,13 @@ class ReferenceScoreCache:
 
 def reference_scores(files: Sequence[str | Path], options: ScoringOptions,
                      load: Callable[[], Sequence[Predictions]], *, datasets: Sequence[str | Path] = (),
-                     cache: ReferenceScoreCache | None = None) -> list[Score]:
+                     cache: ReferenceScoreCache | None = None, cases: Sequence[Any] | None = None) -> list[Score]:
     """The scores of the published reference ``files`` under ``options``: read from ``cache``
     (default: casebench's cache directory) when they were scored before with the same files,
-    datasets, options and code, else ``load()``-ed, scored once and kept."""
+    datasets, options, case subset (``cases``: what ``load`` restricts the files to, as
+    JSON-ready keys) and code, else ``load()``-ed, scored once and kept."""
     cache = cache or ReferenceScoreCache()
-    key = cache.key(files, options, extra=datasets)
+    key = cache.key(files, options, cases=cases, extra=datasets)
     got = cache.get(key)
     if got is not None:
         return got
