@@ -192,3 +192,15 @@ def test_the_real_dataset_has_no_duplicated_records(real_dataset):
     from casebench.data import duplicate_groups
 
     assert len(real_dataset) == 900 and duplicate_groups(real_dataset.cases) == []
+
+
+def test_the_demo_set_has_a_human_label_and_no_votes():
+    """Issue 24: ``Case.has_votes`` said True for the demo set, whose cases give a safe_rate and
+    no individual votes; the label to score against is ``has_human_label``."""
+    from casebench.data import load_dataset
+    from casebench.sources import demo_dataset_path
+
+    ds = load_dataset(demo_dataset_path())
+    assert all(c.votes == () for c in ds)
+    assert not ds.has_votes and not any(c.has_votes for c in ds)
+    assert ds.has_human_label and all(c.has_human_label for c in ds)

@@ -114,6 +114,14 @@ class Case:
 
     @property
     def has_votes(self) -> bool:
+        """Whether people's individual votes are stored (the demo set gives a ``safe_rate`` and no
+        votes: False)."""
+        return bool(self.votes)
+
+    @property
+    def has_human_label(self) -> bool:
+        """Whether the case has a human safe_rate to score against (from votes, or given as such:
+        the demo set); False for a dataset not annotated yet."""
         return not math.isnan(self.safe_rate)
 
     @property
@@ -163,7 +171,7 @@ class Case:
             "category": self.category,
             "context_intended_to_be_safe": self.intended_safe,
         }
-        if not self.has_votes:
+        if not self.has_human_label:
             del rec["scores"], rec["safe_rate"]
         rec.update(self.extra)
         return rec
@@ -201,12 +209,18 @@ class Dataset:
 
     @property
     def has_votes(self) -> bool:
-        """False for a dataset without human votes (not annotated yet)."""
+        """Whether people's individual votes are stored (False for the demo set, which gives only
+        a safe_rate, and for a dataset not annotated yet)."""
         return bool(self.cases) and self.cases[0].has_votes
 
+    @property
+    def has_human_label(self) -> bool:
+        """Whether the cases have a human safe_rate to score against (False: not annotated yet)."""
+        return bool(self.cases) and self.cases[0].has_human_label
+
     def require_votes(self, what: str) -> None:
-        """Refuse, naming the file, to ``what`` (e.g. "score predictions") without human votes."""
-        if not self.has_votes:
+        """Refuse, naming the file, to ``what`` (e.g. "score predictions") without a human label."""
+        if not self.has_human_label:
             raise DatasetError(self.path, [(None, None, f"this dataset has no human votes ('scores', 'safe_rate'), "
                                                         f"so it cannot {what}; collect votes first "
                                                         "(casebench annotate serve / export)")])
@@ -552,10 +566,11 @@ def dataset_info(ds: Dataset) -> dict[str, Any]:
         "sha256": ds.sha256,
         "cases": len(ds),
         "has_votes": ds.has_votes,
+        "has_human_label": ds.has_human_label,
         "intended_safe": sum(c.intended_safe for c in ds),
         "intended_unsafe": sum(not c.intended_safe for c in ds),
-        "human_safe": sum(c.human_safe for c in ds) if ds.has_votes else None,
-        "human_unsafe": sum(not c.human_safe for c in ds) if ds.has_votes else None,
+        "human_safe": sum(c.human_safe for c in ds) if ds.has_human_label else None,
+        "human_unsafe": sum(not c.human_safe for c in ds) if ds.has_human_label else None,
         "categories": dict(sorted(by_cat.items())),
         "ci_keys": ci_keys_present(ds),
         "votes_per_case": sorted({len(c.votes) for c in ds}),

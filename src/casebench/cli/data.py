@@ -31,7 +31,7 @@ def validate_cmd(path: str | None) -> None:
         if dups:
             raise DatasetError(path, dups)
     click.echo(f"{path}: {len(ds)} records, all valid, no duplicates (sha256 {ds.sha256})")
-    if not ds.has_votes:
+    if not ds.has_human_label:
         click.echo("note: this dataset has no human votes ('scores', 'safe_rate'): it can be prompted, run and "
                    "annotated (casebench annotate serve), not scored until votes are collected")
 
@@ -53,14 +53,14 @@ def info_cmd(path: str | None, as_json: bool) -> None:
         return
     click.echo(f"{info['path']}  sha256 {info['sha256']}")
     labels = (f"human label safe {info['human_safe']}, unsafe {info['human_unsafe']} "
-              "(after the child-related-crimes override)" if info["has_votes"] else "no human votes yet")
+              "(after the child-related-crimes override)" if info["has_human_label"] else "no human votes yet")
     click.echo(f"{info['cases']} cases: intended safe {info['intended_safe']}, intended unsafe "
                f"{info['intended_unsafe']}; {labels}")
     click.echo(f"votes per case: {', '.join(map(str, info['votes_per_case']))}")
     width = max(len(c) for c in info["categories"])
     click.echo(f"\n{'category':<{width}}  cases  intended_safe  human_safe")
     for cat, row in info["categories"].items():
-        human = row["human_safe"] if info["has_votes"] else "-"
+        human = row["human_safe"] if info["has_human_label"] else "-"
         click.echo(f"{cat:<{width}}  {row['cases']:>5}  {row['intended_safe']:>13}  {human:>10}")
     click.echo("\nCI keys present (cases):")
     for key, n in info["ci_keys"].items():

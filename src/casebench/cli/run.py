@@ -312,7 +312,7 @@ def score_and_report(run_dir: Path, min_verdict_mass: float | None = None, *, de
         pred = load_run(run_dir)
     options = ScoringOptions(min_verdict_mass=min_verdict_mass)
     pred = pred.at_min_verdict_mass(min_verdict_mass)  # as scored: the threshold is an option, applied as a view
-    if not all(c.has_votes for c in pred.cases):
+    if not all(c.has_human_label for c in pred.cases):
         click.echo("no scores: the dataset has no human votes to score against (collect them with "
                    "casebench annotate)", err=True)
         return

@@ -160,8 +160,8 @@ def partial_shares(pred: Predictions) -> np.ndarray:
 
 
 def _scoring_arrays(pred: Predictions, paper_compat: bool, human_rate: np.ndarray | None) -> tuple[ScoringArrays, np.ndarray]:
-    if human_rate is None and not all(c.has_votes for c in pred.cases):
-        first = next(c.index for c in pred.cases if not c.has_votes)
+    if human_rate is None and not all(c.has_human_label for c in pred.cases):
+        first = next(c.index for c in pred.cases if not c.has_human_label)
         raise LabelSourceError(f"{pred.source}: the dataset has no human votes (first: record {first}), so there "
                                "is nothing to score against; collect votes first (casebench annotate)")
     g = pred.human_rate if human_rate is None else np.asarray(human_rate, dtype=float)
