@@ -167,8 +167,10 @@ def test_scorer_in_score_mode_keeps_the_score(small_data_path):
 # ------------------------------------------------------------------------------ the metric
 
 
-def _sample_score(case, value) -> SampleScore:
-    score = Score.unscored(reason="invalid_response_format") if value is None else Score(value=value)
+def _sample_score(case, value, mode: str | None = None) -> SampleScore:
+    md = {"mode": mode} if mode else None  # as the scorer writes it
+    score = Score.unscored(reason="invalid_response_format", metadata=md) if value is None else Score(value=value,
+                                                                                                        metadata=md)
     return SampleScore(score=score, sample_id=case.index, sample_metadata=case_metadata(case, ()))
 
 
@@ -191,8 +193,10 @@ def test_metric_in_score_mode_averages_epochs_as_casebench_does(real_dataset):
     cases = [real_dataset[i] for i in range(12)]
     scores = [float(1 + (i * 5) % 10) for i in range(12)]
     expected = score_predictions(Predictions.from_values("x", "x", "score", cases, scores))
-    # inspect's mean reducer hands the metric the epoch mean of each key
-    got = case_bench_metrics()([_sample_score(c, {"safe": float(s > 5.5), "score": s}) for c, s in zip(cases, scores)])
+    # inspect's mean reducer hands the metric the epoch mean of each key; the mode is the one the
+    # scorer wrote into the scores' metadata
+    got = case_bench_metrics()([_sample_score(c, {"safe": float(s > 5.5), "score": s}, "score")
+                                for c, s in zip(cases, scores)])
     for name in ("accuracy", "safe_recall", "unsafe_recall", "pcc", "bce"):
         assert got[name] == pytest.approx(expected.values[name], nan_ok=True)
 

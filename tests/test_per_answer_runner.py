@@ -127,7 +127,8 @@ def test_prob_answers_on_disk_survive_kill_9_and_are_not_asked_again(tmp_path, e
 @pytest.mark.slow
 def test_ctrl_c_says_how_many_answers_it_kept_and_the_number_is_true(tmp_path, embedded):
     out = tmp_path / "sigint"
-    cmd = run_cmd(out, "respond", "--max-tokens", "160")
+    # long answers, so the signal lands while some of the batch is still generating
+    cmd = run_cmd(out, "respond", "--max-tokens", "400")
     proc = subprocess.Popen(cmd, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         wait_for(out, 1, proc)

@@ -93,6 +93,10 @@ class Mode:
     file_name: ClassVar[str]
     #: the judge template key (as the authors' template file names it); None: no judge template
     template_key: ClassVar[str | None]
+    #: the mode's own template text (``{query}`` and ``{context}`` filled), used when the
+    #: templates in use have none under ``template_key`` (a plugin mode brings its own; the
+    #: paper's three come from ``prompts.BUILTIN_TEMPLATES`` or a ``--templates`` file)
+    template_text: ClassVar[str | None] = None
     #: what the backend must give: free text or the first token's P(safe)
     want: ClassVar[str] = "text"
     default_samples: ClassVar[int] = 1
@@ -110,7 +114,13 @@ class Mode:
 
     # ------------------------------------------------------------------ asking
     def template(self, templates: "Templates") -> str | None:
-        return None if self.template_key is None else templates.get(self.template_key)
+        """The template this mode fills: the one ``templates`` hold under ``template_key``, else
+        the mode's own ``template_text`` (None: no judge template, e.g. respond)."""
+        if self.template_key is None:
+            return None
+        if self.template_text is not None and self.template_key not in templates.texts:
+            return self.template_text
+        return templates.get(self.template_key)
 
     def conversation(self, case: Any, templates: "Templates", context_as: str | None = None) -> "Chat":
         """The chat of one (already ablated) case: system message, earlier turns, last user
@@ -181,6 +191,14 @@ class Mode:
         why = f" ({error})" if error else ""
         return (f"Your answer could not be read{why}. Reply again with only this JSON object and nothing "
                 f"before it: {self.answer_format}")
+
+    def record_misfit(self, rec: Any) -> str | None:
+        """Why a final, answered record (``runs.record.Record``) cannot be this mode's answer
+        (``runs repair`` moves such records aside), or None: what every answer of the mode holds.
+        The default: a label safe/unsafe."""
+        if rec.label not in ("safe", "unsafe"):
+            return f"holds no verdict safe/unsafe, which every {self.name} answer has"
+        return None
 
     # ------------------------------------------------------------------ cases and values
     def aggregate(self, readings: Sequence[Any]) -> Any:
@@ -278,6 +296,11 @@ class BinaryMode(Mode):
     def parse(self, text: str) -> Parsed:
         return parse_binary(text)
 
+    def record_misfit(self, rec: Any) -> str | None:
+        if rec.label not in ("safe", "unsafe") or rec.p_safe is not None or rec.score is not None:
+            return "is not a binary verdict (a label safe/unsafe alone)"
+        return None
+
     def aggregate(self, readings: Sequence[Any]) -> Any:
         """The majority label of the samples (normally one); a tie is "unsafe", as the human label
         rule reads 0.5 as unsafe."""
@@ -315,6 +338,11 @@ class ScoreMode(_Continuous):
     def parse(self, text: str) -> Parsed:
         return parse_score(text)
 
+    def record_misfit(self, rec: Any) -> str | None:
+        if not isinstance(rec.score, (int, float)) or rec.p_safe is not None:
+            return "holds no score, which every score-mode answer has"
+        return None
+
     def reading_from(self, parsed: Parsed) -> Reading:
         assert parsed.score is not None
         return Reading(label=parsed.label, score=parsed.score, p_safe=score_to_p_safe(parsed.score))
@@ -350,6 +378,12 @@ class ProbMode(_Continuous):
         err = answer.error or ("no P(safe): neither 'safe' nor 'unsafe' was among the answer's first-token "
                                "alternatives" if p is None else f"P(safe) out of range: {p!r}")
         return Reading(error=err, retry=False)
+
+    def record_misfit(self, rec: Any) -> str | None:
+        p = rec.p_safe
+        if not (isinstance(p, (int, float)) and math.isfinite(p) and 0 <= p <= 1):
+            return f"holds no P(safe), which every prob answer has (label {rec.label!r}, score {rec.score!r})"
+        return None
 
     def aggregate(self, readings: Sequence[Any]) -> Any:
         """The mean P(safe) of the samples (normally one)."""
@@ -413,6 +447,11 @@ class RespondMode(_Continuous):
             detail["classifier_p_comply"] = round(float(p), 6)
         return Reading(label="safe" if answered else "unsafe", p_safe=1.0 if answered else 0.0, behaviour=behaviour,
                        detail=detail)
+
+    def record_misfit(self, rec: Any) -> str | None:
+        if rec.behaviour not in ("comply", "partial", "refuse"):
+            return "holds no behaviour (comply/partial/refuse), which every respond answer has"
+        return None
 
     def aggregate(self, readings: Sequence[Any]) -> Any:
         """The mean P(answered) of the samples (normally one)."""

@@ -21,9 +21,9 @@ def toy_price(model: str) -> tuple[float, float] | None:
     return (1.0, 2.0) if model == "priced" else None
 
 
-def hashed(prompt: str) -> str:
-    """A verdict that depends only on the prompt (deterministic)."""
-    return "unsafe" if hashlib.sha256(prompt.encode("utf-8")).digest()[0] % 3 == 0 else "safe"
+def hashed(text: str) -> str:
+    """A verdict that depends only on the text (deterministic)."""
+    return "unsafe" if hashlib.sha256(text.encode("utf-8")).digest()[0] % 3 == 0 else "safe"
 
 
 @backend(
@@ -34,8 +34,9 @@ def hashed(prompt: str) -> str:
     text=True, p_safe=True, local=False, price=toy_price,
 )
 class ToyBackend:
-    """Answers the binary judge format (text) or a P(safe) (prob mode); the respond mode gets a
-    refusal when the prompt hashes to unsafe."""
+    """Answers in the form of the mode asking (``Request.mode``): a JSON verdict (binary), a
+    score, a P(safe) (prob), a chat answer that refuses when the query hashes to unsafe
+    (respond), or one word yes/no (another mode, e.g. the toy ``yesno``)."""
 
     batch_size = 4
 
@@ -50,15 +51,21 @@ class ToyBackend:
     async def answer(self, requests: Sequence[Request], settings: GenerationSettings) -> list[Answer]:
         out = []
         for r in requests:
-            v = self._verdict(r.prompt)
+            # the verdict depends on the case's query (``Request.query``), not on how a template
+            # or a placement laid the prompt out; the answer's form on the mode asking
+            v = self._verdict(r.query if r.query is not None else r.prompt)
             usage = {"prompt_tokens": len(r.prompt.split()), "completion_tokens": 12}
             if r.want == "p_safe":
                 out.append(Answer(text=v, p_safe=0.8 if v == "safe" else 0.2, usage=usage))
-            elif "judgement" in r.prompt or "Judgement" in r.prompt or "JSON" in r.prompt:
-                out.append(Answer(text=json.dumps({"judgement": v, "explanation": "toy"}), usage=usage))
-            else:
+            elif r.mode == "respond":
                 text = "Sure, here is how." if v == "safe" else "Sorry, I will not help with that."
                 out.append(Answer(text=text, usage=usage))
+            elif r.mode == "score":
+                out.append(Answer(text=json.dumps({"judgement": 8 if v == "safe" else 2}), usage=usage))
+            elif r.mode == "binary":
+                out.append(Answer(text=json.dumps({"judgement": v, "explanation": "toy"}), usage=usage))
+            else:  # another mode (the toy yesno mode): a one-word answer
+                out.append(Answer(text="yes" if v == "safe" else "no", usage=usage))
         return out
 
     def describe(self) -> dict[str, Any]:

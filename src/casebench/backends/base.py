@@ -19,7 +19,7 @@ backend never retries by itself: the runner owns retries, backoff and what gets 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal, Protocol, Sequence, runtime_checkable
+from typing import Any, Callable, Literal, Mapping, Protocol, Sequence, runtime_checkable
 
 #: What a request wants back: free text, or P(safe) from the first answer token's distribution.
 Want = Literal["text", "p_safe"]
@@ -61,7 +61,8 @@ class GenerationSettings:
 
 @dataclass(frozen=True)
 class Request:
-    """One question to a model: which case and sample it answers, and the chat to send.
+    """One question to a model: which case and sample it answers, the chat to send, and what it
+    is about (the mode, the case's query and context).
 
     ``prompt`` is the (last) user message; ``system`` the system message (None: none at all; the
     runner has already combined ``--system`` with a context placed in the system prompt);
@@ -81,6 +82,14 @@ class Request:
     max_tokens: int | None = None  # per-request override
     stop: Callable[[str], bool] | None = field(default=None, compare=False, repr=False)
     history: tuple[tuple[str, str], ...] = ()
+    #: the mode asking (``binary``, ``score``, ``prob``, ``respond`` or a plugin's), by name:
+    #: what the answer is for (None: not a casebench mode, e.g. an LLM refusal classifier)
+    mode: str | None = None
+    #: the case's query as the dataset gives it, and its context as asked (after any ablation):
+    #: a backend that needs them reads them here, never from the prompt text, whose wording and
+    #: layout depend on the template and the placement
+    query: str | None = None
+    context: Mapping[str, Any] | None = field(default=None, compare=False)
 
     def messages(self) -> list[dict[str, str]]:
         """The chat without its system message: the earlier turns, then ``prompt`` as the last

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from ..modes import mode_names
+from ..modes import get_mode, mode_names
 from ..prompts import CONTEXT_PLACEMENTS
 from ._common import (
     FILE_MODE_HELP, BadInput, RegistryCommand, bad_input_errors, echo_err, exit_interrupted, file_kind_options,
@@ -244,7 +244,7 @@ def _run_study(model: str, mode: str, params: str, context_as: str | None, out_r
                    "(finished runs in different placements) are analysed.")
 @click.option("--mode", type=click.Choice(mode_names()), default=None, help="Mode of the study to run (with --model).")
 @click.option("--remove", default="", metavar="LIST", help="CI parameters removed in every placement (with --model).")
-@click.option("--say-do", "say_do_mode", type=click.Choice([m for m in mode_names() if m != "respond"]), default=None,
+@click.option("--say-do", "say_do_mode", type=click.Choice([m for m in mode_names() if not get_mode(m).reads_behaviour]), default=None,
               help="Respond studies: also run the model as a judge in this mode in every placement and report the "
                    "say-do gap per placement.")
 @click.option("--pairs", type=int, default=None, metavar="N",
@@ -293,8 +293,8 @@ def study_cmd(inputs: tuple[str, ...], placements: str, model: str | None, mode:
             raise BadInput("give either --model/--mode (run a study) or INPUTS (analyse finished runs), not both")
         if mode is None:
             raise BadInput("--mode is required with --model")
-        if say_do_mode is not None and mode != "respond":
-            raise BadInput("--say-do goes with --mode respond")
+        if say_do_mode is not None and not get_mode(mode).reads_behaviour:
+            raise BadInput("--say-do goes with a mode that reads behaviour (--mode respond)")
         if sum(x is not None for x in (limit, stratified, pairs)) > 1:
             raise BadInput("choose one of --limit, --stratified and --pairs")
         preds = _run_placement_study(model, mode, placements, remove, say_do_mode, pairs, data, out_root, limit,

@@ -51,6 +51,7 @@ rather than inspect's stderr.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
 from types import SimpleNamespace
@@ -288,18 +289,18 @@ def case_bench_metrics(mode: str | None = None, n_boot: int = 2000, seed: int = 
 
     Inspect hands a metric only the scored samples (unscored ones are left out and counted by
     inspect), which is exactly the set casebench's default scoring uses, so the figures and the
-    CIs equal ``casebench score``'s on a run of the same cases. ``mode`` None: score
-    mode when the values carry a ``score``, else binary.
+    CIs equal ``casebench score``'s on a run of the same cases. ``mode`` None: the mode the
+    scorer wrote into each score's metadata (``verdict``).
     """
     from ..predictions import Predictions
     from ..stats.options import ScoringOptions
     from ..stats.result import score_input
 
     def compute(scores: list[SampleScore]) -> dict[str, float]:
-        name = mode
+        name = mode or next((s.score.metadata["mode"] for s in scores
+                             if isinstance(s.score.metadata, Mapping) and s.score.metadata.get("mode")), None)
         if name is None:
-            name = "score" if any(isinstance(s.score.value, Mapping) and "score" in s.score.value
-                                  for s in scores) else "binary"
+            raise ValueError("case_bench_metrics: no mode given and none in the scores' metadata")
         m = get_mode(name)
         pairs = []
         for s in scores:
@@ -329,7 +330,7 @@ def verdict(mode: str = "binary") -> Scorer:
     async def score(state: TaskState, target: Target) -> Score:
         text = state.output.completion if state.output else ""
         parsed = m.parse(text)
-        md = {"human_label": target.text, "human_safe_rate": state.metadata.get("human_safe_rate")}
+        md = {"human_label": target.text, "human_safe_rate": state.metadata.get("human_safe_rate"), "mode": m.name}
         if not parsed.ok:
             return Score.unscored(reason="invalid_response_format", explanation=parsed.error, metadata=md)
         reading = m.reading_from(parsed)
@@ -365,8 +366,8 @@ def case_bench(
         raise ValueError(f"context_as must be one of {', '.join(CONTEXT_PLACEMENTS)}, got {context_as!r}")
     removed = _as_names(remove)
     tpl = _templates(templates)
-    assert m.template_key is not None
-    tpl.get(m.template_key)  # a template file without this mode's template fails here, not per sample
+    template = m.template(tpl)  # a template file without this mode's template fails here, not per sample
+    assert template is not None
     dataset, origin = resolve_data(_as_path(data))
     indices, how = select(dataset, limit, stratified, seed)
     return Task(
@@ -384,7 +385,8 @@ def case_bench(
                 "context_as": context_as or m.default_context_as,
                 "removed": list(removed),
                 "selection": {"how": how, "cases": len(indices)},
-                "templates": {"source": tpl.source, "sha256": tpl.sha256(m.template_key)},
+                "templates": {"source": tpl.source if m.template_key in tpl.texts else f"mode {m.name}",
+                              "sha256": hashlib.sha256(template.encode("utf-8")).hexdigest()},
             }
         },
     )

@@ -43,7 +43,7 @@ import random
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from ..backends.base import (
     Answer, Backend, BackendError, GenerationSettings, PermanentError, Request, TransientError, Unreachable,
@@ -176,7 +176,7 @@ def prepare(config: RunConfig, dataset: Dataset | None = None, backend: Backend 
     asked = Asked(
         dataset_sha256=dataset.sha256, model=config.model, mode=mode.name, context_as=context_as,
         removed=list(removed), cases=cases, samples=samples, settings=settings.to_dict(),
-        template_sha256=None if mode.template_key is None else templates.sha256(mode.template_key),
+        template_sha256=None if template is None else hashlib.sha256(template.encode("utf-8")).hexdigest(),
         parse_retries=config.parse_retries, reask=effective_reask(mode, config.parse_retries, config.reask),
         stop_at_verdict=bool(mode.stopper() is not None and not config.full_answers),
         backend_options=redact_json(answer_opts), classifier=classifier_desc,
@@ -186,7 +186,8 @@ def prepare(config: RunConfig, dataset: Dataset | None = None, backend: Backend 
     manifest = Manifest(
         dataset=DatasetRef(str(Path(dataset.path).resolve()), dataset.sha256, dataset.fingerprint, len(dataset)),
         asked=asked, selection=selection,
-        templates_source=None if template is None else templates.source,
+        templates_source=None if template is None else (
+            templates.source if mode.template_key in templates.texts else f"mode {mode.name}"),
         price=price.to_dict(), retry=config.retry.to_dict(), created_at=now_iso(), casebench_version=_version(),
     )
     transport = redact_json({**transport, "max_connections": config.max_connections, "batch": config.batch})
@@ -237,6 +238,9 @@ class _Job:
     history: tuple[tuple[str, str], ...] = ()
     #: the last unreadable answer and why (a re-ask with a repair message quotes it)
     unread: tuple[str, str] | None = None
+    #: the case's query and its context as asked (``Request.query`` / ``Request.context``)
+    query: str | None = None
+    context: Mapping[str, Any] | None = None
 
     @property
     def size(self) -> int:
@@ -380,10 +384,12 @@ class Runner:
                     done += 1
                     continue
                 if chat is None:
-                    chat = self.mode.conversation(ds[ci].ablated(prep.removed), prep.templates, prep.context_as)
+                    asked = ds[ci].ablated(prep.removed)
+                    chat = self.mode.conversation(asked, prep.templates, prep.context_as)
                     if prep.settings.system:  # --system comes first, a system-placed context after it
                         chat = replace(chat, system="\n\n".join(x for x in (prep.settings.system, chat.system) if x))
-                jobs.append(_Job(ci, s, chat.system, chat.prompt, history=chat.history))
+                jobs.append(_Job(ci, s, chat.system, chat.prompt, history=chat.history, query=asked.query,
+                                 context=asked.context))
         if self.batch_size > 1:
             jobs.sort(key=lambda j: j.size)
         self.final_at_start = done
@@ -418,7 +424,8 @@ class Runner:
         if repair:  # a re-ask that can differ: the unreadable answer, then what was wrong and the format
             prompt, history = repair, (*history, (j.prompt, j.unread[0]))
         return Request(case=j.case, sample=j.sample, prompt=prompt, want=self.mode.want,  # type: ignore[arg-type]
-                       system=j.system, stop=self.stop, history=history)
+                       system=j.system, stop=self.stop, history=history, mode=self.mode.name, query=j.query,
+                       context=j.context)
 
     async def _call(self, jobs: Sequence[_Job], sink: "_Sink | None" = None) -> tuple[list[Answer], float]:
         """Ask ``jobs`` with transport retries. With a ``sink`` (per-answer backends), each
@@ -863,15 +870,17 @@ async def arun(config: RunConfig, backend: Backend | None = None, dataset: Datas
     try:
         return await run_prepared(prep, backend, rng)
     finally:
+        # closing is best effort, and a Ctrl-C that lands while closing (the run already ended and
+        # its manifest is written) must not turn the run's summary into an interruption
         if own:
             try:
                 await backend.aclose()
-            except Exception:  # closing is best effort
+            except (Exception, asyncio.CancelledError):
                 pass
         if prep.classifier is not None:
             try:
                 await prep.classifier.aclose()
-            except Exception:
+            except (Exception, asyncio.CancelledError):
                 pass
 
 

@@ -35,6 +35,7 @@ import platform
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..modes import get_mode
 from ..atomic import write_bytes_atomic
 from .record import (
     MANIFEST, RECORDS, Asked, Invocation, Manifest, Record, RunDir, RunError, RunState, now_iso, read_manifest,
@@ -318,19 +319,9 @@ def record_misfit(rec: Record, asked: Asked) -> str | None:
     if not 0 <= rec.sample < asked.samples:
         return f"sample {rec.sample} is outside this command's {asked.samples} sample(s) per case"
     if rec.final and rec.error is None:
-        mode = asked.mode
-        if mode == "prob":
-            if not (isinstance(rec.p_safe, (int, float)) and math.isfinite(rec.p_safe) and 0 <= rec.p_safe <= 1):
-                return f"holds no P(safe), which every prob answer has (label {rec.label!r}, score {rec.score!r})"
-        elif mode == "binary":
-            if rec.label not in ("safe", "unsafe") or rec.p_safe is not None or rec.score is not None:
-                return "is not a binary verdict (a label safe/unsafe alone)"
-        elif mode == "score":
-            if not isinstance(rec.score, (int, float)) or rec.p_safe is not None:
-                return "holds no score, which every score-mode answer has"
-        elif mode == "respond":
-            if rec.behaviour not in ("comply", "partial", "refuse"):
-                return "holds no behaviour (comply/partial/refuse), which every respond answer has"
+        misfit = get_mode(asked.mode).record_misfit(rec)
+        if misfit is not None:
+            return misfit
     detail = rec.detail or {}
     method = (asked.backend_options or {}).get("prob_method")
     if "method" in detail and method is not None and detail["method"] != method:
