@@ -259,3 +259,71 @@ def test_the_python_api_sees_plugins_named_in_the_environment(exp_dir: Path) -> 
     assert r.returncode == 0, r.stderr
     share, shown = r.stdout.split()
     assert 0.0 < float(share) < 1.0 and shown == "True"
+
+
+def test_a_mode_plugin_goes_through_run_score_compare_report_and_the_inspect_task(tmp_path: Path) -> None:
+    """Adding a mode is one file and its ``@mode`` (tests/plugins/toy_mode.py, ``yesno``): run
+    (the toy backend answers it from ``Request.mode`` and ``Request.query``), score, compare with
+    a built-in mode's run, report, and the inspect task's prompt, scorer and metric take it."""
+    plugins = ["--plugin", str(PLUGINS / "toy_backend.py"), "--plugin", str(PLUGINS / "toy_mode.py")]
+    data = str(FIXTURES / "small_cases.json")
+    runs = {}
+    for mode in ("yesno", "binary"):
+        runs[mode] = tmp_path / mode
+        r = casebench(*plugins, "run", "--model", "toy/judge", "--mode", mode, "--data", data, "--no-report",
+                      "--no-progress", "-o", str(runs[mode]))
+        assert r.returncode == 0, r.stderr
+    manifest = json.loads((runs["yesno"] / "manifest.json").read_text())
+    assert manifest["asked"]["mode"] == "yesno" and manifest["totals"]["answered"] == 8
+    assert manifest["templates_source"] == "mode yesno" and manifest["asked"]["template_sha256"]  # its own template
+    recs = [json.loads(x) for x in (runs["yesno"] / "records.jsonl").read_text().splitlines()]
+    assert {r["text"] for r in recs} <= {"yes", "no"} and all(r["label"] in ("safe", "unsafe") for r in recs)
+    # the toy backend's verdict hashes the query: the same labels as the binary run, case by case
+    binary = {json.loads(x)["case"]: json.loads(x)["label"] for x in (runs["binary"] / "records.jsonl").read_text().splitlines()}
+    assert {r["case"]: r["label"] for r in recs} == binary
+
+    scored = casebench(*plugins, "score", str(runs["yesno"]), "--json", "--bootstrap", "0")
+    assert scored.returncode == 0, scored.stderr
+    s = json.loads(scored.stdout.splitlines()[0])
+    assert s["mode"] == "yesno" and 0.0 <= s["accuracy"] <= 1.0
+
+    compared = casebench(*plugins, "compare", str(runs["yesno"]), str(runs["binary"]), "--bootstrap", "50")
+    assert compared.returncode == 0, compared.stderr
+    assert "accuracy" in compared.stdout
+
+    report = tmp_path / "report.html"
+    r = casebench(*plugins, "report", str(runs["yesno"]), str(runs["binary"]), "-o", str(report))
+    assert r.returncode == 0, r.stderr
+    assert "yesno" in report.read_text(encoding="utf-8")
+
+    # the inspect task (in a process of its own: the mode is registered by the plugin there)
+    pytest.importorskip("inspect_ai")
+    code = (
+        "import asyncio, sys\n"
+        "from casebench.plugins import load_plugins\n"
+        f"load_plugins([{str(PLUGINS / 'toy_mode.py')!r}])\n"
+        "from casebench.integrations.inspect_task import case_bench, case_bench_metrics, inspect_modes, judge_prompt, verdict\n"
+        "from inspect_ai.model import ModelName, ModelOutput\n"
+        "from inspect_ai.scorer import SampleScore, Target\n"
+        "from inspect_ai.solver import TaskState\n"
+        "assert 'yesno' in inspect_modes()\n"
+        f"t = case_bench(data={data!r}, mode='yesno')\n"
+        "solve, score = judge_prompt(mode='yesno'), verdict(mode='yesno')\n"
+        "got = []\n"
+        "for i, s in enumerate(t.dataset):\n"
+        "    st = TaskState(ModelName('casebench/none'), s.id, 1, s.input, [], target=Target(s.target),\n"
+        "                   metadata=dict(s.metadata))\n"
+        "    st = asyncio.run(solve(st, None))\n"
+        "    assert 'Should the chatbot respond?' in st.messages[-1].text\n"
+        "    st.output = ModelOutput.from_content('casebench/none', 'yes' if i % 2 else 'No.')\n"
+        "    sc = asyncio.run(score(st, Target(s.target)))\n"
+        "    assert sc.metadata['mode'] == 'yesno'\n"
+        "    got.append(SampleScore(score=sc, sample_id=s.id, sample_metadata=s.metadata))\n"
+        "m = case_bench_metrics()(got)\n"
+        "print(m['accuracy'])\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO / "tests")])}
+    env.pop("CASEBENCH_PLUGINS", None)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=REPO, env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert 0.0 <= float(r.stdout.split()[-1]) <= 1.0

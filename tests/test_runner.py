@@ -484,3 +484,14 @@ def test_score_samples_share_one_request_and_answers_stop_at_the_verdict(tmp_pat
     assert stopped == whole and len(stopped) == 12
     assert read_manifest(tmp_path / "run").asked.stop_at_verdict is True
     assert read_manifest(tmp_path / "full").asked.stop_at_verdict is False
+
+
+def test_the_per_call_time_limit_is_a_run_setting_not_the_clis():
+    """Issue 24: the Python API gets the same per-call limit as ``casebench run``: the config's
+    own value, else twice a remote backend's transport timeout plus 10 s, none for a local one."""
+    from casebench.runs.config import RunConfig
+
+    assert RunConfig(mode="binary", model="openai/m").call_limit_s == 130.0
+    assert RunConfig(mode="binary", model="openai/m", backend_options={"timeout": 5}).call_limit_s == 20.0
+    assert RunConfig(mode="binary", model="openai/m", call_timeout=3).call_limit_s == 3.0
+    assert RunConfig(mode="prob", model="hf/smollm2-135m-instruct").call_limit_s is None

@@ -192,21 +192,12 @@ def batch_backends() -> str:
     return " and ".join(f"{b.prefix}/" for b in backends() if b.batch_api) or "no backend"
 
 
-def is_remote(model: str) -> bool:
-    """True when the model's backend asks a server (it gets a wall-clock limit per call)."""
-    from ..backends.registry import is_remote_spec
-
-    try:
-        return is_remote_spec(model)
-    except Exception:  # a bad spec: make_backend explains it later
-        return False
-
-
 def call_timeout(model: str, options: Mapping[str, Any]) -> float | None:
-    """A wall-clock safety net above a remote backend's own (per read) timeout."""
-    if not is_remote(model):
-        return None
-    return 2 * float(options.get("timeout") or 60.0) + 10
+    """A wall-clock safety net above a remote backend's own (per read) timeout: the one a
+    ``RunConfig`` gets by default (``runs.config.default_call_timeout``)."""
+    from ..runs.config import default_call_timeout
+
+    return default_call_timeout(model, dict(options))
 
 
 def backend_options(model: str, flags: Mapping[str, Any]) -> dict[str, Any]:

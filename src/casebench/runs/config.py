@@ -97,7 +97,8 @@ class RunConfig:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     max_cost: float | None = None
     prices: PriceTable | None = None
-    #: a runner-side limit per backend call (the backend has its own transport timeout)
+    #: the runner's wall-clock limit per backend call, in seconds, above the backend's own
+    #: transport timeout; None: the default for the backend (``call_limit_s``)
     call_timeout: float | None = None
     backend_options: dict[str, Any] = field(default_factory=dict)
     #: None: a bar on a terminal, periodic lines otherwise; False: quiet
@@ -105,6 +106,14 @@ class RunConfig:
     #: a damaged run directory: move damaged record lines aside and rebuild a lost manifest from
     #: these settings when every surviving record fits them (``runs.repair.salvage``)
     salvage: bool = False
+
+    @property
+    def call_limit_s(self) -> float | None:
+        """The per-call limit the runner applies: ``call_timeout``, else the backend's default
+        (``default_call_timeout``), the same from the CLI and the Python API."""
+        if self.call_timeout is not None:
+            return float(self.call_timeout)
+        return default_call_timeout(self.model, self.backend_options)
 
     def __post_init__(self) -> None:
         """Refuse nonsense where it is given (``RunError`` naming the option), not at ``run()``."""
@@ -133,6 +142,21 @@ class RunConfig:
             raise RunError(f"--reask must be one of repair, same, got {self.reask!r}")
         if self.context_as is not None and self.context_as not in CONTEXT_PLACEMENTS:
             raise RunError(f"--context-as must be one of {', '.join(CONTEXT_PLACEMENTS)}, got {self.context_as!r}")
+
+
+def default_call_timeout(model: str, options: dict[str, Any] | None = None) -> float | None:
+    """The wall-clock safety net per call a run gets when it names none: for a backend that asks
+    a server, twice its own transport timeout (its ``timeout`` option, 60 s if not given) plus
+    10 s; a local backend none (a local call ends when its batch does)."""
+    from ..backends.registry import is_remote_spec
+
+    try:
+        remote = is_remote_spec(model)
+    except Exception:  # an unknown spec is refused later, with its reason
+        remote = False
+    if not remote:
+        return None
+    return 2 * float((options or {}).get("timeout") or 60.0) + 10
 
 
 def default_out_dir(model: str, mode: str, removed: Sequence[str] = (), context_as: str | None = None,

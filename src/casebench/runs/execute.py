@@ -341,6 +341,7 @@ class Runner:
         self.batch_size = max(1, int(getattr(backend, "batch_size", 1) or 1))
         self.shared_samples = bool(getattr(backend.capabilities, "shared_samples", False))
         self.per_answer = bool(getattr(backend.capabilities, "per_answer", False))
+        self.call_limit = self.cfg.call_limit_s
         self.stop = self.mode.stopper() if prep.asked.stop_at_verdict else None
         self.queue: collections.deque[_Job] = collections.deque()
         self.stop_reason: RunState | None = None
@@ -445,8 +446,8 @@ class Runner:
                 else:
                     coro = self.backend.answer(reqs, self.prep.settings,  # type: ignore[call-arg]
                                                on_answer=sink.for_jobs(todo), on_tokens=self._tokens)
-                if self.cfg.call_timeout:
-                    answers = await asyncio.wait_for(coro, self.cfg.call_timeout)
+                if self.call_limit:
+                    answers = await asyncio.wait_for(coro, self.call_limit)
                 else:
                     answers = await coro
                 if len(answers) != len(reqs):
@@ -461,7 +462,7 @@ class Runner:
             except TransientError as e:
                 reason, retry_after = str(e), e.retry_after
             except asyncio.TimeoutError:
-                reason = f"no answer within {self.cfg.call_timeout:g}s"
+                reason = f"no answer within {self.call_limit:g}s"
             except BackendError as e:
                 reason = str(e)
             reason = redact_text(reason)

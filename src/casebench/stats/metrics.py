@@ -596,17 +596,21 @@ def metric(name: str, *, label: str | None = None, heading: str | None = None, s
            proportion: Callable[[Sums], tuple[np.ndarray, np.ndarray]] | None = None,
            base: Callable[[Sums], np.ndarray] | None = None, calibration: bool = False,
            paper_undefined: float | None = None, interval: bool = True, family: str = "primary",
-           ) -> Callable[[Callable[[Sums], np.ndarray]], Callable[[Sums], np.ndarray]]:
-    """Decorator form of ``register_metric`` for a formula on column sums::
+           paper: bool = False) -> Callable[[Callable[[Sums], np.ndarray]], Callable[[Sums], np.ndarray]]:
+    """Decorator form of ``register_metric`` for a formula on column sums (the keywords are the
+    fields of ``MetricDef``; ``paper`` False by default: a metric added later is left out of the
+    paper-compatible output, which stays what the paper's script prints)::
 
         @metric("predicted_safe_rate", label="predicted safe", columns=PREDICTED_SAFE_COLUMNS)
         def predicted_safe_rate(s):
             return s["ps"] / s["w"]
     """
     def wrap(formula: Callable[[Sums], np.ndarray]) -> Callable[[Sums], np.ndarray]:
-        register_metric(MetricDef(name, label or name, heading or label or name, short or label or name,
-                                  higher_is_better, continuous, test, formula, digits, behaviour, columns,
-                                  proportion, base, calibration, paper_undefined, interval, family))
+        register_metric(MetricDef(
+            name=name, label=label or name, heading=heading or label or name, short=short or label or name,
+            higher_is_better=higher_is_better, continuous=continuous, test=test, formula=formula, digits=digits,
+            behaviour=behaviour, columns=columns, proportion=proportion, base=base, calibration=calibration,
+            paper_undefined=paper_undefined, interval=interval, family=family, paper=paper))
         return formula
 
     return wrap
