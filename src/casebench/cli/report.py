@@ -20,7 +20,8 @@ from ._common import (
 @click.option("--paper-compat", is_flag=True, help="Score as the published script does (missing answers filled).")
 @click.option("--bootstrap", "n_boot", type=click.IntRange(min=0), default=2000, show_default=True,
               help="Bootstrap resamples for CIs and paired tests.")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Seed of the bootstrap resamples and of the human section's random draws of annotators.")
 @click.option("--title", default="casebench report", show_default=True)
 @click.option("--no-human", is_flag=True, help="Leave out the human-vote section.")
 @click.option("--hide-text", is_flag=True,

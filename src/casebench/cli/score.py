@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # pragma: no cover
 @click.option("--by", "by", type=click.Choice(["category", "intent"]), multiple=True,
               help="Also print a breakdown with CIs (repeatable); every --format carries it (JSON: 'breakdowns').")
 @click.option("--bootstrap", "n_boot", type=click.IntRange(min=0), default=2000, show_default=True, help="Bootstrap resamples for CIs (0: none).")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap resamples.")
 @click.option("--data", type=click.Path(dir_okay=False), default=None,
               help="The dataset of run directories, if their manifest's path is not reachable; published files "
                    "are checked against it record by record (default: the CASEBench_data.json beside their exp/).")
