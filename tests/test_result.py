@@ -232,3 +232,35 @@ def test_later_analyses_attach_blocks_and_figures_to_the_one_result():
     assert "0.2500" in text_table([s])
     with pytest.raises(ValueError, match="not a registered metric"):
         r.add_figure("no_such_figure", 1.0)
+
+
+def test_casebench_run_reads_its_dataset_once_and_scores_the_run_once(tmp_path, monkeypatch):
+    """The end of ``casebench run`` (coverage check, summary, table, report) reads the run's
+    dataset once and scores the run once (against a local OpenAI-compatible server)."""
+    import casebench.data as data_mod
+    import casebench.runs.results as results_mod
+    from servers.fault_server import FaultServer
+    from test_runner import binary_answer
+    from test_runs import write_dataset
+
+    monkeypatch.setenv("CASEBENCH_CACHE", str(tmp_path / "cache"))  # no published models: no reference rows
+    monkeypatch.delenv("CASEBENCH_DATA", raising=False)
+    data = write_dataset(tmp_path / "cases.json", 12)
+    reads: list[str] = []
+    real = data_mod.load_dataset
+
+    def counted(path, *a, **k):
+        reads.append(str(path))
+        return real(path, *a, **k)
+
+    monkeypatch.setattr(data_mod, "load_dataset", counted)
+    monkeypatch.setattr(results_mod, "load_dataset", counted)
+    out = tmp_path / "run"
+    before = sum(result.BUILDS.values())
+    with FaultServer(answer_fn=binary_answer) as srv:
+        r = CliRunner().invoke(cli, ["run", "--model", "openai/judge-x", "--mode", "binary", "--data", str(data),
+                                     "--base-url", srv.base_url, "-o", str(out), "--no-progress"])
+    assert r.exit_code == 0, r.output
+    assert (out / "report.html").is_file()
+    assert [p for p in reads if Path(p).name == "cases.json"] == [str(data)]
+    assert result.BUILDS[str(out)] == 1 and sum(result.BUILDS.values()) - before == 1
