@@ -879,9 +879,10 @@ def _reference_note(refs: Sequence[tuple[list[int], dict[str, Any]]]) -> str:
     return (f'<p class="note reference">Reference, people ({ref["cases"]} cases): one annotator agrees with another '
             f'on {_f(ref["annotator_agreement"])} of votes and the majority label with '
             f'{_f(ref["oracle_vote_agreement"])} (the ceiling of vote agreement); no P(safe) reaches a BCE below '
-            f'{_f(ref["bce_floor"])}; people\'s context shift is {_f(ref["context_shift"])} and their labels follow '
-            f'the context in {_f(ref["context_follow"])} of {ref["context_pairs"]} query pairs '
-            '(see “Context sensitivity”).</p>')
+            f'{_f(ref["bce_floor"])}; one person\'s context shift is {_f(ref["context_shift"])} and people\'s majority '
+            f'label follows the context in {_f(ref["context_follow"])} of {ref["context_pairs"]} query pairs '
+            f'({"with the intent vote" if ref.get("label_source", "published") == "published" else "from the votes alone"};'
+            ' see “Context sensitivity”).</p>')
 
 
 #: how many context-blind queries the report lists per input
