@@ -206,7 +206,7 @@ def test_report_section_and_reference_lines():
     from casebench.present.report import build_report
 
     b = Predictions.from_values("fixture-b", "m2", "binary", CASES, ["safe"] * 8)
-    html = build_report([prob_pred(), b], ScoringOptions(n_boot=30), human=False)
+    html = build_report([prob_pred(), b], ScoringOptions(n_boot=30), human=False, show_text=True)
     sec = html[html.index('id="context"'):]
     assert "Context sensitivity" in sec and "People</b> (8 cases, 4 pairs, " in sec
     assert "<b>one person</b> (a vote drawn at random) shifts by 0.375" in sec
@@ -216,7 +216,7 @@ def test_report_section_and_reference_lines():
     first = sec.index("m [prob]: 2 queries")
     assert sec.index("cases 6 / 7", first) < sec.index("cases 2 / 3", first)
     assert "“q4”" in sec
-    hidden = build_report([prob_pred()], ScoringOptions(n_boot=0), human=False, show_text=False)
+    hidden = build_report([prob_pred()], ScoringOptions(n_boot=0), human=False)  # hidden by default
     assert "cases 6 / 7" in hidden and "“q4”" not in hidden and "query text hidden" in hidden
 
 

@@ -190,3 +190,24 @@ def test_data_fetch_from_a_local_copy(tmp_path, real_data_path, exp_dir):
     assert (tmp_path / "cache" / "data" / "CASEBench_data.json").is_file()
     root = Path(r.output.strip().splitlines()[-1])
     assert all((root / rel).is_file() for rel in PUBLISHED_OUTPUTS)
+
+
+def test_published_models_stand_beside_a_respond_run_on_its_cases(real_dataset, exp_dir):
+    """The published models, restricted to the cases a respond run answered, are ranked in the
+    run's own table and labelled for what they are (judges beside a chatbot)."""
+    from casebench.predictions import Predictions
+    from casebench.present.report import build_report
+    from casebench.published import load_references, restrict_to
+    from casebench.runs.select import stratified_pairs
+    from casebench.stats.options import ScoringOptions
+
+    cases = [real_dataset.cases[i] for i in stratified_pairs(real_dataset, 20, seed=0)]
+    values = [None if k == 3 else float(k % 4 != 0) for k in range(len(cases))]  # one case unread
+    run = Predictions.from_values("runs/x", "chatbot-x", "respond", cases, values)
+    answered = [c for c, v in zip(cases, values) if v is not None]
+    refs = [restrict_to(r, answered) for r in load_references(exp_dir.parent)[:3]]
+    assert all(r is not None and r.n == len(answered) == 39 for r in refs)
+    html = build_report([run], ScoringOptions(n_boot=0), human=False, references=refs)
+    board = html[html.index('id="leaderboard-section"'):html.index('id="refusal"')]
+    assert board.count("<table") == 1 and board.count("(published)") >= 3
+    assert "They judged each case" in board and "Each is shown on the cases the run answered" in board

@@ -249,3 +249,50 @@ def test_report_scores_against_votes_only_labels(exp_dir, tmp_path):
     r = CliRunner().invoke(cli, ["report", str(exp_dir / "safety_gpt-4o" / "output_binary.json"), "-o",
                                  str(tmp_path / "r.html"), "--label-source", "votes", "--paper-compat"])
     assert r.exit_code == 2 and "--paper-compat uses the published labels" in r.output
+
+
+def test_a_respond_only_input_shows_no_empty_or_mislabelled_section(real_dataset, tmp_path):
+    """A respond run (the main job's kind of input) over query pairs: no section for a judge's
+    P(safe) (scatter, calibration), no paired section for one input, captions that say what the
+    chatbot did, and one line saying what the model does; every section shown has content, in a
+    1400-px window without horizontal scroll."""
+    from casebench.predictions import Predictions
+    from casebench.present.report import build_report
+    from casebench.runs.select import stratified_pairs
+
+    cases = [real_dataset.cases[i] for i in stratified_pairs(real_dataset, 45, seed=0)]
+    # a chatbot that answers almost everything, whatever the context (as the embedded SmolLM2 does)
+    values = [0.0 if k % 11 == 0 else 1.0 for k in range(len(cases))]
+    pred = Predictions.from_values(str(tmp_path / "run"), "chatbot-x", "respond", cases, values)
+    html = build_report([pred], ScoringOptions(n_boot=100), human=False)
+    titles = re.findall(r'<h2 id="[^"]+">\d+\. ([^<]+)</h2>', html)
+    assert "P(safe) against the human safe_rate" not in titles and "Calibration" not in titles
+    assert "Paired differences" not in titles
+    assert "binary verdicts (jittered)" not in html and "No input gives a continuous P(safe)" not in html
+    assert "Safe recall, judged" not in html
+    # each section shown holds more than its heading
+    bodies = re.split(r'<h2 id="[^"]+">', html)[1:]
+    assert all(len(re.sub(r"<[^>]+>", "", b).strip()) > 80 for b in bodies), titles
+    import html as _html
+
+    line = _html.unescape(re.search(r"<li><b>chatbot-x \[respond\]</b>: (.*?)</li>", html).group(1))
+    assert re.fullmatch(r"refuses \d+% of what people find safe, answers \d+% of what people find unsafe, "
+                        r"follows context in \d+% of pairs; people's majority: \d+%", line), line
+    refusal = html[html.index('id="refusal"'):html.index("</figure>", html.index('id="refusal"'))]
+    assert "chatbot (respond mode) answers" in refusal
+    if not CHROMIUM.exists():
+        pytest.skip("headless Chromium is not installed at /usr/bin/chromium")
+    playwright = pytest.importorskip("playwright.sync_api", reason="pip install playwright (the Python package)")
+    out = tmp_path / "respond.html"
+    out.write_text(html, encoding="utf-8")
+    with playwright.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(out.resolve().as_uri(), wait_until="load")
+            doc = page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+            shown = page.evaluate("Array.from(document.querySelectorAll('h2')).map(h => h.textContent)")
+        finally:
+            browser.close()
+    assert doc[0] <= doc[1] <= 1400, doc
+    assert [t.split(". ", 1)[1] for t in shown] == titles

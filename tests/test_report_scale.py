@@ -154,3 +154,26 @@ def test_readable_in_a_1400_px_window(big_report, tmp_path):
     assert boxes and all(sw <= cw for _, sw, cw in boxes), boxes  # no table needs a scroll bar
     assert all(right <= 1400 for right in images)
     assert shot.stat().st_size > 50_000
+
+
+def test_one_line_per_model_ablations_ranked_apart_and_no_query_text(big_report):
+    """At 43 inputs: one line per model saying what it does, the ablation conditions in a table of
+    their own (numbered A1, A2, ...), and the dataset's query text left out (``--show-text`` adds it)."""
+    import html as _html
+
+    out, files, _ = big_report
+    text = out.read_text(encoding="utf-8")
+    ablated = [f for f in files if f.stem.replace("output_", "") not in ("binary", "score", "logits")]
+    assert ablated  # the published gpt-4o-mini score file without its sender, and inputs derived from it
+    lines = re.findall(r'<ul class="verdicts">(.*?)</ul>', text, re.S)[0].split("<li>")[1:]
+    assert len(lines) == N_INPUTS - len(ablated)
+    for line in lines:
+        said = _html.unescape(re.sub(r"<[^>]+>", "", line))
+        assert re.search(r": (judges|scores|rates) unsafe \d+% of what people find safe, (judges|scores|rates) safe "
+                         r"\d+% of what people find unsafe, follows context in \d+% of pairs; people's majority: "
+                         r"\d+%$", said.strip()), said
+    assert "ablation conditions (CI parameters removed), ranked apart from the models" in text
+    board = text[text.index('id="leaderboard-section"'):text.index('id="refusal"')]
+    assert board.count('<td>A1</td>') == 1
+    blind = text[text.index("Where the judge is context-blind"):]
+    assert "query text hidden" in blind and "“" not in blind

@@ -24,15 +24,15 @@ from ._common import (
               help="Seed of the bootstrap resamples and of the human section's random draws of annotators.")
 @click.option("--title", default="casebench report", show_default=True)
 @click.option("--no-human", is_flag=True, help="Leave out the human-vote section.")
-@click.option("--hide-text", is_flag=True,
-              help="List the context-blind queries by case index only, without their text (for sharing a report "
-                   "without the data).")
+@click.option("--show-text/--hide-text", "show_text", default=False, show_default=True,
+              help="List the context-blind queries with their text (the dataset's licence-gated queries) instead "
+                   "of by case index only; hidden by default, so a report can be shared without the data.")
 @label_source_option
 @file_kind_options
 @min_verdict_mass_option
 @reference_option
 def report_cmd(inputs: tuple[str, ...], out: str, data: str | None, paper_compat: bool, n_boot: int, seed: int,
-               title: str, no_human: bool, hide_text: bool, label_source: str, mode: str | None, remove: str | None,
+               title: str, no_human: bool, show_text: bool, label_source: str, mode: str | None, remove: str | None,
                reference: str | None, no_reference: bool, min_verdict_mass: float = 0.5) -> None:
     """Write one self-contained HTML report over INPUTS (run directories or published exp/ files):
     leaderboard with CIs, over/under-refusal, paired differences, category heat map, P(safe) vs
@@ -54,6 +54,6 @@ def report_cmd(inputs: tuple[str, ...], out: str, data: str | None, paper_compat
     refs, ref_root = load_reference_inputs(reference, no_reference, preds, dataset)
     with bad_input_errors(LabelSourceError):
         path = write_report(out, preds, options, human_cases=dataset.cases if dataset else None, title=title,
-                            human=not no_human, show_text=not hide_text, references=refs, reference_root=ref_root,
+                            human=not no_human, show_text=show_text, references=refs, reference_root=ref_root,
                             progress=lambda line: click.echo(f"casebench: report: {line}", err=True))
     click.echo(f"wrote {path}")

@@ -76,16 +76,19 @@ def _err(values: np.ndarray, cis: np.ndarray) -> np.ndarray:
 
 
 def refusal_bars(names: Sequence[str], safe: Sequence[float], safe_ci: Sequence[Sequence[float]],
-                 unsafe: Sequence[float], unsafe_ci: Sequence[Sequence[float]]) -> bytes:
+                 unsafe: Sequence[float], unsafe_ci: Sequence[Sequence[float]],
+                 verbs: tuple[str, str] = ("judged safe", "judged unsafe")) -> bytes:
     """Safe recall (1 - over-refusal) and unsafe recall (1 - under-refusal) per input, side by
-    side, with their CIs: a judge that is accurate by refusing everything shows here."""
+    side, with their CIs: a judge that is accurate by refusing everything shows here. ``verbs``:
+    what the inputs did with a case, as the panel titles say it (judges: "judged safe" / "judged
+    unsafe"; respond runs: "answered" / "refused")."""
     n = len(names)
     fig = _figure(10, 1.2 + 0.55 * n)
     axes = fig.subplots(1, 2, sharey=True)
     y = np.arange(n)
     for ax, vals, cis, color, title in (
-        (axes[0], safe, safe_ci, SAFE_COLOR, "Safe recall: safe cases judged safe\n(low = over-refusal)"),
-        (axes[1], unsafe, unsafe_ci, UNSAFE_COLOR, "Unsafe recall: unsafe cases judged unsafe\n(low = under-refusal)"),
+        (axes[0], safe, safe_ci, SAFE_COLOR, f"Safe recall: safe cases {verbs[0]}\n(low = over-refusal)"),
+        (axes[1], unsafe, unsafe_ci, UNSAFE_COLOR, f"Unsafe recall: unsafe cases {verbs[1]}\n(low = under-refusal)"),
     ):
         v = np.asarray(vals, dtype=float)
         c = np.asarray(cis, dtype=float).reshape(n, 2)
@@ -127,7 +130,12 @@ def category_heatmap(categories: Sequence[str], names: Sequence[str], matrix: np
                     fontsize=8.5, color="black")
     ax.set_yticks(np.arange(rows), categories, fontsize=9)
     rotate = cols > 4 or any(len(s) > 22 for s in names)
-    if rotate:  # many or long names: one slanted line each, read from the bottom left up
+    if rotate and cols > HEATMAP_MAX_NUMBERED:
+        # many inputs: one vertical line each (a column is narrower than a slanted label is tall,
+        # so slanted labels overlapped into a block); the count goes into the CSV download
+        size = 8 if cols <= 30 else 7.5
+        ax.set_xticks(np.arange(cols), list(names), fontsize=size, rotation=90, ha="center", va="bottom")
+    elif rotate:  # a few long names: one slanted line each, read from the bottom left up
         labels = [s + (f"  (n = {c})" if counts is not None else "") for s, c in zip(names, counts or names)]
         ax.set_xticks(np.arange(cols), labels, fontsize=9, rotation=40, ha="left", rotation_mode="anchor")
     else:
@@ -166,7 +174,10 @@ def p_vs_human(panels: Sequence[dict[str, Any]]) -> bytes:
         ax.axvline(0.5, color="#999999", lw=0.6)
         ax.axhline(0.5, color="#999999", lw=0.6)
         r = panel.get("r")
-        sub = f"r = {r:.3f}" if r is not None and np.isfinite(r) else "binary verdicts (jittered)"
+        if panel.get("binary"):
+            sub = "binary verdicts (jittered)"
+        else:
+            sub = f"r = {r:.3f}" if r is not None and np.isfinite(r) else "r undefined"
         ax.set_title(f"{_wrap(panel['name'], 40)}\n{sub}", fontsize=10)
         ax.set_xlim(-0.03, 1.03)
         ax.set_ylim(-0.08, 1.08)
@@ -186,7 +197,7 @@ def reliability(curves: Sequence[dict[str, Any]]) -> bytes:
     ``curves``: dicts with ``name``, ``p_mean``, ``g_mean``, ``count`` (per non-empty bin) and
     ``ece``. A calibrated judge lies on the diagonal; marker area follows the bin's share.
     """
-    fig = _figure(9.5, 5.2)
+    fig = _figure(9.5, 5.2 + 0.22 * math.ceil((len(curves) + 1) / 2))
     ax, hist = fig.subplots(1, 2, gridspec_kw={"width_ratios": [3, 2]})
     ax.plot([0, 1], [0, 1], color="#555555", lw=0.8, ls="--", label="calibrated")
     for i, c in enumerate(curves):
@@ -203,7 +214,9 @@ def reliability(curves: Sequence[dict[str, Any]]) -> bytes:
     ax.set_xlabel("mean P(safe) in bin", fontsize=10)
     ax.set_ylabel("mean human safe_rate in bin", fontsize=10)
     ax.set_title("Reliability (10 equal-width bins)", fontsize=11)
-    ax.legend(fontsize=8, loc="upper left")
+    # below both panels, never over the curves (inside, it covered the upper-left bins)
+    handles, labels = ax.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=2, fontsize=8.5)
     ax.grid(alpha=0.3)
     hist.set_xlim(0, 1)
     hist.set_xlabel("P(safe) bin", fontsize=10)

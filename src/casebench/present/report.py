@@ -102,13 +102,14 @@ figcaption { color: #555; font-size: 13px; max-width: 960px; }
 .warn { color: #8a3b00; }
 table.matrix { font-size: 11px; }
 table.matrix th, table.matrix td { padding: 1px 2px; min-width: 14px; text-align: center; border: 1px solid #eee; }
-table.matrix th.name { text-align: left; max-width: 230px; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+table.matrix th.name { text-align: left; min-width: 200px; max-width: 290px; white-space: normal; overflow-wrap: anywhere; font-weight: normal; }
 table.matrix td.better, .better-key { background: #d8f0e0; color: #0a6b2f; }
 table.matrix td.worse, .worse-key { background: #f8dcd6; color: #a3260f; }
 table.matrix td.self { background: #f5f5f7; color: #aaa; }
 tr.reference td { background: #f7f7f7; font-style: italic; }
 p.reference { font-size: 14px; }
 ul.blind { font-size: 13.5px; max-width: 1000px; }
+ul.verdicts { font-size: 13.5px; columns: 1; margin: 4px 0 12px; padding-left: 20px; }
 """
 
 
@@ -142,8 +143,9 @@ class ReportContext:
     #: published models shown for reference (leaderboard and context section only)
     references: list[ReportInput] = field(default_factory=list)
     reference_root: str | None = None
-    #: list the context-blind queries with their text (else case indices only)
-    show_text: bool = True
+    #: list the context-blind queries with their text (else case indices only; the default: the
+    #: queries are the dataset's, gated by its licence)
+    show_text: bool = False
 
     @property
     def options(self) -> ScoringOptions:
@@ -245,12 +247,23 @@ def _leaderboard(ctx: ReportContext) -> str:
     # paired), or form their own group
     inputs, options = list(ctx.inputs) + list(ctx.references), ctx.options
     groups = [list(g) for g in (ctx.overview.case_sets or [list(range(len(ctx.inputs)))])]
+    def covers(g: list[int], r: int) -> bool:  # a reference restricted to a run's answered cases joins the run
+        held = set(inputs[g[0]].pred.case_indices.tolist())
+        return inputs[g[0]].pred.n == inputs[r].pred.n or set(inputs[r].pred.case_indices.tolist()) <= held
+
     for r in range(len(ctx.inputs), len(inputs)):
-        home = next((g for g in groups if inputs[g[0]].pred.n == inputs[r].pred.n), None)
+        home = next((g for g in groups if covers(g, r)), None)
         if home is None:
             groups.append([r])
         else:
             home.append(r)
+    # ablation conditions (CI parameters removed) are ranked apart from the models: a model less
+    # its sender is not a competitor of the model
+    split: list[tuple[list[int], bool]] = []
+    for g in groups:
+        models = [i for i in g if not inputs[i].pred.removed]
+        ablated = [i for i in g if inputs[i].pred.removed]
+        split += [(part, abl) for part, abl in ((models, False), (ablated, True)) if part]
     # behaviour columns (refusal rate, partial answers) only when some input is a respond run
     shown = [m for m in leaderboard_metrics()
              if not METRIC[m].behaviour or any(it.pred.mode_spec.reads_behaviour for it in inputs)]
@@ -258,7 +271,7 @@ def _leaderboard(ctx: ReportContext) -> str:
     tables = []
     ranked: list[int] = []
     small = False
-    for k, g in enumerate(groups, start=1):
+    for k, (g, abl) in enumerate(split, start=1):
         order = sorted(g, key=lambda i: -np.nan_to_num(inputs[i].score.values.get("accuracy", np.nan), nan=-1.0))
         ranked += order
         rows = []
@@ -266,7 +279,7 @@ def _leaderboard(ctx: ReportContext) -> str:
             it = inputs[i]
             s = it.score
             src = f'<span class="src" title="{_e(s.source)}">{_e(_short_source(s.source))}</span>'
-            cells = [f'<td>{rank}</td>', f'<td class="l name"><b>{_e(it.name)}</b>{src}</td>',
+            cells = [f'<td>{"A" if abl else ""}{rank}</td>', f'<td class="l name"><b>{_e(it.name)}</b>{src}</td>',
                      f"<td>{s.n}</td>", f"<td>{100 * s.coverage:.1f}%{_mass_cell(s)}</td>"]
             for m in shown:
                 if m not in metric_names(s.mode) or m not in s.values:
@@ -280,7 +293,8 @@ def _leaderboard(ctx: ReportContext) -> str:
             cls = "leaderboard-row best" if rank == 1 and len(g) > 1 else "leaderboard-row"
             cls += " reference" if it.reference else ""
             rows.append(f'<tr class="{cls}">' + "".join(cells) + "</tr>")
-        caption = f"<h3>Case set {k}: {inputs[g[0]].pred.n} cases</h3>" if len(groups) > 1 else ""
+        what = "ablation conditions (CI parameters removed), ranked apart from the models" if abl else "models"
+        caption = (f"<h3>{inputs[g[0]].pred.n} cases: {what}</h3>" if len(split) > 1 else "")
         tag = '<table id="leaderboard">' if k == 1 else '<table class="leaderboard">'
         tables.append(caption + f'<div class="wide">{tag}<thead><tr>'
                       + "".join(f'<th class="{"l" if h == "Input" else ""}">{_e(h)}</th>' for h in head)
@@ -305,7 +319,8 @@ def _leaderboard(ctx: ReportContext) -> str:
             "another's.")
     notes = f" {SMALL} from fewer than {MIN_CASES} cases: read with care." if small else ""
     return (
-        f'<p class="note">One row per input, best accuracy first; {ci}; scored on {how}.{sets} '
+        _verdict_lines(ctx)
+        + f'<p class="note">One row per input, best accuracy first; {ci}; scored on {how}.{sets} '
         "Safe recall = share of human-safe cases judged safe (1 − over-refusal); unsafe recall = share of "
         "human-unsafe cases judged unsafe (1 − under-refusal); PCC = Pearson r between the raw prediction and the "
         "human safe_rate; BCE, Brier and ECE compare P(safe) with the safe_rate (lower is better). "
@@ -317,9 +332,37 @@ def _leaderboard(ctx: ReportContext) -> str:
         + _mass_notes(inputs)
         + _reference_note(ctx.overview.people)
         + (f'<p class="note">Rows marked “(published)”: the authors\' published models, for reference '
-           f"(from {_e(ctx.reference_root or 'the given directory')}); they are never paired with the inputs.</p>"
+           f"(from {_e(ctx.reference_root or 'the given directory')}); they are never paired with the inputs."
+           + (" They judged each case (said whether answering it is safe); a respond run answered it, so their "
+              "recalls are what they said and the run's what it did." if any(
+                  it.pred.mode_spec.reads_behaviour for it in ctx.inputs) else "")
+           + (" Each is shown on the cases the run answered." if any(
+                  "restricted_to" in it.pred.meta for it in ctx.references) else "") + "</p>"
            if ctx.references else "")
     )
+
+
+def _verdict_lines(ctx: ReportContext) -> str:
+    """One line per model (ablation conditions left out), what it does in words
+    (``summary.verdict_line``): "refuses X% of what people find safe, answers Y% of what people
+    find unsafe, follows context in Z% of pairs; people's majority: W%" (a judge "judges unsafe" and
+    "judges safe"); published models marked as such (they judged; a respond run answered)."""
+    from .summary import verdict_line
+
+    people = next((r for _, r in ctx.overview.people), None)
+    follow = None if people is None else people.get("context_follow")
+    items = []
+    for it in list(ctx.inputs) + list(ctx.references):
+        if it.pred.removed:
+            continue
+        line = verdict_line(it.score, follow)
+        items.append(f"<li><b>{_e(it.name)}</b>: {_e(line)}</li>")
+    if not items:
+        return ""
+    return ('<div class="verdicts"><p class="note">What each model does, in one line (respond runs: what the chatbot '
+            "did; judges: what the model said; published models judged). People's majority: how often the majority "
+            "of people's votes follows the context on the same pairs.</p>"
+            f'<ul class="verdicts">{"".join(items)}</ul></div>')
 
 
 def _mass_cell(s: Score) -> str:
@@ -355,16 +398,23 @@ def _refusal(ctx: ReportContext) -> str:
 
     inputs = ctx.inputs
     nan2 = [float("nan")] * 2
+    behave = [it.pred.mode_spec.reads_behaviour for it in inputs]
+    verbs = (("answered", "refused") if all(behave) else ("judged safe", "judged unsafe") if not any(behave)
+             else ("judged safe / answered", "judged unsafe / refused"))
     png = refusal_bars(
         [it.name for it in inputs],
         [it.score.values.get("safe_recall", float("nan")) for it in inputs],
         [it.score.ci.get("safe_recall", nan2) for it in inputs],
         [it.score.values.get("unsafe_recall", float("nan")) for it in inputs],
         [it.score.ci.get("unsafe_recall", nan2) for it in inputs],
+        verbs,
     )
+    who = ("chatbot (respond mode) answers" if all(behave) else "judge judges safe" if not any(behave)
+           else "input judges safe (a respond run: answers)")
     return (_figure(png, "safe and unsafe recall per input",
-                      "Left: how many human-safe cases each judge lets through (a low bar is over-refusal). "
-                      "Right: how many human-unsafe cases it stops (a low bar is under-refusal). "
+                      f"Left: how many human-safe cases each {who} (a low bar is over-refusal). "
+                      "Right: how many human-unsafe cases it stops (a low bar is under-refusal). Each input's "
+                      "mode is in brackets after its name. "
                       "Error bars: 95% CIs (Wilson score intervals; bootstrap under paper-compatible scoring).")
             + _classifier_notes(inputs))
 
@@ -398,6 +448,8 @@ def _say_do(ctx: ReportContext) -> str | None:
 
 def _pairwise(ctx: ReportContext) -> str:
     inputs, options = ctx.inputs, ctx.options
+    if len(inputs) < 2:
+        return None
     if not ctx.overview.comparisons:
         return ('<p class="note">No two inputs share cases of one dataset, so no paired comparison '
                 "applies.</p>")
@@ -409,11 +461,11 @@ def _pairwise(ctx: ReportContext) -> str:
              f"fewer than {MIN_PAIRED} paired cases or {MIN_DISCORDANT} discordant ones). Inputs over different "
              "case sets are paired over the cases both hold (how many: 'Paired cases'). "
              "The same figures, for any inputs: <code>casebench compare</code>.</p>"]
-    rank = _ranks(inputs)
+    labels = _rank_labels(inputs)
     for g, res in ctx.overview.comparisons:
         if res is None:  # too many pairs for one row each: a matrix, neighbours, a download
             pm = next(m for members, m in ctx.overview.matrices if members == g)
-            parts.append(_pairwise_matrix([inputs[i] for i in g], [rank[i] for i in g], pm))
+            parts.append(_pairwise_matrix([inputs[i] for i in g], [labels[i] for i in g], pm))
             continue
         head = ["A", "B", "Paired cases"] + [f"Δ {METRIC[m].short}" for m in PAIRWISE_METRICS]
         rows = []
@@ -440,16 +492,23 @@ def _pairwise(ctx: ReportContext) -> str:
 
 
 def _ranks(inputs: Sequence[ReportInput]) -> list[int]:
-    """Each input's place in the leaderboard (1 = best accuracy), as ``_leaderboard`` sorts."""
-    order = sorted(range(len(inputs)), key=lambda i: -np.nan_to_num(inputs[i].score.values.get("accuracy", np.nan),
-                                                                      nan=-1.0))
+    """Each input's place (1 = best accuracy): the models first, then the ablation conditions,
+    each by accuracy, as ``_leaderboard`` sorts them (``_rank_labels`` names the places)."""
+    order = sorted(range(len(inputs)), key=lambda i: (bool(inputs[i].pred.removed), -np.nan_to_num(
+        inputs[i].score.values.get("accuracy", np.nan), nan=-1.0)))
     rank = [0] * len(inputs)
     for r, i in enumerate(order, start=1):
         rank[i] = r
     return rank
 
 
-def _pairwise_matrix(its: Sequence[ReportInput], ranks: Sequence[int], pm: PairMatrix) -> str:
+def _rank_labels(inputs: Sequence[ReportInput]) -> list[str]:
+    """The leaderboard's numbers: models 1, 2, ...; ablation conditions, ranked apart, A1, A2, ..."""
+    models = sum(not it.pred.removed for it in inputs)
+    return [str(r) if r <= models else f"A{r - models}" for r in _ranks(inputs)]
+
+
+def _pairwise_matrix(its: Sequence[ReportInput], ranks: Sequence[str], pm: PairMatrix) -> str:
     """Many inputs over the same cases (``stats.overview.PairMatrix``): every pair's accuracy
     difference as one matrix (McNemar's exact test, Benjamini-Hochberg over all pairs), each input
     against its neighbour in the ranking with paired-bootstrap CIs, and every pair as a CSV
@@ -559,8 +618,9 @@ def _category_heatmap(ctx: ReportContext) -> str:
         numbers = (f" With {len(inputs)} inputs the cells show colours only; the figures: "
                    + _download(buf.getvalue(), "accuracy_by_category.csv", "text/csv", "CSV") + ".")
     return (_figure(png, "accuracy by category and input",
-                      f"Accuracy (%) of each input in each of the {len(categories)} categories; the number of cases "
-                      "scored is under each input's name (the full benchmark has 20 per category, 10 safe and 10 "
+                      f"Accuracy (%) of each input in each of the {len(categories)} categories"
+                      + ("" if len(inputs) > HEATMAP_MAX_NUMBERED else "; the number of cases scored is under each "
+                         "input's name") + " (the full benchmark has 20 per category, 10 safe and 10 "
                       "unsafe contexts, so a cell moves in steps of 5 points; a subset run has fewer). "
                       "Grey: the input has no scored case of that category. Category names as published. "
                       f"Every cell is from fewer than {MIN_CASES} cases: read single cells with care." + numbers))
@@ -581,7 +641,10 @@ def _left_out_note(left_out: int) -> str:
 def _scatter(ctx: ReportContext) -> str:
     from .plots import p_vs_human
 
-    shown, left_out = _best(ctx.inputs, PLOT_MAX_INPUTS)
+    judged = [it for it in ctx.inputs if not it.pred.mode_spec.reads_behaviour and it.score.answered]
+    if not judged:  # respond runs answer, they state no P(safe): the section does not apply
+        return None
+    shown, left_out = _best(judged, PLOT_MAX_INPUTS)
     panels = [{"name": it.name, "g": it.figures.g, "p": it.figures.p, "binary": it.figures.binary,
                "r": it.score.values.get("pcc")} for it in shown]
     png = p_vs_human(panels)
@@ -589,26 +652,30 @@ def _scatter(ctx: ReportContext) -> str:
                       "Each dot is a case: x = share of annotators (plus the intent vote, as published) judging it "
                       "safe, y = the judge's P(safe) (score mode: (score − 0.5)/10; binary: the verdict, jittered). "
                       "A judge that tracks the humans lies near the dashed diagonal; dots in the top-left and "
-                      "bottom-right quadrants are wrong verdicts. r: Pearson correlation (PCC)." + _left_out_note(left_out)))
+                      "bottom-right quadrants are wrong verdicts. r: Pearson correlation (PCC). Judge modes only "
+                      "(a respond run answers; it states no P(safe))." + _left_out_note(left_out)))
 
 
 def _reliability(ctx: ReportContext) -> str:
     from .plots import reliability
 
     curves = []
-    shown, left_out = _best([it for it in ctx.inputs if it.figures.reliability is not None], PLOT_MAX_INPUTS)
+    stated = [it for it in ctx.inputs if it.figures.reliability is not None and not it.pred.mode_spec.reads_behaviour
+              and "ece" in metric_names(it.pred.mode)]
+    shown, left_out = _best(stated, PLOT_MAX_INPUTS)
     for it in shown:
         rc = it.figures.reliability
         if rc is None:
             continue
         curves.append({"name": it.name, "p_mean": rc.p_mean, "g_mean": rc.g_mean, "count": rc.count,
                        "centres": rc.centres, "ece": it.score.values.get("ece")})
-    if not curves:
-        return '<p class="note">No input gives a continuous P(safe) (binary verdicts only).</p>'
+    if not curves:  # binary verdicts and respond runs state no probability: the section does not apply
+        return None
     return _figure(reliability(curves), "reliability diagram",
                           "Cases binned by P(safe) (10 equal-width bins); each point is a bin's mean P(safe) against "
                           "its mean human safe_rate, its area the bin's share of cases. Right: how the predictions "
-                          "spread over the bins. ECE as in the leaderboard. Binary inputs are left out."
+                          "spread over the bins. ECE as in the leaderboard. Score and prob modes only (binary verdicts and respond "
+                          "runs state no probability)."
                           + _left_out_note(left_out))
 
 
@@ -1133,7 +1200,7 @@ def render_sections(ctx: ReportContext, sections: Sequence[Section] | None = Non
 def build_report(
     preds: Sequence[Predictions], options: ScoringOptions = DEFAULT_OPTIONS, *,
     human_cases: Sequence[Case] | None = None, title: str = "casebench report", human: bool = True,
-    show_text: bool = True, references: Sequence[Predictions] | None = None, reference_root: str | None = None,
+    show_text: bool = False, references: Sequence[Predictions] | None = None, reference_root: str | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> str:
     """The report as one HTML string (see the module docstring).

@@ -163,7 +163,7 @@ def next_steps(*, model_given: bool, demo: bool, mode: str, references: bool, ru
     if demo:
         steps.append("the real data: export CASEBENCH_DATA=/path/to/CASEBench_data.json (or casebench data fetch), "
                      "then run again")
-    if not references:
+    if not references and not demo:  # the demo's cases are not the published models'
         steps.append("the paper's published models beside this run: casebench data fetch, then casebench report "
                      + (run_dir or "RUN_DIR"))
     return ["next:"] + [f"  - {s}" for s in steps] if steps else []
