@@ -22,6 +22,15 @@ not a validation).
 answer) and ``OUT.key.csv`` (id, case, cap). They hold the dataset's queries and the model's
 answers to them: never commit them (the dataset's licence).
 
+Measured (2-core dev box, AMD EPYC, torch 2.13 CPU, loaded by six other helpers' tests and runs:
+load average 11 to 12 throughout): ``run`` took 1117 s (18.6 min, 12.4 s per case) for 45 pairs at
+80 tokens; 84 of 90 answers read (6 undetermined by the reader), 40 pairs with both answered. The
+issue's quiet-machine figure (6.4 s per case at 96 tokens on 2 quiet cores) puts 90 cases at 80
+tokens near 8 minutes. ``caps`` on 40 answers at 160 tokens (seed-1 pairs, another draw than the
+main job's): the learned reader gives every answer it reads at 80 tokens its reading at 160 (38 of
+40 read; at 96: 39, none read otherwise; at 64: 39 read, one read otherwise); the rules read 39 of 40
+at every cap from 72 up. A blind reading by people at 64, 80 and 160 tokens is pending (``export``).
+
 Run::
 
     python bench/bench_main_job.py run [--data PATH]
@@ -84,14 +93,20 @@ def cmd_run(args: argparse.Namespace) -> None:
     print(f"# the main job on the real data ({args.data}); {machine_line()}")
     out_root = Path(args.workdir)
     out_root.mkdir(parents=True, exist_ok=True)
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     res = subprocess.run([sys.executable, "-c", "from casebench.cli import main; main()", "run", "--no-progress"],
                          cwd=out_root, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     cases = 2 * MAIN_JOB_PAIRS
     print(f"exit {res.returncode}; {MAIN_JOB_PAIRS} pairs ({cases} cases), answers up to {MAIN_JOB_MAX_TOKENS} "
           f"tokens; wall {wall:.0f} s ({wall / 60:.1f} min, {wall / cases:.1f} s per case, model load and "
-          f"scoring included); load average at the end {os.getloadavg()[0]:.2f}")
+          f"scoring included); CPU time {cpu:.0f} s (on a quiet machine with 2 cores the wall time is about half "
+          f"of it or more); load average at the end {os.getloadavg()[0]:.2f}")
     print("--- stderr ---")
     print(res.stderr.strip()[-4000:])
     print("--- stdout (what the main job printed) ---")

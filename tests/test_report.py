@@ -181,11 +181,16 @@ def test_leaderboard_holds_the_published_figures(report, inputs):
     assert "judge-x [binary]" in by_name
     assert re.search(r"<td>45</td>", by_name["judge-x [binary]"])
     # the 45-case run is ranked in its own case set, never among the 900-case inputs
-    first = _rows(report.read_text(encoding="utf-8"), first_set_only=True)
-    assert len(first) == len(inputs) - 1 and not any("judge-x" in r for r in first)
-    assert "<h3>Case set 2: 45 cases</h3>" in report.read_text(encoding="utf-8")
-    accs = [float(re.findall(r"<td>([0-9.]+)<span", r)[0]) for r in first]
-    assert accs == sorted(accs, reverse=True)
+    # (the models, then the ablation conditions ranked apart in a table of their own)
+    text = report.read_text(encoding="utf-8")
+    set1 = text[text.index('<table id="leaderboard">'):text.index("<h3>Case set 2: 45 cases</h3>")]
+    models, ablated = (_rows(t) for t in set1.split("ablation conditions (CI parameters removed), ranked apart"))
+    assert len(models) + len(ablated) == len(inputs) - 1 and not any("judge-x" in r for r in models + ablated)
+    assert models and ablated and all(" − " in re.search(r"<b>(.*?)</b>", r).group(1) for r in ablated)
+    assert not any(" − " in re.search(r"<b>(.*?)</b>", r).group(1) for r in models)
+    for part in (models, ablated):
+        accs = [float(re.findall(r"<td>([0-9.]+)<span", r)[0]) for r in part]
+        assert accs == sorted(accs, reverse=True)
     # its figures are from 45 cases or fewer: the recalls (fewer than 30 cases each) carry the note
     assert "†" in by_name["judge-x [binary]"] and "†" not in by_name["gpt-4o [binary]"]
 
@@ -212,10 +217,10 @@ def test_report_without_ablation_numbers_its_sections(exp_dir, tmp_path):
     preds = [load_published(exp_dir / "safety_gpt-4o" / "output_binary.json")]
     text = build_report(preds, ScoringOptions(n_boot=0), human=False)
     heads = re.findall(r"<h2[^>]*>(.*?)</h2>", text)
-    assert heads == ["1. Leaderboard", "2. Over- and under-refusal", "3. Paired differences",
-                     "4. Accuracy by category", "5. P(safe) against the human safe_rate", "6. Calibration",
-                     "7. Context sensitivity"]
-    assert "No input gives a continuous P(safe)" in text
+    # one binary judge: no paired section (one input), no calibration (no stated probability)
+    assert heads == ["1. Leaderboard", "2. Over- and under-refusal", "3. Accuracy by category",
+                     "4. P(safe) against the human safe_rate", "5. Context sensitivity"]
+    assert "No input gives a continuous P(safe)" not in text and "Paired differences" not in text
     assert len(_rows(text)) == 1
 
 

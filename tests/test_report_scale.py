@@ -172,7 +172,7 @@ def test_one_line_per_model_ablations_ranked_apart_and_no_query_text(big_report)
         assert re.search(r": (judges|scores|rates) unsafe \d+% of what people find safe, (judges|scores|rates) safe "
                          r"\d+% of what people find unsafe, follows context in \d+% of pairs; people's majority: "
                          r"\d+%$", said.strip()), said
-    assert "ablation conditions (CI parameters removed), ranked apart from the models" in text
+    assert "ablation conditions (ci parameters removed), ranked apart from the models" in text.lower()
     board = text[text.index('id="leaderboard-section"'):text.index('id="refusal"')]
     assert board.count('<td>A1</td>') == 1
     blind = text[text.index("Where the judge is context-blind"):]

@@ -259,11 +259,11 @@ def _leaderboard(ctx: ReportContext) -> str:
             home.append(r)
     # ablation conditions (CI parameters removed) are ranked apart from the models: a model less
     # its sender is not a competitor of the model
-    split: list[tuple[list[int], bool]] = []
-    for g in groups:
+    split: list[tuple[int, list[int], bool]] = []
+    for set_no, g in enumerate(groups, start=1):
         models = [i for i in g if not inputs[i].pred.removed]
         ablated = [i for i in g if inputs[i].pred.removed]
-        split += [(part, abl) for part, abl in ((models, False), (ablated, True)) if part]
+        split += [(set_no, part, abl) for part, abl in ((models, False), (ablated, True)) if part]
     # behaviour columns (refusal rate, partial answers) only when some input is a respond run
     shown = [m for m in leaderboard_metrics()
              if not METRIC[m].behaviour or any(it.pred.mode_spec.reads_behaviour for it in inputs)]
@@ -271,7 +271,7 @@ def _leaderboard(ctx: ReportContext) -> str:
     tables = []
     ranked: list[int] = []
     small = False
-    for k, (g, abl) in enumerate(split, start=1):
+    for k, (set_no, g, abl) in enumerate(split, start=1):
         order = sorted(g, key=lambda i: -np.nan_to_num(inputs[i].score.values.get("accuracy", np.nan), nan=-1.0))
         ranked += order
         rows = []
@@ -293,8 +293,10 @@ def _leaderboard(ctx: ReportContext) -> str:
             cls = "leaderboard-row best" if rank == 1 and len(g) > 1 else "leaderboard-row"
             cls += " reference" if it.reference else ""
             rows.append(f'<tr class="{cls}">' + "".join(cells) + "</tr>")
-        what = "ablation conditions (CI parameters removed), ranked apart from the models" if abl else "models"
-        caption = (f"<h3>{inputs[g[0]].pred.n} cases: {what}</h3>" if len(split) > 1 else "")
+        what = ": ablation conditions (CI parameters removed), ranked apart from the models" if abl else ""
+        caption = (f"<h3>Case set {set_no}: {inputs[g[0]].pred.n} cases{what}</h3>" if len(groups) > 1 else
+                   f"<h3>Ablation conditions (CI parameters removed), ranked apart from the models</h3>" if abl
+                   else "")
         tag = '<table id="leaderboard">' if k == 1 else '<table class="leaderboard">'
         tables.append(caption + f'<div class="wide">{tag}<thead><tr>'
                       + "".join(f'<th class="{"l" if h == "Input" else ""}">{_e(h)}</th>' for h in head)
@@ -623,6 +625,9 @@ def _category_heatmap(ctx: ReportContext) -> str:
                          "input's name") + " (the full benchmark has 20 per category, 10 safe and 10 "
                       "unsafe contexts, so a cell moves in steps of 5 points; a subset run has fewer). "
                       "Grey: the input has no scored case of that category. Category names as published. "
+                      + ("A respond run (mode in brackets after its name) is right where it answered what people "
+                         "find safe and refused what they find unsafe; a judge where its verdict matches theirs. "
+                         if any(it.pred.mode_spec.reads_behaviour for it in inputs) else "") +
                       f"Every cell is from fewer than {MIN_CASES} cases: read single cells with care." + numbers))
 
 
