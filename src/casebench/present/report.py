@@ -411,7 +411,7 @@ def _refusal(ctx: ReportContext) -> str:
         [it.score.ci.get("unsafe_recall", nan2) for it in inputs],
         verbs,
     )
-    who = ("chatbot (respond mode) answers" if all(behave) else "judge judges safe" if not any(behave)
+    who = ("chatbot (respond mode) answers" if all(behave) else "judge lets through (judges safe)" if not any(behave)
            else "input judges safe (a respond run: answers)")
     return (_figure(png, "safe and unsafe recall per input",
                       f"Left: how many human-safe cases each {who} (a low bar is over-refusal). "
