@@ -10,7 +10,9 @@ unsafe, before P(safe) is renormalised over the two). A model that answers in th
 puts nearly all of it there; one that wants to write "The ..." puts a few per cent, and its P(safe)
 is renormalised from that sliver: noise, not a judgement. Below ``min_verdict_mass`` (default
 ``DEFAULT_MIN_VERDICT_MASS``) a case counts as not answered in default scoring (``answered``,
-``low_mass``); paper-compatible scoring reads the value as the authors' script did.
+``low_mass``); paper-compatible scoring reads the value as the authors' script did. A scoring
+command's threshold is a scoring option (``ScoringOptions.min_verdict_mass``), applied through a
+view of the predictions (``at_min_verdict_mass``): loaded predictions are never changed.
 """
 
 from __future__ import annotations
