@@ -302,59 +302,6 @@ def stability_curve(k: Sequence[int], agreement: Sequence[float], exact: Sequenc
     return to_png(fig)
 
 
-def context_shift_dots(names: Sequence[str], shift: Sequence[float], shift_ci: Sequence[Sequence[float]],
-                       follow: Sequence[float], blind: Sequence[float], human_shift: float | None,
-                       human_ci: Sequence[float] | None = None, human_follow: float | None = None,
-                       reference: Sequence[bool] | None = None) -> bytes:
-    """Per input, its context shift (safe-context P(safe) minus unsafe-context P(safe), mean over
-    query pairs) with its CI, beside the humans' shift (a vertical line with its CI band); a
-    second panel shows how often it follows the context and how often it is context-blind where
-    people are not, beside the humans' follow rate. ``reference``: inputs drawn hollow (published
-    models shown for reference; their names say so)."""
-    n = len(names)
-    ref = list(reference) if reference is not None else [False] * n
-    fig = _figure(10, 1.4 + 0.5 * n)
-    axes = fig.subplots(1, 2, sharey=True, width_ratios=[3, 2])
-    y = np.arange(n)
-    v = np.asarray(shift, dtype=float)
-    c = np.asarray(shift_ci, dtype=float).reshape(n, 2)
-    ax = axes[0]
-    if human_shift is not None and np.isfinite(human_shift):
-        if human_ci is not None and all(np.isfinite(human_ci)):
-            ax.axvspan(human_ci[0], human_ci[1], color="#999999", alpha=0.18, lw=0)
-        ax.axvline(human_shift, color="#333333", lw=1.2, ls="--", label=f"people: {human_shift:.3f}")
-        ax.legend(loc="lower right", fontsize=9)
-    for yi, vi, ci, hollow in zip(y, v, c, ref):
-        if not np.isfinite(vi):
-            continue
-        ax.errorbar([vi], [yi], xerr=_err(np.array([vi]), ci.reshape(1, 2)), fmt="o", capsize=3,
-                    color=COLORS[0], mfc="white" if hollow else COLORS[0], ms=6, elinewidth=1)
-        ax.text((ci[1] if np.isfinite(ci[1]) else vi) + 0.02, yi, f"{vi:.3f}", va="center", fontsize=9)
-    ax.axvline(0, color="#bbbbbb", lw=0.8)
-    lo = min([0.0] + [x for x in c[:, 0] if np.isfinite(x)])
-    ax.set_xlim(min(-0.05, lo - 0.05), 1.12)
-    ax.set_title("Context shift: P(safe) in the safe context − in the unsafe one\n(mean over query pairs, "
-                 "95% CI; dashed: people)", fontsize=10.5)
-    ax.grid(axis="x", alpha=0.3)
-    ax.tick_params(labelsize=9.5)
-    ax2 = axes[1]
-    f = np.asarray(follow, dtype=float)
-    b = np.asarray(blind, dtype=float)
-    h = 0.38
-    ax2.barh(y - h / 2, f, h, color=SAFE_COLOR, alpha=0.85, label="follows the context")
-    ax2.barh(y + h / 2, b, h, color=UNSAFE_COLOR, alpha=0.85, label="blind where people differ")
-    if human_follow is not None and np.isfinite(human_follow):
-        ax2.axvline(human_follow, color="#333333", lw=1.2, ls="--", label=f"people follow: {human_follow:.3f}")
-    ax2.set_xlim(0, 1)
-    ax2.set_title("Share of query pairs", fontsize=10.5)
-    ax2.grid(axis="x", alpha=0.3)
-    handles, labels = ax2.get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", fontsize=8.5, ncols=3)
-    axes[0].set_yticks(y, [_wrap(s, 40) for s in names])
-    axes[0].invert_yaxis()
-    return to_png(fig)
-
-
 def shift_scatter(panels: Sequence[dict[str, Any]]) -> bytes:
     """Per input, each query pair's shift (judge) against people's shift, one panel each.
 
