@@ -13,9 +13,10 @@ Why it is built this way:
   first condition that needs asking, used by every condition in one event loop, and closed at
   the end. A study with nothing left to ask builds none.
 * **Runs are ordinary runs.** Each condition lives in ``<out_root>/<name>``, where ``<name>`` is
-  the directory ``casebench run`` gives by default (``config.default_out_dir``: model, mode,
-  removals and, when it is not the mode's default, the placement), so runs made by hand are
-  found and re-used, and a study's runs can be scored, compared and resumed one by one.
+  ``config.default_out_dir`` without its dataset and selection parts (model, mode, removals and,
+  when it is not the mode's default, the placement; a study's conditions share one dataset and
+  selection), so a study's runs are found again by the next study and can be scored, compared and
+  resumed one by one (``casebench run -o <out_root>/<name>`` runs one by hand).
 * **Nothing is asked twice, nothing is overwritten.** A directory holding a complete run of the
   same request is re-used without loading the model; a partial one is resumed; one holding a
   different run stops the study (``ManifestMismatch``, listing the differences) before
@@ -73,9 +74,9 @@ class ConditionRun:
 
 def study_run_dir(out_root: str | Path, model: str, mode: str, removed: Sequence[str] = (),
                   context_as: str | None = None) -> Path:
-    """Where a condition's run lives: ``<out_root>/<model>_<mode>[_<removed>][_ctx-<placement>]``,
-    the same name ``casebench run`` gives by default (the placement only when it is not the
-    mode's default), so runs made by hand are found and re-used."""
+    """Where a condition's run lives: ``<out_root>/<model>_<mode>[_<removed>][_ctx-<placement>]``
+    (the placement only when it is not the mode's default): ``casebench run``'s default name less
+    its dataset and selection parts, which a study's conditions share."""
     default = get_mode(mode).default_context_as
     return Path(out_root) / default_out_dir(model, mode, tuple(removed), context_as, default).name
 
