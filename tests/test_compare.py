@@ -49,7 +49,7 @@ def test_binary_vs_score_mcnemar_matches_an_exact_binomial_test(gpt4o):
     from scipy.stats import binomtest
 
     a, b = gpt4o
-    res = compare([a, b], ScoringOptions(n_boot=500, bootstrap_seed=1))
+    res = compare([a, b], ScoringOptions(n_boot=500, bootstrap_seed=1, cluster="case"))
     (pc,) = res.pairs
     ca, cb = _correct(a), _correct(b)
     a_only, b_only = int(np.sum(ca & ~cb)), int(np.sum(~ca & cb))
@@ -71,7 +71,7 @@ def test_binary_vs_score_mcnemar_matches_an_exact_binomial_test(gpt4o):
 
 def test_point_differences_equal_the_scores_of_each_input(gpt4o, llama):
     _, b = gpt4o
-    res = compare([b, llama], ScoringOptions(n_boot=200))
+    res = compare([b, llama], ScoringOptions(n_boot=200, cluster="case"))
     sb = score_predictions(b, ScoringOptions(n_boot=0))
     sl = score_predictions(llama, ScoringOptions(n_boot=0))
     for m, d in res.pairs[0].metrics.items():
@@ -99,10 +99,10 @@ def test_an_input_compared_with_itself_shows_no_difference(gpt4o, which):
 def test_cli_compare_published_files_table_and_json(gpt4o, exp_dir):
     a = str(exp_dir / "safety_gpt-4o" / "output_binary.json")
     b = str(exp_dir / "safety_gpt-4o" / "output_score.json")
-    r = CliRunner().invoke(cli, ["compare", a, b, "--bootstrap", "300"])
+    r = CliRunner().invoke(cli, ["compare", a, b, "--bootstrap", "300", "--cluster", "case"])
     assert r.exit_code == 0, r.output
     assert "McNemar exact" in r.output and "accuracy" in r.output and "95% CI" in r.output
-    r = CliRunner().invoke(cli, ["compare", a, b, "--bootstrap", "300", "--json"])
+    r = CliRunner().invoke(cli, ["compare", a, b, "--bootstrap", "300", "--json", "--cluster", "case"])
     assert r.exit_code == 0, r.output
     d = json.loads(r.output)
     (pair,) = d["pairs"]
@@ -322,7 +322,7 @@ def test_benjamini_hochberg_runs_over_every_pair_and_metric(gpt4o, llama):
     from statsmodels.stats.multitest import multipletests
 
     a, b = gpt4o
-    res = compare([a, b, llama], ScoringOptions(n_boot=300))
+    res = compare([a, b, llama], ScoringOptions(n_boot=300, cluster="case"))
     primary = [m for pc in res.pairs for m in pc.metrics.values() if METRIC[m.metric].family == "primary"]
     ps = [m.p for m in primary]
     assert len(ps) == 3 + 3 + 6  # binary pairs: 3 label metrics; score vs prob: 6

@@ -155,7 +155,7 @@ def test_every_published_file_scores(exp_dir):
 
 def test_bootstrap_ci_matches_naive_loop(exp_dir):
     p = load_published(exp_dir / "safety_gpt-4o" / "output_score.json")
-    a, _ = scoring_arrays(p)
+    a, _ = scoring_arrays(p, ScoringOptions(cluster="case"))
     ci = bootstrap_ci(a, n_boot=200, seed=7)
     rng = np.random.default_rng(7)
     idx = rng.integers(0, len(a.y), size=(200, len(a.y)))

@@ -22,7 +22,8 @@ from casebench.data import load_dataset
 from casebench.predictions import Predictions
 from casebench.prompts import render_turns
 from casebench.runs.select import stratified_pairs
-from casebench.stats.compare import compare, mcnemar_exact
+from casebench.stats.bootstrap import case_clusters
+from casebench.stats.compare import compare, mcnemar_clustered, mcnemar_exact
 from casebench.stats.options import ScoringOptions
 from casebench.stats.pairs import pair_by_query
 from casebench.stats.placement import ContextFigures, PlacementStudyError, analyse_placements, placement_of
@@ -116,8 +117,9 @@ def test_study_runs_every_placement_with_one_server_and_reports_figures(tmp_path
     # paired tests between placements: McNemar on the correctness the rule implies
     pairs = {(x["a"], x["b"]): x for x in res["pairs"]}
     assert set(pairs) == {("user", "system"), ("user", "turns"), ("system", "turns")}
+    queries = case_clusters(list(ds), "query")  # the default clustering: the two contexts of a query
     for (a, b), x in pairs.items():
-        want = mcnemar_exact(exp[a] == human, exp[b] == human)
+        want = mcnemar_clustered(exp[a] == human, exp[b] == human, queries)
         assert x["mcnemar"]["a_only"] == want["a_only"] and x["mcnemar"]["p"] == pytest.approx(want["p"])
         assert x["n_paired"] == len(ds)
     shift = {(d["a"], d["b"]): d for d in res["context_shift_differences"]}

@@ -120,7 +120,10 @@ def test_the_matrix_agrees_with_casebench_compare(exp_dir):
     for k, p in enumerate(preds):
         a, mask = scoring_arrays(p)
         scored[k], correct[k, np.flatnonzero(mask)] = mask, a.correct
-    mx = accuracy_matrix(correct, scored)
+    from casebench.stats.bootstrap import case_clusters
+
+    # the default clustering (by query) in both: the matrix runs the same clustered McNemar test
+    mx = accuracy_matrix(correct, scored, clusters=case_clusters(preds[0].cases, "query"))
     res = compare(preds, ScoringOptions(n_boot=0))
     for pc in res.pairs:
         acc = pc.metrics["accuracy"]

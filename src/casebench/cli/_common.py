@@ -410,19 +410,31 @@ def file_kind_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--mode", "mode", type=click.Choice(mode_names()), default=None, help=FILE_MODE_HELP)(f)
 
 
+def cluster_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    """``--cluster``: what the bootstrap of a scoring command (score, compare, ablate, study,
+    report) resamples as one unit (``stats.options.CLUSTERINGS``; default and why:
+    ``stats.options.DEFAULT_CLUSTER``)."""
+    from ..stats.options import CLUSTER_HELP, CLUSTERINGS, DEFAULT_CLUSTER
+
+    return click.option("--cluster", type=click.Choice(CLUSTERINGS), default=DEFAULT_CLUSTER, show_default=True,
+                        help=CLUSTER_HELP)(f)
+
+
 def scoring_options(paper_compat: bool, n_boot: int, seed: int, label_source: str, *, level: float = 0.95,
-                    alpha: float = 0.05, min_verdict_mass: float | None = None) -> "ScoringOptions":
+                    alpha: float = 0.05, min_verdict_mass: float | None = None,
+                    cluster: str | None = None) -> "ScoringOptions":
     """The scoring options of a scoring command's flags (``--seed`` seeds the bootstrap and the
     human section's random draws). The published script scores against the published labels
-    only, so ``--paper-compat`` with ``--label-source votes`` is refused."""
-    from ..stats.options import ScoringOptions
+    only, so ``--paper-compat`` with ``--label-source votes`` is refused. ``cluster``:
+    ``--cluster`` (None: the default clustering)."""
+    from ..stats.options import DEFAULT_CLUSTER, ScoringOptions
 
     if paper_compat and label_source != "published":
         raise BadInput("--paper-compat uses the published labels; drop --label-source votes")
     try:
         return ScoringOptions(paper_compat=paper_compat, level=level, alpha=alpha, min_verdict_mass=min_verdict_mass,
                               label_source=label_source, n_boot=n_boot, bootstrap_seed=seed,  # type: ignore[arg-type]
-                              human_draw_seed=seed)
+                              human_draw_seed=seed, cluster=cluster or DEFAULT_CLUSTER)  # type: ignore[arg-type]
     except ValueError as e:
         raise BadInput(str(e)) from None
 

@@ -14,7 +14,7 @@ from ..modes import get_mode, mode_names
 from ..prompts import CONTEXT_PLACEMENTS
 from ._common import (
     FILE_MODE_HELP, BadInput, RegistryCommand, bad_input_errors, echo_err, exit_interrupted, file_kind_options,
-    label_source_option, refusal_classifier_options, remove_option, scoring_options, warn_unreadable_predictions,
+    cluster_option, label_source_option, refusal_classifier_options, remove_option, scoring_options, warn_unreadable_predictions,
 )
 
 
@@ -54,6 +54,7 @@ _STAT_OPTIONS = [
                  help="The dataset of run directories, if their manifest's path is not reachable; published files "
                       "are checked against it record by record (default: the CASEBench_data.json beside their exp/)."),
     label_source_option,
+    cluster_option,
 ]
 
 
@@ -89,7 +90,7 @@ def _run_options(f: Any) -> Any:
 @_stat_options
 @file_kind_options
 def compare_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, n_boot: int, seed: int,
-                level: float, alpha: float, data: str | None, label_source: str, mode: str | None,
+                level: float, alpha: float, data: str | None, label_source: str, cluster: str, mode: str | None,
                 remove: str | None) -> None:
     """Paired tests between INPUTS (run directories or published exp/ files on the same cases).
 
@@ -106,7 +107,7 @@ def compare_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, n_bo
 
     if len(inputs) < 2:
         raise BadInput("compare needs at least two inputs")
-    options = scoring_options(paper_compat, n_boot, seed, label_source, level=level, alpha=alpha)
+    options = scoring_options(paper_compat, n_boot, seed, label_source, level=level, alpha=alpha, cluster=cluster)
     preds = _load(inputs, data, mode, remove)
     _warn_incomplete(preds)
     with bad_input_errors(CompareError, LabelSourceError):
@@ -154,7 +155,7 @@ def ablate_cmd(inputs: tuple[str, ...], model: str | None, mode: str | None, par
                temperature: float | None, max_tokens: int | None, max_connections: int,
                max_cost: float | None, progress: bool | None, paper_compat: bool,
                as_json: bool, n_boot: int, seed: int, level: float, alpha: float, data: str | None,
-               label_source: str, remove: str | None, **registry_flags: Any) -> None:
+               label_source: str, cluster: str, remove: str | None, **registry_flags: Any) -> None:
     """CI-parameter ablation: run the conditions of a study, or re-analyse finished ones.
 
     \b
@@ -168,7 +169,7 @@ def ablate_cmd(inputs: tuple[str, ...], model: str | None, mode: str | None, par
     from ..stats.compare import CompareError
     from ..stats.metrics import LabelSourceError
 
-    options = scoring_options(paper_compat, n_boot, seed, label_source, level=level, alpha=alpha)
+    options = scoring_options(paper_compat, n_boot, seed, label_source, level=level, alpha=alpha, cluster=cluster)
     if model is None:
         if not inputs:
             raise BadInput("give INPUTS to analyse (run directories or published ablation files), "
@@ -261,7 +262,7 @@ def study_cmd(inputs: tuple[str, ...], placements: str, model: str | None, mode:
               stratified: int | None, stratified_seed: int, samples: int | None, temperature: float | None,
               max_tokens: int | None, max_connections: int, max_cost: float | None, progress: bool | None,
               refusal_classifier: str | None, partial_as: str, paper_compat: bool, as_json: bool, n_boot: int,
-              seed: int, level: float, alpha: float, data: str | None, label_source: str,
+              seed: int, level: float, alpha: float, data: str | None, label_source: str, cluster: str,
               **registry_flags: Any) -> None:
     """Placement study: one model with the context inside the prompt (user), as the system prompt
     (system) and as the conversation before the query (turns).
@@ -282,7 +283,7 @@ def study_cmd(inputs: tuple[str, ...], placements: str, model: str | None, mode:
     from ..stats.metrics import LabelSourceError
     from ..stats.placement import PlacementStudyError, analyse_placements
 
-    options = scoring_options(paper_compat, n_boot, seed, label_source, level=level, alpha=alpha)
+    options = scoring_options(paper_compat, n_boot, seed, label_source, level=level, alpha=alpha, cluster=cluster)
     if model is None:
         if not inputs:
             raise BadInput("give INPUTS to analyse (run directories in different placements), "

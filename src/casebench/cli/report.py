@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ._common import (
-    BadInput, bad_input_errors, file_kind_options, label_source_option, load_reference_inputs, reference_option,
+    BadInput, bad_input_errors, cluster_option, file_kind_options, label_source_option, load_reference_inputs, reference_option,
     min_verdict_mass_option, scoring_options, warn_unreadable_predictions,
 )
 
@@ -28,11 +28,13 @@ from ._common import (
               help="List the context-blind queries with their text (the dataset's licence-gated queries) instead "
                    "of by case index only; hidden by default, so a report can be shared without the data.")
 @label_source_option
+@cluster_option
 @file_kind_options
 @min_verdict_mass_option
 @reference_option
 def report_cmd(inputs: tuple[str, ...], out: str, data: str | None, paper_compat: bool, n_boot: int, seed: int,
-               title: str, no_human: bool, show_text: bool, label_source: str, mode: str | None, remove: str | None,
+               title: str, no_human: bool, show_text: bool, label_source: str, cluster: str, mode: str | None,
+               remove: str | None,
                reference: str | None, no_reference: bool, min_verdict_mass: float = 0.5) -> None:
     """Write one self-contained HTML report over INPUTS (run directories or published exp/ files):
     leaderboard with CIs, over/under-refusal, paired differences, category heat map, P(safe) vs
@@ -44,7 +46,8 @@ def report_cmd(inputs: tuple[str, ...], out: str, data: str | None, paper_compat
     from ..runs.record import RunError
     from ..stats.metrics import LabelSourceError
 
-    options = scoring_options(paper_compat, n_boot, seed, label_source, min_verdict_mass=min_verdict_mass)
+    options = scoring_options(paper_compat, n_boot, seed, label_source, min_verdict_mass=min_verdict_mass,
+                              cluster=cluster)
     with bad_input_errors(RunError, CompareError):
         dataset = load_dataset(data) if data else None
         preds = [load_predictions(p, dataset=dataset, mode=mode, removed=remove) for p in inputs]

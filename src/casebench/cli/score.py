@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, TYPE_CHECKING, Sequence
 
 from ._common import (
-    bad_input_errors, file_kind_options, label_source_option, min_verdict_mass_option, reference_option,
+    bad_input_errors, cluster_option, file_kind_options, label_source_option, min_verdict_mass_option, reference_option,
     scoring_options, warn_low_verdict_mass, warn_unreadable_predictions,
 )
 
@@ -33,11 +33,12 @@ if TYPE_CHECKING:  # pragma: no cover
               help="The dataset of run directories, if their manifest's path is not reachable; published files "
                    "are checked against it record by record (default: the CASEBench_data.json beside their exp/).")
 @label_source_option
+@cluster_option
 @file_kind_options
 @min_verdict_mass_option
 @reference_option
 def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: str, by: tuple[str, ...],
-              n_boot: int, seed: int, data: str | None, label_source: str, mode: str | None,
+              n_boot: int, seed: int, data: str | None, label_source: str, cluster: str, mode: str | None,
               remove: str | None, reference: str | None, no_reference: bool, min_verdict_mass: float = 0.5) -> None:
     """Score INPUTS (run directories or published exp/ files) and print every metric with a 95% CI."""
     from ..loader import load_predictions
@@ -47,7 +48,8 @@ def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: s
 
     if as_json:
         fmt = "json"
-    options = scoring_options(paper_compat, n_boot, seed, label_source, min_verdict_mass=min_verdict_mass)
+    options = scoring_options(paper_compat, n_boot, seed, label_source, min_verdict_mass=min_verdict_mass,
+                              cluster=cluster)
     dataset = None
     with bad_input_errors():
         if data:

@@ -69,7 +69,8 @@ MATRIX_MIN_PAIRED, MATRIX_MIN_DISCORDANT = MIN_PAIRED, MIN_DISCORDANT
 #: best by accuracy); the caption names how many were left out
 PLOT_MAX_INPUTS = 9
 log = logging.getLogger("casebench.report")
-TEST_NAMES = {"mcnemar": "McNemar", "williams": "Williams", "bootstrap": "bootstrap"}
+TEST_NAMES = {"mcnemar": "McNemar", "mcnemar_clustered": "clustered McNemar", "williams": "Williams",
+              "bootstrap": "bootstrap"}
 
 CSS = """
 body { font-family: -apple-system, "Segoe UI", "DejaVu Sans", Helvetica, Arial, sans-serif; font-size: 15px;
@@ -176,8 +177,8 @@ def _fm(metric: str, x: float | None) -> str:
     return _f(x, max(0, METRIC[metric].digits - 1))
 
 
-def _fp(p: float | None) -> str:
-    return fmt_p(p, digits=3, sci_digits=1, missing="–")
+def _fp(p: float | None, floor: float | None = None) -> str:
+    return fmt_p(p, digits=3, sci_digits=1, missing="–", floor=floor)
 
 
 def _img(png: bytes, alt: str) -> str:
@@ -485,7 +486,8 @@ def _pairwise(ctx: ReportContext) -> str:
                 cls = ' class="sig"' if d.significant else ""
                 test = TEST_NAMES[d.test]
                 cells.append(f'<td{cls}>{_fm(m, d.diff)}<span class="ci">[{_fm(m, d.ci[0])}, {_fm(m, d.ci[1])}]</span>'
-                             f'<span class="ci">{test} p {_fp(d.p)} · BH {_fp(d.p_adjusted)}</span></td>')
+                             f'<span class="ci">{test} p {_fp(d.p, d.p_floor)} · BH {_fp(d.p_adjusted, d.p_floor)}'
+                             f' · MDD {_fm(m, d.mdd)}</span></td>')
             rows.append("<tr>" + "".join(cells) + "</tr>")
         parts.append('<div class="wide"><table class="pairwise"><thead><tr>'
                      + "".join(f'<th class="{"l" if h in ("A", "B") else ""}">{_e(h)}</th>' for h in head)
@@ -561,7 +563,8 @@ def _pairwise_matrix(its: Sequence[ReportInput], ranks: Sequence[str], pm: PairM
             extra, cls = "", ""
             if m == "accuracy":
                 cls = ' class="sig"' if sig[i, j] else ""
-                extra = f'<span class="ci">McNemar p {_fp(mx.p[i, j])} · BH {_fp(mx.p_adjusted[i, j])}</span>'
+                extra = (f'<span class="ci">{"clustered " if mx.test == "clustered" else ""}McNemar p '
+                         f'{_fp(mx.p[i, j])} · BH {_fp(mx.p_adjusted[i, j])}</span>')
             cells.append(f'<td{cls}>{_fm(m, d.diff)}<span class="ci">[{_fm(m, d.ci[0])}, {_fm(m, d.ci[1])}]</span>'
                          f"{extra}</td>")
         nrows.append("<tr>" + "".join(cells) + "</tr>")
@@ -573,19 +576,20 @@ def _pairwise_matrix(its: Sequence[ReportInput], ranks: Sequence[str], pm: PairM
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(["rank_a", "a", "rank_b", "b", "paired_cases", "a_right_b_wrong", "a_wrong_b_right",
-                "accuracy_difference", "mcnemar_p", "p_bh", "significant"])
+                "accuracy_difference", "mcnemar_p", "p_bh", "significant", "accuracy_mdd"])
     for i in range(len(its)):
         for j in range(i + 1, len(its)):
             w.writerow([ranks[i], its[i].name, ranks[j], its[j].name, mx.n_paired[i, j], mx.a_only[i, j],
                         mx.a_only[j, i], f"{mx.diff[i, j]:.6f}", f"{mx.p[i, j]:.6g}", f"{mx.p_adjusted[i, j]:.6g}",
-                        bool(sig[i, j])])
+                        bool(sig[i, j]), "" if mx.mdd is None else f"{mx.mdd[i, j]:.6f}"])
     npairs = len(its) * (len(its) - 1) // 2
     download = _download(buf.getvalue(), "pairwise_accuracy.csv", "text/csv", f"all {npairs} pairs (CSV)")
     shown = min(NEIGHBOUR_ROWS, len(its) - 1)
     return (f'<h3>{len(its)} inputs over the same {n} cases: {npairs} pairs</h3>'
             '<p class="note">Accuracy of the row input minus the column input over the cases both scored: '
             '<span class="better-key">▲</span> significantly more accurate, <span class="worse-key">▼</span> '
-            "significantly less (McNemar's exact test, Benjamini–Hochberg over all "
+            + ("significantly less (McNemar's test for clustered pairs, Durkalski 2003, " if mx.test == "clustered"
+               else "significantly less (McNemar's exact test, ") + "Benjamini–Hochberg over all "
             f"{npairs} pairs at {mx.alpha}; no mark with fewer than {MATRIX_MIN_PAIRED} paired or "
             f"{MATRIX_MIN_DISCORDANT} discordant cases); blank: no significant difference. Hover a cell for the "
             "figures; inputs numbered as in the leaderboard. Every pair, with its counts and p-values: "
@@ -716,7 +720,7 @@ def _ablation(ctx: ReportContext) -> str | None:
                     continue
                 cls = ' class="sig"' if dd.significant else ""
                 cells.append(f'<td{cls}>{_fm(m, dd.diff)}<span class="ci">[{_fm(m, dd.ci[0])}, {_fm(m, dd.ci[1])}] '
-                             f"p(BH) {_fp(dd.p_adjusted)}</span></td>")
+                             f"p(BH) {_fp(dd.p_adjusted, dd.p_floor)}</span></td>")
             rows.append("<tr>" + "".join(cells) + "</tr>")
         parts.append('<div class="wide"><table class="ablation"><thead><tr>'
                      + "".join(f'<th class="{"l" if h == "Condition" else ""}">{_e(h)}</th>' for h in head)
@@ -849,7 +853,7 @@ def _placement(ctx: ReportContext) -> str | None:
                     continue
                 cls = ' class="sig"' if d.significant else ""
                 cells.append(f'<td{cls}>{_fm(m, d.diff)}<span class="ci">[{_fm(m, d.ci[0])}, {_fm(m, d.ci[1])}] '
-                             f"p(BH) {_fp(d.p_adjusted)}</span></td>")
+                             f"p(BH) {_fp(d.p_adjusted, d.p_floor)}</span></td>")
             sd = shifts.get((a, b))
             cells.append(cell(sd.diff, sd.ci) if sd and sd.pairs else "<td>–</td>")
             prow.append("<tr>" + "".join(cells) + "</tr>")

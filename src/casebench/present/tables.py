@@ -61,11 +61,26 @@ def fmt_num(x: float | None, digits: int = 4, missing: str = UNDEFINED, inf: tup
     return f"{x:.{digits}f}"
 
 
-def fmt_p(p: float | None, digits: int = 4, sci_digits: int = 2, missing: str = UNDEFINED) -> str:
-    """A p-value: scientific notation below 0.001."""
+def fmt_p(p: float | None, digits: int = 4, sci_digits: int = 2, missing: str = UNDEFINED,
+          floor: float | None = None) -> str:
+    """A p-value: scientific notation below 0.001. ``floor``: the smallest p the test can give
+    (a bootstrap p from B resamples, ``bootstrap.p_floor``); a p there is not measured, only
+    bounded, and prints as ``< bound``, the floor rounded up to one significant digit
+    (``< 0.001`` for 2000 resamples, ``< 0.002`` for 1000)."""
     if p is None or (isinstance(p, float) and math.isnan(p)):
         return missing
+    if floor is not None and math.isfinite(floor) and p <= floor * (1 + 1e-9):
+        return "< " + _bound_up(floor)
     return f"{p:.{sci_digits}e}" if p < 1e-3 else f"{p:.{digits}f}"
+
+
+def _bound_up(x: float) -> str:
+    """``x`` rounded up to one significant digit, in plain decimals (0.0009995 -> ``0.001``)."""
+    e = math.floor(math.log10(x))
+    m = math.ceil(round(x / 10 ** e, 9))
+    if m == 10:
+        m, e = 1, e + 1
+    return f"{m * 10 ** e:.{max(0, -e)}f}"
 
 
 def fmt_metric(name: str, x: float | None, compact: bool = False) -> str:
@@ -203,9 +218,14 @@ def _breakdown_groups(s: Score) -> list[tuple[str, str, dict[str, Any]]]:
 def notes(scores: Sequence[Score]) -> list[str]:
     """The lines under a table: how the CIs were made, and the small-sample note when used."""
     out = []
-    if any(not s.paper_compat and s.ci for s in scores):
-        out.append("CIs: Wilson score interval for proportions (accuracy, safe and unsafe recall, refusal rate); "
-                   "percentile bootstrap of cases for the other figures")
+    for by in dict.fromkeys(getattr(s, "cluster", "case") for s in scores if not s.paper_compat and s.ci):
+        if by == "case":
+            out.append("CIs: Wilson score interval for proportions (accuracy, safe and unsafe recall, refusal rate); "
+                       "percentile bootstrap of cases for the other figures")
+        else:
+            out.append(f"CIs clustered by {by} (the cases of a {by} resampled together): Wilson score interval on the "
+                       "effective number of cases (n / design effect, never above n) for proportions (accuracy, safe "
+                       f"and unsafe recall, refusal rate); percentile bootstrap of whole {_PLURAL[by]} for the other figures")
     small = any(_mark(s.cases_of, m, s.values[m]) for s in scores for m in _shown(s)) or any(
         _mark(r.get("cases_of", {}), m, r.get(m)) for s in scores for _, _, r in _breakdown_groups(s)
         for m in _shown(s, BREAKDOWN_METRICS) if m in r)
@@ -458,6 +478,10 @@ def format_comparison(c: "Comparison") -> str:
     s = c.settings
     lines.append(f"differences are A - B; {s['level']:.0%} paired-bootstrap CIs ({s['bootstrap']} resamples, "
                  f"seed {s['seed']}); p(BH): Benjamini-Hochberg over all primary tests (alpha {s['alpha']})")
+    if s.get("cluster"):
+        lines.append(_cluster_line(s))
+    if "mdd" in s:
+        lines.append(f"MDD: {s['mdd']}")
     lines.append(f"cases: {s['cases']}")
     lines += _labels_line(s)
     for pc in c.pairs:
@@ -470,19 +494,26 @@ def format_comparison(c: "Comparison") -> str:
         lines.append(f"{A} vs {B}: {pc.n_paired} paired cases{held}"
                      + (f" ({pc.dropped} dropped: not answered by both)" if pc.dropped else ""))
         mc = pc.mcnemar
-        lines.append(f"  McNemar exact: {A} right & {B} wrong {mc['a_only']}, {A} wrong & {B} right {mc['b_only']}, "
+        kind = ("clustered (Durkalski 2003)" if mc.get("test") == "clustered" else "exact")
+        lines.append(f"  McNemar {kind}: {A} right & {B} wrong {mc['a_only']}, {A} wrong & {B} right {mc['b_only']}, "
                      f"p = {fmt_p(mc['p'])}")
         if pc.williams and pc.williams.get("t") is not None:
             w = pc.williams
             lines.append(f"  Williams' t (PCC, shared safe_rate): t = {w['t']:.3f}, df = {w['df']}, p = {fmt_p(w['p'])}")
-        lines.append(f"  {'metric':<14}{A:>9}{B:>9}{A + ' - ' + B:>10}   {'95% CI':<21}{'p':>9}{'p(BH)':>10}  test")
+        old = bool(s.get("paper_compat"))  # paper-compatible: the table as it always was
+        mdd_head = "" if old else f"{'MDD':>8} "
+        lines.append(f"  {'metric':<14}{A:>9}{B:>9}{A + ' - ' + B:>10}   {'95% CI':<21}{mdd_head}{'p':>9}"
+                     f"{'p(BH)':>10}  test")
         for m in pc.metrics.values():
             sig = " *" if m.significant else ""
             no_mark = f"  (no mark: {m.withheld})" if m.withheld else ""
             f = m.metric
             ci = "[" + fmt_metric(f, m.ci[0]) + ", " + fmt_metric(f, m.ci[1]) + "]"
+            mdd = "" if old else f"{fmt_metric(f, m.mdd):>8} "
+            floor = None if old else m.p_floor
             lines.append(f"  {f:<14}{fmt_metric(f, m.a):>9}{fmt_metric(f, m.b):>9}{fmt_metric(f, m.diff):>10}   "
-                         f"{ci:<21}{fmt_p(m.p):>9}{fmt_p(m.p_adjusted):>10}  {m.test}{sig}{no_mark}")
+                         f"{ci:<21}{mdd}{fmt_p(m.p, floor=floor):>9}"
+                         f"{fmt_p(m.p_adjusted, floor=floor):>10}  {m.test}{sig}{no_mark}")
         line = people.pair_line(pc.people)
         if line:
             lines.append(line)
@@ -491,6 +522,17 @@ def format_comparison(c: "Comparison") -> str:
                  "figures, the human-reference figures); " + lower_is_better_note(metrics_where(lambda m: m.test is not None)))
     lines.append(_marks_line(c.settings))
     return "\n".join(lines) + "\n"
+
+
+def _cluster_line(s: dict[str, Any]) -> str:
+    """How the comparison resampled and tested: by case, or by cluster."""
+    if s["cluster"] == "case":
+        return "resampled by case (each case independent)"
+    return (f"resampled by {s['cluster']} ({s.get('clusters', '?')} {_PLURAL[s['cluster']]} drawn whole); accuracy: "
+            "McNemar's test for clustered pairs; Pearson r: the paired cluster bootstrap")
+
+
+_PLURAL = {"case": "cases", "query": "queries", "category": "categories"}
 
 
 def format_ablation(res: "AblationResult") -> str:
@@ -522,7 +564,8 @@ def format_ablation(res: "AblationResult") -> str:
             sig = " *" if d.significant else ""
             no_mark = f"  (no mark: {d.withheld})" if d.withheld else ""
             lines.append(f"  {m:<14}{fmt_metric(m, d.diff):>9}   [{fmt_metric(m, d.ci[0])}, {fmt_metric(m, d.ci[1])}]"
-                         f"   p = {fmt_p(d.p)} ({d.test})   p(BH) = {fmt_p(d.p_adjusted)}{sig}{no_mark}")
+                         f"   p = {fmt_p(d.p, floor=d.p_floor)} ({d.test})   p(BH) = {fmt_p(d.p_adjusted, floor=d.p_floor)}"
+                         f"{sig}{no_mark}")
     if not res.paper_compat:  # the paper-compatible text stays what it was (its JSON has the figures)
         lines += _ablation_context_lines(res)
     lines.append("")
@@ -655,7 +698,7 @@ def format_placements(res: "PlacementResult") -> str:
                     continue
                 sig = " *" if d.significant else ""
                 lines.append(f"    {m:<14}{fmt_metric(m, d.diff):>9}   [{fmt_metric(m, d.ci[0])}, {fmt_metric(m, d.ci[1])}]"
-                             f"   p = {fmt_p(d.p)} ({d.test})   p(BH) = {fmt_p(d.p_adjusted)}{sig}")
+                             f"   p = {fmt_p(d.p, floor=d.p_floor)} ({d.test})   p(BH) = {fmt_p(d.p_adjusted, floor=d.p_floor)}{sig}")
         for d in res.shift_diffs:
             if d.pairs:
                 sig = " *" if d.significant else ""

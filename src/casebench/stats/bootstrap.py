@@ -8,16 +8,29 @@ as an index matrix (``resample_indices``: B rows of n case positions, with repla
 as case weights (``resample_weights``: how often each case was drawn), so that a metric of every
 resample at once is one matrix product of the weights with the metric's per-case columns
 (``metrics.metric_values``). The same seed gives the same resamples everywhere.
+
+Clusters (``--cluster``, ``options.CLUSTERINGS``): cases are not independent draws. The two
+contexts of a query share its wording (and the per-pair context figures are per query), and the
+cases of a category share a kind of harm. A *cluster* (block) bootstrap resamples whole clusters
+with replacement (``cluster_resample_weights``): the clusters are drawn exactly as cases are
+(``resample_indices`` over the k clusters), and each case weighs what its cluster was drawn;
+the query pairs of the context figures take their query's (or category's) weight from the same
+draw, so a case figure and a pair figure of one resample come from the same clusters. Clustering
+by ``case`` (each case its own cluster) gives exactly the plain case bootstrap.
 """
 
 from __future__ import annotations
 
 import functools
 import math
+from typing import TYPE_CHECKING, Hashable, Sequence
 
 import numpy as np
 
-from .options import DEFAULT_BOOTSTRAP  # noqa: F401  (its home is ``options``; re-exported)
+from .options import DEFAULT_BOOTSTRAP, check_cluster  # noqa: F401  (DEFAULT_BOOTSTRAP's home is ``options``)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..data import Case
 
 
 def resample_indices(n: int, n_boot: int, seed: int) -> np.ndarray:
@@ -40,6 +53,44 @@ def _resample_weights(n: int, n_boot: int, seed: int) -> np.ndarray:
     idx = resample_indices(n, n_boot, seed)
     idx += np.arange(n_boot)[:, None] * n
     w = np.bincount(idx.ravel(), minlength=n_boot * n).reshape(n_boot, n).astype(float)
+    w.flags.writeable = False
+    return w
+
+
+def cluster_labels(keys: Sequence[Hashable]) -> np.ndarray:
+    """Compact cluster labels 0 .. k-1 of ``keys`` (one per case), numbered in order of first
+    appearance, so the same cases in the same order always get the same labels."""
+    seen: dict[Hashable, int] = {}
+    return np.array([seen.setdefault(k, len(seen)) for k in keys], dtype=int)
+
+
+def case_clusters(cases: Sequence["Case"], by: str) -> np.ndarray:
+    """The cluster label of each case under a clustering (``options.CLUSTERINGS``): ``case``
+    (each case its own), ``query`` (the two contexts of a query: identical query text, as
+    ``pairs.pair_by_query`` pairs them) or ``category``. Labels are ``cluster_labels``."""
+    by = check_cluster(by)
+    if by == "case":
+        return np.arange(len(cases), dtype=int)
+    if by == "query":
+        return cluster_labels([c.query for c in cases])
+    return cluster_labels([c.category for c in cases])
+
+
+def cluster_resample_weights(labels: np.ndarray, n_boot: int, seed: int, n_clusters: int | None = None) -> np.ndarray:
+    """(n_boot, len(labels)) weights of a cluster bootstrap: the ``n_clusters`` clusters (default
+    ``labels.max() + 1``) are drawn with replacement as ``resample_weights(n_clusters, n_boot,
+    seed)`` draws cases, and each row of ``labels`` (a case, or a query pair) weighs how often its
+    cluster was drawn. Rows given labels of one label space with one ``n_clusters`` (the cases and
+    the query pairs of one input) get weights from the same draw. With every row its own cluster
+    (``labels = arange(n)``) this is ``resample_weights(n, n_boot, seed)`` itself."""
+    labels = np.asarray(labels, dtype=int)
+    k = int(labels.max()) + 1 if n_clusters is None and labels.size else int(n_clusters or 0)
+    if k == 0:
+        return np.zeros((n_boot, labels.size))
+    wc = resample_weights(k, n_boot, seed)
+    if labels.size == k and np.array_equal(labels, np.arange(k)):
+        return wc
+    w = wc[:, labels]
     w.flags.writeable = False
     return w
 
@@ -74,6 +125,13 @@ def percentile_ci(values: np.ndarray, level: float, finite_only: bool = False) -
     lo, hi = (1 - level) / 2 * 100, (1 + level) / 2 * 100
     with np.errstate(invalid="ignore"):
         return [float(np.percentile(v, lo)), float(np.percentile(v, hi))]
+
+
+def p_floor(n_boot: int) -> float:
+    """The smallest p ``bootstrap_p`` can give from ``n_boot`` resamples: ``2 / (B + 1)`` (no
+    resample on one side of zero). A p there says only that p is below about this resolution;
+    it is printed as ``< floor`` (``format_p``), never as if it were measured (``1.00e-03``)."""
+    return 2.0 / (n_boot + 1) if n_boot > 0 else float("nan")
 
 
 def bootstrap_p(d: np.ndarray) -> float:

@@ -77,7 +77,9 @@ import numpy as np
 from ..data import cases_fingerprint
 from ..jsonutil import json_safe
 from ..predictions import Predictions
-from .bootstrap import bootstrap_p, percentile_ci, resample_weights
+from .bootstrap import (
+    bootstrap_p, case_clusters, cluster_labels, cluster_resample_weights, p_floor, percentile_ci, resample_weights,
+)
 from .metrics import METRIC, MIN_DISCORDANT, MIN_PAIRED, ScoringArrays, figure_cases, metric_values
 from .options import DEFAULT_OPTIONS, ScoringOptions
 from .result import score_input
@@ -224,8 +226,64 @@ def mcnemar_exact(correct_a: np.ndarray, correct_b: np.ndarray) -> dict[str, Any
     else:
         res = mcnemar(table, exact=True)
         stat, p = float(res.statistic), float(res.pvalue)
+    n = len(a)
     return {"both_right": int(table[0, 0]), "a_only": a_only, "b_only": b_only, "both_wrong": int(table[1, 1]),
-            "statistic": stat, "p": min(1.0, p)}
+            "statistic": stat, "p": min(1.0, p), "test": "exact",
+            "se0": math.sqrt(a_only + b_only) / n if n else float("nan")}
+
+
+def mcnemar_clustered(correct_a: np.ndarray, correct_b: np.ndarray, clusters: np.ndarray) -> dict[str, Any]:
+    """McNemar's test for clustered matched pairs (Durkalski, Palesch, Lipsitz and Rust 2003,
+    "Analysis of clustered matched-pair data", Statistics in Medicine 22(15), 2417-2428)::
+
+        X^2 = (sum_c D_c)^2 / sum_c D_c^2,   D_c = (A right & B wrong) - (A wrong & B right) in cluster c,
+
+    chi-square with one degree of freedom. The discordances of one cluster (the two contexts of
+    a query) are summed before they are squared, so correlated discordances count as the one
+    piece of evidence they are; with every case its own cluster it is McNemar's asymptotic
+    (b - c)^2 / (b + c). No discordant case: p = 1. The counts are those of ``mcnemar_exact``;
+    ``se0`` is the standard error of the accuracy difference under no difference,
+    ``sqrt(sum_c D_c^2) / n`` (``mdd``)."""
+    from scipy.stats import chi2
+
+    a = np.asarray(correct_a, dtype=bool)
+    b = np.asarray(correct_b, dtype=bool)
+    labels = np.asarray(clusters, dtype=int)
+    out = _mcnemar_counts(a, b)
+    d = a.astype(float) - b.astype(float)
+    if not len(d):
+        return {**out, "statistic": 0.0, "p": 1.0, "test": "clustered", "clusters": 0, "se0": float("nan")}
+    dc = np.bincount(cluster_labels(labels.tolist()), weights=d)
+    den = float(np.sum(dc ** 2))
+    stat = float(dc.sum() ** 2 / den) if den > 0 else 0.0
+    p = float(chi2.sf(stat, 1)) if den > 0 else 1.0
+    return {**out, "statistic": stat, "p": min(1.0, p), "test": "clustered", "clusters": int(len(dc)),
+            "se0": math.sqrt(den) / len(d)}
+
+
+def _mcnemar_counts(a: np.ndarray, b: np.ndarray) -> dict[str, int]:
+    return {"both_right": int(np.sum(a & b)), "a_only": int(np.sum(a & ~b)), "b_only": int(np.sum(~a & b)),
+            "both_wrong": int(np.sum(~a & ~b))}
+
+
+#: the power at which ``mdd`` gives the smallest detectable difference
+MDD_POWER = 0.8
+
+
+def mdd(se: float, alpha: float = 0.05, power: float = MDD_POWER) -> float:
+    """The minimum detectable difference: the smallest true difference a two-sided test at
+    ``alpha`` finds with probability ``power``, ``(z_{1-alpha/2} + z_power) x SE`` (normal
+    approximation; 2.80 x SE at alpha 0.05 and power 0.8). ``SE``: the standard error of the
+    paired difference from the paired design itself: for accuracy (McNemar) the null SE from the
+    discordant cases, ``sqrt(psi / n)`` with psi the discordant proportion (clustered: summed per
+    cluster, ``mcnemar_clustered``); for the other figures the SD of the paired (cluster)
+    bootstrap differences. NaN when SE is not positive (no discordant case: nothing says how
+    the two could differ)."""
+    from scipy.stats import norm
+
+    if se is None or not (isinstance(se, (int, float)) and math.isfinite(se) and se > 0):
+        return float("nan")
+    return float((norm.ppf(1 - alpha / 2) + norm.ppf(power)) * se)
 
 
 def williams_t(r12: float, r13: float, r23: float, n: int) -> dict[str, Any]:
@@ -282,6 +340,12 @@ class MetricDiff:
     #: why no significance mark may be given whatever p is (too few paired or discordant
     #: cases: ``metrics.MIN_PAIRED``, ``metrics.MIN_DISCORDANT``); None: a mark can be given
     withheld: str | None = None
+    #: the smallest difference the paired design had 80% power to detect at the comparison's
+    #: alpha (``mdd``); NaN where it cannot be said
+    mdd: float = float("nan")
+    #: the resampling floor of ``p`` (``bootstrap.p_floor``) when ``p`` is a bootstrap p: a p
+    #: there is printed as ``< floor``; None for the exact and asymptotic tests
+    p_floor: float | None = None
 
 
 @dataclass
@@ -315,6 +379,8 @@ class Comparison:
 
     def to_dict(self) -> dict[str, Any]:
         num = json_safe
+        # paper-compatible output is what it always was (no clustering, MDD or p floor)
+        old = bool(self.settings.get("paper_compat"))
         pairs = []
         for pc in self.pairs:
             pairs.append(num({
@@ -322,12 +388,24 @@ class Comparison:
                 "a_source": self.inputs[pc.a]["source"], "b_source": self.inputs[pc.b]["source"],
                 "shared": pc.shared, "only_a": pc.only_a, "only_b": pc.only_b,
                 "n_paired": pc.n_paired, "dropped": pc.dropped,
-                "mcnemar": pc.mcnemar, "williams": pc.williams,
-                "metrics": {k: dict(vars(m)) for k, m in pc.metrics.items()},
+                "mcnemar": _without(pc.mcnemar, PAPER_COMPAT_NEW_MCNEMAR_KEYS) if old else pc.mcnemar,
+                "williams": pc.williams,
+                "metrics": {k: _without(vars(m), PAPER_COMPAT_NEW_KEYS) if old else dict(vars(m))
+                            for k, m in pc.metrics.items()},
                 **({"people": pc.people} if pc.people is not None else {}),
             }))
         return {"inputs": num(self.inputs), "settings": num(self.settings), "case_sets": num(self.case_sets),
                 "pairs": pairs}
+
+
+#: the keys this version added to a comparison, left out of paper-compatible output (which
+#: stays what the published figures were checked against)
+PAPER_COMPAT_NEW_KEYS = ("mdd", "p_floor")
+PAPER_COMPAT_NEW_MCNEMAR_KEYS = ("test", "se0", "clusters")
+
+
+def _without(d: dict[str, Any], keys: Sequence[str]) -> dict[str, Any]:
+    return {k: v for k, v in d.items() if k not in keys}
 
 
 def _paired_arrays(
@@ -378,22 +456,27 @@ def _describe(p: Predictions, i: int) -> dict[str, Any]:
 def compare_pair(
     a: Predictions, b: Predictions, options: ScoringOptions = DEFAULT_OPTIONS, *,
     weights: np.ndarray | None = None, union: dict[int, int] | None = None,
-    pair_weights: np.ndarray | None = None,
+    pair_weights: np.ndarray | None = None, clusters: np.ndarray | None = None,
 ) -> PairComparison:
     """All tests for one pair (no multiple-testing adjustment: see ``compare``).
 
-    ``weights``: the resamples (``bootstrap.resample_weights(a.n, ...)``) when several pairs
-    share them, drawn over the cases of ``union`` (case index -> column of ``weights``; default
-    ``a``'s cases). Both inputs are scored by the same metric formulas
-    (``metrics.metric_values``) on the same resamples, over the cases both hold.
-    ``pair_weights``: likewise for the per-pair context figures (``stats.context``), resampling
-    the query pairs of ``a``'s cases; they are scored on the pairs both inputs answered both
-    cases of.
+    ``weights``: the resamples (``resamples``) when several pairs share them, drawn over the
+    cases of ``union`` (case index -> column of ``weights``; default ``a``'s cases). Both inputs
+    are scored by the same metric formulas (``metrics.metric_values``) on the same resamples,
+    over the cases both hold. ``pair_weights``: likewise for the per-pair context figures
+    (``stats.context``), resampling the query pairs of ``a``'s cases; they are scored on the
+    pairs both inputs answered both cases of. ``clusters``: the cluster label of each resampled
+    case (default: of ``a``'s cases under ``options.resample_by``), for the clustered McNemar
+    test. The minimum detectable differences (``mdd``) are at ``options.alpha``.
     """
     if union is None and weights is not None and weights.shape[1] != a.n:
         raise CompareError("the resamples were drawn over other cases than the first input's; pass union")
     sa, sb, positions, dropped = _paired_arrays(a, b, options, union)
     n_boot, seed, level = options.n_boot, options.bootstrap_seed, options.level
+    by = options.resample_by
+    clustered = by != "case"
+    if clusters is None:
+        clusters = case_clusters(_resampled_cases([a, b], union), by)
     n = len(sa.y)
     both_cont = a.is_continuous and b.is_continuous
     behaviour = a.mode_spec.reads_behaviour or b.mode_spec.reads_behaviour
@@ -401,32 +484,46 @@ def compare_pair(
                and not (behaviour and METRIC[m].calibration) and (METRIC[m].paper or not options.paper_compat)]
     W = PW = None
     if n_boot > 0 and n > 0:
-        W = weights if weights is not None else resample_weights(len(union) if union else a.n, n_boot, seed)
-        n_pairs = _all_pairs(a)
-        if n_pairs and sa.pairs is not None and len(sa.pairs):
-            PW = pair_weights if pair_weights is not None else resample_weights(n_pairs, n_boot, seed)
+        if weights is None or pair_weights is None:
+            W0, PW0 = resamples(_resampled_cases([a, b], union), a, union, options, clusters)
+            weights = W0 if weights is None else weights
+            pair_weights = PW0 if pair_weights is None else pair_weights
+        W = weights
+        if _all_pairs(a) and sa.pairs is not None and len(sa.pairs):
+            PW = pair_weights
     (pa, ba), (pb, bb) = metric_values([sa, sb], metrics, W, positions, PW, sa.pair_ids)
-    mc = mcnemar_exact(sa.correct, sb.correct)
+    mc = (mcnemar_clustered(sa.correct, sb.correct, clusters[positions]) if clustered
+          else mcnemar_exact(sa.correct, sb.correct))
     wt = None
-    if both_cont and n:
+    if both_cont and n and not clustered:  # Williams' t assumes independent cases
         r23 = _pearson_point(sa.value, sb.value)
         wt = williams_t(pa["pcc"], pb["pcc"], r23, n)
+    floor = p_floor(n_boot)
     out: dict[str, MetricDiff] = {}
     for m in metrics:
         with np.errstate(invalid="ignore"):
             diff = 0.0 if pa[m] == pb[m] else pa[m] - pb[m]
+        se = float("nan")
         if m in ba:
             with np.errstate(invalid="ignore"):
                 d = ba[m] - bb[m]
             d = np.where((ba[m] == bb[m]), 0.0, d)  # inf - inf of identical inputs is no difference
             ci, pboot = percentile_ci(d, level), bootstrap_p(d)
+            fin = d[np.isfinite(d)]
+            se = float(np.std(fin, ddof=1)) if fin.size > 1 else float("nan")
         else:
             ci, pboot = [float("nan")] * 2, float("nan")
-        test = METRIC[m].test
-        p = mc["p"] if test == "mcnemar" else (wt or {}).get("p") if test == "williams" else pboot
+        test = _test_of(m, clustered)
+        if test.startswith("mcnemar"):
+            p, se = mc["p"], mc["se0"]
+        elif test == "williams":
+            p = (wt or {}).get("p")
+        else:
+            p = pboot
         out[m] = MetricDiff(m, pa[m], pb[m], float(diff), ci, pboot, test,
                             None if p is None or (isinstance(p, float) and math.isnan(p)) else float(p),
-                            withheld=_withheld(m, sa, mc))
+                            withheld=_withheld(m, sa, mc), mdd=mdd(se, options.alpha),
+                            p_floor=floor if test == "bootstrap" and n_boot > 0 and not options.paper_compat else None)
     shared = len(shared_cases(a, b))
     people = None
     if not options.paper_compat and sa.pairs is not None and len(sa.pairs):
@@ -437,6 +534,56 @@ def compare_pair(
                                    label_source=options.label_source)
     return PairComparison(-1, -1, n, dropped, mc, wt, out, shared, a.n - shared, b.n - shared,
                           0 if sa.pairs is None else len(sa.pairs), people)
+
+
+def _test_of(metric: str, clustered: bool) -> str:
+    """The primary test of a metric (``MetricDef.test``) under the clustering: clustered,
+    accuracy gets the clustered McNemar test (``mcnemar_clustered``) and Pearson r the paired
+    cluster bootstrap (Williams' t assumes independent cases)."""
+    test = METRIC[metric].test or "bootstrap"
+    if clustered and test == "mcnemar":
+        return "mcnemar_clustered"
+    if clustered and test == "williams":
+        return "bootstrap"
+    return test
+
+
+def _resampled_cases(preds: Sequence[Predictions], union: dict[int, int] | None) -> list[Any]:
+    """The cases the resamples draw from: the first input's, or those of ``union`` (in its order)."""
+    if union is None:
+        return list(preds[0].cases)
+    by_index = {}
+    for p in preds:
+        for c, case in zip(p.case_indices, p.cases):
+            by_index.setdefault(int(c), case)
+    order = sorted(union, key=union.__getitem__)
+    return [by_index[c] for c in order]
+
+
+def resamples(cases: Sequence[Any], first: Predictions, union: dict[int, int] | None, options: ScoringOptions,
+              clusters: np.ndarray | None = None) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """The resamples of ``cases`` (the columns of the case weights: ``union``'s order, default
+    ``first``'s cases) and of the query pairs of ``first``'s cases (the columns of the pair
+    weights), under ``options.resample_by``: cases and pairs drawn apart when clustering by
+    case (as always); else the clusters drawn once (``bootstrap.cluster_resample_weights``) and
+    each case and each pair weighing its cluster's draw. (None, None) without resamples."""
+    n_boot, seed = options.n_boot, options.bootstrap_seed
+    if n_boot <= 0 or not len(cases):
+        return None, None
+    from .pairs import pair_by_query
+
+    pairs = np.array(pair_by_query(first.cases).pairs, dtype=int).reshape(-1, 2)
+    if options.resample_by == "case":
+        W = resample_weights(len(cases), n_boot, seed)
+        return W, (resample_weights(len(pairs), n_boot, seed) if len(pairs) else None)
+    labels = case_clusters(cases, options.resample_by) if clusters is None else cluster_labels(list(clusters))
+    k = int(labels.max()) + 1
+    W = cluster_resample_weights(labels, n_boot, seed, k)
+    if not len(pairs):
+        return W, None
+    col = (np.arange(first.n) if union is None
+           else np.array([union[int(c)] for c in first.case_indices], dtype=int))
+    return W, cluster_resample_weights(labels[col[pairs[:, 0]]], n_boot, seed, k)
 
 
 def _withheld(metric: str, sa: ScoringArrays, mc: dict[str, Any]) -> str | None:
@@ -510,16 +657,17 @@ def compare(
                                                 options.label_source)
     level, alpha = options.level, options.alpha
     union = _union_positions(preds)
-    weights = resample_weights(len(union), n_boot, seed) if n_boot > 0 and union else None
+    cases = _resampled_cases(preds, union)
+    clusters = case_clusters(cases, options.resample_by)
+    weights, pair_weights = resamples(cases, preds[0], union, options, clusters)
     # the pair resamples are shared only when every input holds the same cases (pair ids are
     # numbered within an input's cases); otherwise each comparison draws its own
-    same_cases = len(case_set_groups(preds)) == 1
-    n_pairs = _all_pairs(preds[0]) if same_cases and preds else 0
-    pair_weights = resample_weights(n_pairs, n_boot, seed) if n_boot > 0 and n_pairs else None
+    if len(case_set_groups(preds)) != 1:
+        pair_weights = None
     results = []
     for i, j in todo:
         pc = compare_pair(preds[i], preds[j], options, weights=weights, union=union,
-                          pair_weights=pair_weights)
+                          pair_weights=pair_weights, clusters=clusters)
         pc.a, pc.b = i, j
         results.append(pc)
     adjust(results, alpha)
@@ -530,6 +678,12 @@ def compare(
                 "context_pairs": "query pairs whose two cases both inputs answered, resampled as pairs",
                 "cases": "all cases (paper-compatible)" if paper_compat else "cases both inputs answered",
                 "label_source": label_source, "min_paired": MIN_PAIRED, "min_discordant": MIN_DISCORDANT}
+    if not paper_compat:  # paper-compatible output stays what it was: cases resampled, no MDD
+        settings.update({
+            "cluster": options.resample_by, "clusters": int(clusters.max()) + 1 if len(clusters) else 0,
+            "p_floor": p_floor(n_boot),
+            "mdd": f"the smallest difference each test had {MDD_POWER:.0%} power to detect at alpha {alpha} "
+                   "(two-sided, before the adjustment), from the paired design"})
     sets = [{"inputs": [input_label(i) for i in g], "cases": preds[g[0]].n} for g in case_set_groups(preds)]
     return Comparison([_describe(p, i) for i, p in enumerate(preds)], results, settings, sets)
 
@@ -557,12 +711,19 @@ class AccuracyMatrix:
     p_adjusted: np.ndarray
     significant: np.ndarray
     alpha: float
+    #: the minimum detectable accuracy difference of each pair (``mdd``); NaN on the diagonal
+    mdd: np.ndarray | None = None
+    #: the test: ``exact`` (McNemar's exact test) or ``clustered`` (``mcnemar_clustered``)
+    test: str = "exact"
 
 
-def accuracy_matrix(correct: np.ndarray, scored: np.ndarray, alpha: float = 0.05) -> AccuracyMatrix:
+def accuracy_matrix(correct: np.ndarray, scored: np.ndarray, alpha: float = 0.05,
+                    clusters: np.ndarray | None = None) -> AccuracyMatrix:
     """``correct`` and ``scored``: (inputs, cases) boolean arrays aligned by case (a case an
-    input did not score is neither right nor wrong; pairs use the cases both scored)."""
-    from scipy.stats import binom
+    input did not score is neither right nor wrong; pairs use the cases both scored).
+    ``clusters``: the cluster label of each case; given (and not every case its own cluster),
+    ``p`` is the clustered McNemar test (``mcnemar_clustered``) and ``mdd`` its null SE's."""
+    from scipy.stats import binom, chi2
     from statsmodels.stats.multitest import multipletests
 
     s = np.asarray(scored, dtype=float)
@@ -577,7 +738,28 @@ def accuracy_matrix(correct: np.ndarray, scored: np.ndarray, alpha: float = 0.05
     b_only = a_only.T
     k = np.minimum(a_only, b_only)
     m = a_only + b_only
-    p = np.where(m > 0, np.minimum(1.0, 2.0 * binom.cdf(k, np.maximum(m, 1), 0.5)), 1.0)
+    test = "exact"
+    labels = None if clusters is None else cluster_labels(list(clusters))
+    if labels is not None and len(labels) and int(labels.max()) + 1 < len(labels):
+        test = "clustered"
+        # per cluster, D_c[i, j] = (i right, j wrong) - (i wrong, j right) over the cases both scored
+        var = np.zeros_like(n_paired)
+        order = np.argsort(labels, kind="stable")
+        bounds = np.flatnonzero(np.diff(labels[order])) + 1
+        for idx in np.split(order, bounds):
+            rc, sc = right[:, idx], s[:, idx]
+            dc = rc @ sc.T - sc @ rc.T
+            var += dc * dc
+        num = (a_only - b_only) ** 2
+        with np.errstate(invalid="ignore", divide="ignore"):
+            p = np.where(var > 0, chi2.sf(num / np.where(var > 0, var, 1), 1), 1.0)
+    else:
+        var = m.astype(float)
+        p = np.where(m > 0, np.minimum(1.0, 2.0 * binom.cdf(k, np.maximum(m, 1), 0.5)), 1.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        se0 = np.where(n_paired > 0, np.sqrt(var) / np.where(n_paired > 0, n_paired, 1), np.nan)
+    mdds = np.vectorize(lambda x: mdd(float(x), alpha))(se0) if se0.size else se0
+    np.fill_diagonal(mdds, np.nan)
     np.fill_diagonal(p, 1.0)
     np.fill_diagonal(diff, 0.0)
     iu = np.triu_indices(len(s), k=1)
@@ -589,4 +771,4 @@ def accuracy_matrix(correct: np.ndarray, scored: np.ndarray, alpha: float = 0.05
         p_adj.T[iu] = adj
         sig[iu] = reject
         sig.T[iu] = reject
-    return AccuracyMatrix(n_paired.astype(int), a_only.astype(int), diff, p, p_adj, sig, alpha)
+    return AccuracyMatrix(n_paired.astype(int), a_only.astype(int), diff, p, p_adj, sig, alpha, mdds, test)

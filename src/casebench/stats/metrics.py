@@ -44,7 +44,9 @@ import numpy as np
 from ..data import SAFE_THRESHOLD, VOTE_SAFE
 from ..predictions import Predictions, verdict_mass_warning
 from ..registry import Registry, RegistryError
-from .bootstrap import DEFAULT_BOOTSTRAP, percentile_ci, resample_weights, wilson_ci  # noqa: F401  (re-exported)
+from .bootstrap import (  # noqa: F401  (wilson_ci re-exported)
+    DEFAULT_BOOTSTRAP, cluster_labels, cluster_resample_weights, percentile_ci, resample_weights, wilson_ci,
+)
 from .options import (  # noqa: F401  (LABEL_SOURCES, LabelSourceError: re-exported from ``options``)
     DEFAULT_OPTIONS, LABEL_SOURCES, LabelSourceError, ScoringOptions, case_safe_rate, check_label_source,
 )
@@ -91,6 +93,12 @@ class ScoringArrays:
     pairs: np.ndarray | None = None
     #: each pair's place among all the pairs of the input's cases (the rows of pair resamples)
     pair_ids: np.ndarray | None = None
+    #: per case, its cluster label under ``cluster_by`` (``bootstrap.case_clusters``), and its
+    #: query's label (the units inside one category when clustering by category); None: cases
+    clusters: np.ndarray | None = None
+    query_ids: np.ndarray | None = None
+    #: the clustering in effect (``ScoringOptions.resample_by``)
+    cluster_by: str = "case"
 
     def take(self, idx: np.ndarray) -> "ScoringArrays":
         """The arrays of the cases at positions ``idx`` (in that order); a pair stays when both
@@ -114,6 +122,9 @@ class ScoringArrays:
             None if self.vote_safe is None else self.vote_safe[idx],
             None if self.vote_n is None else self.vote_n[idx],
             pairs, pair_ids,
+            None if self.clusters is None else self.clusters[idx],
+            None if self.query_ids is None else self.query_ids[idx],
+            self.cluster_by,
         )
 
     @property
@@ -144,6 +155,11 @@ def scoring_arrays(pred: Predictions, options: ScoringOptions = DEFAULT_OPTIONS,
     from . import pairs
 
     a.pairs, a.pair_ids = pairs.pair_positions(pred, mask)
+    from .bootstrap import case_clusters
+
+    a.cluster_by = options.resample_by
+    a.clusters = case_clusters(pred.cases, a.cluster_by)[mask]
+    a.query_ids = case_clusters(pred.cases, "query")[mask]
     return a, mask
 
 
@@ -788,9 +804,8 @@ def bootstrap_ci(
     wilson = [] if a.paper_compat else [m for m in names if METRIC[m].proportion is not None]
     # every applicable metric goes through the one matrix product (then the asked ones are
     # kept), so a figure's resamples are the same bits whichever metrics were asked
-    k = 0 if a.pairs is None else len(a.pairs)
-    pw = resample_weights(k, n_boot, seed) if k else None
-    _, resampled = metric_values([a], _applicable(a), resample_weights(n, n_boot, seed), pair_weights=pw)[0]
+    W, pw = case_and_pair_weights(a, n_boot, seed)
+    _, resampled = metric_values([a], _applicable(a), W, pair_weights=pw)[0]
     out = {m: percentile_ci(v, level, finite_only=True) for m, v in resampled.items()
            if m in names and METRIC[m].interval}
     if wilson:
@@ -798,8 +813,69 @@ def bootstrap_ci(
         for m in wilson:
             if m in metrics_from_sums(sums[m], [m]):
                 k_, trials = METRIC[m].proportion(sums[m])  # type: ignore[misc]
-                out[m] = wilson_ci(float(k_[0]), float(trials[0]), level)
+                deff = max(1.0, design_effect(a, m))
+                out[m] = wilson_ci(float(k_[0]) / deff, float(trials[0]) / deff, level)
     return out
+
+
+def case_and_pair_weights(a: ScoringArrays, n_boot: int, seed: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """The resamples of one input's scored cases and of its query pairs (None without pairs).
+
+    Cases (``a.cluster_by == "case"``): cases drawn with replacement, and the pairs drawn apart
+    (as they always were). Clustered: the clusters among the scored cases drawn with replacement
+    (``bootstrap.cluster_resample_weights``), each case and each pair weighing its cluster's
+    draw (a pair's cluster is that of its safe-intent case: by query, the pair itself)."""
+    n = len(a.y)
+    k = 0 if a.pairs is None else len(a.pairs)
+    if a.cluster_by == "case" or a.clusters is None:
+        return resample_weights(n, n_boot, seed), (resample_weights(k, n_boot, seed) if k else None)
+    labels = cluster_labels(a.clusters.tolist())
+    n_clusters = int(labels.max()) + 1 if n else 0
+    W = cluster_resample_weights(labels, n_boot, seed, n_clusters)
+    pw = cluster_resample_weights(labels[a.pairs[:, 0]], n_boot, seed, n_clusters) if k else None
+    return W, pw
+
+
+def design_effect(a: ScoringArrays, name: str) -> float:
+    """The design effect of the proportion ``name`` (``MetricDef.proportion``) under ``a``'s
+    clustering: the variance of the proportion with the clusters as the independent units over
+    its variance with the cases as the units (Kish), both by the usual linearised estimator of a
+    ratio, each with its own small-sample factor::
+
+        deff = [K/(K-1) sum_c (k_c - p n_c)^2] / [N/(N-1) N p (1 - p)]
+
+    (K clusters holding cases of the figure, k_c of n_c of cluster c's cases counted, N the
+    cases, p = k/N). 1 by definition when clustering by case, and where it cannot be estimated
+    (p 0 or 1, fewer than two clusters or cases). A clustered Wilson interval is the Wilson
+    interval of k / deff out of N / deff (Korn and Graubard, 1998, Survey Methodology 24(2): the
+    effective sample size), with deff floored at 1 (as they do): clustering widens a proportion's
+    interval but never narrows it below the interval of independent cases, since a design effect
+    below one (the two contexts of a query pulling opposite ways) estimated from few clusters is
+    not to be trusted to shrink an interval to nothing."""
+    if a.cluster_by == "case" or a.clusters is None or not len(a.y):
+        return 1.0
+    labels = cluster_labels(a.clusters.tolist())
+    if METRIC[name].unit == "pair":  # a share of query pairs: each pair in its safe case's cluster
+        if a.pairs is None or not len(a.pairs):
+            return 1.0
+        cols, labels = pair_columns(a, [name]), cluster_labels(labels[a.pairs[:, 0]].tolist())
+    else:
+        cols = metric_columns(a, [name])
+    K = int(labels.max()) + 1
+    per_case = METRIC[name].proportion(cols)  # type: ignore[misc]
+    kc = np.bincount(labels, weights=np.asarray(per_case[0], dtype=float), minlength=K)
+    nc = np.bincount(labels, weights=np.asarray(per_case[1], dtype=float), minlength=K)
+    N = float(nc.sum())
+    used = nc > 0
+    k_used = int(used.sum())
+    if N < 2 or k_used < 2:
+        return 1.0
+    p = float(kc.sum()) / N
+    srs = N / (N - 1) * N * p * (1 - p)
+    if not srs > 0:
+        return 1.0
+    clustered = k_used / (k_used - 1) * float(np.sum((kc[used] - p * nc[used]) ** 2))
+    return clustered / srs
 
 
 def human_rates(pred: Predictions, label_source: str = "published") -> np.ndarray | None:
@@ -846,6 +922,11 @@ class Score:
     #: respond mode: the refusal figures corrected for the reader's measured error
     #: (``stats.refusal.correct_refusal_figures``: the figures, or a ``note`` saying why none)
     refusal_corrected: dict[str, Any] | None = None
+    #: what the bootstrap resampled as one unit (``ScoringOptions.resample_by``)
+    cluster: str = "case"
+    #: clustered: each proportion's design effect (``design_effect``, as estimated: the Wilson
+    #: interval uses it floored at 1); empty when resampling cases
+    design_effects: dict[str, float] = field(default_factory=dict)
 
     @property
     def coverage(self) -> float:
@@ -920,6 +1001,10 @@ class Score:
         if self.classifier is not None:
             d["classifier"] = self.classifier
         d["cases_of"] = self.cases_of
+        if not self.paper_compat:
+            d["cluster"] = self.cluster
+        if self.design_effects:
+            d["design_effects"] = self.design_effects
         if self.breakdowns:
             d["breakdowns"] = self.breakdowns
         if self.people is not None:
@@ -938,7 +1023,10 @@ def score_arrays(pred: Predictions, a: ScoringArrays, mask: np.ndarray,
     answered = pred.has_value if options.paper_compat else pred.answered
     s = Score(pred.source, pred.model, pred.mode, pred.removed, pred.n, int(answered.sum()),
               options.paper_compat, values, ci, classifier=pred.meta.get("classifier"),
-              cases_of=figure_cases(a, list(values)), verdict_mass=pred.verdict_mass_summary())
+              cases_of=figure_cases(a, list(values)), verdict_mass=pred.verdict_mass_summary(),
+              cluster=a.cluster_by)
+    if a.cluster_by != "case" and not options.paper_compat:
+        s.design_effects = {m: design_effect(a, m) for m in values if METRIC[m].proportion is not None}
     if pred.mode_spec.reads_behaviour and not options.paper_compat:
         from .refusal import correct_refusal_figures
 
@@ -963,6 +1051,8 @@ def score_breakdowns(pred: Predictions, a: ScoringArrays, mask: np.ndarray, opti
         out[kind] = {}
         for name, m in groups[kind]().items():
             sub = a.take(np.flatnonzero(m))
+            if kind == "category" and sub.cluster_by == "category":
+                sub.clusters = sub.query_ids  # inside one category its queries are the units
             if kind == "intent":
                 sub.pairs = sub.pair_ids = None  # one intent holds no pair: no context figures
             vals = point_metrics(sub, BREAKDOWN_METRICS)

@@ -30,6 +30,32 @@ LABEL_SOURCE_HELP = ("Human label: the published safe_rate (21 votes incl. inten
                      "alone.")
 
 
+#: what the bootstrap resamples as one unit (``bootstrap.case_clusters``)
+Cluster = Literal["case", "query", "category"]
+CLUSTERINGS: tuple[str, ...] = get_args(Cluster)
+#: the default clustering: the query. The benchmark's unit of sampling is the query (its 45
+#: categories are a fixed taxonomy, each with its share of queries by design: strata, not a
+#: sample of kinds of harm), and each query comes with two contexts written for it: the two cases
+#: of a query share its wording and the per-pair context figures are per query, so they are not
+#: independent draws. On the published outputs clustering by query moves the SE of accuracy by
+#: 0.84-1.00x (the two contexts of a query pull opposite ways), by category by 1.09-1.57x; the
+#: category bootstrap answers another question (how a judge would do on other kinds of harm) and
+#: is one flag away.
+DEFAULT_CLUSTER: Cluster = "query"
+#: the help of ``--cluster`` on the scoring commands
+CLUSTER_HELP = ("What the bootstrap resamples as one unit, and what the tests treat as independent: case, query "
+                "(the two contexts of a query together; the default: queries are the benchmark's unit of "
+                "sampling) or category. Proportions keep their Wilson interval on the effective number of cases "
+                "(n / design effect, never above n). --paper-compat resamples cases.")
+
+
+def check_cluster(by: str) -> str:
+    """``by`` itself when it names a clustering (``CLUSTERINGS``); else ``ValueError``."""
+    if by not in CLUSTERINGS:
+        raise ValueError(f"unknown clustering {by!r}; choose one of {', '.join(CLUSTERINGS)}")
+    return by
+
+
 class LabelSourceError(ValueError):
     """The asked label source is unknown, or cannot label these cases (e.g. votes-only labels
     without votes, or votes-only labels with paper-compatible scoring)."""
@@ -70,6 +96,8 @@ class ScoringOptions:
     bootstrap resamples of cases (or query pairs) for the CIs and paired tests (0: none);
     ``bootstrap_seed``: the seed of those resamples; ``human_draw_seed``: the seed of the
     random draws of annotators behind the human section's stability curve (``stats.human``).
+    ``cluster``: what the bootstrap resamples as one unit and the tests treat as independent
+    (``CLUSTERINGS``, default ``DEFAULT_CLUSTER``; ``resample_by`` is what is used).
     Paper-compatible scoring uses the published labels only (``LabelSourceError`` otherwise).
     """
 
@@ -81,11 +109,13 @@ class ScoringOptions:
     n_boot: int = DEFAULT_BOOTSTRAP
     bootstrap_seed: int = 0
     human_draw_seed: int = 0
+    cluster: Cluster = DEFAULT_CLUSTER
 
     def __post_init__(self) -> None:
         check_label_source(self.label_source)
         if isinstance(self.n_boot, bool) or not isinstance(self.n_boot, int) or self.n_boot < 0:
             raise ValueError(f"n_boot (--bootstrap) must be a whole number, 0 or more, got {self.n_boot!r}")
+        check_cluster(self.cluster)
         if self.paper_compat and self.label_source != "published":
             raise LabelSourceError("paper-compatible scoring uses the published labels, not "
                                    f"label source {self.label_source!r}")
@@ -102,6 +132,12 @@ class ScoringOptions:
         """Every setting by name (JSON-ready): what a cache of scored figures is keyed on."""
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
+    @property
+    def resample_by(self) -> str:
+        """The clustering in effect: ``cluster``, or ``case`` with paper-compatible scoring (the
+        published figures were made case by case, and must stay what they were)."""
+        return "case" if self.paper_compat else self.cluster
 
-#: the default options (default scoring, 95% CIs, 2000 resamples, seed 0, published labels)
+
+#: the default options (default scoring, 95% CIs, 2000 resamples, seed 0, published labels, clustered by query)
 DEFAULT_OPTIONS = ScoringOptions()

@@ -60,15 +60,16 @@ def accuracy_order(figs: Sequence[ScoredInput]) -> list[int]:
 
 def pair_matrix(figs: Sequence[ScoredInput], options: ScoringOptions = DEFAULT_OPTIONS) -> PairMatrix:
     """The ``PairMatrix`` of inputs over the same cases."""
-    from .bootstrap import resample_weights
-    from .compare import accuracy_matrix, compare_pair
+    from .bootstrap import case_clusters
+    from .compare import accuracy_matrix, compare_pair, resamples
 
     order = accuracy_order(figs)
     its = [figs[k] for k in order]
-    mx = accuracy_matrix(np.array([f.correct_all for f in its]), np.array([f.scored_mask for f in its]))
-    n = its[0].pred.n if its else 0
-    W = resample_weights(n, options.n_boot, options.bootstrap_seed) if options.n_boot > 0 and n else None
-    neighbours = [compare_pair(its[i].pred, its[i + 1].pred, options, weights=W)
+    clusters = case_clusters(its[0].pred.cases, options.resample_by) if its else None
+    mx = accuracy_matrix(np.array([f.correct_all for f in its]), np.array([f.scored_mask for f in its]),
+                         clusters=clusters)
+    W, PW = resamples(its[0].pred.cases, its[0].pred, None, options, clusters) if its else (None, None)
+    neighbours = [compare_pair(its[i].pred, its[i + 1].pred, options, weights=W, pair_weights=PW, clusters=clusters)
                   for i in range(min(NEIGHBOUR_ROWS, len(its) - 1))]
     return PairMatrix(order, mx, neighbours)
 

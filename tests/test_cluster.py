@@ -1,0 +1,254 @@
+"""Clustered intervals and tests (``--cluster``), minimum detectable differences and the printing
+of p-values at the resampling floor.
+
+The fixture is our own: 6 categories x 4 queries x 2 contexts (48 cases), with votes and
+predictions drawn from a seeded generator so that categories differ (a design effect above one
+under category clustering). Every clustered figure is checked against a cluster bootstrap
+written out here, independently of ``stats.bootstrap``: draw whole clusters with numpy's
+``default_rng(seed).integers`` (the same seed), gather their cases, compute the figure directly.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from casebench.cli import cli
+from casebench.data import load_dataset
+from casebench.predictions import Predictions
+from casebench.present.tables import fmt_p
+from casebench.stats.bootstrap import case_clusters, cluster_resample_weights, p_floor, resample_weights
+from casebench.stats.compare import accuracy_matrix, compare, mcnemar_clustered
+from casebench.stats.result import score_predictions
+from casebench.stats.options import ScoringOptions
+
+N_CAT, N_Q = 6, 4
+B, SEED = 400, 5
+Z975, Z80 = 1.959963984540054, 0.8416212335729143  # normal quantiles, written out
+
+
+@pytest.fixture(scope="module")
+def fixture_cases(tmp_path_factory):
+    rng = np.random.default_rng(11)
+    records = []
+    for c in range(N_CAT):
+        lean = (c - 2.5) / 3.0  # each category leans its own way: people and judges alike
+        for q in range(N_Q):
+            query = f"Fixture question {c}.{q}: how should a club treasurer store the raffle money?"
+            for safe_ctx in (True, False):
+                p_safe = 1 / (1 + math.exp(-(lean + (1.2 if safe_ctx else -1.2))))
+                ones = int(rng.binomial(20, p_safe))
+                scores = [1] * ones + [2] * (20 - ones)
+                ctx = {"sender": {"nature_of_the_interaction": f"fixture interaction {safe_ctx}",
+                                  "platform_type": "a members' forum"},
+                       "recipient": {"type": "treasurer", "background": f"fixture background {c}"},
+                       "transmission_principle": {"sender_purpose": f"fixture purpose {q}",
+                                                  "confidentiality": "Private.", "source_accountability": "Reviewed.",
+                                                  "urgency": "Routine"}}
+                records.append({"scores": scores, "query": query, "context": ctx,
+                                "safe_rate": (ones + int(safe_ctx)) / 21, "category": f"fixture category {c}",
+                                "context_intended_to_be_safe": safe_ctx})
+    path = tmp_path_factory.mktemp("cluster") / "cluster_cases.json"
+    path.write_text(json.dumps(records))
+    return load_dataset(path).cases
+
+
+def _prob_input(cases, seed: int, name: str) -> Predictions:
+    rng = np.random.default_rng(seed)
+    g = np.array([c.human_safe_rate for c in cases])
+    cat = np.array([int(c.category.split()[-1]) for c in cases])
+    p = np.clip(g + 0.25 * (cat - 2.5) / 2.5 * rng.uniform(0.5, 1.0) + rng.normal(0, 0.2, len(cases)), 0.01, 0.99)
+    return Predictions.from_values(name, name, "prob", cases, [float(x) for x in p])
+
+
+def _members(keys: list) -> list[np.ndarray]:
+    """The case positions of each cluster, clusters in order of first appearance."""
+    order: dict = {}
+    for i, k in enumerate(keys):
+        order.setdefault(k, []).append(i)
+    return [np.array(v) for v in order.values()]
+
+
+def _key(c, by: str):
+    return {"query": c.query, "category": c.category}[by]
+
+
+def _independent(cases, by: str, stat) -> np.ndarray:
+    """``stat(idx)`` over B cluster resamples drawn here: clusters with replacement, whole."""
+    groups = _members([_key(c, by) for c in cases])
+    draws = np.random.default_rng(SEED).integers(0, len(groups), size=(B, len(groups)))
+    return np.array([stat(np.concatenate([groups[k] for k in row])) for row in draws])
+
+
+def _pct(v: np.ndarray, level: float = 0.95) -> list[float]:
+    v = np.round(v, 12)
+    return [float(np.percentile(v, (1 - level) / 2 * 100)), float(np.percentile(v, (1 + level) / 2 * 100))]
+
+
+@pytest.mark.parametrize("by", ["query", "category"])
+def test_clustered_intervals_equal_an_independent_cluster_bootstrap(fixture_cases, by):
+    pred = _prob_input(fixture_cases, 1, "judge-a")
+    s = score_predictions(pred, ScoringOptions(n_boot=B, bootstrap_seed=SEED, cluster=by))
+    g, p = pred.human_rate, pred.p_safe
+    want_brier = _pct(_independent(fixture_cases, by, lambda i: np.mean((p[i] - g[i]) ** 2)))
+    want_pcc = _pct(_independent(fixture_cases, by, lambda i: np.corrcoef(pred.value[i], g[i])[0, 1]))
+    assert s.ci["brier"] == pytest.approx(want_brier, abs=1e-9)
+    assert s.ci["pcc"] == pytest.approx(want_pcc, abs=1e-9)
+    assert s.cluster == by and s.to_dict()["cluster"] == by
+
+
+def test_clustering_by_case_is_the_plain_case_bootstrap(fixture_cases):
+    labels = np.arange(len(fixture_cases))
+    assert np.array_equal(cluster_resample_weights(labels, B, SEED), resample_weights(len(labels), B, SEED))
+    pred = _prob_input(fixture_cases, 1, "judge-a")
+    s = score_predictions(pred, ScoringOptions(n_boot=B, bootstrap_seed=SEED, cluster="case"))
+    g, p = pred.human_rate, pred.p_safe
+    draws = np.random.default_rng(SEED).integers(0, len(g), size=(B, len(g)))
+    assert s.ci["brier"] == pytest.approx(_pct(np.array([np.mean((p[i] - g[i]) ** 2) for i in draws])), abs=1e-9)
+    assert not s.design_effects
+
+
+def _wilson(k: float, n: float) -> list[float]:
+    p = k / n
+    den = 1 + Z975 ** 2 / n
+    mid = (p + Z975 ** 2 / (2 * n)) / den
+    half = Z975 * math.sqrt(p * (1 - p) / n + Z975 ** 2 / (4 * n * n)) / den
+    return [max(0.0, mid - half), min(1.0, mid + half)]
+
+
+def _uneven_judge(cases) -> Predictions:
+    """A binary judge right on most cases of half the categories and on few of the others."""
+    rng = np.random.default_rng(3)
+    values = []
+    for c in cases:
+        good = int(c.category.split()[-1]) < N_CAT // 2
+        right = rng.uniform() < (0.95 if good else 0.35)
+        values.append("safe" if (c.human_safe_rate > 0.5) == right else "unsafe")
+    return Predictions.from_values("uneven", "uneven", "binary", cases, values)
+
+
+def test_clustered_wilson_interval_uses_the_effective_number_of_cases(fixture_cases):
+    pred = _uneven_judge(fixture_cases)
+    correct = (pred.label == 1.0) == (pred.human_rate > 0.5)
+    cats = [c.category for c in fixture_cases]
+    # the design effect by hand: clusters' variance of the ratio over the cases' variance
+    groups = _members(cats)
+    N, K = len(correct), len(groups)
+    p = correct.mean()
+    kc = np.array([correct[g].sum() for g in groups])
+    nc = np.array([len(g) for g in groups])
+    deff = (K / (K - 1) * np.sum((kc - p * nc) ** 2)) / (N / (N - 1) * N * p * (1 - p))
+    assert deff > 1.2  # the fixture's categories lean: clustering matters
+    s = score_predictions(pred, ScoringOptions(n_boot=B, bootstrap_seed=SEED, cluster="category"))
+    assert s.design_effects["accuracy"] == pytest.approx(deff)
+    assert s.ci["accuracy"] == pytest.approx(_wilson(correct.sum() / deff, N / deff))
+    plain = score_predictions(pred, ScoringOptions(n_boot=B, bootstrap_seed=SEED, cluster="case"))
+    assert plain.ci["accuracy"] == pytest.approx(_wilson(correct.sum(), N))
+    assert s.ci["accuracy"][1] - s.ci["accuracy"][0] > plain.ci["accuracy"][1] - plain.ci["accuracy"][0]
+
+
+def test_a_design_effect_below_one_never_narrows_a_wilson_interval(fixture_cases):
+    # a judge right on exactly one context of every query: by query, every cluster is 1 of 2
+    cases = fixture_cases
+    values = ["safe" if (c.human_safe_rate > 0.5) == c.intended_safe else "unsafe" for c in cases]
+    pred = Predictions.from_values("half", "half", "binary", cases, values)
+    s = score_predictions(pred, ScoringOptions(n_boot=B, bootstrap_seed=SEED, cluster="query"))
+    plain = score_predictions(pred, ScoringOptions(n_boot=B, bootstrap_seed=SEED, cluster="case"))
+    assert s.design_effects["accuracy"] < 1
+    assert s.ci["accuracy"] == plain.ci["accuracy"]
+
+
+@pytest.mark.parametrize("by", ["query", "category"])
+def test_clustered_paired_differences_equal_an_independent_cluster_bootstrap(fixture_cases, by):
+    a, b = _prob_input(fixture_cases, 1, "judge-a"), _prob_input(fixture_cases, 2, "judge-b")
+    res = compare([a, b], ScoringOptions(n_boot=B, bootstrap_seed=SEED, cluster=by))
+    g = a.human_rate
+    ca, cb = (a.label == 1.0) == (g > 0.5), (b.label == 1.0) == (g > 0.5)
+    d_acc = _independent(fixture_cases, by, lambda i: ca[i].mean() - cb[i].mean())
+    d_brier = _independent(fixture_cases, by,
+                           lambda i: np.mean((a.p_safe[i] - g[i]) ** 2) - np.mean((b.p_safe[i] - g[i]) ** 2))
+    m = res.pairs[0].metrics
+    assert m["accuracy"].ci == pytest.approx(_pct(d_acc), abs=1e-9)
+    assert m["brier"].ci == pytest.approx(_pct(d_brier), abs=1e-9)
+    # the tests follow the clustering: McNemar for clustered pairs, the cluster bootstrap for r
+    assert m["accuracy"].test == "mcnemar_clustered" and m["pcc"].test == "bootstrap"
+    assert res.pairs[0].williams is None and res.settings["cluster"] == by
+    # the MDD of a bootstrap figure: (z_.975 + z_.8) x the SD of the paired cluster-bootstrap differences
+    assert m["brier"].mdd == pytest.approx((Z975 + Z80) * np.std(np.round(d_brier, 12), ddof=1), rel=1e-6)
+
+
+def test_mcnemar_for_clustered_pairs_by_hand():
+    a = np.array([1, 1, 0, 1, 1, 0, 1, 1, 1, 0], dtype=bool)
+    b = np.array([0, 0, 0, 1, 0, 1, 1, 0, 1, 1], dtype=bool)
+    clusters = np.array([0, 0, 1, 1, 2, 2, 3, 3, 4, 4])
+    # discordance per cluster: (a right, b wrong) - (a wrong, b right): 2, 0, 0, 1, -1
+    stat = (2 + 0 + 0 + 1 - 1) ** 2 / (4 + 0 + 0 + 1 + 1)
+    from scipy.stats import chi2
+
+    got = mcnemar_clustered(a, b, clusters)
+    assert got["statistic"] == pytest.approx(stat) and got["p"] == pytest.approx(chi2.sf(stat, 1))
+    assert (got["a_only"], got["b_only"]) == (4, 2)
+    assert got["se0"] == pytest.approx(math.sqrt(6) / 10)
+    # every case its own cluster: McNemar's asymptotic (b - c)^2 / (b + c)
+    single = mcnemar_clustered(a, b, np.arange(10))
+    assert single["statistic"] == pytest.approx((4 - 2) ** 2 / 6)
+    # the report's matrix gives the same test for every pair at once
+    mx = accuracy_matrix(np.array([a, b]), np.ones((2, 10), dtype=bool), clusters=clusters)
+    assert mx.test == "clustered" and mx.p[0, 1] == pytest.approx(got["p"]) and mx.p[1, 0] == pytest.approx(got["p"])
+    assert mx.mdd[0, 1] == pytest.approx((Z975 + Z80) * math.sqrt(6) / 10)
+
+
+def test_accuracy_mdd_from_the_discordant_proportion_by_hand(fixture_cases):
+    a, b = _prob_input(fixture_cases, 1, "judge-a"), _prob_input(fixture_cases, 2, "judge-b")
+    res = compare([a, b], ScoringOptions(n_boot=B, bootstrap_seed=SEED, cluster="case"))
+    pc = res.pairs[0]
+    n, disc = pc.n_paired, pc.mcnemar["a_only"] + pc.mcnemar["b_only"]
+    psi = disc / n  # the discordant proportion
+    assert disc > 0
+    assert pc.metrics["accuracy"].mdd == pytest.approx((1.959964 + 0.841621) * math.sqrt(psi / n), rel=1e-6)
+    assert pc.metrics["accuracy"].test == "mcnemar" and pc.mcnemar["test"] == "exact"
+    # an input against itself: no discordant case, nothing to say how the two could differ
+    same = compare([a, a], ScoringOptions(n_boot=B, bootstrap_seed=SEED)).pairs[0].metrics["accuracy"]
+    assert math.isnan(same.mdd)
+
+
+def test_p_values_at_the_resampling_floor_print_as_a_bound():
+    assert p_floor(2000) == pytest.approx(2 / 2001)
+    assert fmt_p(p_floor(2000), floor=p_floor(2000)) == "< 0.001"
+    assert fmt_p(p_floor(1000), floor=p_floor(1000)) == "< 0.002"
+    assert fmt_p(p_floor(10000), floor=p_floor(10000)) == "< 0.0002"
+    assert fmt_p(0.0123, floor=p_floor(2000)) == "0.0123"
+    assert fmt_p(3e-7) == "3.00e-07"  # an exact test's p is measured, not bounded
+
+
+def test_compare_cli_prints_the_floor_the_clustering_and_the_mdd(exp_dir):
+    a = str(exp_dir / "safety_gpt-4o" / "output_binary.json")
+    b = str(exp_dir / "safety_llama370B" / "output_binary.json")
+    r = CliRunner().invoke(cli, ["compare", a, b, "--bootstrap", "1000"])
+    assert r.exit_code == 0, r.output
+    row = next(line for line in r.output.splitlines() if line.strip().startswith("safe_recall"))
+    assert "< 0.002" in row and "e-03" not in row
+    assert "resampled by query (450 queries drawn whole)" in r.output and "MDD" in r.output
+    r = CliRunner().invoke(cli, ["compare", a, b, "--bootstrap", "1000", "--json", "--cluster", "category"])
+    d = json.loads(r.output)
+    assert d["settings"]["cluster"] == "category" and d["settings"]["clusters"] == 45
+    acc = d["pairs"][0]["metrics"]["accuracy"]
+    assert acc["test"] == "mcnemar_clustered" and acc["mdd"] > 0
+    assert d["pairs"][0]["metrics"]["safe_recall"]["p_floor"] == pytest.approx(2 / 1001)
+    # paper-compatible comparisons resample cases, whatever --cluster says, and print what they always did
+    r = CliRunner().invoke(cli, ["compare", a, b, "--bootstrap", "200", "--json", "--paper-compat"])
+    d = json.loads(r.output)
+    assert "cluster" not in d["settings"] and d["pairs"][0]["metrics"]["accuracy"]["test"] == "mcnemar"
+
+
+def test_case_clusters_follow_query_text_and_category(fixture_cases):
+    q = case_clusters(fixture_cases, "query")
+    c = case_clusters(fixture_cases, "category")
+    assert q.max() + 1 == N_CAT * N_Q and c.max() + 1 == N_CAT
+    assert list(q[:4]) == [0, 0, 1, 1] and list(c[:2 * N_Q]) == [0] * 2 * N_Q
+    with pytest.raises(ValueError, match="unknown clustering"):
+        ScoringOptions(cluster="model")  # type: ignore[arg-type]
