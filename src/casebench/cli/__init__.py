@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "prompts": ("data", "prompts_cmd", "Print the chat (system and user messages) of every case as JSON lines."),
     "human": ("human", "human_group", "Statistics of the human votes (context effect, agreement, power)."),
     "compare": ("compare", "compare_cmd", "Paired significance tests between runs or published files."),
+    "diff": ("diff", "diff_cmd", "The cases where two runs or published files disagree, with people's vote share."),
     "ablate": ("compare", "ablate_cmd", "CI-parameter ablation study: run or re-analyse removals."),
     "study": ("compare", "study_cmd", "Placement study: the context in the prompt, the system prompt or the turns before the query."),
     "report": ("report", "report_cmd", "Write a self-contained HTML report."),

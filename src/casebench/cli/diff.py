@@ -1,0 +1,86 @@
+"""``casebench diff A B``: the cases where two inputs disagree, a thin wrapper over
+``casebench.stats.diff``."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from typing import Any
+
+import click
+
+from ._common import BadInput, bad_input_errors, file_kind_options, label_source_option
+
+
+def _cell(x: Any, digits: int = 3) -> str:
+    if x is None:
+        return ""
+    if isinstance(x, float):
+        return "–" if math.isnan(x) else f"{x:.{digits}f}"
+    return str(x)
+
+
+@click.command("diff")
+@click.argument("a", type=click.Path(exists=True))
+@click.argument("b", type=click.Path(exists=True))
+@click.option("--sort", "sort", type=click.Choice(["lean", "index", "category"]), default="lean", show_default=True,
+              help="Order of the cases: how far people lean (clearest cases first), case index, or category.")
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
+@click.option("--hide-text", is_flag=True, help="The case index only, without the query (for sharing the list "
+                                                "without the data).")
+@click.option("--data", type=click.Path(dir_okay=False), default=None,
+              help="The dataset of run directories, if their manifest's path is not reachable.")
+@label_source_option
+@file_kind_options
+def diff_cmd(a: str, b: str, sort: str, fmt: str, hide_text: bool, data: str | None, label_source: str,
+             mode: str | None, remove: str | None) -> None:
+    """The cases where A and B (run directories or published exp/ files over the same cases)
+    disagree: their verdicts (safe / unsafe), or for two respond runs what the chatbot did
+    (comply / partial / refuse), with people's share of safe votes and how far people lean
+    (|share - 0.5|). Cases only one of them answered are counted, not listed."""
+    from ..data import load_dataset
+    from ..loader import load_predictions
+    from ..runs.record import RunError
+    from ..stats.compare import CompareError
+    from ..stats.diff import diff_inputs, diff_table_rows
+
+    with bad_input_errors(RunError):
+        dataset = load_dataset(data) if data else None
+        preds = [load_predictions(p, dataset=dataset, mode=mode, removed=remove) for p in (a, b)]
+    with bad_input_errors(CompareError):
+        res = diff_inputs(preds[0], preds[1], sort=sort, show_text=not hide_text, label_source=label_source)
+    if fmt == "json":
+        click.echo(json.dumps(res.to_dict(), indent=2, ensure_ascii=False))
+        return
+    head, rows = diff_table_rows(res)
+    if fmt == "csv":
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(head)
+        for r in rows:
+            w.writerow(["" if x is None else x for x in r])
+        click.echo(buf.getvalue(), nl=False)
+        return
+    click.echo(f"A  {res.a['name']}  {res.a['source']}")
+    click.echo(f"B  {res.b['name']}  {res.b['source']}")
+    click.echo(f"{res.disagree} of the {res.both_answered} cases both answered disagree ({res.what})"
+               + (f"; {res.only_one_answered} answered by one only (not listed)" if res.only_one_answered else "")
+               + f"; sorted by {sort}")
+    if not rows:
+        return
+    if not hide_text:
+        head = head[:-1] + ["query"]
+    cells = [[_cell(x) for x in r] for r in rows]
+    if not hide_text:
+        cells = [c[:-1] + [c[-1][:70] + ("…" if len(c[-1]) > 70 else "")] for c in cells]
+    widths = [max(len(h), *(len(c[k]) for c in cells)) for k, h in enumerate(head)]
+    click.echo("  ".join(h.ljust(wd) for h, wd in zip(head, widths)).rstrip())
+    for c in cells:
+        click.echo("  ".join(x.ljust(wd) for x, wd in zip(c, widths)).rstrip())
+    click.echo("people_safe_share: the share of safe votes; lean: |share - 0.5|; agrees: the input whose verdict "
+               f"matches people's label ({res.label_source} labels)")
+
+
+__all__ = ["diff_cmd", "BadInput"]

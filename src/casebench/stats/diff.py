@@ -1,0 +1,185 @@
+"""The cases where two inputs disagree (``casebench diff A B``).
+
+Two inputs over the same cases (runs or published files, as ``compare`` accepts them) disagree on
+a case when both answered it and
+
+* their verdicts differ (safe / unsafe: a judge's verdict, or for a respond run whether the
+  chatbot answered), or
+* both read behaviour (respond) and what the chatbot did differs (comply / partial / refuse,
+  each case's most frequent reading), even where the verdicts agree (comply and partial with
+  ``--partial-as safe``).
+
+Each disagreement carries what people said: the share of safe votes among the case's votes as
+cast (the published safe_rate where a case has no votes), people's label under the label source
+(with the benchmark's always-unsafe categories), how far people lean (``|share - 0.5|``, 0 to 0.5: a case where people
+lean hard and the inputs still differ is one where one of them is plainly wrong) and which input
+agrees with people's label. Cases only one input answered are counted, not listed: a missing
+answer is no verdict to disagree with.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..predictions import Predictions
+from .compare import CompareError, check_comparable
+from .options import case_safe_rate, check_label_source
+
+#: how ``diff`` can order its rows
+DIFF_SORTS: tuple[str, ...] = ("lean", "index", "category")
+
+
+@dataclass
+class Disagreement:
+    """One case two inputs disagree on. ``a`` and ``b``: what each did (``safe`` / ``unsafe``,
+    or for respond runs ``comply`` / ``partial`` / ``refuse``); ``a_value`` / ``b_value``: the
+    continuous prediction (score or P(safe)) where there is one; ``people_safe_share``: the share of
+    safe votes; ``lean``: ``|share - 0.5|``; ``people``: people's label; ``agrees``: ``A``, ``B`` or
+    ``neither`` (both verdicts the same but behaviours differ: ``both``); ``query``: None under
+    ``show_text=False``."""
+
+    index: int
+    category: str
+    context: str
+    a: str
+    b: str
+    a_value: float | None
+    b_value: float | None
+    people_safe_share: float
+    lean: float
+    people: str
+    agrees: str
+    query: str | None = None
+
+
+@dataclass
+class DiffResult:
+    """Every disagreement of two inputs, sorted (``sort``), and the counts around them."""
+
+    a: dict[str, Any]
+    b: dict[str, Any]
+    shared: int
+    both_answered: int
+    only_one_answered: int
+    what: str
+    sort: str
+    label_source: str
+    rows: list[Disagreement] = field(default_factory=list)
+
+    @property
+    def disagree(self) -> int:
+        return len(self.rows)
+
+    def to_dict(self) -> dict[str, Any]:
+        from ..jsonutil import json_safe
+
+        return json_safe({"a": self.a, "b": self.b, "shared": self.shared, "both_answered": self.both_answered,
+                          "only_one_answered": self.only_one_answered, "disagree": self.disagree,
+                          "compared": self.what, "sort": self.sort, "label_source": self.label_source,
+                          "cases": [asdict(r) for r in self.rows]})
+
+
+def _describe(p: Predictions) -> dict[str, Any]:
+    return {"name": p.name, "source": p.source, "model": p.model, "mode": p.mode, "n": p.n}
+
+
+def _behaviour(p: Predictions, pos: int) -> str | None:
+    """A respond input's reading of one case: its most frequent behaviour (ties: the order
+    refuse, partial, comply, so a split reading is never called an answer); None if unread."""
+    if p.behaviour is None:
+        return None
+    read = [b for b in p.behaviour[pos] if b]
+    if not read:
+        return None
+    counts = Counter(read)
+    top = max(counts.values())
+    return next(b for b in ("refuse", "partial", "comply", *sorted(counts)) if counts.get(b) == top)
+
+
+def _reading(p: Predictions, pos: int) -> tuple[str, str]:
+    """(verdict, what is shown) of one answered case of ``p``."""
+    verdict = "safe" if p.label[pos] == 1.0 else "unsafe"
+    if p.mode_spec.reads_behaviour:
+        return verdict, _behaviour(p, pos) or verdict
+    return verdict, verdict
+
+
+def _value(p: Predictions, pos: int) -> float | None:
+    if not p.is_continuous or p.mode_spec.reads_behaviour:
+        return None
+    v = float(p.value[pos])
+    return None if math.isnan(v) else v
+
+
+def diff_inputs(a: Predictions, b: Predictions, *, sort: str = "lean", show_text: bool = True,
+                label_source: str = "published") -> DiffResult:
+    """The cases ``a`` and ``b`` disagree on (see the module docstring), over the cases both hold.
+
+    ``sort``: ``lean`` (people lean hardest first, then by case index), ``index``, or ``category``
+    (then lean). ``show_text``: include each case's query (False: the case index only).
+    ``label_source``: people's label (``options.LABEL_SOURCES``). Raises ``CompareError`` when
+    the inputs are not over cases of one dataset, ``ValueError`` for an unknown sort."""
+    if sort not in DIFF_SORTS:
+        raise ValueError(f"unknown sort {sort!r}; choose one of {', '.join(DIFF_SORTS)}")
+    check_label_source(label_source)
+    check_comparable([a, b])
+    pos_b = {int(c): k for k, c in enumerate(b.case_indices)}
+    both_behaviour = a.mode_spec.reads_behaviour and b.mode_spec.reads_behaviour
+    what = "behaviours" if both_behaviour else "verdicts"
+    shared = both = one = 0
+    rows: list[Disagreement] = []
+    for i, c in enumerate(a.cases):
+        j = pos_b.get(int(a.case_indices[i]))
+        if j is None:
+            continue
+        shared += 1
+        ans_a, ans_b = bool(a.answered[i]), bool(b.answered[j])
+        if ans_a != ans_b:
+            one += 1
+        if not (ans_a and ans_b):
+            continue
+        both += 1
+        (va, sa), (vb, sb) = _reading(a, i), _reading(b, j)
+        if va == vb and not (both_behaviour and sa != sb):
+            continue
+        # the votes as cast (the always-unsafe categories' override is a rule, not a vote: it
+        # decides people's label below, not their share)
+        share = c.votes_safe / len(c.votes) if c.votes else float(c.safe_rate)
+        people_safe = case_safe_rate(c, label_source) > 0.5
+        people = "safe" if people_safe else "unsafe"
+        agrees = ("both" if va == vb else "A" if va == people else "B" if vb == people else "neither")
+        rows.append(Disagreement(int(c.index), c.category, "safe" if c.intended_safe else "unsafe", sa, sb,
+                                 _value(a, i), _value(b, j), float(share),
+                                 float(abs(share - 0.5)) if not math.isnan(share) else float("nan"),
+                                 people, agrees, c.query if show_text else None))
+    key = {"lean": lambda r: (-np.nan_to_num(r.lean, nan=-1.0), r.index),
+           "index": lambda r: (r.index,),
+           "category": lambda r: (r.category, -np.nan_to_num(r.lean, nan=-1.0), r.index)}[sort]
+    rows.sort(key=key)
+    return DiffResult(_describe(a), _describe(b), shared, both, one, what, sort, label_source, rows)
+
+
+def diff_table_rows(res: DiffResult) -> tuple[list[str], list[list[Any]]]:
+    """The columns and rows of a diff (the CSV and the text table share them)."""
+    values = any(r.a_value is not None or r.b_value is not None for r in res.rows)
+    head = ["case", "category", "context", "A", "B", *(["A_value", "B_value"] if values else []),
+            "people_safe_share", "lean", "people", "agrees"]
+    show_text = any(r.query is not None for r in res.rows)
+    if show_text:
+        head.append("query")
+    rows = []
+    for r in res.rows:
+        row: list[Any] = [r.index, r.category, r.context, r.a, r.b, *([r.a_value, r.b_value] if values else []),
+                          r.people_safe_share, r.lean, r.people, r.agrees]
+        if show_text:
+            row.append(r.query)
+        rows.append(row)
+    return head, rows
+
+
+__all__ = ["DIFF_SORTS", "Disagreement", "DiffResult", "diff_inputs", "diff_table_rows", "CompareError"]
