@@ -32,7 +32,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "run"
-        cfg = RunConfig(mode="respond", data=args.data, out=out, stratified=args.cases, seed=0,
+        cfg = RunConfig(mode="respond", data=args.data, out=out, stratified=args.cases, selection_seed=0,
                         max_tokens=args.max_tokens, context_as=args.context_as, progress=False)
         t0 = time.perf_counter()
         summary = run(cfg)

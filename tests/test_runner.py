@@ -495,3 +495,23 @@ def test_the_per_call_time_limit_is_a_run_setting_not_the_clis():
     assert RunConfig(mode="binary", model="openai/m", backend_options={"timeout": 5}).call_limit_s == 20.0
     assert RunConfig(mode="binary", model="openai/m", call_timeout=3).call_limit_s == 3.0
     assert RunConfig(mode="prob", model="hf/smollm2-135m-instruct").call_limit_s is None
+
+
+def test_a_run_config_takes_a_mode_object_and_passes_it_along(tmp_path):
+    """The mode is resolved once (``RunConfig.mode_spec``) and that object is what the run uses:
+    a Mode instance that was never registered (built in a notebook, say) is taken as it is."""
+    from dataclasses import replace
+
+    from casebench.modes import BinaryMode
+    from casebench.runs.config import RunConfig
+    from casebench.runs.execute import prepare
+
+    class Strict(BinaryMode):
+        name = file_name = "strict-unregistered"
+
+    mine = Strict()
+    cfg = RunConfig(mode=mine, model="openai/m", data=str(Path(__file__).parent / "fixtures" / "small_cases.json"),
+                    out=str(tmp_path / "r"))
+    assert cfg.mode_spec is mine and replace(cfg, limit=2).mode_spec is mine
+    prep = prepare(cfg)
+    assert prep.mode is mine and prep.manifest.asked.mode == "strict-unregistered"

@@ -74,7 +74,7 @@ class Predictions:
     min_verdict_mass: float = DEFAULT_MIN_VERDICT_MASS
 
     def __post_init__(self) -> None:
-        from .prompts import CONTEXT_PLACEMENTS
+        from .prompts import check_placement
 
         self.label = np.asarray(self.label, dtype=float)
         self.value = np.asarray(self.value, dtype=float)
@@ -83,9 +83,10 @@ class Predictions:
         m = get_mode(self.mode)
         self.mode = m.name
         self.context_as = self.context_as or m.default_context_as
-        if self.context_as not in CONTEXT_PLACEMENTS:
-            raise ValueError(f"{self.source}: context placement must be one of {', '.join(CONTEXT_PLACEMENTS)}, "
-                             f"not {self.context_as!r}")
+        try:
+            check_placement(self.context_as)
+        except ValueError as e:
+            raise ValueError(f"{self.source}: {e}") from None
         if self.behaviour is not None and len(self.behaviour) != len(self.cases):
             raise ValueError(f"{self.source}: behaviour must have one entry per case")
         if self.verdict_mass is not None:

@@ -44,6 +44,15 @@ from typing import Any, Mapping, Sequence
 #: Where the context goes: inside the user message (the paper), as the system prompt, or as the
 #: conversation before the query.
 CONTEXT_PLACEMENTS: tuple[str, ...] = ("user", "system", "turns")
+
+
+def check_placement(context_as: str, what: str = "context placement") -> str:
+    """``context_as`` if it is a placement (``CONTEXT_PLACEMENTS``); else ``ValueError`` naming
+    ``what`` was given and the valid ones. The one check every caller (runs, predictions, the
+    inspect task) uses."""
+    if context_as not in CONTEXT_PLACEMENTS:
+        raise ValueError(f"{what} must be one of {', '.join(CONTEXT_PLACEMENTS)}, not {context_as!r}")
+    return context_as
 #: Template keys, as the published template file names them.
 TEMPLATE_KEYS: tuple[str, ...] = ("judge", "judgescore", "judgelogits")
 
@@ -358,8 +367,7 @@ def render_conversation(case: Any, template: str | None, context_as: str = "user
     the template loses its context block; with ``"turns"`` it becomes the earlier turns of the
     conversation (a judge template gets that conversation as a transcript in its ``{query}``).
     """
-    if context_as not in CONTEXT_PLACEMENTS:
-        raise ValueError(f"context placement must be one of {', '.join(CONTEXT_PLACEMENTS)}, not {context_as!r}")
+    check_placement(context_as)
     if context_as == "system":
         system = render_system_context(case.context)
         user = case.query if template is None else without_context_block(template).format(query=case.query)

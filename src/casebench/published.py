@@ -82,7 +82,7 @@ def unreadable_warning(pred: Predictions, shown: int = 3) -> str | None:
 
     names = ", ".join(f"record {i} holds {json.dumps(v, ensure_ascii=False)}" for i, v in bad[:shown])
     more = f" and {len(bad) - shown} more" if len(bad) > shown else ""
-    what = '"safe" or "unsafe"' if pred.mode == "binary" else "a number"
+    what = "a number" if pred.mode_spec.continuous else '"safe" or "unsafe"'
     return (f"{pred.source}: {len(bad)} prediction(s) of {pred.model!r} cannot be read and count as missing: "
             f"{names}{more} (a {pred.mode} prediction is {what}, and a missing one \"\")")
 

@@ -217,7 +217,7 @@ def _run_study(model: str, mode: str, params: str, context_as: str | None, out_r
         with bad_input_errors(RunError, AblationStudyError, AblationError, UnsupportedModeError):
             dataset = load_dataset(resolve_data_path(data))
             base = RunConfig(mode=mode, model=model, data=dataset.path, context_as=context_as, limit=limit, stratified=stratified,
-                             seed=stratified_seed, samples=samples, temperature=temperature, max_tokens=max_tokens,
+                             selection_seed=stratified_seed, samples=samples, temperature=temperature, max_tokens=max_tokens,
                              max_connections=max_connections, max_cost=max_cost, call_timeout=call_timeout,
                              backend_options=opts, progress=progress)
             try:
@@ -295,7 +295,7 @@ def study_cmd(inputs: tuple[str, ...], placements: str, model: str | None, mode:
         if mode is None:
             raise BadInput("--mode is required with --model")
         if say_do_mode is not None and not get_mode(mode).reads_behaviour:
-            raise BadInput("--say-do goes with a mode that reads behaviour (--mode respond)")
+            raise BadInput("--say-do goes with --mode respond (a mode that reads behaviour)")
         if sum(x is not None for x in (limit, stratified, pairs)) > 1:
             raise BadInput("choose one of --limit, --stratified and --pairs")
         preds = _run_placement_study(model, mode, placements, remove, say_do_mode, pairs, data, out_root, limit,
@@ -339,7 +339,7 @@ def _run_placement_study(model: str, mode: str, placements: str, remove: str, sa
             dataset = load_dataset(resolve_data_path(data))
             cases = stratified_pairs(dataset, pairs, stratified_seed) if pairs is not None else None
             base = RunConfig(mode=mode, model=model, data=dataset.path, removed=remove, limit=limit, cases=cases,
-                             stratified=stratified, seed=stratified_seed, samples=samples, temperature=temperature,
+                             stratified=stratified, selection_seed=stratified_seed, samples=samples, temperature=temperature,
                              max_tokens=max_tokens, max_connections=max_connections, max_cost=max_cost,
                              call_timeout=wall_limit(model, opts), backend_options=opts, progress=progress,
                              refusal_classifier=refusal_classifier, classifier_options=classifier_opts,

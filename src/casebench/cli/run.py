@@ -56,7 +56,8 @@ if TYPE_CHECKING:
 @click.option("--pairs", type=int, default=None, metavar="N",
               help="A seeded subset of N whole query pairs (both contexts of each query), stratified by category, "
                    "so the context figures (shift, follow) have pairs to read. Any model and mode.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of --stratified and --pairs.")
+@click.option("--selection-seed", "--seed", "selection_seed", type=int, default=0, show_default=True,
+              help="Seed of the case selection (--stratified, --pairs).")
 @click.option("--max-connections", type=int, default=8, show_default=True, help="Requests in flight (API models).")
 @click.option("--templates", "templates_path", default=None, metavar="FILE",
               help="Template file in the published format (judge, judgescore, judgelogits).")
@@ -89,7 +90,7 @@ if TYPE_CHECKING:
 @click.option("-v", "--verbose", count=True, help="Log retries (-v) and details (-vv).")
 @refusal_classifier_options
 def run_cmd(model: str | None, mode: str | None, data: str | None, remove: str, samples: int | None, limit: int | None,
-            stratified: int | None, seed: int, max_connections: int, templates_path: str | None, out: str | None,
+            stratified: int | None, selection_seed: int, max_connections: int, templates_path: str | None, out: str | None,
             system: str | None, temperature: float | None, max_tokens: int | None,
             parse_retries: int, max_attempts: int, prices_path: str | None, max_cost: float | None,
             progress: bool | None, verbose: int, report: bool = True, context_as: str | None = None,
@@ -132,7 +133,7 @@ def run_cmd(model: str | None, mode: str | None, data: str | None, remove: str, 
             config = RunConfig(
                 mode=mode, model=model, data=data, out=out, removed=remove, samples=samples,
                 temperature=temperature, max_tokens=max_tokens, system=system, templates=templates,
-                limit=limit, stratified=stratified, pairs=pairs, seed=seed, parse_retries=parse_retries,
+                limit=limit, stratified=stratified, pairs=pairs, selection_seed=selection_seed, parse_retries=parse_retries,
                 max_connections=max_connections, retry=RetryPolicy(max_attempts=max_attempts),
                 max_cost=max_cost, prices=prices, call_timeout=call_timeout(model, opts), backend_options=opts,
                 progress=progress, context_as=context_as, full_answers=full_answers,
@@ -275,7 +276,7 @@ def choose_data(data: str | None, model: str, limit: int | None, stratified: int
             if n_pairs > MAIN_JOB_PAIRS:
                 pairs = MAIN_JOB_PAIRS
                 click.echo(f"cases: {MAIN_JOB_PAIRS} of the dataset's {n_pairs} queries, each in both its contexts "
-                           f"({2 * MAIN_JOB_PAIRS} cases), stratified by category (--pairs {MAIN_JOB_PAIRS} --seed 0; "
+                           f"({2 * MAIN_JOB_PAIRS} cases), stratified by category (--pairs {MAIN_JOB_PAIRS} --selection-seed 0; "
                            "pass --pairs N, --stratified N or --limit N to choose); answers up to "
                            f"{max_tokens} tokens (--max-tokens)", err=True)
         return DataPlan(str(choice.path), stratified, pairs, max_tokens, choice.is_demo)
@@ -287,7 +288,7 @@ def choose_data(data: str | None, model: str, limit: int | None, stratified: int
             if not torch.cuda.is_available():
                 stratified = MAIN_JOB_CASES
                 click.echo(f"cases: a seeded subset of {MAIN_JOB_CASES} of {n}, stratified by category and intent "
-                           f"(--stratified {MAIN_JOB_CASES} --seed 0; pass --stratified N, --pairs N or --limit N "
+                           f"(--stratified {MAIN_JOB_CASES} --selection-seed 0; pass --stratified N, --pairs N or --limit N "
                            "to choose); the expected duration, measured on this machine, follows the first answers",
                            err=True)
     return DataPlan(str(choice.path), stratified, pairs, max_tokens, choice.is_demo)

@@ -74,7 +74,7 @@ except ModuleNotFoundError as e:  # pragma: no cover - exercised in a subprocess
 
 from ..data import Case, Dataset, load_dataset, validate_parameter_names
 from ..modes import MODES, Mode, get_mode
-from ..prompts import BUILTIN_TEMPLATES, CONTEXT_PLACEMENTS, Templates, load_templates
+from ..prompts import BUILTIN_TEMPLATES, Templates, check_placement, load_templates
 
 log = logging.getLogger("casebench")
 
@@ -362,8 +362,11 @@ def case_bench(
     """CASE-Bench: a model judges whether a chatbot should answer a query in a given context;
     its verdicts are scored against the human votes (see the module docstring for options)."""
     m = _judge_mode(mode)
-    if context_as is not None and context_as not in CONTEXT_PLACEMENTS:
-        raise ValueError(f"context_as must be one of {', '.join(CONTEXT_PLACEMENTS)}, got {context_as!r}")
+    if context_as is not None:
+        try:
+            check_placement(context_as, "context_as")
+        except ValueError as e:
+            raise ValueError(str(e)) from None
     removed = _as_names(remove)
     tpl = _templates(templates)
     template = m.template(tpl)  # a template file without this mode's template fails here, not per sample

@@ -10,12 +10,15 @@ import os
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
-from ..prompts import CONTEXT_PLACEMENTS, Templates
+from ..prompts import Templates, check_placement
 from .pricing import PriceTable
 from .record import RunError
 from .results import model_short_name
+
+if TYPE_CHECKING:
+    from ..modes import Mode
 
 DEFAULT_MODEL = "hf/smollm2-135m-instruct"
 #: The paper re-asked an unparseable answer twice.
@@ -58,7 +61,9 @@ class RunConfig:
     """Everything a run needs. ``None`` means "the default for this mode", and every default is
     resolved (and recorded in the manifest) by ``execute.prepare``."""
 
-    mode: str
+    #: the mode: a registered mode's name, or a ``modes.Mode`` object (resolved once, into
+    #: ``mode_spec``, which the run passes along; nothing looks the name up again)
+    mode: "str | Mode"
     model: str = DEFAULT_MODEL
     data: str | os.PathLike[str] | None = None
     out: str | os.PathLike[str] | None = None
@@ -77,7 +82,9 @@ class RunConfig:
     stratified: int | None = None
     #: a seeded subset of this many whole query pairs, stratified by category (``select.stratified_pairs``)
     pairs: int | None = None
-    seed: int = 0
+    #: the seed of the case selection (``stratified``, ``pairs``): the only thing it seeds (the
+    #: bootstrap's and the human draws' seeds are ``ScoringOptions``')
+    selection_seed: int = 0
     parse_retries: int = DEFAULT_PARSE_RETRIES
     #: how an unreadable answer is asked again: "repair" (the answer, then a short message quoting
     #: the required format) or "same" (the question as it was, as the paper did)
@@ -106,6 +113,8 @@ class RunConfig:
     #: a damaged run directory: move damaged record lines aside and rebuild a lost manifest from
     #: these settings when every surviving record fits them (``runs.repair.salvage``)
     salvage: bool = False
+    #: the ``Mode`` object of ``mode`` (set by ``__post_init__``)
+    mode_spec: "Mode" = field(init=False, repr=False, compare=False)
 
     @property
     def call_limit_s(self) -> float | None:
@@ -120,7 +129,7 @@ class RunConfig:
         from ..modes import ModeError, get_mode
 
         try:
-            get_mode(self.mode)
+            self.mode_spec = get_mode(self.mode)
         except ModeError as e:
             raise RunError(str(e)) from None
         for name, value, low in (("samples", self.samples, 1), ("max_tokens", self.max_tokens, 1),
@@ -140,8 +149,11 @@ class RunConfig:
                 raise RunError(f"--{name.replace('_', '-')} must be a number {want}, got {value!r}")
         if self.reask not in ("repair", "same"):
             raise RunError(f"--reask must be one of repair, same, got {self.reask!r}")
-        if self.context_as is not None and self.context_as not in CONTEXT_PLACEMENTS:
-            raise RunError(f"--context-as must be one of {', '.join(CONTEXT_PLACEMENTS)}, got {self.context_as!r}")
+        if self.context_as is not None:
+            try:
+                check_placement(self.context_as, "--context-as")
+            except ValueError as e:
+                raise RunError(str(e)) from None
 
 
 def default_call_timeout(model: str, options: dict[str, Any] | None = None) -> float | None:

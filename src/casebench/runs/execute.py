@@ -50,8 +50,8 @@ from ..backends.base import (
     check_supports,
 )
 from ..data import Dataset, load_dataset, validate_parameter_names
-from ..modes import Mode, Reading, get_mode
-from ..prompts import BUILTIN_TEMPLATES, CONTEXT_PLACEMENTS, TURNS_WORDING, Templates
+from ..modes import Mode, Reading
+from ..prompts import BUILTIN_TEMPLATES, TURNS_WORDING, Templates, check_placement
 from .config import (
     DEFAULT_MODEL, DEFAULT_PARSE_RETRIES, RetryPolicy, RunConfig, default_out_dir, resolve_data_path,
     selection_tag,
@@ -122,13 +122,15 @@ def prepare(config: RunConfig, dataset: Dataset | None = None, backend: Backend 
     """
     from ..backends import resolve_options
 
-    mode = get_mode(config.mode)
+    mode = config.mode_spec
     if dataset is None:
         dataset = load_dataset(resolve_data_path(config.data))
     removed = validate_parameter_names(config.removed)
     context_as = config.context_as or mode.default_context_as
-    if context_as not in CONTEXT_PLACEMENTS:
-        raise RunError(f"--context-as must be one of {', '.join(CONTEXT_PLACEMENTS)}, got {context_as!r}")
+    try:
+        check_placement(context_as, "--context-as")
+    except ValueError as e:
+        raise RunError(str(e)) from None
     templates = config.templates or BUILTIN_TEMPLATES
     template = mode.template(templates)
     samples = mode.default_samples if config.samples is None else int(config.samples)
@@ -143,7 +145,7 @@ def prepare(config: RunConfig, dataset: Dataset | None = None, backend: Backend 
     if config.max_tokens is not None and config.max_tokens < 1:
         raise RunError(f"--max-tokens must be at least 1, got {config.max_tokens}")
     cases, selection = select_cases(dataset, limit=config.limit, cases=config.cases,
-                                    stratified=config.stratified, seed=config.seed,
+                                    stratified=config.stratified, seed=config.selection_seed,
                                     pairs=config.pairs)
     settings = GenerationSettings(
         temperature=mode.default_temperature if config.temperature is None else float(config.temperature),
@@ -172,7 +174,7 @@ def prepare(config: RunConfig, dataset: Dataset | None = None, backend: Backend 
     price = prices.lookup(config.model)
     out = Path(config.out) if config.out else default_out_dir(
         config.model, mode.name, removed, context_as, mode.default_context_as, dataset.sha256,
-        selection_tag(config.limit, config.stratified, config.pairs, config.seed, config.cases is not None))
+        selection_tag(config.limit, config.stratified, config.pairs, config.selection_seed, config.cases is not None))
     asked = Asked(
         dataset_sha256=dataset.sha256, model=config.model, mode=mode.name, context_as=context_as,
         removed=list(removed), cases=cases, samples=samples, settings=settings.to_dict(),
