@@ -3,12 +3,13 @@
 The registry once dropped ``Capabilities.per_answer`` from the local backend, so the runner wrote
 a batch's records only when the whole batch ended, and the backend's own test (which calls the
 backend alone) still passed. These tests run ``casebench run`` as a user does: the embedded
-SmolLM2, the shipped demo set, a small ``--stratified`` subset asked as one batch, ``kill -9``
-as soon as the first record is on disk. No timing: the file is polled, then the process is
-killed. What they check:
+SmolLM2, a small ``--stratified`` subset asked as one batch, ``kill -9`` as soon as the first
+record is on disk. No timing: the file is polled, then the process is killed. What they check:
 
-* respond mode (answers of different lengths in one batch): the first answer is on disk while
-  the rest of its batch is still generating (fewer records than the batch when the kill lands);
+* respond mode, over four queries of our own (``fixtures/answer_lengths.json``) of which two
+  get a few words from SmolLM2 (greedy: "2 + 2 = 4") and two run to the token limit: the short
+  answers are on disk while the long ones of the same batch are still generating (fewer
+  records than the batch when the kill lands; a batch recorded as a whole shows all or none);
 * prob mode: the finished answers are on disk when the kill lands;
 * both: the lines on disk before the kill stay, byte for byte, and a resume asks only the cases
   without a final record, each once;
@@ -37,6 +38,8 @@ from casebench.sources import demo_dataset_path  # noqa: E402
 
 CASEBENCH = [sys.executable, "-c", "from casebench.cli import main; main()"]
 N = 4  # the stratified subset, asked as one batch
+#: two queries answered in a few tokens, two that run to the limit (greedy SmolLM2)
+LENGTHS = Path(__file__).resolve().parent / "fixtures" / "answer_lengths.json"
 
 
 @pytest.fixture(scope="module")
@@ -50,8 +53,8 @@ def env() -> dict[str, str]:
     return e
 
 
-def run_cmd(out: Path, mode: str, *more: str) -> list[str]:
-    return [*CASEBENCH, "run", "--mode", mode, "--stratified", str(N), "--data", str(demo_dataset_path()),
+def run_cmd(out: Path, mode: str, *more: str, data: Path | None = None) -> list[str]:
+    return [*CASEBENCH, "run", "--mode", mode, "--stratified", str(N), "--data", str(data or demo_dataset_path()),
             "--batch-size", str(N), "-o", str(out), "--no-progress", "--no-report", "--min-coverage", "0", *more]
 
 
@@ -106,7 +109,7 @@ def resume_and_check(out: Path, cmd: list[str], on_disk: list[bytes]) -> None:
 @pytest.mark.slow
 def test_respond_answers_reach_disk_one_by_one_and_survive_kill_9(tmp_path, embedded):
     out = tmp_path / "respond"
-    cmd = run_cmd(out, "respond", "--max-tokens", "160")
+    cmd = run_cmd(out, "respond", "--max-tokens", "200", data=LENGTHS)
     on_disk = kill_after_first_record(out, cmd)
     # the kill landed while the batch was still generating: its first answers are on disk, the
     # others were not finished (a batch recorded as a whole would show all N or none)
@@ -127,8 +130,8 @@ def test_prob_answers_on_disk_survive_kill_9_and_are_not_asked_again(tmp_path, e
 @pytest.mark.slow
 def test_ctrl_c_says_how_many_answers_it_kept_and_the_number_is_true(tmp_path, embedded):
     out = tmp_path / "sigint"
-    # long answers, so the signal lands while some of the batch is still generating
-    cmd = run_cmd(out, "respond", "--max-tokens", "400")
+    # the short answers end first; the signal lands while the long ones are generating
+    cmd = run_cmd(out, "respond", "--max-tokens", "200", data=LENGTHS)
     proc = subprocess.Popen(cmd, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         wait_for(out, 1, proc)
