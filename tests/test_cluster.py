@@ -252,3 +252,14 @@ def test_case_clusters_follow_query_text_and_category(fixture_cases):
     assert list(q[:4]) == [0, 0, 1, 1] and list(c[:2 * N_Q]) == [0] * 2 * N_Q
     with pytest.raises(ValueError, match="unknown clustering"):
         ScoringOptions(cluster="model")  # type: ignore[arg-type]
+
+
+def test_compare_on_a_subset_of_query_pairs_detects_less(exp_dir):
+    a = str(exp_dir / "safety_gpt-4o" / "output_binary.json")
+    b = str(exp_dir / "safety_llama370B" / "output_binary.json")
+    full = json.loads(CliRunner().invoke(cli, ["compare", a, b, "--bootstrap", "0", "--json"]).output)
+    r = CliRunner().invoke(cli, ["compare", a, b, "--bootstrap", "0", "--json", "--pairs", "45"])
+    assert r.exit_code == 0, r.output
+    sub = json.loads(r.output)
+    assert sub["pairs"][0]["n_paired"] == 90 and sub["settings"]["clusters"] == 45
+    assert sub["pairs"][0]["metrics"]["accuracy"]["mdd"] > full["pairs"][0]["metrics"]["accuracy"]["mdd"]

@@ -30,6 +30,23 @@ def _load(inputs: tuple[str, ...], data: str | None, mode: str | None = None, re
     return preds
 
 
+def _on_pairs(preds: list[Any], n: int, seed: int) -> list[Any]:
+    """Every input restricted to the cases of ``n`` query pairs of the first input's cases
+    (``runs.select.stratified_pairs``), matched by query, intent and category."""
+    from ..published import restrict_to
+    from ..runs.record import RunError
+    from ..runs.select import stratified_pairs
+
+    with bad_input_errors(RunError):
+        chosen = set(stratified_pairs(preds[0].cases, n, seed))
+    cases = [c for c in preds[0].cases if c.index in chosen]
+    out = [restrict_to(p, cases) for p in preds]
+    missing = [p.source for p, r in zip(preds, out) if r is None]
+    if missing:
+        raise BadInput(f"{missing[0]} holds none of the chosen query pairs' cases")
+    return out
+
+
 def _warn_incomplete(preds: list[Any]) -> None:
     for p in preds:
         pending = p.pending
@@ -89,9 +106,14 @@ def _run_options(f: Any) -> Any:
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True))
 @_stat_options
 @file_kind_options
+@click.option("--pairs", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Compare on a seeded subset of N query pairs (both contexts of each query), stratified by "
+                   "category, as `casebench run --pairs N` chooses them: what a comparison of that size can detect "
+                   "(the MDD column).")
+@click.option("--pairs-seed", type=int, default=0, show_default=True, help="Seed of --pairs.")
 def compare_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, n_boot: int, seed: int,
                 level: float, alpha: float, data: str | None, label_source: str, cluster: str, mode: str | None,
-                remove: str | None) -> None:
+                remove: str | None, pairs: int | None = None, pairs_seed: int = 0) -> None:
     """Paired tests between INPUTS (run directories or published exp/ files on the same cases).
 
     For each pair A, B: McNemar's exact test on per-case correctness; paired-bootstrap CIs for
@@ -109,6 +131,8 @@ def compare_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, n_bo
         raise BadInput("compare needs at least two inputs")
     options = scoring_options(paper_compat, n_boot, seed, label_source, level=level, alpha=alpha, cluster=cluster)
     preds = _load(inputs, data, mode, remove)
+    if pairs is not None:
+        preds = _on_pairs(preds, pairs, pairs_seed)
     _warn_incomplete(preds)
     with bad_input_errors(CompareError, LabelSourceError):
         result = compare(preds, options)
