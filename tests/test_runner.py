@@ -361,7 +361,7 @@ def test_max_cost_stops_before_passing_the_limit_and_resume_goes_on(server, tmp_
 
 
 def test_every_default_is_recorded_in_the_manifest(server, tmp_path, data):
-    run(config(server, tmp_path, data, mode="binary", stratified=6, seed=3))
+    run(config(server, tmp_path, data, mode="binary", stratified=6, selection_seed=3))
     m = read_manifest(tmp_path / "run")
     assert m.asked.settings == GenerationSettings(temperature=0.0).to_dict()
     assert m.samples == 1 and m.asked.parse_retries == 2 and m.removed == ()

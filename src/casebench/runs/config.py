@@ -24,8 +24,6 @@ DEFAULT_MODEL = "hf/smollm2-135m-instruct"
 #: The paper re-asked an unparseable answer twice.
 DEFAULT_PARSE_RETRIES = 2
 DEFAULT_MAX_CONNECTIONS = 8
-#: respond mode: the chatbot's whole answer is kept, up to this many tokens
-DEFAULT_RESPOND_MAX_TOKENS = 512
 
 
 @dataclass

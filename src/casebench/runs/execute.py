@@ -73,7 +73,6 @@ __all__ = [
 
 log = logging.getLogger("casebench.runner")
 
-DEFAULT_MAX_TOKENS = GenerationSettings().max_tokens
 #: Until real usage is seen, assume a token per 2 bytes of prompt (an over-estimate for every
 #: common tokenizer), so the cost check errs on the side of stopping early.
 INITIAL_TOKENS_PER_BYTE = 0.5
