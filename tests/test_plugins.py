@@ -242,8 +242,8 @@ def test_a_plugin_class_keeps_every_declared_capability() -> None:
 
 
 def test_the_python_api_sees_plugins_named_in_the_environment(exp_dir: Path) -> None:
-    """``import casebench`` then scoring, with no registry read first, sees a metric named in
-    ``$CASEBENCH_PLUGINS`` (the registries load plugins when they are first read, whoever reads
+    """``import casebench`` then scoring, with no registry read first, sees a metric and a mode
+    named in ``$CASEBENCH_PLUGINS`` (the registries load plugins when they are first read, whoever reads
     them), and the score table drawn afterwards shows it."""
     code = (
         "import casebench\n"
@@ -252,13 +252,14 @@ def test_the_python_api_sees_plugins_named_in_the_environment(exp_dir: Path) -> 
         "print(round(s.values['toy_predicted_safe'], 6))\n"
         "from casebench.present.tables import text_table\n"
         "print('toy: predicted safe' in text_table([s]))\n"
+        "print(casebench.get_mode('yesno').file_name)\n"
     )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO / "tests")]),
-           "CASEBENCH_PLUGINS": str(PLUGINS / "toy_metric.py")}
+           "CASEBENCH_PLUGINS": f"{PLUGINS / 'toy_metric.py'},{PLUGINS / 'toy_mode.py'}"}
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=REPO, env=env)
     assert r.returncode == 0, r.stderr
-    share, shown = r.stdout.split()
-    assert 0.0 < float(share) < 1.0 and shown == "True"
+    share, shown, mode_file = r.stdout.split()
+    assert 0.0 < float(share) < 1.0 and shown == "True" and mode_file == "yesno"
 
 
 def test_a_mode_plugin_goes_through_run_score_compare_report_and_the_inspect_task(tmp_path: Path) -> None:
