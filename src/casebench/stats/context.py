@@ -352,7 +352,8 @@ def tie_broken_pairs(cases: Sequence["Case"], pairs: np.ndarray) -> dict[str, in
 
 def people_references(g: np.ndarray, y: np.ndarray, pairs: np.ndarray, *, n_boot: int = DEFAULT_BOOTSTRAP,
                       seed: int = 0, level: float = 0.95, cases: Sequence["Case"] | None = None,
-                      label_source: str = "published", v: np.ndarray | None = None) -> dict[str, Any]:
+                      label_source: str = "published", v: np.ndarray | None = None,
+                      pair_clusters: np.ndarray | None = None, n_clusters: int | None = None) -> dict[str, Any]:
     """What people do on the pairs a judge answered, on the judge's own footing (JSON-ready).
 
     ``g``: the human safe_rate of each scored case under the label source (what the judge is
@@ -372,7 +373,9 @@ def people_references(g: np.ndarray, y: np.ndarray, pairs: np.ndarray, *, n_boot
     on one person's (an expectation of a 0/1 vote). Intervals: the share ``majority.
     context_follow`` gets Wilson's; the means (shifts, one person's expected follow, the
     direction) the percentile bootstrap over pairs, with the same resamples as the judge's
-    pair figures (``resample_weights(pairs, n_boot, seed)``). ``cases`` (the scored cases, in
+    pair figures (``resample_weights(pairs, n_boot, seed)``; clustered, ``pair_clusters`` and
+    ``n_clusters``: each pair's cluster, drawn as ``metrics.case_and_pair_weights`` draws the
+    judge's). ``cases`` (the scored cases, in
     the order of ``g``): also count the pairs people label differently with and without the
     intent vote (``tie_broken_pairs``), which says which pairs ``context_blind`` counts. ``v``
     (the judge's P(safe) per scored case, ``ScoringArrays.v``): also the judge's shift minus each
@@ -383,7 +386,13 @@ def people_references(g: np.ndarray, y: np.ndarray, pairs: np.ndarray, *, n_boot
     pairs = np.asarray(pairs, dtype=int).reshape(-1, 2)
     k = len(pairs)
     cols = _people_point(g, y, pairs)
-    W = resample_weights(k, n_boot, seed) if n_boot > 0 and k else None
+    if pair_clusters is not None and n_boot > 0 and k:
+        # clustered (``--cluster``): each pair weighs its cluster's draw, as the judge's pairs do
+        from .bootstrap import cluster_resample_weights
+
+        W = cluster_resample_weights(np.asarray(pair_clusters, dtype=int), n_boot, seed, n_clusters)
+    else:
+        W = resample_weights(k, n_boot, seed) if n_boot > 0 and k else None
     out: dict[str, Any] = {"pairs": k, "label_source": label_source}
     for ref in PEOPLE_REFERENCES:
         c = cols[ref]
@@ -440,8 +449,14 @@ def score_people(a: Any, cases: Sequence["Case"], *, n_boot: int = DEFAULT_BOOTS
     its scored cases (in ``a``'s order); None when ``a`` holds no pairs."""
     if a.pairs is None:
         return None
+    pair_clusters = n_clusters = None
+    if a.cluster_by != "case" and a.clusters is not None and a.pairs is not None and len(a.pairs):
+        from .bootstrap import cluster_labels
+
+        labels = cluster_labels(a.clusters.tolist())
+        pair_clusters, n_clusters = labels[a.pairs[:, 0]], int(labels.max()) + 1
     return people_references(a.g, a.y, a.pairs, n_boot=n_boot, seed=seed, level=level, cases=cases,
-                             label_source=label_source, v=a.v)
+                             label_source=label_source, v=a.v, pair_clusters=pair_clusters, n_clusters=n_clusters)
 
 
 # --------------------------------------------------------------------------------------------
