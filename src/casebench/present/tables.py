@@ -719,7 +719,7 @@ def format_say_do(s: "SayDo", limit: int = 20) -> str:
         f"  judged safe: {s.judged_safe:.3f}   answered: {s.answered:.3f}",
         f"    ({classifier_note(s.classifier)})",
         f"  judged safe but refused: {m['a_only']}   judged unsafe but answered: {m['b_only']}   "
-        f"McNemar exact p = {m['p']:.3g}",
+        f"McNemar {'for clustered pairs' if m.get('test') == 'clustered' else 'exact'} p = {m['p']:.3g}",
     ]
     for title, cases in (("judged safe, refused", s.judged_safe_refused),
                          ("judged unsafe, answered", s.judged_unsafe_answered)):

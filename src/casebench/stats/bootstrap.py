@@ -95,6 +95,31 @@ def cluster_resample_weights(labels: np.ndarray, n_boot: int, seed: int, n_clust
     return w
 
 
+def proportion_design_effect(k: np.ndarray, n: np.ndarray, labels: np.ndarray) -> float:
+    """The design effect of the proportion sum(k) / sum(n) (per row: ``k`` counted of ``n``, rows in
+    clusters ``labels``): its variance with the clusters as the independent units over its variance
+    with the rows as the units (Kish), both by the linearised estimator of a ratio, each with its
+    own small-sample factor: ``[K/(K-1) sum_c (k_c - p n_c)^2] / [N/(N-1) N p (1 - p)]``. 1 where it
+    cannot be estimated (p 0 or 1, fewer than two clusters or cases). ``metrics.design_effect``
+    says how the Wilson interval uses it."""
+    labels = np.asarray(labels, dtype=int)
+    if not labels.size:
+        return 1.0
+    K = int(labels.max()) + 1
+    kc = np.bincount(labels, weights=np.asarray(k, dtype=float), minlength=K)
+    nc = np.bincount(labels, weights=np.asarray(n, dtype=float), minlength=K)
+    N = float(nc.sum())
+    used = nc > 0
+    k_used = int(used.sum())
+    if N < 2 or k_used < 2:
+        return 1.0
+    p = float(kc.sum()) / N
+    srs = N / (N - 1) * N * p * (1 - p)
+    if not srs > 0:
+        return 1.0
+    return k_used / (k_used - 1) * float(np.sum((kc[used] - p * nc[used]) ** 2)) / srs
+
+
 #: decimals resampled figures are rounded to before they are ranked or compared with zero
 SETTLE_DECIMALS = 12
 

@@ -45,7 +45,8 @@ from ..data import SAFE_THRESHOLD, VOTE_SAFE
 from ..predictions import Predictions, verdict_mass_warning
 from ..registry import Registry, RegistryError
 from .bootstrap import (  # noqa: F401  (wilson_ci re-exported)
-    DEFAULT_BOOTSTRAP, cluster_labels, cluster_resample_weights, percentile_ci, resample_weights, wilson_ci,
+    DEFAULT_BOOTSTRAP, cluster_labels, cluster_resample_weights, percentile_ci, proportion_design_effect,
+    resample_weights, wilson_ci,
 )
 from .options import (  # noqa: F401  (LABEL_SOURCES, LabelSourceError: re-exported from ``options``)
     DEFAULT_OPTIONS, LABEL_SOURCES, LabelSourceError, ScoringOptions, case_safe_rate, check_label_source,
@@ -861,21 +862,8 @@ def design_effect(a: ScoringArrays, name: str) -> float:
         cols, labels = pair_columns(a, [name]), cluster_labels(labels[a.pairs[:, 0]].tolist())
     else:
         cols = metric_columns(a, [name])
-    K = int(labels.max()) + 1
     per_case = METRIC[name].proportion(cols)  # type: ignore[misc]
-    kc = np.bincount(labels, weights=np.asarray(per_case[0], dtype=float), minlength=K)
-    nc = np.bincount(labels, weights=np.asarray(per_case[1], dtype=float), minlength=K)
-    N = float(nc.sum())
-    used = nc > 0
-    k_used = int(used.sum())
-    if N < 2 or k_used < 2:
-        return 1.0
-    p = float(kc.sum()) / N
-    srs = N / (N - 1) * N * p * (1 - p)
-    if not srs > 0:
-        return 1.0
-    clustered = k_used / (k_used - 1) * float(np.sum((kc[used] - p * nc[used]) ** 2))
-    return clustered / srs
+    return proportion_design_effect(per_case[0], per_case[1], labels)
 
 
 def human_rates(pred: Predictions, label_source: str = "published") -> np.ndarray | None:
