@@ -263,3 +263,24 @@ def test_compare_on_a_subset_of_query_pairs_detects_less(exp_dir):
     sub = json.loads(r.output)
     assert sub["pairs"][0]["n_paired"] == 90 and sub["settings"]["clusters"] == 45
     assert sub["pairs"][0]["metrics"]["accuracy"]["mdd"] > full["pairs"][0]["metrics"]["accuracy"]["mdd"]
+
+
+def test_say_do_follows_the_clustering(fixture_cases):
+    from casebench.stats.saydo import say_do
+
+    rng = np.random.default_rng(4)
+    n = len(fixture_cases)
+    judge = Predictions.from_values("j", "bot", "binary", fixture_cases,
+                                    ["safe" if x else "unsafe" for x in rng.uniform(size=n) < 0.6])
+    answered = (judge.label == 1.0) ^ (rng.uniform(size=n) < 0.3)
+    respond = Predictions.from_values("r", "bot", "respond", fixture_cases, [float(x) for x in answered],
+                                      behaviour=[["comply" if x else "refuse"] for x in answered])
+    sd = say_do(judge, respond, ScoringOptions(n_boot=B, cluster="category"))
+    said, did = judge.label == 1.0, respond.label == 1.0
+    cats = case_clusters(fixture_cases, "category")
+    assert sd.mcnemar == mcnemar_clustered(said, did, cats)
+    agree = (said == did).astype(float)
+    groups = _members(list(cats))
+    K, p = len(groups), agree.mean()
+    deff = (K / (K - 1) * sum((agree[g].sum() - p * len(g)) ** 2 for g in groups)) / (n / (n - 1) * n * p * (1 - p))
+    assert sd.agreement_ci == pytest.approx(_wilson(agree.sum() / max(1.0, deff), n / max(1.0, deff)))

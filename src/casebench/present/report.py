@@ -314,9 +314,14 @@ def _leaderboard(ctx: ReportContext) -> str:
         ci = "no CIs (bootstrap off)"
     elif options.paper_compat:
         ci = f"95% bootstrap CIs ({options.n_boot} resamples of cases) under each figure"
-    else:
+    elif options.resample_by == "case":
         ci = (f"95% CIs under each figure (Wilson score interval for accuracy and the recalls, bootstrap of "
               f"{options.n_boot} resamples of cases otherwise)")
+    else:
+        unit = {"query": "queries", "category": "categories"}[options.resample_by]
+        ci = (f"95% CIs under each figure, clustered by {options.resample_by} (Wilson score interval on the effective "
+              f"number of cases, n / design effect, for accuracy and the recalls; otherwise a bootstrap of "
+              f"{options.n_boot} resamples of whole {unit}); paired tests: McNemar's test for clustered pairs")
     sets = ("" if len(groups) == 1 else
             f" The inputs hold {len(groups)} different case sets: each set is ranked on its own, never against "
             "another's.")
