@@ -116,10 +116,13 @@ def compare_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, n_bo
                 remove: str | None, pairs: int | None = None, pairs_seed: int = 0) -> None:
     """Paired tests between INPUTS (run directories or published exp/ files on the same cases).
 
-    For each pair A, B: McNemar's exact test on per-case correctness; paired-bootstrap CIs for
-    the differences A - B in accuracy, safe and unsafe recall, and (both continuous) PCC, BCE and
-    Brier; Williams' t for the two PCCs (which share the human safe_rate); Benjamini-Hochberg
-    over all pairs and metrics.
+    For each pair A, B: McNemar's test on per-case correctness; paired-bootstrap CIs for the
+    differences A - B in accuracy, safe and unsafe recall, and (both continuous) PCC, BCE and
+    Brier; Benjamini-Hochberg over all pairs and metrics; each difference's MDD (the smallest
+    difference the paired design had 80% power to detect). Clustered (--cluster query, the
+    default, or category): the bootstrap draws whole clusters, accuracy gets McNemar's test for
+    clustered pairs and PCC the cluster bootstrap; --cluster case: McNemar's exact test and
+    Williams' t for the two PCCs (which share the human safe_rate).
     """
     from ..jsonutil import json_safe
     from ..present.tables import format_comparison, format_say_do

@@ -21,6 +21,19 @@ What is compared, and with which test
     made per table and no hypothesis is counted twice. PCC, BCE and Brier are compared only when
     both inputs are continuous (score or prob modes); a binary verdict has no P(safe) to score.
 
+Clusters (``ScoringOptions.cluster``, ``bootstrap``)
+    Clustered by query (the default) or category, the resamples draw whole clusters (the cases
+    and query pairs of a drawn cluster together, ``resamples``), accuracy's primary test is
+    McNemar's test for clustered pairs (``mcnemar_clustered``, Durkalski et al. 2003) and Pearson
+    r's the paired cluster bootstrap (Williams' t assumes independent cases). By case (and with
+    ``paper_compat``) everything is as described above.
+
+Minimum detectable difference
+    Each ``MetricDiff.mdd``: the smallest difference the paired design had 80% power to detect at
+    ``options.alpha`` (``mdd``), from the null SE of the discordant cases for accuracy and from
+    the SD of the paired bootstrap differences otherwise. A bootstrap p at its floor
+    (``bootstrap.p_floor``) carries ``p_floor`` so that it is printed as a bound.
+
 Which cases
     Default: of the cases both inputs hold, those *both* answered (a missing answer is not a wrong
     answer); how many were dropped is reported. ``ScoringOptions(paper_compat=True)``: every
