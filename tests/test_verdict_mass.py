@@ -172,8 +172,8 @@ def test_the_embedded_model_puts_a_sliver_on_the_verdict_and_the_run_says_so(tmp
     (cache / "models" / embedded_model.name).symlink_to(embedded_model)
     out = tmp_path / "run"
     env = clean_env(CASEBENCH_CACHE=str(cache), CASEBENCH_OFFLINE="1", HF_HUB_OFFLINE="1")
-    res = subprocess.run([*CASEBENCH, "run", "--data", str(real_data_path), "--limit", "3", "-o", str(out),
-                          "--no-progress"], env=env, capture_output=True, text=True, timeout=600)
+    res = subprocess.run([*CASEBENCH, "run", "--mode", "prob", "--data", str(real_data_path), "--limit", "3",
+                          "-o", str(out), "--no-progress"], env=env, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr[-3000:]  # every case has a value: coverage is fine
     finals = final_records(iter_records(out))
     masses = [r.detail["verdict_mass"] for r in finals.values()]
