@@ -55,6 +55,7 @@ TRAIN_SETS: tuple[str, ...] = ("tests/fixtures/refusal_train_v1.csv", "tests/fix
 HELD_ASIDE: tuple[str, ...] = (
     "tests/fixtures/refusal_own_held_v3.csv",
     "tests/fixtures/refusal_own_held_v4.csv",
+    "tests/fixtures/refusal_own_held_v5.csv",
 )
 
 #: Bump when the features or the procedure change (the model file's hash is added to it; the

@@ -2,10 +2,13 @@
 
 A respond-mode refusal rate is only as good as the classifier that read the answers. The two
 offline classifiers (``learned``, the default, and ``rules``) are measured against people's
-labels on answers of our own wording (``tests/fixtures/refusal_own_held_v4.csv``: 300 answers
-written blind, by a writer who saw neither classifier nor any other example, in four models'
-voices, labelled full compliance / full refusal / partial as XSTest labels them, and never
-trained or tuned on), and the figures are stored in ``validation.json`` beside this module.
+labels, per kind of writer: on answers of our own wording in large chat models' styles
+(``tests/fixtures/refusal_own_held_v5.csv``: 300 answers written blind, by a writer who saw
+neither classifier, in five voices, labelled full compliance / full refusal / partial as XSTest
+labels them, measured once after both readers were fixed), and on a small model's answers (300
+answers of the embedded SmolLM2-135M over real cases, labelled blind; only the figures are stored,
+since the answers quote the dataset), and the figures are stored in ``validation.json`` beside
+this module.
 Each classifier's ``describe()`` carries its own, so a run manifest records which classifier
 read its answers *and* how often that classifier agrees with people; ``casebench score`` and
 ``casebench report`` print the figure beside every refusal rate
@@ -40,9 +43,13 @@ VALIDATION_FILE = Path(__file__).with_name("validation.json")
 #: never tuned or trained on; development sets were. ``refusal_own_held_v2.csv`` was version 2's
 #: held-aside set and became development data for rules version 3; ``refusal_own_held_v3.csv``
 #: was rules version 3's and served to shape the learned classifier's features (so it is
-#: development data for ``learned``, still blind for the rules); ``refusal_own_held_v4.csv`` is
-#: blind for both. A classifier tuned on its held-aside set needs a new one, written blind.
+#: development data for ``learned``, still blind for the rules); ``refusal_own_held_v4.csv`` was
+#: never trained or tuned on, but measured while the readers changed; ``refusal_own_held_v5.csv``
+#: (300 answers in five voices, a tiny model's babble among them, written blind after both readers
+#: were fixed and measured once) is the one whose figures stand. A classifier tuned on its
+#: held-aside set needs a new one, written blind.
 SETS: dict[str, str] = {
+    "held-aside v5": "tests/fixtures/refusal_own_held_v5.csv",
     "held-aside v4": "tests/fixtures/refusal_own_held_v4.csv",
     "held-aside v3": "tests/fixtures/refusal_own_held_v3.csv",
     "development": "tests/fixtures/refusal_own_dev.csv",
@@ -61,13 +68,24 @@ WRITER_KINDS: dict[str, str] = {
     "small": "a small model's answers (off topic, repetitive, half-formed)",
 }
 SET_WRITERS: dict[str, str] = {name: "large" for name in SETS}
+#: Labelled sets whose answers cannot be in the repository (they quote the dataset's queries, which
+#: its licence keeps out), so only their figures are stored: ``python -m casebench.classify.validation
+#: --external NAME=PATH`` measures one from a labelled CSV; without it, the stored figures of a
+#: classifier are carried over while its version is unchanged, and dropped when it changed (a figure
+#: never outlives the reader it measured). Name -> (kind of writer, where the answers came from).
+EXTERNAL_SETS: dict[str, tuple[str, str]] = {
+    "embedded model, blind": (
+        "small",
+        "300 answers of the embedded SmolLM2-135M-Instruct as the deployed chatbot (respond mode, 50 query "
+        "pairs of the real data stratified by category, context as user, system and turns, greedy, 256 "
+        "tokens), labelled by a reader who saw neither classifier; measured once, after both readers were "
+        "fixed; not redistributed (the answers quote the dataset)"),
+}
 #: The classifiers validated here (offline ones; ``llm:``/``hf-classifier:`` depend on a model
-#: the user brings), each with the set whose figures stand for its error, per kind of writer
-#: where one was measured (no blind set of a small model's answers is stored yet: the labelled
-#: answers of the embedded model quote the dataset, which is not redistributed).
+#: the user brings), each with the set whose figures stand for its error, per kind of writer.
 VALIDATED: dict[str, dict[str, str]] = {
-    "rules": {"large": "held-aside v4"},
-    "learned": {"large": "held-aside v4"},
+    "rules": {"large": "held-aside v5", "small": "embedded model, blind"},
+    "learned": {"large": "held-aside v5", "small": "embedded model, blind"},
 }
 #: what the labels of a stored set are
 LABELS = "ours (own wording, written blind, labelled as XSTest labels; never tuned or trained on)"
@@ -96,23 +114,41 @@ def _figures(results: dict[str, Any], file: str, writer: str) -> dict[str, Any]:
     return out
 
 
-def measure(root: str | Path = ".") -> dict[str, Any]:
-    """Measure every classifier of ``VALIDATED`` on every set of ``SETS`` (paths under ``root``),
-    under both ``--partial-as`` settings, and return the content of ``validation.json``. Raises
-    ``RefusalDataError`` naming a missing or bad file."""
+def measure(root: str | Path = ".", external: Mapping[str, str | Path] | None = None,
+            previous: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Measure every classifier of ``VALIDATED`` on every set of ``SETS`` (paths under ``root``)
+    and of ``external`` (``EXTERNAL_SETS`` names -> labelled CSV paths), under both
+    ``--partial-as`` settings, and return the content of ``validation.json``. An external set not
+    given is carried over from ``previous`` (default: the stored file) for a classifier whose
+    version is unchanged, else left out. Raises ``RefusalDataError`` naming a missing or bad file."""
     from . import make_classifier  # by spec, not by module: describe() imports this module
     from .evaluate import PARTIAL_AS, load_labelled_csv, score
 
-    rows = {name: load_labelled_csv(Path(root) / rel) for name, rel in SETS.items()}
+    external = dict(external or {})
+    unknown = sorted(set(external) - set(EXTERNAL_SETS))
+    if unknown:
+        raise ValueError(f"unknown external set(s) {', '.join(unknown)}; known: {', '.join(EXTERNAL_SETS)}")
+    previous = load() if previous is None else previous
+    files = {**{name: Path(root) / rel for name, rel in SETS.items()}, **{n: Path(p) for n, p in external.items()}}
+    rows = {name: load_labelled_csv(path) for name, path in files.items()}
     out: dict[str, Any] = {}
     for spec, by_writer in VALIDATED.items():
         clf = make_classifier(spec)
         sets = {}
-        for name, rel in SETS.items():
+        for name in files:
             verdicts = [clf.classify(r.prompt, r.completion) for r in rows[name]]
             results = {pa: score(rows[name], verdicts, None, pa) for pa in PARTIAL_AS}
-            sets[name] = _figures(results, rel, SET_WRITERS[name])
-        out[clf.name] = {"version": clf.version, "validation_sets": dict(by_writer), "sets": sets}
+            if name in SETS:
+                sets[name] = _figures(results, SETS[name], SET_WRITERS[name])
+            else:
+                writer, source = EXTERNAL_SETS[name]
+                sets[name] = {**_figures(results, None, writer), "source": source}
+        before = ((previous or {}).get("classifiers") or {}).get(clf.name) or {}
+        for name in EXTERNAL_SETS:
+            if name not in sets and before.get("version") == clf.version and name in (before.get("sets") or {}):
+                sets[name] = before["sets"][name]
+        out[clf.name] = {"version": clf.version,
+                         "validation_sets": {w: s for w, s in by_writer.items() if s in sets}, "sets": sets}
     return {
         "about": "agreement of the offline refusal classifiers with people's labels on answers of our own wording, "
                  "per --partial-as setting (binary: partial counts as refusal under 'unsafe', as answering under "
@@ -121,9 +157,10 @@ def measure(root: str | Path = ".") -> dict[str, Any]:
     }
 
 
-def write(root: str | Path = ".", path: str | Path = VALIDATION_FILE) -> dict[str, Any]:
+def write(root: str | Path = ".", path: str | Path = VALIDATION_FILE,
+          external: Mapping[str, str | Path] | None = None) -> dict[str, Any]:
     """Measure (``measure``) and write the figures to ``path``; returns them."""
-    data = measure(root)
+    data = measure(root, external)
     Path(path).write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     load.cache_clear()
     return data
@@ -181,7 +218,7 @@ def validation_for(name: str, version: str, partial_as: str = "unsafe", writer: 
     figs = entry.get("sets", {}).get(setname) if setname else None
     if not figs:
         return None
-    out = _entry(setname, figs, partial_as, LABELS)
+    out = _entry(setname, figs, partial_as, figs.get("source") or LABELS)
     if out is None:
         return None
     out["run_writer"] = writer
@@ -259,24 +296,33 @@ def applicable(classifier: Mapping[str, Any] | None, model_spec: str | None = No
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m casebench.classify.validation [--root DIR] [--check]``."""
+    """``python -m casebench.classify.validation [--root DIR] [--check] [--external NAME=PATH ...]``."""
     ap = argparse.ArgumentParser(prog="python -m casebench.classify.validation", description=__doc__.split("\n\n")[0])
     ap.add_argument("--root", default=".", help="the repository root (where tests/fixtures is); default: here")
     ap.add_argument("--check", action="store_true", help="compare the stored figures with a fresh measurement")
+    ap.add_argument("--external", action="append", default=[], metavar="NAME=PATH",
+                    help=f"measure a set kept outside the repository (known: {', '.join(EXTERNAL_SETS)}) "
+                         "from its labelled CSV; without it, its stored figures are kept while the reader is unchanged")
     args = ap.parse_args(argv)
+    external = {}
+    for item in args.external:
+        name, sep, path = item.partition("=")
+        if not sep or name not in EXTERNAL_SETS:
+            ap.error(f"--external {item!r}: expected NAME=PATH with NAME one of: {', '.join(EXTERNAL_SETS)}")
+        external[name] = path
     if args.check:
-        fresh, stored = measure(args.root), load()
+        fresh, stored = measure(args.root, external), load()
         if fresh != stored:
             print(f"{VALIDATION_FILE}: stale; rewrite it with python -m casebench.classify.validation", file=sys.stderr)
             return 1
         print(f"{VALIDATION_FILE}: up to date")
         return 0
-    data = write(args.root)
+    data = write(args.root, external=external)
     for name, entry in data["classifiers"].items():
         for writer, setname in entry["validation_sets"].items():
             v = entry["sets"][setname]
             agree = ", ".join(f"--partial-as {pa} {f['agreement']:.1%}" for pa, f in v["partial_as"].items())
-            print(f"wrote {VALIDATION_FILE}: {name} v{entry['version']}, {writer} writer, {v['file']}: "
+            print(f"wrote {VALIDATION_FILE}: {name} v{entry['version']}, {writer} writer, {v['file'] or setname}: "
                   f"agreement {agree} on {v['n_classified']} of {v['n']} answers")
     return 0
 
