@@ -72,10 +72,12 @@ SET_WRITERS: dict[str, str] = {name: "large" for name in SETS}
 #: its licence keeps out), so only their figures are stored: ``python -m casebench.classify.validation
 #: --external NAME=PATH`` measures one from a labelled CSV; without it, the stored figures of a
 #: classifier are carried over while its version is unchanged, and dropped when it changed (a figure
-#: never outlives the reader it measured). Name -> (kind of writer, where the answers came from).
-EXTERNAL_SETS: dict[str, tuple[str, str]] = {
+#: never outlives the reader it measured). Name -> (kind of writer, what the answers are in a few
+#: words, where they came from).
+EXTERNAL_SETS: dict[str, tuple[str, str, str]] = {
     "embedded model, blind": (
         "small",
+        "answers of the embedded SmolLM2-135M over real cases, labelled blind",
         "300 answers of the embedded SmolLM2-135M-Instruct as the deployed chatbot (respond mode, 50 query "
         "pairs of the real data stratified by category, context as user, system and turns, greedy, 256 "
         "tokens), labelled by a reader who saw neither classifier; measured once, after both readers were "
@@ -141,8 +143,8 @@ def measure(root: str | Path = ".", external: Mapping[str, str | Path] | None = 
             if name in SETS:
                 sets[name] = _figures(results, SETS[name], SET_WRITERS[name])
             else:
-                writer, source = EXTERNAL_SETS[name]
-                sets[name] = {**_figures(results, None, writer), "source": source}
+                writer, what, source = EXTERNAL_SETS[name]
+                sets[name] = {**_figures(results, None, writer), "what": what, "source": source}
         before = ((previous or {}).get("classifiers") or {}).get(clf.name) or {}
         for name in EXTERNAL_SETS:
             if name not in sets and before.get("version") == clf.version and name in (before.get("sets") or {}):
@@ -221,6 +223,8 @@ def validation_for(name: str, version: str, partial_as: str = "unsafe", writer: 
     out = _entry(setname, figs, partial_as, figs.get("source") or LABELS)
     if out is None:
         return None
+    # what the figure rests on, in words every note uses
+    out["what"] = f"{figs['n']} {figs.get('what') or 'held-aside answers of our own wording'} (set {setname})"
     out["run_writer"] = writer
     out["writer_match"] = None if writer is None else figs.get("writer") == writer
     return out

@@ -96,11 +96,17 @@ def _reader_line(classifier: Mapping[str, Any] | None, tiny: bool) -> str:
         return (f"reader: {name} (no stored validation figure for this version: check a sample of answers by hand "
                 "before trusting these rates)")
     ci = val.get("agreement_ci95")
-    return (f"reader: {name} read each answer as answered or refused; on {val.get('n', '?')} answers of our own "
-            f"wording written blind (set {val.get('set', '?')}) it agrees with people on "
-            f"{_pct(val.get('agreement'), 1)}{_ci_pct(ci, 1)} (coverage {_pct(val.get('coverage'))})"
-            + (". Those answers are in capable models' styles; a tiny model's answers are read less reliably "
-               "(README: 'Refusal classifiers'): check a sample by hand before leaning on a few points" if tiny else ""))
+    what = val.get("what") or f"{val.get('n', '?')} answers (set {val.get('set', '?')})"
+    line = (f"reader: {name} read each answer as answered or refused; on {what} it agrees with people on "
+            f"{_pct(val.get('agreement'), 1)}{_ci_pct(ci, 1)} (coverage {_pct(val.get('coverage'))})")
+    if val.get("own_run"):
+        return line
+    if val.get("writer_match"):
+        return line + ": the figure for answers like this run's, and the corrected rates use it"
+    if tiny:
+        line += (". Those answers are in capable models' styles; a tiny model's answers are read less reliably "
+                 "(README: 'Refusal classifiers'): check a sample by hand before leaning on a few points")
+    return line
 
 
 def summary_lines(score: "Score", people: Mapping[str, Any] | None = None, *, demo: bool = False,

@@ -147,7 +147,7 @@ def classifier_note(classifier: dict[str, Any] | None) -> str:
     if v.get("own_run"):
         where = f"{v.get('set')}"
     else:
-        where = f"{v.get('n', '?')} held-aside answers of our own"
+        where = v.get("what") or f"{v.get('n', '?')} held-aside answers of our own"
     line = (f"refusals read by {name}: it agrees with people on {100 * v['agreement']:.1f}%{bounds} of "
             f"{where} (coverage {100 * v.get('coverage', 0):.1f}%{undecided}{setting}); "
             f"the refusal rate carries that reading error")
