@@ -204,7 +204,7 @@ def test_placements_are_checked_before_anything_runs(tmp_path, small_data_path, 
     assert r.exit_code == 2 and "unknown context placement" in r.output and "'chat'" in r.output
     r = CliRunner().invoke(cli, ["study", "--model", "openai/x", "--mode", "binary", "--say-do", "prob",
                                  "--data", str(small_data_path)])
-    assert r.exit_code == 2 and "--say-do goes with a mode that reads behaviour (--mode respond)" in r.output
+    assert r.exit_code == 2 and "--say-do goes with --mode respond (a mode that reads behaviour)" in r.output
     assert not any(tmp_path.iterdir())
 
 
