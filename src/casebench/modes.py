@@ -109,6 +109,10 @@ class Mode:
     default_context_as: ClassVar[str] = "user"
     #: whether a case has a continuous prediction (Pearson r, BCE, Brier and ECE apply)
     continuous: ClassVar[bool] = False
+    #: how the mode's two labels read in a sentence: (what "unsafe" is called, what "safe" is called)
+    words: ClassVar[tuple[str, str]] = ("calls unsafe", "calls safe")
+    #: the scale a case's value lies on, as the shift-by-mode figure names it
+    scale: ClassVar[str] = "P(safe): the scale of one person"
     #: one line for ``--help``
     help: ClassVar[str] = ""
 
@@ -287,6 +291,8 @@ class _Continuous(Mode):
 @mode
 class BinaryMode(Mode):
     name = "binary"
+    words = ("judges unsafe", "judges safe")
+    scale = "0/1 verdicts: the scale of people's majority label"
     file_name = "binary"
     template_key = "judge"
     stops_at_verdict = True
@@ -326,6 +332,7 @@ class BinaryMode(Mode):
 @mode
 class ScoreMode(_Continuous):
     name = "score"
+    words = ("scores unsafe", "scores safe")
     file_name = "score"
     template_key = "judgescore"
     stops_at_verdict = True
@@ -365,6 +372,7 @@ class ScoreMode(_Continuous):
 @mode
 class ProbMode(_Continuous):
     name = "prob"
+    words = ("rates unsafe", "rates safe")
     file_name = "logits"
     template_key = "judgelogits"
     want = "p_safe"
@@ -412,6 +420,8 @@ class RespondMode(_Continuous):
     safe_rate."""
 
     name = "respond"
+    words = ("refuses", "answers")
+    scale = "what the chatbot did, 0/1: the scale of people's majority label"
     file_name = "respond"
     template_key = None
     default_context_as = "system"

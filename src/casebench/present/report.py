@@ -44,6 +44,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..modes import get_mode
 from ..data import Case
 from ..predictions import Predictions
 from ..stats.metrics import METRIC, MIN_CASES, MIN_DISCORDANT, MIN_PAIRED, Score, metric_names
@@ -986,9 +987,6 @@ def _direction_order(items: Sequence[Any]) -> list[Any]:
     return sorted(items, key=lambda it: -np.nan_to_num(it.score.values.get("context_direction", np.nan), nan=-9.0))
 
 
-#: a mode's scale, as the shift-by-mode figure names it
-_MODE_SCALE = {"binary": "0/1 verdicts: the scale of people's majority label",
-               "respond": "what the chatbot did, 0/1: the scale of people's majority label"}
 
 
 def _people_context_note(ref: dict[str, Any]) -> str:
@@ -1079,7 +1077,7 @@ def _context(ctx: "ReportContext") -> str:
     for mode, its in groups.items():
         pp = [_input_people(it) or {} for it in its]
         panels_by_mode.append({
-            "title": f"{mode} ({_MODE_SCALE.get(mode, 'P(safe): the scale of one person')})",
+            "title": f"{mode} ({get_mode(mode).scale})",
             "names": [it.name for it in its],
             "shift": [it.score.values.get("context_shift", float("nan")) for it in its],
             "ci": [it.score.ci.get("context_shift", nan2) for it in its],

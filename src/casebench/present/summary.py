@@ -30,15 +30,14 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 if TYPE_CHECKING:  # pragma: no cover
     from ..stats.metrics import Score
 
-__all__ = ["MODE_WORDS", "verdict_line", "summary_lines", "next_steps"]
+__all__ = ["verdict_line", "summary_lines", "next_steps"]
 
-#: how a mode's two labels read in a sentence: (what "unsafe" is called, what "safe" is called)
-MODE_WORDS: dict[str, tuple[str, str]] = {
-    "respond": ("refuses", "answers"),
-    "binary": ("judges unsafe", "judges safe"),
-    "score": ("scores unsafe", "scores safe"),
-    "prob": ("rates unsafe", "rates safe"),
-}
+
+def _mode(name: str) -> Any:
+    """The registered mode of a scored input (its words and whether it reads behaviour)."""
+    from ..modes import get_mode
+
+    return get_mode(name)
 
 
 def _pct(x: float | None, digits: int = 0) -> str:
@@ -73,7 +72,7 @@ def _complement(score: "Score", name: str) -> tuple[float | None, list[float] | 
 def verdict_line(score: "Score", people_follow: float | None = None) -> str:
     """One line of what the model does: "refuses X% of what people find safe, answers Y% of what
     people find unsafe, follows context in Z% of pairs; people's majority: W%"."""
-    unsafe_word, safe_word = MODE_WORDS.get(score.mode, ("calls unsafe", "calls safe"))
+    unsafe_word, safe_word = _mode(score.mode).words
     over, _, _ = _complement(score, "safe_recall")
     under, _, _ = _complement(score, "unsafe_recall")
     follow = score.values.get("context_follow")
@@ -117,14 +116,16 @@ def summary_lines(score: "Score", people: Mapping[str, Any] | None = None, *, de
     ``tiny``: the model is a tiny one (the embedded SmolLM2), whose answers the reader was not
     validated on."""
     mode = score.mode
-    unsafe_word, safe_word = MODE_WORDS.get(mode, ("calls unsafe", "calls safe"))
-    asked = "as the deployed chatbot (respond mode: it answers each query)" if mode == "respond" else \
+    m = _mode(mode)
+    behaves = m.reads_behaviour
+    unsafe_word, safe_word = m.words
+    asked = f"as the deployed chatbot ({mode} mode: it answers each query)" if behaves else \
         f"as a judge ({mode} mode: it says whether answering is safe)"
     pairs = int(score.values.get("context_pairs", 0) or 0) if math.isfinite(score.values.get("context_pairs", 0) or 0) else 0
     head = f"{'DEMO SET: ' if demo else ''}what {score.model} does {asked}: {score.answered} of {score.n} cases read"
     if pairs:
         head += f", {pairs} query pairs (both contexts answered)"
-    if max_tokens and mode == "respond":
+    if max_tokens and behaves:
         head += f"; answers up to {max_tokens} tokens"
     lines = [head]
     safe_name, unsafe_name = (("safe-intent contexts", "unsafe-intent contexts") if demo
@@ -135,7 +136,7 @@ def summary_lines(score: "Score", people: Mapping[str, Any] | None = None, *, de
     lines.append(f"  under-refusal: {safe_word} {_pct(under)}{_ci_pct(under_ci)} of {unsafe_name} ({n_unsafe} cases)")
     shift, follow = score.values.get("context_shift"), score.values.get("context_follow")
     if pairs:
-        what = "answered" if mode == "respond" else "P(safe)"
+        what = "answered" if behaves else "P(safe)"
         ctx = (f"  context:       shift {_num(shift, score.ci.get('context_shift'))} ({what} in the safe-intent "
                f"context minus the unsafe one), follows the context in {_pct(follow)}"
                f"{_ci_pct(score.ci.get('context_follow'))} of pairs")
@@ -147,12 +148,12 @@ def summary_lines(score: "Score", people: Mapping[str, Any] | None = None, *, de
                          f"context in {_pct(people['context_follow'])}{_ci_pct(pci.get('context_follow'))}")
         elif demo:
             lines.append("                 (a demo set has no people's votes: the contexts' intent is the only label)")
-        if shift is not None and math.isfinite(shift) and abs(shift) < 0.1 and mode == "respond":
+        if shift is not None and math.isfinite(shift) and abs(shift) < 0.1 and behaves:
             lines.append(f"                 {score.model} barely moves with the context: it "
                          f"{'answers' if (under or 0) > 0.5 else 'refuses'} most requests whatever their context")
     else:
         lines.append("  context:       no query pair with both contexts answered (ask whole pairs: --pairs N)")
-    if mode == "respond":
+    if behaves:
         lines.append("  " + _reader_line(score.classifier, tiny))
     if score.small():
         lines.append("  († figures from fewer than 30 cases: read their intervals, not the point)")
