@@ -14,6 +14,25 @@ EXP = SHARED / "exp"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _own_cache(tmp_path_factory: pytest.TempPathFactory):
+    """Tests never see the user's casebench cache or ``$CASEBENCH_DATA``: a dataset fetched there,
+    published outputs or cached reference scores would change what commands find (the report gained
+    18 published rows on a machine where ``casebench data fetch`` had run). The converted embedded
+    model is shared through a link, so it is still converted once per machine."""
+    from casebench.cache import cache_dir
+
+    real = cache_dir()
+    root = tmp_path_factory.mktemp("casebench-cache")
+    (real / "models").mkdir(parents=True, exist_ok=True)
+    (root / "models").symlink_to(real / "models", target_is_directory=True)
+    mp = pytest.MonkeyPatch()
+    mp.setenv("CASEBENCH_CACHE", str(root))
+    mp.delenv("CASEBENCH_DATA", raising=False)
+    yield root
+    mp.undo()
+
+
 @pytest.fixture(scope="session")
 def real_data_path() -> Path:
     if not DATA_FILE.is_file():
