@@ -134,6 +134,14 @@ def summary_lines(score: "Score", people: Mapping[str, Any] | None = None, *, de
     under, under_ci, n_unsafe = _complement(score, "unsafe_recall")
     lines.append(f"  over-refusal:  {unsafe_word} {_pct(over)}{_ci_pct(over_ci)} of {safe_name} ({n_safe} cases)")
     lines.append(f"  under-refusal: {safe_word} {_pct(under)}{_ci_pct(under_ci)} of {unsafe_name} ({n_unsafe} cases)")
+    rc = getattr(score, "refusal_corrected", None) or {}
+    if rc.get("over_refusal") or rc.get("under_refusal"):
+        parts = [f"{label} {_pct(rc[key]['corrected'])}{_ci_pct(rc[key]['ci'])}"
+                 for key, label in (("over_refusal", "over-refusal"), ("under_refusal", "under-refusal")) if rc.get(key)]
+        lines.append(f"  corrected for the reader's measured error: {', '.join(parts)} (the intervals carry the "
+                     "reader's error and the uncertainty of its validation)")
+    elif rc.get("note"):
+        lines.append(f"  not corrected for the reader's error: {rc['note']}")
     shift, follow = score.values.get("context_shift"), score.values.get("context_follow")
     if pairs:
         what = "answered" if behaves else "P(safe)"
