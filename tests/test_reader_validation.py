@@ -82,9 +82,14 @@ def test_stored_validation_per_setting_and_writer() -> None:
     assert safe["agreement"] == pytest.approx(refusal_eval(held, clf, "safe").agreement, abs=1e-6)
     (tn, fp), (fn, tp) = safe["matrix"]
     assert safe["sensitivity"] == pytest.approx(tp / (tp + fn), abs=1e-6)
-    # a small model's writing has no stored set: the large one is quoted and marked as not matching
+    # a small model's writing has its own stored set (the embedded model's answers, figures only)
     small = validation.validation_for(clf.name, clf.version, "unsafe", writer="small")
-    assert small["writer"] == "large" and small["writer_match"] is False and small["run_writer"] == "small"
+    assert small["writer"] == "small" and small["writer_match"] is True and small["run_writer"] == "small"
+    assert small["file"] is None and small["set"] in validation.EXTERNAL_SETS and small["n"] == 300
+    assert small["matrix"] != unsafe["matrix"] and "embedded" in small["what"]
+    # a writer of a kind with no stored set gets the large one, marked as not matching
+    other = validation.validation_for(clf.name, clf.version, "unsafe", writer="medium")
+    assert other["writer"] == "large" and other["writer_match"] is False and other["run_writer"] == "medium"
     assert validation.writer_kind("hf") == "small" and validation.writer_kind("hf/smollm2-135m-instruct") == "small"
     assert validation.writer_kind("openai/gpt-4o-mini") is None
 
