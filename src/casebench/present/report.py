@@ -719,20 +719,23 @@ def _ablation(ctx: ReportContext) -> str | None:
         for c in res.conditions:
             cells = [f'<td class="l">{_e(c.name)}</td>', f"<td>{100 * c.score.coverage:.1f}%</td>"]
             cells += [f"<td>{_fm(m, c.score.values.get(m))}</td>" for m in ms]
-            for m in ms[:3]:
-                dd = c.diffs.get(m)
-                if dd is None:
-                    cells.append("<td>–</td>")
-                    continue
-                cls = ' class="sig"' if dd.significant else ""
-                cells.append(f'<td{cls}>{_fm(m, dd.diff)}<span class="ci">[{_fm(m, dd.ci[0])}, {_fm(m, dd.ci[1])}] '
-                             f"p(BH) {_fp(dd.p_adjusted, dd.p_floor)}</span></td>")
+            cells += [_diff_cell(m, c.diffs.get(m)) for m in ms[:3]]
             rows.append("<tr>" + "".join(cells) + "</tr>")
         parts.append('<div class="wide"><table class="ablation"><thead><tr>'
                      + "".join(f'<th class="{"l" if h == "Condition" else ""}">{_e(h)}</th>' for h in head)
                      + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>")
         parts.append(_ablation_context(res))
     return "".join(parts)
+
+
+def _diff_cell(m: str, dd: Any) -> str:
+    """One paired difference from the full context as a table cell: the difference, its CI and
+    its Benjamini-Hochberg p (marked when significant); a dash when there is none."""
+    if dd is None:
+        return "<td>–</td>"
+    cls = ' class="sig"' if dd.significant else ""
+    return (f'<td{cls}>{_fm(m, dd.diff)}<span class="ci">[{_fm(m, dd.ci[0])}, {_fm(m, dd.ci[1])}] '
+            f"p(BH) {_fp(dd.p_adjusted, dd.p_floor)}</span></td>")
 
 
 #: the context figures of the report's ablation tables (each with its paired difference)
@@ -756,13 +759,7 @@ def _ablation_context(res: Any) -> str:
         cells = [f'<td class="l">{_e(c.name)}</td>', f"<td>{_fm('context_pairs', v.get('context_pairs'))}</td>"]
         for m in ms:
             cells.append(f"<td>{fig(m, v.get(m), c.score.ci.get(m))}</td>")
-            dd = c.diffs.get(m)
-            if dd is None:
-                cells.append("<td>–</td>")
-                continue
-            cls = ' class="sig"' if dd.significant else ""
-            cells.append(f'<td{cls}>{_fm(m, dd.diff)}<span class="ci">[{_fm(m, dd.ci[0])}, {_fm(m, dd.ci[1])}] '
-                         f"p(BH) {_fp(dd.p_adjusted)}</span></td>")
+            cells.append(_diff_cell(m, c.diffs.get(m)))
         rows.append("<tr>" + "".join(cells) + "</tr>")
     people = res.conditions[0].people
     if people:
