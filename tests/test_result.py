@@ -21,6 +21,7 @@ from click.testing import CliRunner
 from casebench.cli import cli
 from casebench.data import Case
 from casebench.predictions import Predictions
+from casebench.published import reference_files
 from casebench.stats import result
 from casebench.stats.context import contested
 from casebench.stats.metrics import wilson_ci
@@ -264,3 +265,71 @@ def test_casebench_run_reads_its_dataset_once_and_scores_the_run_once(tmp_path, 
     assert (out / "report.html").is_file()
     assert [p for p in reads if Path(p).name == "cases.json"] == [str(data)]
     assert result.BUILDS[str(out)] == 1 and sum(result.BUILDS.values()) - before == 1
+
+
+def test_report_reference_rows_are_scored_once_and_kept_until_the_options_change(tmp_path, monkeypatch):
+    """``casebench report --reference``: the first report scores each published reference input
+    and keeps its result in the cache directory; a second report with the same references scores
+    none of them (only the report's own input); another label source is another key."""
+    monkeypatch.setenv("CASEBENCH_CACHE", str(tmp_path / "cache"))
+    refs = tmp_path / "refs"
+    (refs / "exp").mkdir(parents=True)
+    for model in ("safety_gpt-4o-mini-2024-07-18", "safety_dolphin"):  # two published models, as laid out
+        (refs / "exp" / model).symlink_to(SHARED / "exp" / model, target_is_directory=True)
+    ref_files = {str(p) for p in reference_files(refs)}
+    assert len(ref_files) >= 2
+    args = ["report", str(SHARED / GPT4O), "--reference", str(refs), "--bootstrap", "0", "--no-human"]
+
+    def scored(before: dict[str, int]) -> dict[str, int]:  # per source, arrays built since ``before``
+        return {s: n - before.get(s, 0) for s, n in result.BUILDS.items() if n - before.get(s, 0)}
+
+    before = dict(result.BUILDS)
+    first = CliRunner().invoke(cli, [*args, "-o", str(tmp_path / "a.html")])
+    assert first.exit_code == 0, first.output
+    got = scored(before)
+    assert ref_files <= set(got) and all(got[f] == 1 for f in ref_files)  # each reference scored once
+    kept = list((tmp_path / "cache" / "scores").glob("report-reference-*.pickle"))
+    assert len(kept) == len(ref_files)
+
+    before = dict(result.BUILDS)
+    second = CliRunner().invoke(cli, [*args, "-o", str(tmp_path / "b.html")])
+    assert second.exit_code == 0, second.output
+    got = scored(before)
+    assert not ref_files & set(got) and got  # the input scored, no reference input
+    a, b = ((tmp_path / n).read_text() for n in ("a.html", "b.html"))
+    assert "(published)" in b
+    strip = lambda page: page.split("<main>", 1)[1].split("UTC", 1)[1]  # noqa: E731 - the time stamp aside
+    assert strip(a) == strip(b)  # the same report, reference rows read back
+
+    before = dict(result.BUILDS)
+    third = CliRunner().invoke(cli, [*args, "--label-source", "votes", "-o", str(tmp_path / "c.html")])
+    assert third.exit_code == 0, third.output
+    assert ref_files <= set(scored(before))  # other options: scored again
+    assert len(list((tmp_path / "cache" / "scores").glob("report-reference-*.pickle"))) == 2 * len(ref_files)
+
+
+@pytest.mark.parametrize("command, name", [
+    (["score"], "--bootstrap-seed"), (["compare"], "--bootstrap-seed"), (["ablate"], "--bootstrap-seed"),
+    (["study"], "--bootstrap-seed"), (["report"], "--bootstrap-seed"), (["report"], "--human-draw-seed"),
+    (["human", "stats"], "--human-draw-seed"), (["annotate", "answers"], "--sample-seed"),
+])
+def test_each_seed_is_named_for_what_it_seeds(command, name):
+    """Every command names its seed for what it seeds; the older ``--seed`` stays an alias."""
+    r = CliRunner().invoke(cli, [*command, "--help"], terminal_width=200)
+    assert r.exit_code == 0, r.output
+    options = r.output.split("Options:", 1)[1]
+    after = options.split(f"  {name}", 1)[1]  # the option's own entry
+    assert after.startswith((", --seed ", " INTEGER"))
+    assert "Seed of the" in after[:200]  # its help says what it seeds
+    assert "--seed" in options  # the older name still accepted
+
+
+def test_the_older_seed_flag_means_the_bootstrap_seed():
+    """``score --seed S`` and ``score --bootstrap-seed S`` are the same resamples; another seed differs."""
+    base = ["score", str(SHARED / GPT4O), "--bootstrap", "40", "--no-reference", "--json"]
+    old = CliRunner().invoke(cli, [*base, "--seed", "3"])
+    new = CliRunner().invoke(cli, [*base, "--bootstrap-seed", "3"])
+    other = CliRunner().invoke(cli, [*base, "--bootstrap-seed", "4"])
+    assert old.exit_code == new.exit_code == other.exit_code == 0, old.output + new.output + other.output
+    assert old.stdout == new.stdout
+    assert json.loads(old.stdout)["ci"] != json.loads(other.stdout)["ci"]

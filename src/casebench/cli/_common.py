@@ -422,11 +422,12 @@ def cluster_option(f: Callable[..., Any]) -> Callable[..., Any]:
 
 def scoring_options(paper_compat: bool, n_boot: int, seed: int, label_source: str, *, level: float = 0.95,
                     alpha: float = 0.05, min_verdict_mass: float | None = None,
-                    cluster: str | None = None) -> "ScoringOptions":
-    """The scoring options of a scoring command's flags (``--seed`` seeds the bootstrap and the
-    human section's random draws). The published script scores against the published labels
-    only, so ``--paper-compat`` with ``--label-source votes`` is refused. ``cluster``:
-    ``--cluster`` (None: the default clustering)."""
+                    cluster: str | None = None, human_draw_seed: int | None = None) -> "ScoringOptions":
+    """The scoring options of a scoring command's flags: ``seed`` is ``--bootstrap-seed`` (the
+    bootstrap resamples); ``human_draw_seed`` is ``--human-draw-seed`` (the human section's random
+    draws of single votes; None: the bootstrap seed, as the old single ``--seed`` seeded both).
+    The published script scores against the published labels only, so ``--paper-compat`` with
+    ``--label-source votes`` is refused. ``cluster``: ``--cluster`` (None: the default clustering)."""
     from ..stats.options import DEFAULT_CLUSTER, ScoringOptions
 
     if paper_compat and label_source != "published":
@@ -434,7 +435,8 @@ def scoring_options(paper_compat: bool, n_boot: int, seed: int, label_source: st
     try:
         return ScoringOptions(paper_compat=paper_compat, level=level, alpha=alpha, min_verdict_mass=min_verdict_mass,
                               label_source=label_source, n_boot=n_boot, bootstrap_seed=seed,  # type: ignore[arg-type]
-                              human_draw_seed=seed, cluster=cluster or DEFAULT_CLUSTER)  # type: ignore[arg-type]
+                              human_draw_seed=seed if human_draw_seed is None else human_draw_seed,
+                              cluster=cluster or DEFAULT_CLUSTER)  # type: ignore[arg-type]
     except ValueError as e:
         raise BadInput(str(e)) from None
 

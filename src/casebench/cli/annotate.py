@@ -234,7 +234,8 @@ def _run_app(store: Any, *, db: str, what: str, new: bool, host: str, port: int,
 @click.option("--sample", "n_sample", type=click.IntRange(min=1), default=100, show_default=True,
               help="How many of the run's answers to serve, stratified by the reader's verdict and the context's "
                    "intent (proportional allocation: the sample is self-weighting).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the draw within each stratum.")
+@click.option("--sample-seed", "--seed", "sample_seed", type=int, default=0, show_default=True,
+              help="Seed of the sample's draw within each stratum (--seed: the same, the older name).")
 @click.option("--db", default="sqlite:///answer_labels.db", show_default=True,
               help="SQLAlchemy URL: sqlite:///FILE, or postgresql://USER:PASS@HOST:PORT/DB. One study per database.")
 @click.option("--labels-per-answer", type=click.IntRange(min=1), default=1, show_default=True,
@@ -253,7 +254,7 @@ def _run_app(store: Any, *, db: str, what: str, new: bool, host: str, port: int,
 @click.option("--sqlite-sync", type=click.Choice(["full", "normal"]), default="full", show_default=True,
               help="SQLite only: full (every label on disk before the next page) or normal (faster).")
 @click.option("--access-log", is_flag=True, help="Log every request (off by default).")
-def answers_cmd(run_dir: str, n_sample: int, seed: int, db: str, labels_per_answer: int, host: str, port: int,
+def answers_cmd(run_dir: str, n_sample: int, sample_seed: int, db: str, labels_per_answer: int, host: str, port: int,
                 answers_per_annotator: int | None, completion_code: str | None, completion_url: str | None,
                 admin_token: str | None, reserve_minutes: float, sqlite_sync: str, access_log: bool) -> None:
     """Serve a sample of a respond run's answers for people to label comply / partial / refuse.
@@ -261,7 +262,7 @@ def answers_cmd(run_dir: str, n_sample: int, seed: int, db: str, labels_per_answ
     The labels measure the refusal reader's error on this very model's answers: export them into
     the run (`casebench annotate export --db URL --answers RUN_DIR`) and the run's scores, report
     and corrected refusal rates use them; `casebench refusal-eval RUN_DIR/reader_labels.csv`
-    scores any reader on them. Restarting with the same run, --sample, --seed and --db carries on
+    scores any reader on them. Restarting with the same run, --sample, --sample-seed and --db carries on
     where the study stopped.
     """
     from ..annotate.answers import AnswerItem, stratified_sample
@@ -286,7 +287,7 @@ def answers_cmd(run_dir: str, n_sample: int, seed: int, db: str, labels_per_answ
              for (c, s), rec in sorted(finals.items()) if rec.text and rec.text.strip()]
     if not items:
         raise BadInput(f"{run_dir}: the run holds no answer text to label")
-    chosen = stratified_sample(items, n_sample, seed)
+    chosen = stratified_sample(items, n_sample, sample_seed)
     run = str(Path(run_dir).resolve())
     records = [it.record(run) for it in chosen]
     settings = Settings(votes_per_case=labels_per_answer, cases_per_annotator=answers_per_annotator,
@@ -302,7 +303,7 @@ def answers_cmd(run_dir: str, n_sample: int, seed: int, db: str, labels_per_answ
                  host=host, port=port, admin_token=admin_token, completion_code=completion_code,
                  completion_url=completion_url, access_log=access_log,
                  per_item=("labels per answer", labels_per_answer, ""),
-                 extra=[f"sample: stratified by the reader's verdict and the context's intent (seed {seed}); "
+                 extra=[f"sample: stratified by the reader's verdict and the context's intent (seed {sample_seed}); "
                         f"reader's verdicts in it: {strata}"], study="answers")
     finally:
         store.close()

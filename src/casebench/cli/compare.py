@@ -62,7 +62,8 @@ _STAT_OPTIONS = [
     click.option("--json", "as_json", is_flag=True, help="One JSON object (for machines)."),
     click.option("--bootstrap", "n_boot", type=click.IntRange(min=0), default=2000, show_default=True,
                  help="Paired bootstrap resamples."),
-    click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed."),
+    click.option("--bootstrap-seed", "--seed", "bootstrap_seed", type=int, default=0, show_default=True,
+                 help="Seed of the bootstrap resamples (--seed: the same, the older name)."),
     click.option("--level", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95,
                  show_default=True, help="Confidence level of the CIs."),
     click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05,
@@ -111,7 +112,7 @@ def _run_options(f: Any) -> Any:
                    "category, as `casebench run --pairs N` chooses them: what a comparison of that size can detect "
                    "(the MDD column).")
 @click.option("--pairs-seed", type=int, default=0, show_default=True, help="Seed of --pairs.")
-def compare_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, n_boot: int, seed: int,
+def compare_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, n_boot: int, bootstrap_seed: int,
                 level: float, alpha: float, data: str | None, label_source: str, cluster: str, mode: str | None,
                 remove: str | None, pairs: int | None = None, pairs_seed: int = 0) -> None:
     """Paired tests between INPUTS (run directories or published exp/ files on the same cases).
@@ -132,7 +133,7 @@ def compare_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, n_bo
 
     if len(inputs) < 2:
         raise BadInput("compare needs at least two inputs")
-    options = scoring_options(paper_compat, n_boot, seed, label_source, level=level, alpha=alpha, cluster=cluster)
+    options = scoring_options(paper_compat, n_boot, bootstrap_seed, label_source, level=level, alpha=alpha, cluster=cluster)
     preds = _load(inputs, data, mode, remove)
     if pairs is not None:
         preds = _on_pairs(preds, pairs, pairs_seed)
@@ -181,7 +182,7 @@ def ablate_cmd(inputs: tuple[str, ...], model: str | None, mode: str | None, par
                limit: int | None, stratified: int | None, stratified_seed: int, samples: int | None,
                temperature: float | None, max_tokens: int | None, max_connections: int,
                max_cost: float | None, progress: bool | None, paper_compat: bool,
-               as_json: bool, n_boot: int, seed: int, level: float, alpha: float, data: str | None,
+               as_json: bool, n_boot: int, bootstrap_seed: int, level: float, alpha: float, data: str | None,
                label_source: str, cluster: str, remove: str | None, **registry_flags: Any) -> None:
     """CI-parameter ablation: run the conditions of a study, or re-analyse finished ones.
 
@@ -196,7 +197,7 @@ def ablate_cmd(inputs: tuple[str, ...], model: str | None, mode: str | None, par
     from ..stats.compare import CompareError
     from ..stats.metrics import LabelSourceError
 
-    options = scoring_options(paper_compat, n_boot, seed, label_source, level=level, alpha=alpha, cluster=cluster)
+    options = scoring_options(paper_compat, n_boot, bootstrap_seed, label_source, level=level, alpha=alpha, cluster=cluster)
     if model is None:
         if not inputs:
             raise BadInput("give INPUTS to analyse (run directories or published ablation files), "
@@ -289,7 +290,7 @@ def study_cmd(inputs: tuple[str, ...], placements: str, model: str | None, mode:
               stratified: int | None, stratified_seed: int, samples: int | None, temperature: float | None,
               max_tokens: int | None, max_connections: int, max_cost: float | None, progress: bool | None,
               refusal_classifier: str | None, partial_as: str, paper_compat: bool, as_json: bool, n_boot: int,
-              seed: int, level: float, alpha: float, data: str | None, label_source: str, cluster: str,
+              bootstrap_seed: int, level: float, alpha: float, data: str | None, label_source: str, cluster: str,
               **registry_flags: Any) -> None:
     """Placement study: one model with the context inside the prompt (user), as the system prompt
     (system) and as the conversation before the query (turns).
@@ -310,7 +311,7 @@ def study_cmd(inputs: tuple[str, ...], placements: str, model: str | None, mode:
     from ..stats.metrics import LabelSourceError
     from ..stats.placement import PlacementStudyError, analyse_placements
 
-    options = scoring_options(paper_compat, n_boot, seed, label_source, level=level, alpha=alpha, cluster=cluster)
+    options = scoring_options(paper_compat, n_boot, bootstrap_seed, label_source, level=level, alpha=alpha, cluster=cluster)
     if model is None:
         if not inputs:
             raise BadInput("give INPUTS to analyse (run directories in different placements), "

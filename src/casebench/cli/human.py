@@ -53,8 +53,10 @@ def human_group() -> None:
               help="Human label: the published safe_rate rule, or the votes-only majority (tie = unsafe).")
 @click.option("--draws", type=click.IntRange(min=1), default=1000, show_default=True,
               help="Random draws per case and k for majority-label stability.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the stability draws.")
-def stats_cmd(data: str | None, as_json: bool, alpha: float, label_source: str, draws: int, seed: int) -> None:
+@click.option("--human-draw-seed", "--seed", "human_draw_seed", type=int, default=0, show_default=True,
+              help="Seed of the stability draws of single votes (--seed: the same, the older name).")
+def stats_cmd(data: str | None, as_json: bool, alpha: float, label_source: str, draws: int,
+              human_draw_seed: int) -> None:
     """Context effect, category differences, agreement, majorities, stability, power of DATA.
 
     DATA is a dataset file (JSON list or JSONL); the votes in its 'scores' are used as given.
@@ -67,7 +69,7 @@ def stats_cmd(data: str | None, as_json: bool, alpha: float, label_source: str, 
     with bad_input_errors(HumanStatsError):
         ds = load_dataset(data)
         result = human_stats(
-            ds, alpha=alpha, draws=draws, seed=seed, label_source=label_source  # type: ignore[arg-type]
+            ds, alpha=alpha, draws=draws, seed=human_draw_seed, label_source=label_source  # type: ignore[arg-type]
         )
     if all(c.extra for c in ds):
         echo_err(

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import click
 
 from ._common import (
@@ -20,8 +23,11 @@ from ._common import (
 @click.option("--paper-compat", is_flag=True, help="Score as the published script does (missing answers filled).")
 @click.option("--bootstrap", "n_boot", type=click.IntRange(min=0), default=2000, show_default=True,
               help="Bootstrap resamples for CIs and paired tests.")
-@click.option("--seed", type=int, default=0, show_default=True,
-              help="Seed of the bootstrap resamples and of the human section's random draws of annotators.")
+@click.option("--bootstrap-seed", "--seed", "bootstrap_seed", type=int, default=0, show_default=True,
+              help="Seed of the bootstrap resamples (--seed: the same, the older name, which also seeds the human "
+                   "section's draws unless --human-draw-seed is given).")
+@click.option("--human-draw-seed", "human_draw_seed", type=int, default=None,
+              help="Seed of the human section's random draws of single votes (default: the bootstrap seed).")
 @click.option("--title", default="casebench report", show_default=True)
 @click.option("--no-human", is_flag=True, help="Leave out the human-vote section.")
 @click.option("--show-text/--hide-text", "show_text", default=False, show_default=True,
@@ -32,10 +38,11 @@ from ._common import (
 @file_kind_options
 @min_verdict_mass_option
 @reference_option
-def report_cmd(inputs: tuple[str, ...], out: str, data: str | None, paper_compat: bool, n_boot: int, seed: int,
+def report_cmd(inputs: tuple[str, ...], out: str, data: str | None, paper_compat: bool, n_boot: int, bootstrap_seed: int,
                title: str, no_human: bool, show_text: bool, label_source: str, cluster: str, mode: str | None,
                remove: str | None,
-               reference: str | None, no_reference: bool, min_verdict_mass: float = 0.5) -> None:
+               reference: str | None, no_reference: bool, min_verdict_mass: float = 0.5,
+               human_draw_seed: int | None = None) -> None:
     """Write one self-contained HTML report over INPUTS (run directories or published exp/ files):
     leaderboard with CIs, over/under-refusal, paired differences, category heat map, P(safe) vs
     the human safe_rate, reliability, ablation (when given), the human votes and context sensitivity."""
@@ -46,8 +53,8 @@ def report_cmd(inputs: tuple[str, ...], out: str, data: str | None, paper_compat
     from ..runs.record import RunError
     from ..stats.metrics import LabelSourceError
 
-    options = scoring_options(paper_compat, n_boot, seed, label_source, min_verdict_mass=min_verdict_mass,
-                              cluster=cluster)
+    options = scoring_options(paper_compat, n_boot, bootstrap_seed, label_source, min_verdict_mass=min_verdict_mass,
+                              cluster=cluster, human_draw_seed=human_draw_seed)
     with bad_input_errors(RunError, CompareError):
         dataset = load_dataset(data) if data else None
         preds = [load_predictions(p, dataset=dataset, mode=mode, removed=remove) for p in inputs]
@@ -56,7 +63,20 @@ def report_cmd(inputs: tuple[str, ...], out: str, data: str | None, paper_compat
         raise BadInput("give at least one input")
     refs, ref_root = load_reference_inputs(reference, no_reference, preds, dataset)
     with bad_input_errors(LabelSourceError):
+        _reuse_reference_scores(refs, options, dataset)
         path = write_report(out, preds, options, human_cases=dataset.cases if dataset else None, title=title,
                             human=not no_human, show_text=show_text, references=refs, reference_root=ref_root,
                             progress=lambda line: click.echo(f"casebench: report: {line}", err=True))
     click.echo(f"wrote {path}")
+
+
+def _reuse_reference_scores(refs: list[Any], options: Any, dataset: Any) -> None:
+    """Score each published reference input once per file, dataset, options, case subset and
+    casebench version, and keep it in the cache directory (``stats.result.reference_input``): a
+    later report over the same references reads them back instead of scoring them again."""
+    from ..published import reference_dataset_path
+    from ..stats.result import reference_input
+
+    for r in refs:
+        checked = Path(dataset.path) if dataset is not None else reference_dataset_path(r.source)
+        reference_input(r, options, datasets=[checked] if checked is not None else [])

@@ -28,7 +28,8 @@ if TYPE_CHECKING:  # pragma: no cover
 @click.option("--by", "by", type=click.Choice(["category", "intent"]), multiple=True,
               help="Also print a breakdown with CIs (repeatable); every --format carries it (JSON: 'breakdowns').")
 @click.option("--bootstrap", "n_boot", type=click.IntRange(min=0), default=2000, show_default=True, help="Bootstrap resamples for CIs (0: none).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap resamples.")
+@click.option("--bootstrap-seed", "--seed", "bootstrap_seed", type=int, default=0, show_default=True,
+              help="Seed of the bootstrap resamples (--seed: the same, the older name).")
 @click.option("--data", type=click.Path(dir_okay=False), default=None,
               help="The dataset of run directories, if their manifest's path is not reachable; published files "
                    "are checked against it record by record (default: the CASEBench_data.json beside their exp/).")
@@ -38,7 +39,7 @@ if TYPE_CHECKING:  # pragma: no cover
 @min_verdict_mass_option
 @reference_option
 def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: str, by: tuple[str, ...],
-              n_boot: int, seed: int, data: str | None, label_source: str, cluster: str, mode: str | None,
+              n_boot: int, bootstrap_seed: int, data: str | None, label_source: str, cluster: str, mode: str | None,
               remove: str | None, reference: str | None, no_reference: bool, min_verdict_mass: float = 0.5) -> None:
     """Score INPUTS (run directories or published exp/ files) and print every metric with a 95% CI."""
     from ..loader import load_predictions
@@ -48,7 +49,7 @@ def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: s
 
     if as_json:
         fmt = "json"
-    options = scoring_options(paper_compat, n_boot, seed, label_source, min_verdict_mass=min_verdict_mass,
+    options = scoring_options(paper_compat, n_boot, bootstrap_seed, label_source, min_verdict_mass=min_verdict_mass,
                               cluster=cluster)
     dataset = None
     with bad_input_errors():

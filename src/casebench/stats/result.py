@@ -18,7 +18,9 @@ Later analyses attach what they compute per input to its result rather than keep
 
 Published reference rows (``score --reference``) are scored once per set of files, dataset,
 case subset, options and code version and kept on disk (``ReferenceScoreCache``), so a later
-call reads them instead of loading and scoring 17 files again.
+call reads them instead of loading and scoring 17 files again. The report keeps the whole
+``ScoredInput`` of each published reference input the same way (``reference_input``), so a later
+report reads its reference rows back instead of scoring them again.
 
 ``BUILDS`` counts, per input source, how often its scoring arrays were built: the tests check
 that a report over several inputs builds each input's arrays once.
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import pickle
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -205,12 +208,18 @@ def score_input(pred: Predictions, options: ScoringOptions = DEFAULT_OPTIONS) ->
     """The one ``ScoredInput`` of ``pred`` under ``options``: built on the first call, the same
     object afterwards (kept on the predictions, keyed by the options and the threshold they are
     read at). Raises ``options.LabelSourceError`` when the cases cannot be labelled."""
-    eff = pred.at_min_verdict_mass(options.min_verdict_mass)
-    kept: dict[tuple[ScoringOptions, float], ScoredInput] = eff.__dict__.setdefault("_scored", {})
-    key = (options, float(eff.min_verdict_mass))
+    eff, kept, key = _kept(pred, options)
     if key not in kept:
         kept[key] = _build(eff, options)
     return kept[key]
+
+
+def _kept(pred: Predictions, options: ScoringOptions) -> tuple[Predictions, dict[Any, ScoredInput], Any]:
+    """The predictions as ``options`` read them, the results kept on them, and the key of
+    ``options`` among those (the one keying ``score_input`` and ``reference_input`` share)."""
+    eff = pred.at_min_verdict_mass(options.min_verdict_mass)
+    kept: dict[Any, ScoredInput] = eff.__dict__.setdefault("_scored", {})
+    return eff, kept, (options, float(eff.min_verdict_mass))
 
 
 def score_predictions(
@@ -320,3 +329,49 @@ def reference_scores(files: Sequence[str | Path], options: ScoringOptions,
     scores = [score_input(p, options).score for p in load()]
     cache.put(key, scores)
     return scores
+
+
+def reference_input(pred: Predictions, options: ScoringOptions, *, datasets: Sequence[str | Path] = (),
+                    cache: ReferenceScoreCache | None = None) -> ScoredInput:
+    """The ``ScoredInput`` of one published reference input ``pred`` (loaded from the file
+    ``pred.source``, checked against the datasets ``datasets``) under ``options``, as the report
+    shows it: read from ``cache`` (default: casebench's cache directory; the key is
+    ``ReferenceScoreCache.key`` of the file, datasets, options, the input's cases and the code
+    version) when it was scored before, else scored once (``score_input``, with people's
+    references on its pairs) and kept. Either way it is also kept on ``pred``, so ``score_input``
+    (and every consumer of it) returns this very result. An input not read from a file is
+    scored without the disk cache; an unreadable or unwritable cache is a miss."""
+    source = Path(pred.source) if pred.source else None
+    if source is None or not source.is_file():
+        return score_input(pred, options)
+    eff, kept, mem_key = _kept(pred, options)
+    if mem_key in kept:
+        return kept[mem_key]
+    cache = cache or ReferenceScoreCache()
+    cases = [(c.query, bool(c.intended_safe), c.category) for c in pred.cases]
+    try:
+        key = cache.key([source], options, cases=cases, extra=datasets)
+    except OSError:
+        return score_input(pred, options)
+    path = cache.root / f"report-reference-{key}.pickle"
+    got: ScoredInput | None = None
+    try:
+        with open(path, "rb") as f:
+            got = pickle.load(f)
+        if not isinstance(got, ScoredInput) or got.pred is not None:
+            got = None
+    except Exception:  # a missing, stale or damaged entry is a miss, never a failure
+        got = None
+    if got is not None:
+        got.pred = eff  # the result refers to these predictions, as if scored here
+        kept[mem_key] = got
+        return got
+    scored = score_input(pred, options)
+    _ = scored.people  # people's references on its pairs: the report shows them beside each row
+    try:
+        from ..atomic import write_bytes_atomic
+
+        write_bytes_atomic(path, pickle.dumps(replace(scored, pred=None), protocol=pickle.HIGHEST_PROTOCOL))
+    except Exception:  # an unwritable cache only costs the next call a rescoring
+        pass
+    return scored
