@@ -952,7 +952,9 @@ class Score:
                                              if k in METRIC},
                    {k: [float(x) for x in v] for k, v in d["ci"].items() if k in METRIC},
                    dict(d.get("breakdowns") or {}), vm, d.get("classifier"),
-                   {k: int(v) for k, v in d.get("cases_of", {}).items()}, d.get("people"), d.get("refusal_correction"))
+                   {k: int(v) for k, v in d.get("cases_of", {}).items()}, d.get("people"), d.get("refusal_correction"),
+                   cluster=str(d.get("cluster", "case")),
+                   design_effects={k: float(v) for k, v in (d.get("design_effects") or {}).items()})
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
