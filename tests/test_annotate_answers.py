@@ -19,11 +19,9 @@ from casebench.annotate.answers import AnswerItem, stratified_sample  # noqa: E4
 from servers.annotate_server import AnnotateServer  # noqa: E402
 from servers.fault_server import FaultServer  # noqa: E402
 from test_respond import ANSWER, REFUSAL, case_of, invoke, respond_args  # noqa: E402
+from test_annotate_browser import browser  # noqa: E402,F401  (the headless Chromium fixture)
 from test_runs import write_dataset  # noqa: E402
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 def bot(body: Any) -> str:
     """The fixture run's chatbot: cases 0-5 answer, 6-8 refuse."""
     c = case_of(body["messages"][-1]["content"])
@@ -125,18 +123,6 @@ def _record_of(srv: AnnotateServer, case_id: int) -> dict[str, Any]:
             return json.loads(conn.execute(text("SELECT record FROM cases WHERE id = :i"), {"i": case_id}).scalar_one())
     finally:
         eng.dispose()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not CHROMIUM.exists():
-        pytest.skip("headless Chromium is not installed at /usr/bin/chromium "
-                    "(Debian: apt-get install chromium; `make test-deps` does it)")
-    playwright = pytest.importorskip("playwright.sync_api", reason="pip install playwright (the Python package)")
-    with playwright.sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield b
-        b.close()
 
 
 _n = itertools.count()

@@ -35,6 +35,7 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from casebench.sources import demo_dataset_path  # noqa: E402
+from test_local_stop import lines  # noqa: E402  (the complete, valid lines of records.jsonl)
 
 CASEBENCH = [sys.executable, "-c", "from casebench.cli import main; main()"]
 N = 4  # the stratified subset, asked as one batch
@@ -56,17 +57,6 @@ def env() -> dict[str, str]:
 def run_cmd(out: Path, mode: str, *more: str, data: Path | None = None) -> list[str]:
     return [*CASEBENCH, "run", "--mode", mode, "--stratified", str(N), "--data", str(data or demo_dataset_path()),
             "--batch-size", str(N), "-o", str(out), "--no-progress", "--no-report", "--min-coverage", "0", *more]
-
-
-def lines(out: Path) -> list[bytes]:
-    """The complete lines of records.jsonl (each a valid record)."""
-    p = out / "records.jsonl"
-    if not p.exists():
-        return []
-    *whole, _torn = p.read_bytes().split(b"\n")
-    for x in whole:
-        json.loads(x)
-    return whole
 
 
 def wait_for(out: Path, n: int, proc: subprocess.Popen, timeout: float = 1200.0) -> None:
