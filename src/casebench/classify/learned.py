@@ -49,13 +49,21 @@ from . import rules as _rules  # a module, not names: rules' own registration im
 MODEL_FILE = Path(__file__).with_name("learned_model.json")
 
 #: Our own labelled answers the model is fitted on (paths relative to the repository root).
+#: ``refusal_train_small.csv`` holds the embedded SmolLM2-135M's own answers (respond mode, greedy, 80
+#: tokens, context as user, system and turns) to 100 queries of our own wording, each in a safe and an
+#: unsafe context of our own (``refusal_small_cases_1.json``, ``refusal_small_cases_2.json``; made with
+#: ``casebench study --model hf/smollm2-135m-instruct --mode respond --max-tokens 80 --data FILE``),
+#: labelled by readers who saw neither classifier; ``refusal_train_tiny_voice.csv`` imitates that
+#: model's declines and substitutes, which it writes too rarely to learn from its own answers alone.
 TRAIN_SETS: tuple[str, ...] = ("tests/fixtures/refusal_train_v1.csv", "tests/fixtures/refusal_train_clarify.csv",
-                               "tests/fixtures/refusal_train_v2.csv")
+                               "tests/fixtures/refusal_train_v2.csv", "tests/fixtures/refusal_train_small.csv",
+                               "tests/fixtures/refusal_train_tiny_voice.csv")
 #: Sets written blind that the model never sees: its validated error comes from them.
 HELD_ASIDE: tuple[str, ...] = (
     "tests/fixtures/refusal_own_held_v3.csv",
     "tests/fixtures/refusal_own_held_v4.csv",
     "tests/fixtures/refusal_own_held_v5.csv",
+    "tests/fixtures/refusal_own_held_v6.csv",
 )
 
 #: Bump when the features or the procedure change (the model file's hash is added to it; the
