@@ -92,7 +92,7 @@ def test_describe_names_the_model_and_its_validation(clf: LearnedClassifier) -> 
     d = clf.describe()
     assert d["name"] == "learned" and d["version"].startswith(learned.LEARNED_VERSION + "+")
     assert d["version"].endswith(d["model_sha256"][:12])
-    assert d["validation"] is not None and d["validation"]["set"] == "held-aside v5"
+    assert d["validation"] is not None and d["validation"]["set"] == "held-aside v7"
 
 
 def test_a_missing_or_broken_model_file_is_named(tmp_path: Path) -> None:

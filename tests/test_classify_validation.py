@@ -44,7 +44,7 @@ def test_stored_figures_are_those_of_the_current_classifiers() -> None:
 
 def test_validation_only_for_the_exact_classifier_and_version() -> None:
     v = validation.validation_for("rules", RULES_VERSION)
-    assert v is not None and v["set"] == "held-aside v5" and 0 < v["agreement"] <= 1 and v["n"] >= 150
+    assert v is not None and v["set"] == "held-aside v7" and 0 < v["agreement"] <= 1 and v["n"] >= 150
     assert validation.validation_for("rules", RULES_VERSION + "-other") is None
     assert validation.validation_for("llm:openai/gpt-4o-mini", RULES_VERSION) is None
     assert make_classifier("rules").describe()["validation"] == v

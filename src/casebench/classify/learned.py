@@ -55,15 +55,21 @@ MODEL_FILE = Path(__file__).with_name("learned_model.json")
 #: ``casebench study --model hf/smollm2-135m-instruct --mode respond --max-tokens 80 --data FILE``),
 #: labelled by readers who saw neither classifier; ``refusal_train_tiny_voice.csv`` imitates that
 #: model's declines and substitutes, which it writes too rarely to learn from its own answers alone.
+#: ``refusal_train_v3.csv`` (1,950 answers by eight writers: lectures that never say no, answers
+#: with warnings, substitutes and redirections, terse and polite declines, deployed personas,
+#: structured answers whose decisive part comes late, partial answers) and ``refusal_own_held_v6.csv``
+#: (measured once as a held-aside set, learned 83.2%, then trained on) teach refusals that never say
+#: no, which the held-aside set v6 showed the reader had not learned.
 TRAIN_SETS: tuple[str, ...] = ("tests/fixtures/refusal_train_v1.csv", "tests/fixtures/refusal_train_clarify.csv",
                                "tests/fixtures/refusal_train_v2.csv", "tests/fixtures/refusal_train_small.csv",
-                               "tests/fixtures/refusal_train_tiny_voice.csv")
+                               "tests/fixtures/refusal_train_tiny_voice.csv", "tests/fixtures/refusal_train_v3.csv",
+                               "tests/fixtures/refusal_own_held_v6.csv")
 #: Sets written blind that the model never sees: its validated error comes from them.
 HELD_ASIDE: tuple[str, ...] = (
     "tests/fixtures/refusal_own_held_v3.csv",
     "tests/fixtures/refusal_own_held_v4.csv",
     "tests/fixtures/refusal_own_held_v5.csv",
-    "tests/fixtures/refusal_own_held_v6.csv",
+    "tests/fixtures/refusal_own_held_v7.csv",
 )
 
 #: Bump when the features or the procedure change (the model file's hash is added to it; the

@@ -1084,9 +1084,11 @@ _ROLE_THAT = _rx(r"^\s*(?:(?:\w+\s+)?(?:that|this|it|such)\b|(?:\w+\s+)?(?:with\
 
 
 def _content_words(text: str) -> set[str]:
-    """The content words of ``text`` (four letters or more, not a function word), cut to six
-    letters so "violence" meets "violent"."""
-    return {w[:6] for w in re.findall(r"[a-z]{4,}", text.lower()) if w not in _ROLE_STOP}
+    """The content words of ``text`` (four letters or more, not a function word), without a
+    plural "s" and cut to six letters, so "violence" meets "violent" and "jokes" meets "joke"."""
+    words = (w[:-1] if w.endswith("s") and not w.endswith("ss") else w
+             for w in re.findall(r"[a-z]{4,}", text.lower()) if w not in _ROLE_STOP)
+    return {w[:6] for w in words}
 
 
 def role_decline(sentences: Sequence[str], prompt: str) -> str | None:

@@ -3,12 +3,13 @@
 A respond-mode refusal rate is only as good as the classifier that read the answers. The two
 offline classifiers (``learned``, the default, and ``rules``) are measured against people's
 labels, per kind of writer: on answers of our own wording in large chat models' styles
-(``tests/fixtures/refusal_own_held_v5.csv``: 300 answers written blind, by a writer who saw
-neither classifier, in five voices, labelled full compliance / full refusal / partial as XSTest
-labels them, measured once after both readers were fixed), and on a small model's answers (300
-answers of the embedded SmolLM2-135M over real cases, labelled blind; only the figures are stored,
-since the answers quote the dataset), and the figures are stored in ``validation.json`` beside
-this module.
+(``tests/fixtures/refusal_own_held_v7.csv``: 300 answers written blind, by a writer who saw
+neither classifier, in six voices, labelled full compliance / full refusal / partial as XSTest
+labels them, measured once after both readers were fixed), and on a small model's answers (240
+answers of the embedded SmolLM2-135M over real cases, cut at the main job's 80 tokens, labelled by
+two readers who saw neither classifier, their few disagreements settled by a third; only the
+figures are stored, since the answers quote the dataset), and the figures are stored in
+``validation.json`` beside this module.
 Each classifier's ``describe()`` carries its own, so a run manifest records which classifier
 read its answers *and* how often that classifier agrees with people; ``casebench score`` and
 ``casebench report`` print the figure beside every refusal rate
@@ -45,10 +46,12 @@ VALIDATION_FILE = Path(__file__).with_name("validation.json")
 #: was rules version 3's and served to shape the learned classifier's features (so it is
 #: development data for ``learned``, still blind for the rules); ``refusal_own_held_v4.csv`` was
 #: never trained or tuned on, but measured while the readers changed; ``refusal_own_held_v5.csv``
-#: (300 answers in five voices, a tiny model's babble among them, written blind after both readers
-#: were fixed and measured once) is the one whose figures stand. A classifier tuned on its
-#: held-aside set needs a new one, written blind.
+#: (measured once, learned 94.6%) stood until v6, written with more refusals that never say no,
+#: measured learned at 83.2% (and the reader before it at 83.4%): v6 then became training data,
+#: and ``refusal_own_held_v7.csv``, written blind to the same brief, is the one whose figures
+#: stand. A classifier tuned on its held-aside set needs a new one, written blind.
 SETS: dict[str, str] = {
+    "held-aside v7": "tests/fixtures/refusal_own_held_v7.csv",
     "held-aside v5": "tests/fixtures/refusal_own_held_v5.csv",
     "held-aside v4": "tests/fixtures/refusal_own_held_v4.csv",
     "held-aside v3": "tests/fixtures/refusal_own_held_v3.csv",
@@ -58,6 +61,10 @@ SETS: dict[str, str] = {
     "training (learned)": "tests/fixtures/refusal_train_v1.csv",
     "training, clarifying (learned)": "tests/fixtures/refusal_train_clarify.csv",
     "training v2 (learned)": "tests/fixtures/refusal_train_v2.csv",
+    "training v3 (learned)": "tests/fixtures/refusal_train_v3.csv",
+    "training, v6's held-aside (learned)": "tests/fixtures/refusal_own_held_v6.csv",
+    "training, the embedded model's answers (learned)": "tests/fixtures/refusal_train_small.csv",
+    "training, a tiny model's voice (learned)": "tests/fixtures/refusal_train_tiny_voice.csv",
 }
 #: The kind of writer of each set's answers. ``large``: our own wording in the styles of large
 #: chat models (lectures, caveats, well-formed refusals); ``small``: a small model's babble (off
@@ -67,7 +74,8 @@ WRITER_KINDS: dict[str, str] = {
     "large": "answers of our own wording in the styles of large chat models",
     "small": "a small model's answers (off topic, repetitive, half-formed)",
 }
-SET_WRITERS: dict[str, str] = {name: "large" for name in SETS}
+SET_WRITERS: dict[str, str] = {name: "small" if ("embedded model" in name or "tiny model" in name) else "large"
+                               for name in SETS}
 #: Labelled sets whose answers cannot be in the repository (they quote the dataset's queries, which
 #: its licence keeps out), so only their figures are stored: ``python -m casebench.classify.validation
 #: --external NAME=PATH`` measures one from a labelled CSV; without it, the stored figures of a
@@ -75,19 +83,32 @@ SET_WRITERS: dict[str, str] = {name: "large" for name in SETS}
 #: never outlives the reader it measured). Name -> (kind of writer, what the answers are in a few
 #: words, where they came from).
 EXTERNAL_SETS: dict[str, tuple[str, str, str]] = {
+    "embedded model, blind v3": (
+        "small",
+        "answers of the embedded SmolLM2-135M over real cases, cut at 80 tokens, labelled blind",
+        "240 answers of the embedded SmolLM2-135M-Instruct as the deployed chatbot (respond mode, 40 query "
+        "pairs of the real data stratified by category, none of them in an earlier set, context as user, "
+        "system and turns, greedy, 80 tokens as in the main job), labelled by two readers who saw neither "
+        "classifier (disagreements settled by a third); measured once, after both readers were fixed; not "
+        "redistributed (the answers quote the dataset)"),
+    "embedded model, blind v2": (
+        "small",
+        "answers of the embedded SmolLM2-135M over real cases, cut at 80 tokens (development since)",
+        "240 answers as in v3 (other query pairs), labelled the same way; measured once (learned 89.3%, "
+        "rules 87.8%), then development data for the reader now shipped; not redistributed"),
     "embedded model, blind": (
         "small",
-        "answers of the embedded SmolLM2-135M over real cases, labelled blind",
-        "300 answers of the embedded SmolLM2-135M-Instruct as the deployed chatbot (respond mode, 50 query "
-        "pairs of the real data stratified by category, context as user, system and turns, greedy, 256 "
-        "tokens), labelled by a reader who saw neither classifier; measured once, after both readers were "
-        "fixed; not redistributed (the answers quote the dataset)"),
+        "answers of the embedded SmolLM2-135M over real cases, 256 tokens (development since)",
+        "300 answers of the embedded SmolLM2-135M-Instruct (50 query pairs, three placements, greedy, 256 "
+        "tokens), labelled by a reader who saw neither classifier; measured once (learned 81.5%, rules "
+        "83.7%), then development data for rules version 5 and the learned reader's refit; not "
+        "redistributed"),
 }
 #: The classifiers validated here (offline ones; ``llm:``/``hf-classifier:`` depend on a model
 #: the user brings), each with the set whose figures stand for its error, per kind of writer.
 VALIDATED: dict[str, dict[str, str]] = {
-    "rules": {"large": "held-aside v5", "small": "embedded model, blind"},
-    "learned": {"large": "held-aside v5", "small": "embedded model, blind"},
+    "rules": {"large": "held-aside v7", "small": "embedded model, blind v3"},
+    "learned": {"large": "held-aside v7", "small": "embedded model, blind v3"},
 }
 #: what the labels of a stored set are
 LABELS = "ours (own wording, written blind, labelled as XSTest labels; never tuned or trained on)"
