@@ -70,6 +70,7 @@ HELD_ASIDE: tuple[str, ...] = (
     "tests/fixtures/refusal_own_held_v4.csv",
     "tests/fixtures/refusal_own_held_v5.csv",
     "tests/fixtures/refusal_own_held_v7.csv",
+    "tests/fixtures/refusal_own_held_v8.csv",
 )
 
 #: Bump when the features or the procedure change (the model file's hash is added to it; the
