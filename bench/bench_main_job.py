@@ -28,7 +28,10 @@ load average 11 to 12 throughout): ``run`` took 1117 s (18.6 min, 12.4 s per cas
 issue's quiet-machine figure (6.4 s per case at 96 tokens on 2 quiet cores) puts 90 cases at 80
 tokens near 8 minutes. On the same box with nothing else running (``make run`` with the dataset in
 the user cache): 90 answers in 220.8 s, 3 min 53 s wall with scoring and the report, 85 of 90
-answers read, 40 pairs with both answered.
+answers read, 40 pairs with both answered. Stop 30, same box, quiet, after the reader's refit
+(learned 88520f42e18d, rules v5; ``/usr/bin/time casebench run``): 90 answers in 153.1 s, 2 min 41 s
+wall with scoring and the report, peak RSS 2.2 GB, 88 of 90 answers read, 43 pairs with both
+answered (the answers are greedy, so the same; the reader leaves fewer undetermined).
 
 ``caps`` on 40 answers at 160 tokens (seed-1 pairs, another draw than the main job's), each cap's
 text labelled blind by a reader who saw neither classifier (120 labels): learned agrees with people
