@@ -31,7 +31,7 @@ the user cache): 90 answers in 220.8 s, 3 min 53 s wall with scoring and the rep
 answers read, 40 pairs with both answered. Stop 30, same box, quiet, after the reader's refit
 (learned 88520f42e18d, rules v5; ``/usr/bin/time casebench run``): 90 answers in 153.1 s, 2 min 41 s
 wall with scoring and the report, peak RSS 2.2 GB, 88 of 90 answers read, 43 pairs with both
-answered (the answers are greedy, so the same; the reader leaves fewer undetermined).
+answered (the refitted reader leaves fewer answers undetermined).
 
 ``caps`` on 40 answers at 160 tokens (seed-1 pairs, another draw than the main job's), each cap's
 text labelled blind by a reader who saw neither classifier (120 labels): learned agrees with people
