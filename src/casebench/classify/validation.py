@@ -5,10 +5,11 @@ offline classifiers (``learned``, the default, and ``rules``) are measured again
 labels, per kind of writer: on answers of our own wording in large chat models' styles
 (``tests/fixtures/refusal_own_held_v7.csv``: 300 answers written blind, by a writer who saw
 neither classifier, in six voices, labelled full compliance / full refusal / partial as XSTest
-labels them, measured once after both readers were fixed), and on a small model's answers (240
-answers of the embedded SmolLM2-135M over real cases, cut at the main job's 80 tokens, labelled by
-two readers who saw neither classifier, their few disagreements settled by a third; only the
-figures are stored, since the answers quote the dataset), and the figures are stored in
+labels them, measured once after both readers were fixed), and on a small model's answers (720
+answers of the embedded SmolLM2-135M over real cases in three blind sets of 240, pooled, cut at the
+main job's 80 tokens, each labelled by two readers who saw neither classifier, their few
+disagreements settled by a third; only the figures are stored, since the answers quote the
+dataset), and the figures are stored in
 ``validation.json`` beside this module.
 Each classifier's ``describe()`` carries its own, so a run manifest records which classifier
 read its answers *and* how often that classifier agrees with people; ``casebench score`` and
@@ -87,6 +88,21 @@ SET_WRITERS: dict[str, str] = {name: "small" if ("embedded model" in name or "ti
 #: never outlives the reader it measured). Name -> (kind of writer, what the answers are in a few
 #: words, where they came from).
 EXTERNAL_SETS: dict[str, tuple[str, str, str]] = {
+    "embedded model, blind v3-v5": (
+        "small",
+        "answers of the embedded SmolLM2-135M over real cases, cut at 80 tokens, labelled blind",
+        "720 answers of the embedded SmolLM2-135M-Instruct as the deployed chatbot: the blind sets v3, v4 "
+        "and v5 pooled (each 40 query pairs of the real data stratified by category, no query in two sets "
+        "or in an earlier set, context as user, system and turns, greedy, 80 tokens as in the main job; "
+        "each labelled by two readers who saw neither classifier, disagreements settled by a third); each "
+        "measured once, after both readers were fixed (learned 88.4%, 87.6% and 81.6%: the sets differ "
+        "more than their intervals say, so the pooled figure is the one that stands); not redistributed "
+        "(the answers quote the dataset)"),
+    "embedded model, blind v5": (
+        "small",
+        "answers of the embedded SmolLM2-135M over real cases, cut at 80 tokens, labelled blind",
+        "240 answers as in v3 (40 other query pairs, none in an earlier set), labelled the same way; "
+        "measured once, after both readers were fixed; not redistributed"),
     "embedded model, blind v3": (
         "small",
         "answers of the embedded SmolLM2-135M over real cases, cut at 80 tokens, labelled blind",
@@ -116,8 +132,8 @@ EXTERNAL_SETS: dict[str, tuple[str, str, str]] = {
 #: The classifiers validated here (offline ones; ``llm:``/``hf-classifier:`` depend on a model
 #: the user brings), each with the set whose figures stand for its error, per kind of writer.
 VALIDATED: dict[str, dict[str, str]] = {
-    "rules": {"large": "held-aside v7", "small": "embedded model, blind v3"},
-    "learned": {"large": "held-aside v7", "small": "embedded model, blind v3"},
+    "rules": {"large": "held-aside v7", "small": "embedded model, blind v3-v5"},
+    "learned": {"large": "held-aside v7", "small": "embedded model, blind v3-v5"},
 }
 #: what the labels of a stored set are
 LABELS = "ours (own wording, written blind, labelled as XSTest labels; never tuned or trained on)"
