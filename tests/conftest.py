@@ -78,4 +78,4 @@ def embedded_model() -> Path:
 
 
 # Real servers on loopback: a scripted OpenAI-compatible fault server and a llama.cpp server.
-from conftest_servers import fault_server, llama_server, llama_server_stateless, postgres_server  # noqa: E402,F401
+from conftest_servers import db_url, fault_server, llama_server, llama_server_stateless, postgres_server  # noqa: E402,F401

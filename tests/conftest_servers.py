@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Iterator
 
 import pytest
@@ -59,3 +60,15 @@ def postgres_server() -> Iterator[PostgresServer]:
         pytest.skip(PG_INSTALL_HINT)
     with PostgresServer() as srv:
         yield srv
+
+
+_databases = itertools.count()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request: pytest.FixtureRequest, tmp_path) -> str:
+    """A fresh vote database, once as a SQLite file and once on the test PostgreSQL server: every
+    annotation test runs on both."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'votes.db'}"
+    return request.getfixturevalue("postgres_server").create_database(f"test{next(_databases)}")

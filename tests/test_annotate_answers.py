@@ -6,7 +6,6 @@ Chromium."""
 from __future__ import annotations
 
 import csv
-import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -123,16 +122,6 @@ def _record_of(srv: AnnotateServer, case_id: int) -> dict[str, Any]:
             return json.loads(conn.execute(text("SELECT record FROM cases WHERE id = :i"), {"i": case_id}).scalar_one())
     finally:
         eng.dispose()
-
-
-_n = itertools.count()
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def db_url(request, tmp_path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'labels.db'}"
-    return request.getfixturevalue("postgres_server").create_database(f"answers{next(_n)}")
 
 
 def test_answer_study_in_chromium(browser, db_url: str, respond_run: Path) -> None:

@@ -25,13 +25,6 @@ from servers.annotate_server import REPO, AnnotateServer, case_page_id, simulate
 _n = itertools.count()
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def db_url(request, tmp_path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'votes.db'}"
-    return request.getfixturevalue("postgres_server").create_database(f"apptest{next(_n)}")
-
-
 def casebench(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     e = {**os.environ, "PYTHONPATH": str(REPO / "src"), **(env or {})}
     return subprocess.run([sys.executable, "-c", "from casebench.cli import main; main()", *args],

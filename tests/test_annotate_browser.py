@@ -10,7 +10,6 @@ an annotator who arrives after every case has its votes.
 
 from __future__ import annotations
 
-import itertools
 import json
 from pathlib import Path
 
@@ -24,14 +23,6 @@ CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 CASES, N = 5, 2
-_n = itertools.count()
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def db_url(request, tmp_path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'votes.db'}"
-    return request.getfixturevalue("postgres_server").create_database(f"browser{next(_n)}")
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@ versioning, and the export's round trip through ``load_dataset`` and ``casebench
 
 from __future__ import annotations
 
-import itertools
 import json
 import threading
 from pathlib import Path
@@ -24,16 +23,6 @@ from casebench.annotate.db import (  # noqa: E402
 from casebench.annotate.export import build_export, export_votes, safe_rate  # noqa: E402
 from casebench.cli import cli  # noqa: E402
 from casebench.data import load_dataset  # noqa: E402
-
-_db_counter = itertools.count()
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def db_url(request, tmp_path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'votes.db'}"
-    pg = request.getfixturevalue("postgres_server")
-    return pg.create_database(f"dbtest{next(_db_counter)}")
 
 
 def records_of(path: Path) -> list[dict]:

@@ -6,7 +6,6 @@ database rules directly, the real ``casebench annotate serve`` over HTTP, and a 
 
 from __future__ import annotations
 
-import itertools
 
 import pytest
 
@@ -18,15 +17,7 @@ from casebench.annotate.db import Finished, Settings, Shown, VoteOutcome, VoteSt
 from test_annotate_browser import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 from test_annotate_db import records_of  # noqa: E402
 
-_n = itertools.count()
 CODE = "PAID-FOR-WORK-9"
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def db_url(request, tmp_path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'votes.db'}"
-    return request.getfixturevalue("postgres_server").create_database(f"fulltest{next(_n)}")
 
 
 def fill(store: VoteStore, annotators: list[str]) -> None:

@@ -15,7 +15,6 @@ time, and a deadline only stops a hung test.
 from __future__ import annotations
 
 import http.client
-import itertools
 import json
 import subprocess
 import sys
@@ -34,15 +33,6 @@ from servers.annotate_server import REPO, AnnotateServer, case_page_id, write_da
 
 CASES, VOTES_PER_CASE, ANNOTATORS, KILLS = 24, 2, 6, 3
 DEADLINE_S = 300  # a hang guard, not a timing assertion
-_n = itertools.count()
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def db_url(request, tmp_path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'votes.db'}"
-    pg = request.getfixturevalue("postgres_server")
-    return pg.create_database(f"killtest{next(_n)}")
 
 
 class Study:

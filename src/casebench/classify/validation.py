@@ -79,8 +79,8 @@ WRITER_KINDS: dict[str, str] = {
     "large": "answers of our own wording in the styles of large chat models",
     "small": "a small model's answers (off topic, repetitive, half-formed)",
 }
-SET_WRITERS: dict[str, str] = {name: "small" if ("embedded model" in name or "tiny model" in name) else "large"
-                               for name in SETS}
+_SMALL_WRITER_SETS = ("training, the embedded model's answers (learned)", "training, a tiny model's voice (learned)")
+SET_WRITERS: dict[str, str] = {name: "small" if name in _SMALL_WRITER_SETS else "large" for name in SETS}
 #: Labelled sets whose answers cannot be in the repository (they quote the dataset's queries, which
 #: its licence keeps out), so only their figures are stored: ``python -m casebench.classify.validation
 #: --external NAME=PATH`` measures one from a labelled CSV; without it, the stored figures of a

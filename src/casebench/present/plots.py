@@ -68,6 +68,22 @@ def _wrap(label: str, width: int = 34) -> str:
     return "\n".join(textwrap.wrap(label, width, break_long_words=False, break_on_hyphens=False)) or label
 
 
+def _r_caption(r: float | None, undefined: str) -> str:
+    """A scatter panel's second title line: its correlation, or why there is none."""
+    return f"r = {r:.3f}" if r is not None and np.isfinite(r) else undefined
+
+
+def _frame(ax: Any, name: str, sub: str, xlim: tuple[float, float], ylim: tuple[float, float], xlabel: str,
+           ylabel: str) -> None:
+    """Title, limits, axis labels and tick size of one scatter panel (the small multiples share them)."""
+    ax.set_title(f"{_wrap(name, 40)}\n{sub}", fontsize=10)
+    ax.set_xlim(*xlim)
+    ax.set_ylim(*ylim)
+    ax.set_xlabel(xlabel, fontsize=10)
+    ax.set_ylabel(ylabel, fontsize=10)
+    ax.tick_params(labelsize=9)
+
+
 def _err(values: np.ndarray, cis: np.ndarray) -> np.ndarray:
     """Asymmetric error bars (2, n) from CIs (n, 2); NaN CIs draw no bar."""
     lo = np.where(np.isnan(cis[:, 0]), values, cis[:, 0])
@@ -173,17 +189,11 @@ def p_vs_human(panels: Sequence[dict[str, Any]]) -> bytes:
         ax.plot([0, 1], [0, 1], color="#555555", lw=0.8, ls="--")
         ax.axvline(0.5, color="#999999", lw=0.6)
         ax.axhline(0.5, color="#999999", lw=0.6)
-        r = panel.get("r")
         if panel.get("binary"):
             sub = "binary verdicts (jittered)"
         else:
-            sub = f"r = {r:.3f}" if r is not None and np.isfinite(r) else "r undefined"
-        ax.set_title(f"{_wrap(panel['name'], 40)}\n{sub}", fontsize=10)
-        ax.set_xlim(-0.03, 1.03)
-        ax.set_ylim(-0.08, 1.08)
-        ax.set_xlabel("human safe_rate", fontsize=10)
-        ax.set_ylabel("P(safe)", fontsize=10)
-        ax.tick_params(labelsize=9)
+            sub = _r_caption(panel.get("r"), "r undefined")
+        _frame(ax, panel["name"], sub, (-0.03, 1.03), (-0.08, 1.08), "human safe_rate", "P(safe)")
     for ax in axes[k:]:
         ax.set_visible(False)
     handles, labels = axes[0].get_legend_handles_labels()
@@ -322,14 +332,8 @@ def shift_scatter(panels: Sequence[dict[str, Any]]) -> bytes:
         ax.plot([-1, 1], [-1, 1], color="#555555", lw=0.8, ls="--")
         ax.axhline(0, color="#999999", lw=0.6)
         ax.axvline(0, color="#999999", lw=0.6)
-        r = panel.get("r")
-        sub = f"r = {r:.3f}" if r is not None and np.isfinite(r) else "r undefined (a constant shift)"
-        ax.set_title(f"{_wrap(panel['name'], 40)}\n{sub}", fontsize=10)
-        ax.set_xlim(-1.05, 1.05)
-        ax.set_ylim(-1.1, 1.1)
-        ax.set_xlabel("people's shift (per pair)", fontsize=10)
-        ax.set_ylabel("judge's shift", fontsize=10)
-        ax.tick_params(labelsize=9)
+        sub = _r_caption(panel.get("r"), "r undefined (a constant shift)")
+        _frame(ax, panel["name"], sub, (-1.05, 1.05), (-1.1, 1.1), "people's shift (per pair)", "judge's shift")
     for ax in axes[k:]:
         ax.set_visible(False)
     return to_png(fig)
