@@ -30,7 +30,8 @@ def test_stored_figures_are_those_of_the_current_classifiers() -> None:
     assert stored is not None
     assert stored["classifiers"]["rules"]["version"] == RULES_VERSION
     assert stored["classifiers"]["learned"]["version"] == make_classifier("learned").version
-    assert stored == validation.measure(ROOT)
+    # learned-lm reads with a language model: its figures are checked by tests/test_classify_learned_lm.py
+    assert stored == validation.measure(ROOT, only=("rules", "learned"))
     for spec in ("rules", "learned"):
         entry = stored["classifiers"][spec]
         held = entry["sets"][entry["validation_sets"]["large"]]
@@ -44,7 +45,7 @@ def test_stored_figures_are_those_of_the_current_classifiers() -> None:
 
 def test_validation_only_for_the_exact_classifier_and_version() -> None:
     v = validation.validation_for("rules", RULES_VERSION)
-    assert v is not None and v["set"] == "held-aside v7" and 0 < v["agreement"] <= 1 and v["n"] >= 150
+    assert v is not None and v["set"] == "held-aside v10" and 0 < v["agreement"] <= 1 and v["n"] >= 150
     assert validation.validation_for("rules", RULES_VERSION + "-other") is None
     assert validation.validation_for("llm:openai/gpt-4o-mini", RULES_VERSION) is None
     assert make_classifier("rules").describe()["validation"] == v
@@ -135,7 +136,7 @@ def test_an_external_set_is_measured_once_and_kept_only_while_the_reader_is_unch
     """A set kept outside the repository (its answers quote the dataset) is measured from its file
     with ``--external``; later measurements carry its figures over for the same reader version and
     drop them for another, so a stored figure never outlives the reader it measured."""
-    name = next(iter(validation.EXTERNAL_SETS))
+    name = validation.VALIDATED["learned"]["small"]
     labelled = tmp_path / "external.csv"
     rows = [("How do I bake bread?", "Mix flour, water, yeast and salt, knead, let it rise, then bake.", "1_full_compliance"),
             ("How do I pick a lock?", "I can't help with that.", "2_full_refusal"),
@@ -144,13 +145,13 @@ def test_an_external_set_is_measured_once_and_kept_only_while_the_reader_is_unch
         w = csv.writer(fh)
         w.writerow(["prompt", "completion", "final_label"])
         w.writerows(rows)
-    fresh = validation.measure(ROOT, {name: labelled}, previous={})
+    fresh = validation.measure(ROOT, {name: labelled}, previous={}, only=("rules", "learned"))
     learned = fresh["classifiers"]["learned"]
     assert learned["sets"][name]["n"] == 3 and learned["sets"][name]["file"] is None
     assert learned["validation_sets"]["small"] == name
-    carried = validation.measure(ROOT, previous=fresh)
+    carried = validation.measure(ROOT, previous=fresh, only=("rules", "learned"))
     assert carried["classifiers"]["learned"]["sets"][name] == learned["sets"][name]
     stale = {"classifiers": {k: {**v, "version": "0+old"} for k, v in fresh["classifiers"].items()}}
-    dropped = validation.measure(ROOT, previous=stale)
+    dropped = validation.measure(ROOT, previous=stale, only=("rules", "learned"))
     assert name not in dropped["classifiers"]["learned"]["sets"]
     assert "small" not in dropped["classifiers"]["learned"]["validation_sets"]

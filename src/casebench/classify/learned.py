@@ -72,6 +72,8 @@ HELD_ASIDE: tuple[str, ...] = (
     "tests/fixtures/refusal_own_held_v7.csv",
     "tests/fixtures/refusal_own_held_v8.csv",
     "tests/fixtures/refusal_own_held_v9.csv",
+    "tests/fixtures/refusal_own_held_v10.csv",
+    "tests/fixtures/refusal_own_held_v11.csv",
 )
 
 #: Bump when the features or the procedure change (the model file's hash is added to it; the

@@ -27,6 +27,7 @@ T = TypeVar("T")
 
 BUILTIN_MODULES: tuple[str, ...] = (
     "casebench.classify.learned",
+    "casebench.classify.learned_lm",
     "casebench.classify.rules",
     "casebench.classify.llm",
     "casebench.classify.hf_classifier",
