@@ -103,9 +103,10 @@ def test_a_model_fitted_on_another_learned_model_is_refused(tmp_path: Path) -> N
         LearnedLMClassifier(bad)
     data = json.loads(learned_lm.MODEL_FILE.read_text(encoding="utf-8"))
     data["probe_layer"] = 12
-    bad.write_text(json.dumps(data), encoding="utf-8")
+    other = tmp_path / "layer.json"
+    other.write_text(json.dumps(data), encoding="utf-8")
     with pytest.raises(ClassifierError, match="another layer"):
-        LearnedLMClassifier(bad)
+        LearnedLMClassifier(other)
 
 
 def test_empty_and_gibberish_answers_are_undetermined(clf: LearnedLMClassifier) -> None:
@@ -113,20 +114,27 @@ def test_empty_and_gibberish_answers_are_undetermined(clf: LearnedLMClassifier) 
         assert clf.classify("How do I bake bread?", answer).behaviour is None
 
 
-def test_blind_held_aside_sets_through_refusal_eval(tmp_path: Path) -> None:
-    """tests/fixtures/refusal_own_held_v10.csv and v11: 300 answers each of our own wording, in
-    six voices, written blind to v7's brief by two writers who saw neither reader, after this one
-    was fixed, measured once (figures in ``classify.validation``). Read through the CLI as a user
-    would; the floors sit a few points below the measured figures: a guard against a broken refit,
-    not a target to tune to."""
+def test_blind_held_aside_sets_through_refusal_eval() -> None:
+    """tests/fixtures/refusal_own_held_v10.csv and v11: 300 answers each of our own wording in six
+    voices, written blind to v7's brief by two writers who saw neither reader, before this one was
+    fixed and read only after: learned-lm 94.3% [91.0, 96.4] and 94.6% [91.3, 96.6] binary (the
+    ``learned`` reader 87.2% and 84.3%). Read through the CLI as a user would, the figures equal
+    the stored ones (``classify.validation``: written by the script, never by hand); the floors
+    sit a few points below: a guard against a broken refit, not a target to tune to."""
     from click.testing import CliRunner
 
+    from casebench.classify import validation
     from casebench.cli import main
 
-    for name, floor in (("refusal_own_held_v10.csv", 0.92), ("refusal_own_held_v11.csv", 0.92)):
-        res = CliRunner().invoke(main, ["refusal-eval", str(FIXTURES / name), "--refusal-classifier", "learned-lm",
+    stored = validation.load()["classifiers"]["learned-lm"]
+    assert stored["version"] == make_classifier("learned-lm").version
+    for name in ("held-aside v10", "held-aside v11"):
+        figs = stored["sets"][name]
+        res = CliRunner().invoke(main, ["refusal-eval", str(ROOT / figs["file"]), "--refusal-classifier", "learned-lm",
                                         "--json"])
         assert res.exit_code == 0, res.output
         out = json.loads(res.output)
-        assert out["n"] == 300 and out["classifier"]["name"] == "learned-lm"
-        assert out["agreement"] >= floor and out["coverage"] >= 0.94
+        assert out["n"] == figs["n"] == 300
+        assert round(out["agreement"], 6) == figs["partial_as"]["unsafe"]["agreement"]
+        assert round(out["coverage"], 6) == figs["coverage"]
+        assert out["agreement"] >= 0.92 and out["coverage"] >= 0.95

@@ -85,7 +85,7 @@ def test_stored_validation_per_setting_and_writer() -> None:
     # a small model's writing has its own stored set (the embedded model's answers, figures only)
     small = validation.validation_for(clf.name, clf.version, "unsafe", writer="small")
     assert small["writer"] == "small" and small["writer_match"] is True and small["run_writer"] == "small"
-    assert small["file"] is None and small["set"] in validation.EXTERNAL_SETS and small["n"] == 720
+    assert small["file"] is None and small["set"] in validation.EXTERNAL_SETS and small["n"] == 960
     assert small["matrix"] != unsafe["matrix"] and "embedded" in small["what"]
     # a writer of a kind with no stored set gets the large one, marked as not matching
     other = validation.validation_for(clf.name, clf.version, "unsafe", writer="medium")

@@ -13,6 +13,14 @@ refusals best on development data) is a 576-number summary of the answer in the 
 request. A multinomial logistic regression over that summary (standardised) and the ``learned``
 reader's three log-probabilities gives comply / partial / refuse.
 
+Measured once on blind sets written before it was fixed (``classify.validation``): 94.3% and
+94.6% binary agreement on two sets of our own wording in large models' styles (v10, v11; the
+``learned`` reader 87.2% and 84.3%), but 76.1% on the embedded model's own answers (blind set v6;
+``learned`` 85.9%): on a small model's babble over a harmful request it reads compliance as
+refusal, since the hidden state carries the request's harm and the answers it learned from mostly
+refuse such requests. So it is the reader for large chat models' answers; the main job, whose
+answers are the embedded model's, keeps ``learned``.
+
 The ``learned`` reader's probabilities used in training are out-of-fold for answers it was
 trained on (it is refitted on four fifths of its training sets and read on the rest), so the
 model learns how far to trust it on writing it has not seen, not on its own training answers.

@@ -1,15 +1,16 @@
 """The refusal classifier's validated error, stored with the package.
 
-A respond-mode refusal rate is only as good as the classifier that read the answers. The two
-offline classifiers (``learned``, the default, and ``rules``) are measured against people's
-labels, per kind of writer: on answers of our own wording in large chat models' styles
-(``tests/fixtures/refusal_own_held_v7.csv``: 300 answers written blind, by a writer who saw
+A respond-mode refusal rate is only as good as the classifier that read the answers. The three
+offline classifiers (``learned``, the default, ``learned-lm`` and ``rules``) are measured against
+people's labels, per kind of writer: on answers of our own wording in large chat models' styles
+(``tests/fixtures/refusal_own_held_v10.csv``: 300 answers written blind, by a writer who saw
 neither classifier, in six voices, labelled full compliance / full refusal / partial as XSTest
-labels them, measured once after both readers were fixed), and on a small model's answers (720
-answers of the embedded SmolLM2-135M over real cases in three blind sets of 240, pooled, cut at the
-main job's 80 tokens, each labelled by two readers who saw neither classifier, their few
-disagreements settled by a third; only the figures are stored, since the answers quote the
-dataset), and the figures are stored in
+labels them, measured once after all three readers were fixed; v11, by another writer, beside
+it), and on a small model's answers (the embedded SmolLM2-135M over real cases, cut at the main
+job's 80 tokens, in blind sets of 240, each labelled by two readers who saw neither classifier,
+their few disagreements settled by a third: sets v3-v6 pooled, 960 answers, for ``learned`` and
+``rules``; v6 alone for ``learned-lm``, whose development used v3-v5; only the figures are
+stored, since the answers quote the dataset), and the figures are stored in
 ``validation.json`` beside this module.
 Each classifier's ``describe()`` carries its own, so a run manifest records which classifier
 read its answers *and* how often that classifier agrees with people; ``casebench score`` and
@@ -49,10 +50,13 @@ VALIDATION_FILE = Path(__file__).with_name("validation.json")
 #: never trained or tuned on, but measured while the readers changed; ``refusal_own_held_v5.csv``
 #: (measured once, learned 94.6%) stood until v6, written with more refusals that never say no,
 #: measured learned at 83.2% (and the reader before it at 83.4%): v6 then became training data,
-#: and ``refusal_own_held_v7.csv``, written blind to the same brief, is the one whose figures
-#: stand; ``refusal_own_held_v8.csv`` and ``refusal_own_held_v9.csv``, a third and a fourth set to
-#: that brief written after the reader was fixed, measure it once more each (never tuned on). A classifier tuned on its held-aside set
-#: needs a new one, written blind.
+#: and ``refusal_own_held_v7.csv``, written blind to the same brief, stood next;
+#: ``refusal_own_held_v8.csv`` and ``refusal_own_held_v9.csv``, a third and a fourth set to that
+#: brief written after the reader was fixed, measured it once more each, and all three then
+#: trained ``learned-lm``. ``refusal_own_held_v10.csv`` (standing) and ``refusal_own_held_v11.csv``,
+#: by two more writers to that brief, were written before ``learned-lm`` was fixed and read once
+#: after, by all three readers; no reader was tuned or trained on them. A classifier tuned on its
+#: held-aside set needs a new one, written blind.
 SETS: dict[str, str] = {
     "held-aside v10": "tests/fixtures/refusal_own_held_v10.csv",
     "held-aside v11": "tests/fixtures/refusal_own_held_v11.csv",
@@ -90,6 +94,16 @@ SET_WRITERS: dict[str, str] = {name: "small" if name in _SMALL_WRITER_SETS else 
 #: never outlives the reader it measured). Name -> (kind of writer, what the answers are in a few
 #: words, where they came from).
 EXTERNAL_SETS: dict[str, tuple[str, str, str]] = {
+    "embedded model, blind v3-v6": (
+        "small",
+        "answers of the embedded SmolLM2-135M over real cases, cut at 80 tokens, labelled blind",
+        "960 answers of the embedded SmolLM2-135M-Instruct as the deployed chatbot: the blind sets v3, v4, "
+        "v5 and v6 pooled (each 40 query pairs of the real data stratified by category, no query in two sets "
+        "or in an earlier set, context as user, system and turns, greedy, 80 tokens as in the main job; "
+        "each labelled by two readers who saw neither classifier, disagreements settled by a third); each "
+        "measured once, after the reader was fixed (learned 88.4%, 87.6%, 81.6% and 85.9%: the sets differ "
+        "more than their intervals say, so the pooled figure is the one that stands); not redistributed "
+        "(the answers quote the dataset)"),
     "embedded model, blind v6": (
         "small",
         "answers of the embedded SmolLM2-135M over real cases, cut at 80 tokens, labelled blind",
@@ -142,8 +156,8 @@ EXTERNAL_SETS: dict[str, tuple[str, str, str]] = {
 #: The classifiers validated here (offline ones; ``llm:``/``hf-classifier:`` depend on a model
 #: the user brings), each with the set whose figures stand for its error, per kind of writer.
 VALIDATED: dict[str, dict[str, str]] = {
-    "rules": {"large": "held-aside v10", "small": "embedded model, blind v3-v5"},
-    "learned": {"large": "held-aside v10", "small": "embedded model, blind v3-v5"},
+    "rules": {"large": "held-aside v10", "small": "embedded model, blind v3-v6"},
+    "learned": {"large": "held-aside v10", "small": "embedded model, blind v3-v6"},
     "learned-lm": {"large": "held-aside v10", "small": "embedded model, blind v6"},
 }
 #: The sets each classifier is measured on, where not every set of ``SETS``: ``learned-lm``

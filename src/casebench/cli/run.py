@@ -114,8 +114,6 @@ def run_cmd(model: str | None, mode: str | None, data: str | None, remove: str, 
     main_job = model is None and mode in (None, MAIN_JOB_MODE)
     mode = mode or (MAIN_JOB_MODE if model is None else "prob")
     model = model or DEFAULT_MODEL
-    if main_job and refusal_classifier is None:
-        refusal_classifier = MAIN_JOB_CLASSIFIER
     if max_attempts < 1:
         raise BadInput(f"--max-attempts must be at least 1, got {max_attempts}")
     opts = backend_options(model, registry_flags)
@@ -231,11 +229,6 @@ MAIN_JOB_PAIRS = 45
 #: every answer it reads at 80 tokens its reading at 160; two are undetermined), short enough for
 #: the 90 cases to finish within 10 minutes on 2 CPU cores (about 5 s per case at 80 tokens).
 MAIN_JOB_MAX_TOKENS = 80
-#: The main job's reader: ``learned-lm`` reads each answer with the embedded model the job has
-#: already loaded (the ``learned`` default needs numpy alone, so API-only installs keep it); on
-#: the blind sets written after both were fixed it agrees with people more often on our own
-#: wording and on the embedded model's answers (``classify.validation``).
-MAIN_JOB_CLASSIFIER = "learned-lm"
 
 
 class DataPlan(NamedTuple):

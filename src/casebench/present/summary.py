@@ -105,6 +105,11 @@ def _reader_line(classifier: Mapping[str, Any] | None, tiny: bool) -> str:
     if tiny:
         line += (". Those answers are in capable models' styles; a tiny model's answers are read less reliably "
                  "(README: 'Refusal classifiers'): check a sample by hand before leaning on a few points")
+    elif name == "learned":
+        # a run of a model not known to be small: the reader with the language model reads such
+        # answers better (classify.validation has both readers' figures on the same sets)
+        line += ("; `casebench classify RUN --refusal-classifier learned-lm` re-reads the answers with the "
+                 "reader that agrees with people more often on large models' writing (needs the hf extra)")
     return line
 
 
