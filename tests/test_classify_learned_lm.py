@@ -91,7 +91,12 @@ def test_describe_names_both_models_and_the_validation(clf: LearnedLMClassifier)
     assert d["name"] == "learned-lm" and d["model_sha256"] == clf.sha256
     assert d["version"] == f"{learned_lm.LEARNED_LM_VERSION}+{clf.sha256[:12]}+{clf.learned.sha256[:12]}"
     assert d["settings"]["probe_layer"] == learned_lm.PROBE_LAYER
-    assert d["validation"] is not None and d["validation"]["classifier"] == "learned-lm"
+    v = d["validation"]
+    assert v is not None and v["set"] == "held-aside v10" and v["writer"] == "large"
+    from casebench.classify import validation
+
+    small = validation.validation_for("learned-lm", clf.version, writer="small")
+    assert small is not None and small["set"] == "embedded model, blind v6" and small["writer_match"] is True
 
 
 def test_a_model_fitted_on_another_learned_model_is_refused(tmp_path: Path) -> None:
@@ -124,13 +129,13 @@ def test_blind_held_aside_sets_through_refusal_eval() -> None:
     from click.testing import CliRunner
 
     from casebench.classify import validation
-    from casebench.cli import main
+    from casebench.cli import cli
 
     stored = validation.load()["classifiers"]["learned-lm"]
     assert stored["version"] == make_classifier("learned-lm").version
     for name in ("held-aside v10", "held-aside v11"):
         figs = stored["sets"][name]
-        res = CliRunner().invoke(main, ["refusal-eval", str(ROOT / figs["file"]), "--refusal-classifier", "learned-lm",
+        res = CliRunner().invoke(cli, ["refusal-eval", str(ROOT / figs["file"]), "--refusal-classifier", "learned-lm",
                                         "--json"])
         assert res.exit_code == 0, res.output
         out = json.loads(res.output)
