@@ -1,5 +1,5 @@
-"""Offline refusal classifiers' speed (rules and learned, side by side): microseconds per answer
-over XSTest's shared file.
+"""Offline refusal classifiers' speed (rules, learned and learned-lm, side by side): time per
+answer over XSTest's shared file.
 
 The issue's budget: classifying must take under 5% of a respond run's time. A respond answer is
 up to 256 generated tokens; even a fast API or a small local model takes a second or more
@@ -7,6 +7,9 @@ for that, so a classifier must stay near a millisecond per answer. This prints t
 answer (median of 5 passes), the worst single answer, and the share of a respond run it would
 be if each answer took 1 s to generate (a generous lower bound on generation time), plus the
 agreement figures measured on the same file, so speed and quality are read together.
+
+``learned-lm`` runs the embedded model (18 layers) once per answer, so it is timed with one pass over
+the first ``LM_ANSWERS`` answers (the main job's 90), without the hf extra it is left out and said so.
 
 Run: python bench/bench_classify.py   (uses ../shared/xstest if present, else our own fixture)
 """
@@ -27,15 +30,18 @@ FRESH = ROOT / "tests" / "fixtures" / "refusal_styles_fresh.csv"
 ASSUMED_GENERATION_S = 1.0  # per answer; real respond runs are slower, so the share is an upper bound
 
 
-def _timing(clf, pairs: list[tuple[str, str]]) -> tuple[float, list[float]]:
-    """(median seconds per answer over 5 passes, each answer's best-of-5 time)."""
-    for p, a in pairs:  # warm-up (the learned model loads its weights on first use)
+LM_ANSWERS = 90
+
+
+def _timing(clf, pairs: list[tuple[str, str]], n_passes: int = 5) -> tuple[float, list[float]]:
+    """(median seconds per answer over ``n_passes`` passes, each answer's best time)."""
+    for p, a in pairs[:20]:  # warm-up (the learned model loads its weights on first use)
         clf.classify(p, a)
     # Each answer's time is the best of 5 passes (the machine is shared: the best pass is the
     # classifier's own cost, the others add other processes' interruptions).
     best = [float("inf")] * len(pairs)
     passes = []
-    for _ in range(5):
+    for _ in range(n_passes):
         t0 = time.perf_counter()
         for i, (p, a) in enumerate(pairs):
             t = time.perf_counter()
@@ -77,6 +83,19 @@ def main() -> None:
                 print(f"  own fixture {fixture.name} ({own.n}): {100 * own.agreement:.1f}% binary, "
                       f"{100 * own.agreement_3class:.1f}% three classes")
     print(f"learned / rules time per answer: {per_of['learned'] / per_of['rules']:.2f}x")
+    try:
+        lm = make_classifier("learned-lm")
+    except Exception as e:  # noqa: BLE001 - the hf extra or the embedded model is missing
+        print(f"learned-lm: left out ({e})")
+        return
+    sample = pairs[:LM_ANSWERS]
+    per, best = _timing(lm, sample, n_passes=1)
+    print(f"learned-lm classifier: {per * 1e3:.0f} ms per answer (one pass over {len(sample)} answers); slowest "
+          f"{max(best) * 1e3:.0f} ms")
+    print(f"  share of a respond run at {ASSUMED_GENERATION_S:.0f} s per generated answer: "
+          f"{100 * per / (ASSUMED_GENERATION_S + per):.1f}% (budget: 5%; the embedded model takes about 1.6 s an answer "
+          f"at 80 tokens on two cores)")
+    print(f"learned-lm / learned time per answer: {per / per_of['learned']:.0f}x")
 
 
 if __name__ == "__main__":
