@@ -185,3 +185,41 @@ def test_respond_against_the_llama_cpp_server(tmp_path, llama_server, real_data_
     finals = final_records(iter_records(out))
     assert len(finals) == 4 and all(f.behaviour in ("comply", "partial", "refuse") or "undetermined" in (f.error or "")
                                     for f in finals.values())
+
+
+def test_resume_after_the_stored_validation_grew(tmp_path, data):
+    """The reader's validated error is recorded in the manifest for the report, and grows between
+    casebench versions while the reader stays the same. An unfinished respond run begun with other
+    figures (its records naming the fingerprint casebench wrote when the figures were hashed into
+    it) resumes: only the unfinished requests are asked, every record proves it fits, and the
+    records of a run of another reader are still refused."""
+    from casebench.runs.repair import diagnose
+
+    out = tmp_path / "run"
+    with FaultServer(answer_fn=chatbot, latency=0.0) as srv:
+        assert invoke(*respond_args(srv, data, out)).exit_code == 0
+        # as an older casebench left it: other stored figures, records named by the old
+        # fingerprint (figures included), and the last three answers not yet written
+        mpath = out / "manifest.json"
+        manifest = json.loads(mpath.read_text())
+        manifest["asked"]["classifier"]["validation"]["agreement"] = 0.5
+        manifest["status"] = "interrupted"
+        mpath.write_text(json.dumps(manifest))
+        asked = read_manifest(out).asked
+        (legacy,) = asked.fingerprints() - {asked.fingerprint()}
+        lines = [json.loads(x) for x in (out / "records.jsonl").read_text().splitlines()]
+        kept = [{**r, "producer": legacy} for r in lines if r["case"] < 6]
+        (out / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in kept))
+        assert diagnose(out).healthy
+        n0 = srv.count
+        r = invoke(*respond_args(srv, data, out))
+        assert r.exit_code == 0, r.output
+        again = sorted(case_of(q.body["messages"][-1]["content"]) for q in srv.requests[n0:])
+    assert again == [6, 7, 8]
+    assert sorted(c for c, _ in final_records(iter_records(out))) == list(range(9))
+    assert diagnose(out).healthy
+    # a record of another reader is not this run's, whatever the figures
+    other = json.loads((out / "records.jsonl").read_text().splitlines()[0])
+    with (out / "records.jsonl").open("a") as fh:
+        fh.write(json.dumps({**other, "case": 0, "producer": "fp1:0000000000000000"}) + "\n")
+    assert not diagnose(out).healthy and diagnose(out).foreign

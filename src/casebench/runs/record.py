@@ -218,7 +218,17 @@ class Asked:
         fingerprint (``Record.producer``), so a record can prove which run wrote it. Fields that
         are None are left out, so that a field added later (with a None default) keeps the
         fingerprints of the runs written before it, and their records go on fitting."""
-        d = _canonical(_normal(asdict(self)))
+        return self._fingerprint(_producing(_canonical(_normal(asdict(self)))))
+
+    def fingerprints(self) -> frozenset[str]:
+        """Every fingerprint a record written by this run may carry: ``fingerprint()``, and the
+        one casebench wrote before the reader's validation figures were left out of it
+        (``_DESCRIPTIVE``), so that the records of a run begun then still prove they fit."""
+        return frozenset({self.fingerprint(), self._fingerprint(_canonical(_normal(asdict(self))))})
+
+    @staticmethod
+    def _fingerprint(d: dict[str, Any]) -> str:
+        d = dict(d)
         for name in _NOT_IN_FINGERPRINT:
             d.pop(name, None)
         d = {k: v for k, v in d.items() if v is not None}
@@ -228,7 +238,7 @@ class Asked:
     def differences(self, other: "Asked") -> list[tuple[str, Any, Any]]:
         """(name, self's value, other's value) for each field that differs; dict fields are
         compared key by key so the message names e.g. ``settings.temperature``."""
-        a, b = _normal(asdict(self)), _normal(asdict(other))
+        a, b = _producing(_normal(asdict(self))), _producing(_normal(asdict(other)))
         out: list[tuple[str, Any, Any]] = []
         for name in a:
             x, y = a[name], b.get(name)
@@ -247,6 +257,21 @@ class Asked:
 
 #: ``Asked`` fields that say what is asked but not how one answer comes about
 _NOT_IN_FINGERPRINT = ("cases", "samples")
+
+#: (field, key) of ``Asked`` that describe a producer without changing an answer or a verdict:
+#: the refusal reader's validated error, recorded for the report, is re-measured and grows
+#: between casebench versions while the reader (name, version, settings) stays the same, so it
+#: is neither compared on a resume nor hashed into the fingerprint.
+_DESCRIPTIVE: tuple[tuple[str, str], ...] = (("classifier", "validation"),)
+
+
+def _producing(d: dict[str, Any]) -> dict[str, Any]:
+    """``d`` (an ``Asked`` as a dict) without the descriptive keys of ``_DESCRIPTIVE``."""
+    out = dict(d)
+    for field_name, key in _DESCRIPTIVE:
+        if isinstance(out.get(field_name), dict):
+            out[field_name] = {k: v for k, v in out[field_name].items() if k != key}
+    return out
 
 
 #: how a text mode asks again after an unreadable answer (``--reask``)

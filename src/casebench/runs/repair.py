@@ -119,6 +119,8 @@ class Diagnosis:
     records: ScannedRecords
     #: the manifest's run fingerprint (None: no readable manifest)
     producer: str | None = None
+    #: every fingerprint a record of this run may name (``Asked.fingerprints``)
+    producers: frozenset[str] = frozenset()
 
     @property
     def manifest_ok(self) -> bool:
@@ -130,7 +132,8 @@ class Diagnosis:
         run (written by another model or with other settings)."""
         if self.producer is None:
             return []
-        return [(n, r) for n, r, _ in self.records.valid if r.producer is not None and r.producer != self.producer]
+        accepted = self.producers or frozenset({self.producer})
+        return [(n, r) for n, r, _ in self.records.valid if r.producer is not None and r.producer not in accepted]
 
     @property
     def healthy(self) -> bool:
@@ -197,12 +200,14 @@ def diagnose(run_path: str | Path) -> Diagnosis:
     has_manifest = (path / MANIFEST).exists()
     error = None
     producer = None
+    producers: frozenset[str] = frozenset()
     if has_manifest:
         try:
-            producer = read_manifest(path).asked.fingerprint()
+            asked = read_manifest(path).asked
+            producer, producers = asked.fingerprint(), asked.fingerprints()
         except RunError as e:
             error = str(e).split(": ", 1)[-1] if str(e).startswith(str(path)) else str(e)
-    return Diagnosis(path, has_manifest, error, scan_records(path), producer)
+    return Diagnosis(path, has_manifest, error, scan_records(path), producer, producers)
 
 
 class RunDamaged(RunError):
@@ -258,12 +263,14 @@ class RepairReport:
 
 
 def _move_damaged(rundir: RunDir, scanned: ScannedRecords, report: RepairReport,
-                  producer: str | None = None) -> None:
+                  producer: str | None = None, producers: frozenset[str] = frozenset()) -> None:
     """Append the damaged lines (and, given the run's ``producer``, the records another run
     wrote) to ``records.damaged.jsonl`` (flushed to disk first), then rewrite ``records.jsonl``
     with the remaining valid lines only, atomically: a kill in between leaves the moved lines in
     both files, never in neither."""
-    foreign = {n for n, r, _ in scanned.valid if producer is not None and r.producer not in (None, producer)}
+    accepted = producers or frozenset({producer})
+    foreign = {n for n, r, _ in scanned.valid if producer is not None and r.producer is not None
+               and r.producer not in accepted}
     moved = sorted([*scanned.damaged,
                     *(DamagedLine(n, f"written by another run (producer {r.producer}, this run's is {producer})", raw)
                       for n, r, raw in scanned.valid if n in foreign)], key=lambda d: d.line)
@@ -293,7 +300,7 @@ def repair_records(run_path: str | Path) -> RepairReport:
         report = RepairReport(path, torn_bytes=rundir.repaired_bytes)
         d = diagnose(path)
         report.kept = len(d.records.valid)
-        _move_damaged(rundir, d.records, report, d.producer)
+        _move_damaged(rundir, d.records, report, d.producer, d.producers)
     after = diagnose(path)
     report.remaining = after if after.damaged else None
     return report
@@ -310,7 +317,7 @@ def record_misfit(rec: Record, asked: Asked) -> str | None:
         return ("names no producer (written by a casebench from before records said which model and settings "
                 "produced them), so it cannot prove it fits")
     mine = asked.fingerprint()
-    if rec.producer != mine:
+    if rec.producer not in asked.fingerprints():
         return (f"was produced by another model or other settings (producer {rec.producer}; this command's is "
                 f"{mine})")
     cases = set(asked.cases)
@@ -368,7 +375,7 @@ def salvage(path: Path, manifest: Manifest) -> RepairReport:
                     f"--salvage: {len(misfits)} of the {len(d.records.valid)} valid record(s) in {path / RECORDS} do "
                     f"not prove they fit this command, so its settings cannot stand for the lost manifest; the first, "
                     f"line {n} (case {rec.case}, sample {rec.sample}), {why}. Nothing was changed. {fix}")
-        _move_damaged(rundir, d.records, report, d.producer)
+        _move_damaged(rundir, d.records, report, d.producer, d.producers)
         if not d.manifest_ok and (d.holds_records or d.has_manifest):
             if d.has_manifest:
                 os.replace(path / MANIFEST, path / DAMAGED_MANIFEST)
