@@ -9,7 +9,7 @@ that never says no, a plain definition of a crime. A language model's hidden sta
 that. The embedded SmolLM2-135M-Instruct (already installed for the main job; nothing is
 downloaded) reads the request and the answer in its chat format; the mean of its hidden states
 over the answer's tokens after ``PROBE_LAYER`` of its 30 layers (where a linear probe separated
-refusals best on development data) is a 576-number summary of the answer in the light of the
+refusals best or nearly best of layers 6-30 on development data) is a 576-number summary of the answer in the light of the
 request. A multinomial logistic regression over that summary (standardised) and the ``learned``
 reader's three log-probabilities gives comply / partial / refuse.
 
