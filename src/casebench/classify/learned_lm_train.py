@@ -31,7 +31,7 @@ from . import learned as _learned
 from .base import BEHAVIOURS, ClassifierError
 from .learned_lm import (LEARNED_LM_VERSION, MAX_ANSWER_TOKENS, MAX_PROMPT_TOKENS, MODEL_FILE, PROBE_LAYER,
                          LearnedLMModel, train_sets, _load, encoder, learned_features)
-from .learned_train import _sklearn, fit as fit_learned, training_rows
+from .learned_train import _sklearn, fit as fit_learned, short, training_rows
 
 #: Settings of a fit: C (inverse regularisation; 0.01-0.03 were best of 0.003-1 with each of v7-v9 left out in turn)
 #: and the undetermined band (as ``learned``'s).
@@ -114,9 +114,6 @@ def fit_sets(root: str | Path = ".", sets: Sequence[str] | None = None,
 
 def _dump(model: dict[str, Any]) -> str:
     """The model file's text, weights to 7 significant digits."""
-    def short(xs: Sequence[float]) -> list[float]:
-        return [float(f"{x:.7g}") for x in xs]
-
     out = {**model, "mean": short(model["mean"]), "scale": short(model["scale"]),
            "coef": [short(row) for row in model["coef"]], "intercept": short(model["intercept"])}
     return json.dumps(out, ensure_ascii=False, separators=(",", ":")) + "\n"

@@ -127,12 +127,14 @@ def fit_training_sets(root: str | Path = ".") -> tuple[dict[str, Any], int]:
     return model, len(rows)
 
 
+def short(xs: Sequence[float]) -> list[float]:
+    """Weights to 7 significant digits, as the model files store them."""
+    return [float(f"{x:.7g}") for x in xs]
+
+
 def _dump(model: dict[str, Any]) -> str:
     """The model file's text: weights to 7 significant digits (a relative error under 1e-6,
     far below any verdict's margin), which halves the file."""
-    def short(xs: Sequence[float]) -> list[float]:
-        return [float(f"{x:.7g}") for x in xs]
-
     out = {**model, "coef": [short(row) for row in model["coef"]], "intercept": short(model["intercept"]),
            "views": {k: {"terms": v["terms"], "idf": short(v["idf"])} for k, v in model["views"].items()}}
     return json.dumps(out, ensure_ascii=False, separators=(",", ":")) + "\n"
