@@ -41,15 +41,26 @@ NEIGHBOUR_ROWS = 12
 
 @dataclass
 class PairMatrix:
-    """Many inputs over the same cases, compared at once: ``order`` (positions in the group, most
+    """Many inputs over the same cases, compared at once: ``order`` (positions in ``figs``, most
     accurate first, as the leaderboard ranks them), every pair's accuracy difference in that
     order (``compare.accuracy_matrix``: McNemar's exact test, Benjamini-Hochberg over all pairs)
     and each input against the next one in the ranking (``compare.compare_pair``, at most
-    ``NEIGHBOUR_ROWS``)."""
+    ``NEIGHBOUR_ROWS``).
+
+    ``members``: the report's input positions of ``figs`` (in that order); ``figs``: their scored
+    results over the matrix's cases, which for an input marked in ``restricted`` are the input's
+    predictions on these cases alone (it holds more: a published file beside a subset run);
+    ``cases``: how many cases the matrix is over; ``holder``: the position of the input whose case
+    set this is (the first input holding exactly these cases)."""
 
     order: list[int]
     matrix: AccuracyMatrix
     neighbours: list[PairComparison]
+    members: list[int] = field(default_factory=list)
+    figs: list[ScoredInput] = field(default_factory=list)
+    restricted: list[bool] = field(default_factory=list)
+    cases: int = 0
+    holder: int = 0
 
 
 def accuracy_order(figs: Sequence[ScoredInput]) -> list[int]:
@@ -59,10 +70,13 @@ def accuracy_order(figs: Sequence[ScoredInput]) -> list[int]:
 
 
 def pair_matrix(figs: Sequence[ScoredInput], options: ScoringOptions = DEFAULT_OPTIONS) -> PairMatrix:
-    """The ``PairMatrix`` of inputs over the same cases."""
+    """The ``PairMatrix`` of inputs over the same cases (raises ``ValueError`` when they hold
+    different cases: ``case_set_matrices`` restricts them first)."""
     from .bootstrap import case_clusters
     from .compare import accuracy_matrix, compare_pair, resamples
 
+    if len({tuple(f.pred.case_indices.tolist()) for f in figs}) > 1:
+        raise ValueError("a pair matrix needs inputs over the same cases, in the same order")
     order = accuracy_order(figs)
     its = [figs[k] for k in order]
     clusters = case_clusters(its[0].pred.cases, options.resample_by) if its else None
@@ -71,7 +85,48 @@ def pair_matrix(figs: Sequence[ScoredInput], options: ScoringOptions = DEFAULT_O
     W, PW = resamples(its[0].pred.cases, its[0].pred, None, options, clusters) if its else (None, None)
     neighbours = [compare_pair(its[i].pred, its[i + 1].pred, options, weights=W, pair_weights=PW, clusters=clusters)
                   for i in range(min(NEIGHBOUR_ROWS, len(its) - 1))]
-    return PairMatrix(order, mx, neighbours)
+    return PairMatrix(order, mx, neighbours, figs=list(figs), cases=len(its[0].pred.cases) if its else 0)
+
+
+def on_cases(pred: Predictions, indices: Sequence[int]) -> Predictions:
+    """``pred`` on the cases with these dataset indices alone, in that order (each must be held by
+    ``pred``): a larger input seen over a subset run's cases. ``meta["restricted_to"]`` says how
+    many."""
+    from dataclasses import replace
+
+    pos = {int(c): k for k, c in enumerate(pred.case_indices)}
+    idx = np.array([pos[int(c)] for c in indices], dtype=int)
+    return replace(
+        pred, cases=[pred.cases[k] for k in idx], label=pred.label[idx], value=pred.value[idx],
+        behaviour=None if pred.behaviour is None else [pred.behaviour[k] for k in idx],
+        verdict_mass=None if pred.verdict_mass is None else pred.verdict_mass[idx],
+        meta={**pred.meta, "restricted_to": len(idx)},
+    )
+
+
+def case_set_matrices(preds: Sequence[Predictions], scored: Sequence[ScoredInput], group: Sequence[int],
+                      options: ScoringOptions = DEFAULT_OPTIONS) -> list[PairMatrix]:
+    """The pair matrices of one comparable group too large for one row per pair: one per set of
+    cases some input holds exactly (largest first), over those cases, holding every input of the
+    group that holds all of them (the inputs holding more seen on these cases alone, marked
+    ``restricted``). A case set no other input covers gets no matrix. Inputs of different case
+    sets are never stacked as if they held the same cases."""
+    keys = {i: frozenset(int(c) for c in preds[i].case_indices) for i in group}
+    sets: dict[frozenset[int], list[int]] = {}
+    for i in group:
+        sets.setdefault(keys[i], []).append(i)
+    out = []
+    for held, exact in sorted(sets.items(), key=lambda kv: (-len(kv[0]), kv[1][0])):
+        wider = [i for i in group if i not in exact and held <= keys[i]]
+        members = sorted(exact + wider)
+        if len(members) < 2:
+            continue
+        order = preds[exact[0]].case_indices.tolist()
+        figs = [scored[i] if i in exact else score_input(on_cases(preds[i], order), options) for i in members]
+        pm = pair_matrix(figs, options)
+        pm.members, pm.restricted, pm.holder = members, [i not in exact for i in members], exact[0]
+        out.append(pm)
+    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -185,7 +240,8 @@ class Overview:
     inputs: list[ScoredInput]
     say_do: list[tuple[int, int, SayDo]] = field(default_factory=list)
     comparisons: list[tuple[list[int], Comparison | None]] = field(default_factory=list)
-    #: the groups compared as a matrix (``comparisons`` holds None for them): (positions, matrix)
+    #: the groups compared as matrices (``comparisons`` holds None for them): (the group's
+    #: positions, one matrix per case set in it: ``case_set_matrices``)
     matrices: list[tuple[list[int], PairMatrix]] = field(default_factory=list)
     #: the people's references (``context.references_by_dataset``) of the inputs with votes
     people: list[tuple[list[int], dict[str, Any]]] = field(default_factory=list)
@@ -221,7 +277,8 @@ def overview(
     out = Overview(options, [score_input(p, options) for p in preds])
     out.say_do = say_do_pairs(preds, options)
     out.comparisons = comparisons(preds, options)
-    out.matrices = [(g, pair_matrix([out.inputs[i] for i in g], options)) for g, res in out.comparisons if res is None]
+    out.matrices = [(g, pm) for g, res in out.comparisons if res is None
+                    for pm in case_set_matrices(preds, out.inputs, g, options)]
     out.case_sets = case_set_groups(preds)
     from .context import references_by_dataset
 
