@@ -268,9 +268,8 @@ def _pairwise(ctx: ReportContext) -> str:
              "The same figures, for any inputs: <code>casebench compare</code>.</p>"]
     labels = _rank_labels(inputs)
     for g, res in ctx.overview.comparisons:
-        if res is None:  # too many pairs for one row each: a matrix, neighbours, a download
-            pm = next(m for members, m in ctx.overview.matrices if members == g)
-            parts.append(_pairwise_matrix([inputs[i] for i in g], [labels[i] for i in g], pm))
+        if res is None:  # too many pairs for one row each: a matrix per case set, neighbours, a download
+            parts.append(_case_set_matrices(ctx, g, labels))
             continue
         head = ["A", "B", "Paired cases"] + [f"Δ {METRIC[m].short}" for m in PAIRWISE_METRICS]
         rows = []
@@ -297,7 +296,47 @@ def _pairwise(ctx: ReportContext) -> str:
     return "".join(parts)
 
 
-def _pairwise_matrix(its: Sequence[ReportInput], ranks: Sequence[str], pm: PairMatrix) -> str:
+def _case_set_matrices(ctx: ReportContext, g: Sequence[int], labels: Sequence[str]) -> str:
+    """The matrices of one large group (``stats.overview.case_set_matrices``): one per set of cases
+    an input holds, over those cases alone, each saying which cases it is over; then the inputs
+    that no matrix holds (their cases are held whole by no other input)."""
+    inputs = ctx.inputs
+    mats = [pm for members, pm in ctx.overview.matrices if members == list(g)]
+    parts = []
+    if len(mats) > 1:
+        parts.append(f'<p class="note">These {len(g)} inputs hold {len(mats)} different sets of cases, so each set '
+                     "gets its own matrix over its own cases; no input is ranked against another on cases it does "
+                     "not hold.</p>")
+    for pm in mats:
+        its = [ReportInput(inputs[i].name, fig) for i, fig in zip(pm.members, pm.figs)]
+        holder = inputs[pm.holder]
+        if any(pm.restricted):
+            local = [""] * len(its)
+            for r, k in enumerate(pm.order, start=1):
+                local[k] = str(r)
+            exact = [it for it, r in zip(its, pm.restricted) if not r]
+            who = _e(holder.name) + (f" and {len(exact) - 1} more input(s) over the same cases" if len(exact) > 1 else "")
+            heading = (f"Over the {pm.cases} cases of {who}: {len(its)} inputs</h3>"
+                       f'<p class="note">The {sum(pm.restricted)} inputs that hold more cases are compared on these '
+                       f"{pm.cases} alone (marked “on these cases”); numbered by accuracy on them, not as in the "
+                       "leaderboard.</p>")
+            its = [ReportInput(it.name + (" (on these cases)" if r else ""), it.figures)
+                   for it, r in zip(its, pm.restricted)]
+            parts.append(_pairwise_matrix(its, local, pm, heading=heading))
+        else:
+            parts.append(_pairwise_matrix(its, [labels[i] for i in pm.members], pm))
+    covered = {i for pm in mats for i in pm.members}
+    alone = [inputs[i].name for i in g if i not in covered]
+    if alone:
+        parts.append('<p class="note">Paired in no matrix (no other input holds all of their cases): '
+                     + ", ".join(f"<b>{_e(n)}</b>" for n in alone)
+                     + ". Compare one of them with another input over the cases both hold: "
+                       "<code>casebench compare A B</code>.</p>")
+    return "".join(parts)
+
+
+def _pairwise_matrix(its: Sequence[ReportInput], ranks: Sequence[str], pm: PairMatrix,
+                     heading: str | None = None) -> str:
     """Many inputs over the same cases (``stats.overview.PairMatrix``): every pair's accuracy
     difference as one matrix (McNemar's exact test, Benjamini-Hochberg over all pairs), each input
     against its neighbour in the ranking with paired-bootstrap CIs, and every pair as a CSV
@@ -370,14 +409,15 @@ def _pairwise_matrix(its: Sequence[ReportInput], ranks: Sequence[str], pm: PairM
     npairs = len(its) * (len(its) - 1) // 2
     download = _download(buf.getvalue(), "pairwise_accuracy.csv", "text/csv", f"all {npairs} pairs (CSV)")
     shown = min(NEIGHBOUR_ROWS, len(its) - 1)
-    return (f'<h3>{len(its)} inputs over the same {n} cases: {npairs} pairs</h3>'
-            '<p class="note">Accuracy of the row input minus the column input over the cases both scored: '
+    return ("<h3>" + (heading or f"{len(its)} inputs over the same {n} cases: {npairs} pairs</h3>")
+            + '<p class="note">Accuracy of the row input minus the column input over the cases both scored: '
             '<span class="better-key">▲</span> significantly more accurate, <span class="worse-key">▼</span> '
             + ("significantly less (McNemar's test for clustered pairs, Durkalski 2003, " if mx.test == "clustered"
                else "significantly less (McNemar's exact test, ") + "Benjamini–Hochberg over all "
             f"{npairs} pairs at {mx.alpha}; no mark with fewer than {MATRIX_MIN_PAIRED} paired or "
             f"{MATRIX_MIN_DISCORDANT} discordant cases); blank: no significant difference. Hover a cell for the "
-            "figures; inputs numbered as in the leaderboard. Every pair, with its counts and p-values: "
+            "figures; " + ("inputs numbered by accuracy on these cases" if heading else "inputs numbered as in the "
+                           "leaderboard") + ". Every pair, with its counts and p-values: "
             f"{download}.</p>" + matrix
             + f"<p class=\"note\">The {shown} closest calls: each input against the next one in the ranking, with "
               "95% paired-bootstrap CIs of every difference (accuracy's significance as in the matrix; the other "
