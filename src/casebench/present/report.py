@@ -40,12 +40,13 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ..data import Case
+from ..naming import display_name, display_names
 from ..predictions import Predictions
 from ..stats.options import DEFAULT_OPTIONS, ScoringOptions
 from ..stats.overview import NEIGHBOUR_ROWS, PAIRWISE_TABLE_MAX, input_figures, overview
 from .report_html import CSS, _e
 from .report_inputs import (
-    PAIRWISE_METRICS, PLOT_MAX_INPUTS, ReportContext, ReportInput, Section, _unique_names, display_name,
+    PAIRWISE_METRICS, PLOT_MAX_INPUTS, ReportContext, ReportInput, Section,
     leaderboard_metrics,
 )
 from .report_scores import (
@@ -119,9 +120,9 @@ def build_report(
         warnings.simplefilter("always")
         say(f"scoring {len(preds)} input(s) and pairing them")
         ov = overview(preds, options, human_cases=human_cases, human=human)
-        refs = [ReportInput(f"{display_name(p)} (published)", input_figures(p, options), reference=True)
-                for p in references or ()]
-        ctx = ReportContext([ReportInput(n, f) for n, f in zip(_unique_names(preds), ov.inputs)], ov, refs,
+        refs = [ReportInput(f"{n} (published)", input_figures(p, options), reference=True)
+                for p, n in zip(references or (), display_names(list(references or ())))]
+        ctx = ReportContext([ReportInput(n, f) for n, f in zip(display_names(preds), ov.inputs)], ov, refs,
                             reference_root, show_text)
         toc, sections = render_sections(ctx, progress=say)
     for note in dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in caught):

@@ -5,7 +5,6 @@ entry (``Section``), and the leaderboard's ranking that the other sections follo
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
@@ -85,25 +84,6 @@ class Section:
     key: str
     title: str
     render: Callable[[ReportContext], "str | None"]
-
-
-
-
-def display_name(p: Predictions) -> str:
-    """``model [mode]``, the context placement when it is not the mode's own, and
-    ``− removed, parameters`` for an ablation condition."""
-    base = f"{p.model} [{p.mode}]{p.placement_note}"
-    return base + (" − " + ", ".join(p.removed) if p.removed else "")
-
-
-def _unique_names(preds: Sequence[Predictions]) -> list[str]:
-    names = [display_name(p) for p in preds]
-    out = []
-    for i, (p, n) in enumerate(zip(preds, names)):
-        if names.count(n) > 1:
-            n = f"{n} ({Path(p.source).name or p.source}, #{i + 1})"
-        out.append(n)
-    return out
 
 
 

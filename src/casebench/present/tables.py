@@ -249,13 +249,19 @@ def _undefined_shown(s: Score) -> bool:
     return False
 
 
+def title(s: Score) -> str:
+    """What an input is called in a table: its display name (``naming.display_names``, set by the
+    command that shows it beside others), else ``model [mode] without removed``."""
+    return s.name or f"{s.model} [{s.mode}]" + (f" without {','.join(s.removed)}" if s.removed else "")
+
+
 def text_table(scores: Sequence[Score]) -> str:
     """One block per input: every metric with its CI and, when asked, its breakdowns; prob-mode
     runs also their verdict mass (and how many cases it left out)."""
     out = []
     for s in scores:
         tag = " (paper-compatible)" if s.paper_compat else ""
-        out.append(f"{s.model} [{s.mode}]" + (f" without {','.join(s.removed)}" if s.removed else "") + tag)
+        out.append(title(s) + tag)
         out.append(f"  source: {s.source}")
         out.append(f"  cases {s.n}, answered {s.answered} (coverage {100 * s.coverage:.1f}%"
                    + (f"; {s.low_mass_missing} left out: verdict mass below {mass_pct(s.verdict_mass['threshold'])}"
@@ -296,7 +302,7 @@ def breakdown_table(s: Score, kind: str) -> str:
     return "\n".join(line.rstrip() for line in out) + "\n"
 
 
-_ID_COLUMNS = ("source", "model", "mode", "removed", "paper_compat", "by", "group", "n", "answered", "coverage")
+_ID_COLUMNS = ("name", "source", "model", "mode", "removed", "paper_compat", "by", "group", "n", "answered", "coverage")
 
 
 def _csv_cell(v: Any) -> Any:
@@ -309,7 +315,7 @@ def flat_rows(s: Score) -> list[dict[str, Any]]:
     """The rows of one input in CSV: the whole input (``by`` empty), then one per breakdown
     group. Per metric: the figure, its CI and how many cases it is from (``<metric>_n``); a
     metric that does not apply (or is not part of a breakdown) is None (a blank cell)."""
-    base = {"source": s.source, "model": s.model, "mode": s.mode, "removed": ",".join(s.removed),
+    base = {"name": title(s), "source": s.source, "model": s.model, "mode": s.mode, "removed": ",".join(s.removed),
             "paper_compat": s.paper_compat}
     groups: list[tuple[str, str, dict[str, Any], dict[str, Any]]] = [
         ("", "", {"n": s.n, "answered": s.answered, "coverage": s.coverage},
@@ -387,11 +393,11 @@ def markdown_table(scores: Sequence[Score]) -> str:
     then the notes. Published reference rows: pass their scores renamed ``<model> (published)``. Prob-mode runs also show their verdict mass."""
     mass = _with_mass(scores)
     with_people = any(s.people for s in scores)
-    cols = (["model", "mode", "removed", "coverage"] + (["verdict mass (median, below)"] if mass else [])
+    cols = (["input", "model", "mode", "removed", "coverage"] + (["verdict mass (median, below)"] if mass else [])
             + list(row_metrics()) + (list(people.MD_COLUMNS) if with_people else []))
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for s in scores:
-        cells = [s.model, s.mode, ",".join(s.removed) or "-", f"{100 * s.coverage:.1f}%"]
+        cells = [title(s), s.model, s.mode, ",".join(s.removed) or "-", f"{100 * s.coverage:.1f}%"]
         if mass:
             vm = s.verdict_mass
             cells.append(f"{mass_pct(vm['median'])}, {vm['below']}/{vm['known']} below {mass_pct(vm['threshold'])}"
@@ -405,13 +411,12 @@ def markdown_table(scores: Sequence[Score]) -> str:
     for s in scores:
         ms = _shown(s, BREAKDOWN_METRICS)
         for kind, rows in s.breakdowns.items():
-            lines += ["", f"**{s.model} [{s.mode}]" + (f" without {','.join(s.removed)}" if s.removed else "")
-                      + f" by {kind}** ({s.source})", "",
+            lines += ["", f"**{title(s)} by {kind}** ({s.source})", "",
                       "| group | n | " + " | ".join(ms) + " |", "|" + "---|" * (len(ms) + 2)]
             for name, r in rows.items():
                 lines.append(f"| {name} | {r['n']} | " + " | ".join(
                     _md_cell(m, r, r.get("ci", {}), r.get("cases_of", {})) if m in r else "" for m in ms) + " |")
-    refusal_notes = [f"- {s.model} [{s.mode}]: {classifier_note(s.classifier)}"
+    refusal_notes = [f"- {title(s)}: {classifier_note(s.classifier)}"
                      + "".join(f"\n  - {line}" for line in corrected_lines(s, compact=True)) for s in scores
                      if "refusal_rate" in s.values]
     if refusal_notes:
@@ -434,14 +439,14 @@ def reference_table(scores: Sequence[Score], root: str) -> str:
     """The published models shown for reference under ``casebench score``'s table, scored on the
     cases every input scored: per model a line of figures and a line of their 95% CIs (Wilson
     for proportions, the bootstrap otherwise, as for the inputs). Never paired with the inputs."""
-    width = max([len(f"{s.model} [{s.mode}]") for s in scores] + [12])
+    width = max([len(title(s)) for s in scores] + [12])
     ms = [m for m in REFERENCE_METRICS if any(m in s.values for s in scores)]
     n = sorted({s.n for s in scores})
     on = f"on the {n[0]} cases the inputs scored" if len(n) == 1 else "on the cases the inputs scored"
     lines = [f"published models for reference ({root}; {on}; not paired with the inputs above):",
              f"  {'':<{width}}" + "".join(f"{METRIC[m].short:>18}" for m in ms)]
     for s in scores:
-        lines.append(f"  {s.model + ' [' + s.mode + ']':<{width}}"
+        lines.append(f"  {title(s):<{width}}"
                      + "".join(f"{fmt_metric(m, s.values.get(m)) + _mark(s.cases_of, m, s.values.get(m)):>18}"
                                for m in ms))
         if s.ci:

@@ -461,8 +461,8 @@ def _paired_arrays(
     return sa, sb, positions, int(held.sum() - keep.sum())
 
 
-def _describe(p: Predictions, i: int) -> dict[str, Any]:
-    return {"label": input_label(i), "name": p.name, "source": p.source, "model": p.model, "mode": p.mode,
+def _describe(p: Predictions, i: int, name: str) -> dict[str, Any]:
+    return {"label": input_label(i), "name": name, "source": p.source, "model": p.model, "mode": p.mode,
             "removed": list(p.removed), "n": p.n, "answered": int(p.answered.sum())}
 
 
@@ -698,7 +698,10 @@ def compare(
             "mdd": f"the smallest difference each test had {MDD_POWER:.0%} power to detect at alpha {alpha} "
                    "(two-sided, before the adjustment), from the paired design"})
     sets = [{"inputs": [input_label(i) for i in g], "cases": preds[g[0]].n} for g in case_set_groups(preds)]
-    return Comparison([_describe(p, i) for i, p in enumerate(preds)], results, settings, sets)
+    from ..naming import display_names
+
+    return Comparison([_describe(p, i, n) for i, (p, n) in enumerate(zip(preds, display_names(preds)))], results,
+                      settings, sets)
 
 
 # --------------------------------------------------------------------------------------------

@@ -915,6 +915,9 @@ class Score:
     #: clustered: each proportion's design effect (``design_effect``, as estimated: the Wilson
     #: interval uses it floored at 1); empty when resampling cases
     design_effects: dict[str, float] = field(default_factory=dict)
+    #: the input's display name among the inputs shown with it (``naming.display_names``: model
+    #: with its backend, mode, and what sets it apart); "" until a command names it
+    name: str = ""
 
     @property
     def coverage(self) -> float:
@@ -954,10 +957,12 @@ class Score:
                    dict(d.get("breakdowns") or {}), vm, d.get("classifier"),
                    {k: int(v) for k, v in d.get("cases_of", {}).items()}, d.get("people"), d.get("refusal_correction"),
                    cluster=str(d.get("cluster", "case")),
-                   design_effects={k: float(v) for k, v in (d.get("design_effects") or {}).items()})
+                   design_effects={k: float(v) for k, v in (d.get("design_effects") or {}).items()},
+                   name=str(d.get("name") or ""))
 
     def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {
+        d: dict[str, Any] = {"name": self.name} if self.name else {}
+        d |= {
             "source": self.source,
             "model": self.model,
             "mode": self.mode,
