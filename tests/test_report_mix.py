@@ -93,3 +93,67 @@ def test_report_over_every_published_file_and_two_subset_runs(subset_runs, exp_d
         body = re.search(r"<tbody>(.*?)</tbody>", table, re.S).group(1)
         rows = re.findall(r"<tr>(.*?)</tr>", body, re.S)
         assert all(r.count("<td") == len(rows) + 2 for r in rows)  # one cell per column, then better/worse
+
+
+@pytest.fixture(scope="module")
+def chatbot_report(real_data_path, exp_dir, tmp_path_factory) -> Path:
+    """The main job's kind of report: a respond run over 15 query pairs, the published judges
+    shown beside it for reference."""
+    tmp = tmp_path_factory.mktemp("chatbot")
+    run = _run(tmp / "bot", real_data_path, "respond", _chatbot, pairs=15)
+    out = tmp / "report.html"
+    r = CliRunner().invoke(cli, ["report", str(run), "-o", str(out), "--bootstrap", "50", "--data",
+                                 str(real_data_path), "--reference", str(exp_dir), "--no-human"])
+    assert r.exit_code == 0, r.output
+    return out
+
+
+def test_a_chatbots_report_leads_with_behaviour_and_ranks_it_among_chatbots(chatbot_report):
+    text = chatbot_report.read_text(encoding="utf-8")
+    title = re.search(r"<h1>(.*?)</h1>", text).group(1)
+    assert title.startswith("What openai/bot-x does as a chatbot") and "judges agree" not in text.split("</h1>")[1][:400]
+    heads = re.findall(r'<h2 id="([^"]+)">', text)
+    assert heads[:2] == ["behaviour", "leaderboard-section"]
+    behaviour = text[text.index('id="behaviour"'):text.index('id="leaderboard-section"')]
+    # over- and under-refusal and the context shift, each beside people's
+    head = re.findall(r"<th(?: [^>]*)?>(.*?)</th>", re.search(r'<table class="behaviour">(.*?)</table>', behaviour, re.S).group(1))
+    assert head == ["Chatbot", "Answered", "Over-refusal", "one person", "Under-refusal", "one person", "Pairs",
+                    "Context shift", "one person", "people&#x27;s majority"]
+    # ranked within its kind: the run's table holds no judge, and the run is its first
+    board = text[text.index('id="leaderboard-section"'):text.index('id="refusal"')]
+    tables = re.findall(r'<table (?:id|class)="leaderboard">(.*?)</table>', board, re.S)
+    mine = [t for t in tables if "openai/bot-x" in t]
+    assert len(mine) == 1 and mine[0].count('class="leaderboard-row') == 1
+    assert re.search(r'<td>R?1</td><td class="l name"><b>openai/bot-x \[respond\]</b>', mine[0])
+    assert sum(t.count("(published)") for t in tables) == 18 and "(published)" not in mine[0]
+    # each explanation once, the method notes folded away beneath what they explain
+    assert text.count("are readings of the answers by a refusal classifier") == 1
+    assert text.count("One row per input, best accuracy first") == 1
+    method = re.findall(r"<details[^>]*><summary>(.*?)</summary>", text)
+    assert "How to read these tables" in method and "How to read this table" in method
+    assert text.index("How to read these tables") > text.index('<table id="leaderboard">')
+
+
+def test_a_chatbots_report_fits_1400_px_in_headless_chromium(chatbot_report):
+    if not CHROMIUM.exists():
+        pytest.skip("headless Chromium is not installed at /usr/bin/chromium (`make test-deps` installs it)")
+    playwright = pytest.importorskip("playwright.sync_api", reason="pip install playwright (the Python package)")
+    with playwright.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(chatbot_report.resolve().as_uri(), wait_until="load")
+            doc = page.evaluate("[document.scrollingElement.scrollWidth, document.scrollingElement.clientWidth]")
+            # no box of the page scrolls sideways either (a table behind its own scroll bar)
+            boxes = page.evaluate("""Array.from(document.querySelectorAll('*'))
+                .filter(w => w.scrollWidth > w.clientWidth + 1 && getComputedStyle(w).overflowX !== 'visible')
+                .map(w => (w.firstElementChild && w.firstElementChild.className) || w.tagName)""")
+            first = page.evaluate("document.querySelector('h2').textContent")
+            # what a reader sees first, above the fold: the behaviour table
+            top = page.evaluate("document.querySelector('table.behaviour').getBoundingClientRect().top")
+        finally:
+            browser.close()
+    assert doc[0] <= doc[1] <= 1400, doc
+    assert boxes == [], boxes
+    assert first == "1. Behaviour"
+    assert top < 1000

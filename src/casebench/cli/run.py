@@ -321,11 +321,15 @@ def score_and_report(run_dir: Path, min_verdict_mass: float | None = None, *, de
     score = score_input(pred, options).score
     people = None if demo else _people_on(pred)
     click.echo("")
+    from dataclasses import replace
+
+    from ..naming import display_name, who
+
     for line in summary_lines(score, people, demo=demo, max_tokens=max_tokens,
-                              tiny=pred.model == model_short_name(DEFAULT_MODEL)):
+                              tiny=pred.model == model_short_name(DEFAULT_MODEL), who=who(pred)):
         click.echo(line)
     click.echo("")
-    click.echo(text_table([score]), nl=False)
+    click.echo(text_table([replace(score, name=display_name(pred))]), nl=False)
     refs: list[Any] = []
     root = None
     try:

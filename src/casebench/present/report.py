@@ -13,22 +13,36 @@ entries (anchor, title, a function of the ``ReportContext`` that returns the sec
 None when it does not apply); a new section is one entry there. Sections are numbered in the
 order shown, and the table of contents lists those shown.
 
+The report leads with what its inputs are: respond runs (chatbots) with their behaviour beside
+people's, judges with their agreement; each kind ranked among its own; its title says what it
+compares (``report_title``). Each explanation is given once, folded away (``<details>``) beneath
+the figures it explains, and nothing needs a horizontal scroll bar at 1400 px.
+
 Sections (each only when its inputs allow it):
 
-1. leaderboard: every input, one row each (``table#leaderboard``, rows ``tr.leaderboard-row``),
-   sorted by accuracy, every figure with its bootstrap CI;
-2. over- and under-refusal: safe and unsafe recall side by side;
-3. paired differences between inputs that hold the same cases (``compare``);
-4. accuracy by category and input (heat map);
-5. P(safe) against the human safe_rate, per input;
-6. reliability diagram (inputs with a continuous P(safe));
-7. ablation studies, when the inputs hold ablation conditions with their full context
+1. behaviour (respond runs only): over- and under-refusal beside one person's, the context
+   shift beside one person's and people's majority's, how the answers were read;
+2. leaderboard: every input, one row each (``table#leaderboard``, rows ``tr.leaderboard-row``),
+   ranked by accuracy within its kind and case set, every figure with its CI;
+3. over- and under-refusal: safe and unsafe recall side by side;
+4. judgement and behaviour (a model's judge input beside its respond run);
+5. paired differences between inputs that hold cases in common (``compare``; a matrix per case
+   set when there are many);
+6. accuracy by category and input (heat map);
+7. P(safe) against the human safe_rate, per input;
+8. reliability diagram (inputs with a continuous P(safe));
+9. ablation studies, when the inputs hold ablation conditions with their full context
    (``ablation``);
-8. placement studies, when the inputs hold one model in several context placements
+10. placement studies, when the inputs hold one model in several context placements
    (``placement``): per placement the figures, context shift/follow/blind, over- and
    under-refusal and the say-do gap, and the paired tests between placements;
-9. the human votes (``human.human_stats``): context effect by category and how many annotators
-   a stable majority needs.
+11. the human votes (``human.human_stats``): context effect by category and how many annotators
+   a stable majority needs;
+12. context sensitivity beside people's.
+
+Modules: ``report_html`` (style and HTML primitives), ``report_inputs`` (the inputs, their
+kinds and ranks), ``report_behaviour``, ``report_scores`` and ``report_studies`` (the sections);
+this module assembles the page.
 """
 
 from __future__ import annotations
@@ -53,6 +67,7 @@ from .report_scores import (
     _category_heatmap, _leaderboard, _pairwise, _refusal, _reliability, _say_do, _scatter,
 )
 from .report_studies import _ablation, _context, _human, _placement
+from .report_behaviour import _behaviour
 
 __all__ = ["NEIGHBOUR_ROWS", "PAIRWISE_METRICS", "PAIRWISE_TABLE_MAX", "PLOT_MAX_INPUTS", "SECTIONS", "ReportContext",
            "ReportInput", "Section", "build_report", "display_name", "leaderboard_metrics", "render_sections",
@@ -62,6 +77,7 @@ log = logging.getLogger("casebench.report")
 
 
 SECTIONS: list[Section] = [
+    Section("behaviour", "Behaviour", _behaviour),
     Section("leaderboard-section", "Leaderboard", _leaderboard),
     Section("refusal", "Over- and under-refusal", _refusal),
     Section("saydo", "Judgement and behaviour", _say_do),
@@ -92,9 +108,52 @@ def render_sections(ctx: ReportContext, sections: Sequence[Section] | None = Non
     return "".join(toc), "".join(body)
 
 
+def _kinds_count(ctx: ReportContext) -> tuple[int, int]:
+    """How many of the report's own inputs are respond runs, and how many judges (ablation
+    conditions counted with their kind; published reference rows left out)."""
+    respond = sum(it.pred.mode_spec.reads_behaviour for it in ctx.inputs)
+    return respond, len(ctx.inputs) - respond
+
+
+def report_title(ctx: ReportContext) -> str:
+    """What the report compares, in its title (the ``--title`` default): "What openai/bot does
+    as a chatbot", "How well 3 LLM judges agree with people", or both; the published models shown
+    beside them counted."""
+    from ..naming import who
+
+    bots = [it for it in ctx.inputs if it.pred.mode_spec.reads_behaviour]
+    judges = [it for it in ctx.inputs if not it.pred.mode_spec.reads_behaviour]
+    parts = []
+    if bots:
+        models = {who(it.pred) for it in bots}
+        parts.append(f"what {next(iter(models))} does as a chatbot" if len(models) == 1
+                     else f"what {len(bots)} chatbots do")
+    if judges:
+        models = {who(it.pred) for it in judges}
+        parts.append(f"how well {next(iter(models))} agrees with people as a judge" if len(judges) == 1
+                     else f"how well {len(judges)} LLM judges agree with people")
+    title = " and ".join(parts)
+    refs = f", beside {len(ctx.references)} published judges" if ctx.references else ""
+    return title[:1].upper() + title[1:] + refs
+
+
+def report_lead(ctx: ReportContext) -> str:
+    """The sentence under the title: what the figures measure, for the kinds of input shown."""
+    respond, judges = _kinds_count(ctx)
+    cite = " (CASE-Bench, ICML 2025)."
+    if respond and not judges:
+        return ("Whether the chatbot answers what people find safe to answer and refuses what they find unsafe "
+                "<em>in its context</em>, beside what people do on the same cases" + cite)
+    if not respond:
+        return ("How well LLM judges agree with people about whether answering a query is safe "
+                "<em>in its context</em>" + cite)
+    return ("What the chatbots do (answer or refuse) beside what people do, and how well the judges agree with people "
+            "about whether answering a query is safe <em>in its context</em>" + cite)
+
+
 def build_report(
     preds: Sequence[Predictions], options: ScoringOptions = DEFAULT_OPTIONS, *,
-    human_cases: Sequence[Case] | None = None, title: str = "casebench report", human: bool = True,
+    human_cases: Sequence[Case] | None = None, title: str | None = None, human: bool = True,
     show_text: bool = False, references: Sequence[Predictions] | None = None, reference_root: str | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> str:
@@ -125,6 +184,7 @@ def build_report(
         ctx = ReportContext([ReportInput(n, f) for n, f in zip(display_names(preds), ov.inputs)], ov, refs,
                             reference_root, show_text)
         toc, sections = render_sections(ctx, progress=say)
+    title = title or report_title(ctx)
     for note in dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in caught):
         log.warning("report: %s", note)
         say(f"note: {note}")
@@ -143,8 +203,7 @@ def build_report(
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{_e(title)}</title><style>{CSS}</style></head><body><main>"
         f"<h1>{_e(title)}</h1>"
-        '<p class="lead">How well LLM judges agree with people about whether answering a query is safe '
-        "<em>in its context</em> (CASE-Bench, ICML 2025).</p>"
+        f'<p class="lead">{report_lead(ctx)}</p>'
         f'<p class="meta">{len(preds)} input(s) · {mode} · {options.n_boot} bootstrap resamples, seed {options.bootstrap_seed} · '
         f"casebench {_e(ver)} · generated {when}</p>"
         f"<nav><ol>{toc}</ol></nav>" + sections + "</main></body></html>\n"

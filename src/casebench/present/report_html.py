@@ -52,6 +52,10 @@ tr.reference td { background: #f7f7f7; font-style: italic; }
 p.reference { font-size: 14px; }
 ul.blind { font-size: 13.5px; max-width: 1000px; }
 ul.verdicts { font-size: 13.5px; columns: 1; margin: 4px 0 12px; padding-left: 20px; }
+details { margin: 6px 0 14px; max-width: 960px; }
+details > summary { color: #555; font-size: 13.5px; cursor: pointer; }
+details[open] > summary { margin-bottom: 4px; }
+table.behaviour td.name { min-width: 150px; max-width: 300px; }
 """
 
 
@@ -96,3 +100,11 @@ def _short_source(source: str) -> str:
     parts = Path(source).parts
     return "/".join(parts[-2:]) if len(parts) > 1 else source
 
+
+
+def _details(summary: str, body: str, cls: str = "method") -> str:
+    """``body`` folded away beneath the figures it explains, opened by ``summary`` (no script:
+    the browser's own ``<details>``)."""
+    if not body:
+        return ""
+    return f'<details class="{cls}"><summary>{_e(summary)}</summary>{body}</details>'

@@ -88,10 +88,34 @@ class Section:
 
 
 
+#: the kinds of input the report ranks apart, in the order it shows them: respond runs (what a
+#: chatbot did), judges (what a model said), ablation conditions (a model less some CI parameters)
+KINDS = ("respond", "judge", "ablated")
+KIND_TITLES = {"respond": "Chatbots (respond runs): what each did, ranked among chatbots",
+               "judge": "Judges: what each said, ranked among judges",
+               "ablated": "Ablation conditions (CI parameters removed), ranked apart from the models"}
+#: more one-line verdicts than this are folded away (``<details>``)
+VERDICT_LINES = 6
+#: the leaderboard's number prefix of each kind (judges plain; chatbots only when judges are shown too)
+KIND_PREFIX = {"respond": "R", "judge": "", "ablated": "A"}
+
+
+def _kind(it: ReportInput) -> str:
+    """Which kind ``it`` is ranked among (``KINDS``)."""
+    if it.pred.removed:
+        return "ablated"
+    return "respond" if it.pred.mode_spec.reads_behaviour else "judge"
+
+
+def _prefix(kind: str, kinds: set[str]) -> str:
+    """The number prefix of ``kind`` when ``kinds`` are shown ("" for chatbots shown alone)."""
+    return "" if kind == "respond" and "judge" not in kinds else KIND_PREFIX[kind]
+
+
 def _ranks(inputs: Sequence[ReportInput]) -> list[int]:
-    """Each input's place (1 = best accuracy): the models first, then the ablation conditions,
-    each by accuracy, as ``_leaderboard`` sorts them (``_rank_labels`` names the places)."""
-    order = sorted(range(len(inputs)), key=lambda i: (bool(inputs[i].pred.removed), -np.nan_to_num(
+    """Each input's place (1 = best accuracy): by kind (``KINDS``), then by accuracy, as
+    ``_leaderboard`` sorts them (``_rank_labels`` names the places)."""
+    order = sorted(range(len(inputs)), key=lambda i: (KINDS.index(_kind(inputs[i])), -np.nan_to_num(
         inputs[i].score.values.get("accuracy", np.nan), nan=-1.0)))
     rank = [0] * len(inputs)
     for r, i in enumerate(order, start=1):
@@ -100,9 +124,16 @@ def _ranks(inputs: Sequence[ReportInput]) -> list[int]:
 
 
 def _rank_labels(inputs: Sequence[ReportInput]) -> list[str]:
-    """The leaderboard's numbers: models 1, 2, ...; ablation conditions, ranked apart, A1, A2, ..."""
-    models = sum(not it.pred.removed for it in inputs)
-    return [str(r) if r <= models else f"A{r - models}" for r in _ranks(inputs)]
+    """The leaderboard's numbers, counted within each kind: judges 1, 2, ...; chatbots R1, R2, ...
+    (1, 2, ... without judges); ablation conditions A1, A2, ..."""
+    kinds = [_kind(it) for it in inputs]
+    shown = set(kinds)
+    out = [""] * len(inputs)
+    seen: dict[str, int] = {}
+    for i in sorted(range(len(inputs)), key=lambda i: _ranks(inputs)[i]):
+        seen[kinds[i]] = seen.get(kinds[i], 0) + 1
+        out[i] = f"{_prefix(kinds[i], shown)}{seen[kinds[i]]}"
+    return out
 
 
 def _best(inputs: Sequence[ReportInput], k: int) -> tuple[list[ReportInput], int]:

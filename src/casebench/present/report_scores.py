@@ -11,9 +11,9 @@ import numpy as np
 
 from ..stats.metrics import METRIC, MIN_CASES, MIN_DISCORDANT, MIN_PAIRED, Score, metric_names
 from ..stats.overview import NEIGHBOUR_ROWS, PairMatrix
-from .report_html import _download, _e, _f, _figure, _fm, _fp, _short_source
+from .report_html import _details, _download, _e, _f, _figure, _fm, _fp, _short_source
 from .report_inputs import (
-    MATRIX_MIN_DISCORDANT, MATRIX_MIN_PAIRED, PAIRWISE_METRICS, PLOT_MAX_INPUTS, TEST_NAMES, ReportContext,
+    KIND_TITLES, KINDS, VERDICT_LINES, _kind, _prefix, _ranks, MATRIX_MIN_DISCORDANT, MATRIX_MIN_PAIRED, PAIRWISE_METRICS, PLOT_MAX_INPUTS, TEST_NAMES, ReportContext,
     ReportInput, _best, _left_out_note, _rank_labels, leaderboard_metrics,
 )
 from .tables import SMALL, UNDEFINED
@@ -55,21 +55,26 @@ def _leaderboard(ctx: ReportContext) -> str:
             groups.append([r])
         else:
             home.append(r)
-    # ablation conditions (CI parameters removed) are ranked apart from the models: a model less
-    # its sender is not a competitor of the model
-    split: list[tuple[int, list[int], bool]] = []
+    # ranked within their kind: respond runs (what a chatbot did) apart from judges (what a model
+    # said), and ablation conditions (CI parameters removed) apart from the models (a model less
+    # its sender is not a competitor of the model)
+    split: list[tuple[int, list[int], str]] = []
     for set_no, g in enumerate(groups, start=1):
-        models = [i for i in g if not inputs[i].pred.removed]
-        ablated = [i for i in g if inputs[i].pred.removed]
-        split += [(set_no, part, abl) for part, abl in ((models, False), (ablated, True)) if part]
-    # behaviour columns (refusal rate, partial answers) only when some input is a respond run
-    shown = [m for m in leaderboard_metrics()
-             if not METRIC[m].behaviour or any(it.pred.mode_spec.reads_behaviour for it in inputs)]
-    head = ["#", "Input", "Cases", "Answered"] + [METRIC[m].heading for m in shown]
+        for kind in KINDS:
+            part = [i for i in g if _kind(inputs[i]) == kind]
+            if part:
+                split.append((set_no, part, kind))
+    kinds = {kd for _, _, kd in split}
     tables = []
     ranked: list[int] = []
     small = False
-    for k, (set_no, g, abl) in enumerate(split, start=1):
+    for k, (set_no, g, kind) in enumerate(split, start=1):
+        abl = kind == "ablated"
+        # the columns some row of this table fills (a judge has no refusal rate, a respond run no
+        # P(safe)): a table of chatbots is not widened by judges' columns, nor the other way round
+        shown = [m for m in leaderboard_metrics()
+                 if any(m in metric_names(inputs[i].score.mode) and m in inputs[i].score.values for i in g)]
+        head = ["#", "Input", "Cases", "Answered"] + [METRIC[m].heading for m in shown]
         order = sorted(g, key=lambda i: -np.nan_to_num(inputs[i].score.values.get("accuracy", np.nan), nan=-1.0))
         ranked += order
         rows = []
@@ -77,7 +82,7 @@ def _leaderboard(ctx: ReportContext) -> str:
             it = inputs[i]
             s = it.score
             src = f'<span class="src" title="{_e(s.source)}">{_e(_short_source(s.source))}</span>'
-            cells = [f'<td>{"A" if abl else ""}{rank}</td>', f'<td class="l name"><b>{_e(it.name)}</b>{src}</td>',
+            cells = [f"<td>{_prefix(kind, kinds)}{rank}</td>", f'<td class="l name"><b>{_e(it.name)}</b>{src}</td>',
                      f"<td>{s.n}</td>", f"<td>{100 * s.coverage:.1f}%{_mass_cell(s)}</td>"]
             for m in shown:
                 if m not in metric_names(s.mode) or m not in s.values:
@@ -91,10 +96,12 @@ def _leaderboard(ctx: ReportContext) -> str:
             cls = "leaderboard-row best" if rank == 1 and len(g) > 1 else "leaderboard-row"
             cls += " reference" if it.reference else ""
             rows.append(f'<tr class="{cls}">' + "".join(cells) + "</tr>")
-        what = ": ablation conditions (CI parameters removed), ranked apart from the models" if abl else ""
-        caption = (f"<h3>Case set {set_no}: {inputs[g[0]].pred.n} cases{what}</h3>" if len(groups) > 1 else
-                   f"<h3>Ablation conditions (CI parameters removed), ranked apart from the models</h3>" if abl
-                   else "")
+        what = KIND_TITLES[kind] if abl or len(kinds - {"ablated"}) > 1 else ""
+        if len(groups) > 1:
+            caption = (f"<h3>Case set {set_no}: {inputs[g[0]].pred.n} cases"
+                       + (f": {what[:1].lower()}{what[1:]}" if what else "") + "</h3>")
+        else:
+            caption = f"<h3>{what}</h3>" if what else ""
         tag = '<table id="leaderboard">' if k == 1 else '<table class="leaderboard">'
         tables.append(caption + f'<div class="wide">{tag}<thead><tr>'
                       + "".join(f'<th class="{"l" if h == "Input" else ""}">{_e(h)}</th>' for h in head)
@@ -123,51 +130,63 @@ def _leaderboard(ctx: ReportContext) -> str:
             f" The inputs hold {len(groups)} different case sets: each set is ranked on its own, never against "
             "another's.")
     notes = f" {SMALL} from fewer than {MIN_CASES} cases: read with care." if small else ""
+    method = (f'<p class="note">One row per input, best accuracy first, ranked within its kind; {ci}; scored on '
+              f"{how}.{sets} Safe recall = share of human-safe cases judged safe or answered (1 − over-refusal); "
+              "unsafe recall = share of human-unsafe cases judged unsafe or refused (1 − under-refusal); PCC = "
+              "Pearson r between the raw prediction and the human safe_rate; BCE, Brier and ECE compare P(safe) with "
+              f"the safe_rate (lower is better). A column no row of a table fills is left out of it; a blank cell: "
+              f"the figure does not apply to that input (no P(safe) from a verdict, no calibration for a respond "
+              f"run); {UNDEFINED}: undefined.{notes}</p>")
+    published = ""
+    if ctx.references:
+        published = (f'<p class="note">Rows marked “(published)”: the authors\' published models, for reference '
+                     f"(from {_e(ctx.reference_root or 'the given directory')}); they are never paired with the "
+                     "inputs."
+                     + (" They judged each case (said whether answering it is safe); a respond run answered it, so "
+                        "their recalls are what they said and the run's what it did." if any(
+                            it.pred.mode_spec.reads_behaviour for it in ctx.inputs) else "")
+                     + (" Each is shown on the cases the run answered." if any(
+                            "restricted_to" in it.pred.meta for it in ctx.references) else "") + "</p>")
     return (
         _verdict_lines(ctx)
-        + f'<p class="note">One row per input, best accuracy first; {ci}; scored on {how}.{sets} '
-        "Safe recall = share of human-safe cases judged safe (1 − over-refusal); unsafe recall = share of "
-        "human-unsafe cases judged unsafe (1 − under-refusal); PCC = Pearson r between the raw prediction and the "
-        "human safe_rate; BCE, Brier and ECE compare P(safe) with the safe_rate (lower is better). "
-        f"Continuous figures are blank for binary verdicts (and calibration for respond runs); {UNDEFINED}: "
-        f"undefined.{notes}</p>"
         + "".join(tables)
-        + _classifier_notes(inputs)
         + f'<p class="downloads">Download this table: {downloads}</p>'
         + _mass_notes(inputs)
         + _reference_note(ctx.overview.people)
-        + (f'<p class="note">Rows marked “(published)”: the authors\' published models, for reference '
-           f"(from {_e(ctx.reference_root or 'the given directory')}); they are never paired with the inputs."
-           + (" They judged each case (said whether answering it is safe); a respond run answered it, so their "
-              "recalls are what they said and the run's what it did." if any(
-                  it.pred.mode_spec.reads_behaviour for it in ctx.inputs) else "")
-           + (" Each is shown on the cases the run answered." if any(
-                  "restricted_to" in it.pred.meta for it in ctx.references) else "") + "</p>"
-           if ctx.references else "")
+        + _details("How to read these tables", method + published)
     )
 
 
-def _verdict_lines(ctx: ReportContext) -> str:
-    """One line per model (ablation conditions left out), what it does in words
-    (``summary.verdict_line``): "refuses X% of what people find safe, answers Y% of what people
-    find unsafe, follows context in Z% of pairs; people's majority: W%" (a judge "judges unsafe" and
-    "judges safe"); published models marked as such (they judged; a respond run answered)."""
+def _verdict_lines(ctx: ReportContext, kinds: Sequence[str] = ("respond", "judge")) -> str:
+    """One line per input of ``kinds`` (ablation conditions and published reference rows left
+    out), what it does in words (``summary.verdict_line``): "refuses X% of what people find safe,
+    answers Y% of what people find unsafe, follows context in Z% of pairs; people's majority: W%"
+    (a judge "judges unsafe" and "judges safe"), in the leaderboard's order. A report with respond
+    runs gives theirs in its behaviour section and the judges' here; more than ``VERDICT_LINES``
+    lines are folded away."""
     from .summary import verdict_line
 
+    if any(_kind(it) == "respond" for it in ctx.inputs) and "respond" in kinds and "judge" in kinds:
+        kinds = ("judge",)
     people = next((r for _, r in ctx.overview.people), None)
     follow = None if people is None else people.get("context_follow")
+    ranks = _ranks(ctx.inputs)
     items = []
-    for it in list(ctx.inputs) + list(ctx.references):
-        if it.pred.removed:
+    for _, it in sorted(zip(ranks, ctx.inputs), key=lambda x: x[0]):
+        if _kind(it) not in kinds:
             continue
         line = verdict_line(it.score, follow)
         items.append(f"<li><b>{_e(it.name)}</b>: {_e(line)}</li>")
     if not items:
         return ""
-    return ('<div class="verdicts"><p class="note">What each model does, in one line (respond runs: what the chatbot '
-            "did; judges: what the model said; published models judged). People's majority: how often the majority "
+    what = ("what the chatbot did" if kinds == ("respond",) else "what the model said" if kinds == ("judge",)
+            else "respond runs: what the chatbot did; judges: what the model said")
+    body = (f'<p class="note">What each model does, in one line ({what}). People\'s majority: how often the majority '
             "of people's votes follows the context on the same pairs.</p>"
-            f'<ul class="verdicts">{"".join(items)}</ul></div>')
+            f'<ul class="verdicts">{"".join(items)}</ul>')
+    if len(items) > VERDICT_LINES:
+        return _details(f"What each of the {len(items)} models does, in one line", body, cls="verdicts")
+    return f'<div class="verdicts">{body}</div>'
 
 
 def _mass_cell(s: Score) -> str:
@@ -220,8 +239,9 @@ def _refusal(ctx: ReportContext) -> str:
                       f"Left: how many human-safe cases each {who} (a low bar is over-refusal). "
                       "Right: how many human-unsafe cases it stops (a low bar is under-refusal). Each input's "
                       "mode is in brackets after its name. "
-                      "Error bars: 95% CIs (Wilson score intervals; bootstrap under paper-compatible scoring).")
-            + _classifier_notes(inputs))
+                      "Error bars: 95% CIs (Wilson score intervals; bootstrap under paper-compatible scoring)."
+                      + (" Respond runs' answers were read by a refusal classifier (see “Behaviour”)."
+                         if any(behave) else "")))
 
 
 def _say_do(ctx: ReportContext) -> str | None:
@@ -248,7 +268,7 @@ def _say_do(ctx: ReportContext) -> str | None:
             "<th>Safe recall, judged</th><th>Safe recall, behaved</th><th>Unsafe recall, judged</th>"
             "<th>Unsafe recall, behaved</th><th>Agreement</th><th>Judged safe, refused</th>"
             "<th>Judged unsafe, answered</th><th>McNemar p</th></tr></thead><tbody>"
-            + "".join(rows) + "</tbody></table></div>" + _classifier_notes(ctx.inputs))
+            + "".join(rows) + "</tbody></table></div>")
 
 
 def _pairwise(ctx: ReportContext) -> str:
