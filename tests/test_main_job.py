@@ -196,8 +196,8 @@ def test_data_fetch_from_a_local_copy(tmp_path, real_data_path, exp_dir):
 
 
 def test_published_models_stand_beside_a_respond_run_on_its_cases(real_dataset, exp_dir):
-    """The published models, restricted to the cases a respond run answered, are ranked in the
-    run's own table and labelled for what they are (judges beside a chatbot)."""
+    """The published models, restricted to the cases a respond run answered, are shown on the
+    run's cases, ranked among the judges (never with the chatbot) and labelled for what they are."""
     from casebench.predictions import Predictions
     from casebench.present.report import build_report
     from casebench.published import load_references, restrict_to
@@ -212,5 +212,8 @@ def test_published_models_stand_beside_a_respond_run_on_its_cases(real_dataset, 
     assert all(r is not None and r.n == len(answered) == 39 for r in refs)
     html = build_report([run], ScoringOptions(n_boot=0), human=False, references=refs)
     board = html[html.index('id="leaderboard-section"'):html.index('id="refusal"')]
-    assert board.count("<table") == 1 and board.count("(published)") >= 3
+    # ranked within their kind: the run in a table of chatbots, the published judges in their own
+    assert board.count("<table") == 2 and board.count("(published)") >= 3
+    tables = board.split("<table")[1:]
+    assert "chatbot-x" in tables[0] and "(published)" not in tables[0] and "chatbot-x" not in tables[1]
     assert "They judged each case" in board and "Each is shown on the cases the run answered" in board

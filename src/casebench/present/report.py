@@ -122,7 +122,9 @@ def report_title(ctx: ReportContext) -> str:
     from ..naming import who
 
     bots = [it for it in ctx.inputs if it.pred.mode_spec.reads_behaviour]
-    judges = [it for it in ctx.inputs if not it.pred.mode_spec.reads_behaviour]
+    # the judges counted as models: ablation conditions are the same models less some parameters
+    judges = [it for it in ctx.inputs if not it.pred.mode_spec.reads_behaviour and not it.pred.removed] or [
+        it for it in ctx.inputs if not it.pred.mode_spec.reads_behaviour]
     parts = []
     if bots:
         models = {who(it.pred) for it in bots}

@@ -106,7 +106,9 @@ def _leaderboard(ctx: ReportContext) -> str:
         tables.append(caption + f'<div class="wide">{tag}<thead><tr>'
                       + "".join(f'<th class="{"l" if h == "Input" else ""}">{_e(h)}</th>' for h in head)
                       + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>")
-    scores = [inputs[i].score for i in ranked]
+    from dataclasses import replace
+
+    scores = [replace(inputs[i].score, name=inputs[i].name) for i in ranked]  # the downloads name them as here
     downloads = " ".join([
         _download(FORMATS["csv"](scores), "leaderboard.csv", "text/csv", "CSV"),
         _download(FORMATS["json"](scores), "leaderboard.jsonl", "application/json", "JSON lines"),
@@ -171,15 +173,16 @@ def _verdict_lines(ctx: ReportContext, kinds: Sequence[str] = ("respond", "judge
     people = next((r for _, r in ctx.overview.people), None)
     follow = None if people is None else people.get("context_follow")
     ranks = _ranks(ctx.inputs)
-    items = []
+    items, shown = [], set()
     for _, it in sorted(zip(ranks, ctx.inputs), key=lambda x: x[0]):
         if _kind(it) not in kinds:
             continue
+        shown.add(_kind(it))
         line = verdict_line(it.score, follow)
         items.append(f"<li><b>{_e(it.name)}</b>: {_e(line)}</li>")
     if not items:
         return ""
-    what = ("what the chatbot did" if kinds == ("respond",) else "what the model said" if kinds == ("judge",)
+    what = ("what the chatbot did" if shown == {"respond"} else "what the model said" if shown == {"judge"}
             else "respond runs: what the chatbot did; judges: what the model said")
     body = (f'<p class="note">What each model does, in one line ({what}). People\'s majority: how often the majority '
             "of people's votes follows the context on the same pairs.</p>"

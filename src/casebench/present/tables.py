@@ -439,14 +439,17 @@ def reference_table(scores: Sequence[Score], root: str) -> str:
     """The published models shown for reference under ``casebench score``'s table, scored on the
     cases every input scored: per model a line of figures and a line of their 95% CIs (Wilson
     for proportions, the bootstrap otherwise, as for the inputs). Never paired with the inputs."""
-    width = max([len(title(s)) for s in scores] + [12])
+    def short(s: Score) -> str:  # the table's heading says they are published
+        return title(s).removesuffix(" (published)")
+
+    width = max([len(short(s)) for s in scores] + [12])
     ms = [m for m in REFERENCE_METRICS if any(m in s.values for s in scores)]
     n = sorted({s.n for s in scores})
     on = f"on the {n[0]} cases the inputs scored" if len(n) == 1 else "on the cases the inputs scored"
     lines = [f"published models for reference ({root}; {on}; not paired with the inputs above):",
              f"  {'':<{width}}" + "".join(f"{METRIC[m].short:>18}" for m in ms)]
     for s in scores:
-        lines.append(f"  {title(s):<{width}}"
+        lines.append(f"  {short(s):<{width}}"
                      + "".join(f"{fmt_metric(m, s.values.get(m)) + _mark(s.cases_of, m, s.values.get(m)):>18}"
                                for m in ms))
         if s.ci:
