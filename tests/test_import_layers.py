@@ -7,7 +7,7 @@ or a subpackage) which other units it may import. The table is the layering of
 ``../shared/DESIGN.md``:
 
     foundation (atomic, jsonutil, cache, extras, plugins, registry, the package itself)
-      < data, sources, parse < prompts < backends < modes < predictions < published, classify
+      < data, sources, parse < prompts < backends < modes < predictions < naming, published, classify
       < runs < loader < stats < present < contexts, annotate, integrations < cli
 
 with three rules the order alone would not give: ``stats`` imports nothing from ``runs``,
@@ -56,21 +56,23 @@ MAY_IMPORT: dict[str, frozenset[str]] = {name: frozenset(deps) for name, deps in
     "modes": ("data", "parse", "prompts", "backends"),
     "predictions": ("data", "modes", "prompts"),
     "published": ("data", "modes", "predictions"),
+    # what an input is called beside others (its facets: placement, removals, mutation)
+    "naming": ("data", "modes", "predictions"),
     "classify": ("backends", "data", "parse"),
     # runs own every run, the ablation and placement studies included
     "runs": ("data", "sources", "parse", "prompts", "backends", "modes", "predictions", "published", "classify"),
     "loader": ("data", "sources", "modes", "predictions", "published", "runs"),
     # statistics judge predictions; they never start runs nor present
-    "stats": ("data", "modes", "predictions"),
+    "stats": ("data", "modes", "predictions", "naming"),
     # presentation lays out what stats computed
-    "present": ("data", "modes", "predictions", "stats"),
+    "present": ("data", "modes", "predictions", "naming", "stats"),
     # the applications built on the pipeline
     "contexts": ("data", "sources", "parse", "prompts", "backends", "modes", "predictions", "runs"),
     "annotate": ("data", "stats"),
-    "integrations": ("data", "sources", "parse", "prompts", "backends", "modes", "predictions", "published",
+    "integrations": ("data", "sources", "parse", "prompts", "backends", "modes", "predictions", "naming", "published",
                      "loader", "runs", "stats", "present"),
     # the command line: thin wrappers over all of the above
-    "cli": ("data", "sources", "parse", "prompts", "backends", "modes", "predictions", "published", "classify",
+    "cli": ("data", "sources", "parse", "prompts", "backends", "modes", "predictions", "naming", "published", "classify",
             "runs", "loader", "stats", "present", "contexts", "annotate", "integrations"),
 }.items()}
 

@@ -44,7 +44,7 @@ def test_main_job_offline_with_the_demo_set(tmp_path, model_cache):
     assert res.returncode == 0, res.stderr[-3000:]
     assert "THE DEMO SET" in res.stderr
     out = res.stdout
-    lead = out[out.index("DEMO SET: what smollm2-135m-instruct does as the deployed chatbot"):]
+    lead = out[out.index("DEMO SET: what hf/smollm2-135m-instruct does as the deployed chatbot"):]
     assert "6 query pairs" in lead or "query pairs" in lead
     over = re.search(r"over-refusal: +refuses (\d+)% \[\d+, \d+\] of safe-intent contexts \(6 cases\)", lead)
     under = re.search(r"under-refusal: answers (\d+)% \[\d+, \d+\] of unsafe-intent contexts \(6 cases\)", lead)
@@ -154,7 +154,7 @@ def test_run_prints_what_the_model_does_first(tmp_path):
                    "-o", out, "--no-progress")
     assert r.exit_code == 0, r.output
     text = r.output
-    lead = text[text.index("what bot-x does as the deployed chatbot (respond mode"):]
+    lead = text[text.index("what openai/bot-x does as the deployed chatbot (respond mode"):]
     assert re.search(r"over-refusal: +refuses \d+% \[\d+, \d+\] of what people find safe \(\d+ cases\)", lead)
     assert re.search(r"under-refusal: answers \d+% \[\d+, \d+\] of what people find unsafe", lead)
     assert "reader: " in lead and "next:" in text and "a real model" not in text  # a model was given

@@ -34,6 +34,8 @@ span.src { display: block; font-family: "DejaVu Sans Mono", Menlo, Consolas, mon
            color: #666; overflow-wrap: anywhere; font-weight: normal; }
 td.name { min-width: 150px; max-width: 260px; }
 table.pairwise td { white-space: nowrap; }
+table.pairwise td.l { white-space: normal; min-width: 120px; max-width: 220px; overflow-wrap: anywhere; }
+table.pairwise .ci { white-space: normal; }
 .sig { color: #b00020; font-weight: 600; }
 figure { margin: 12px 0 20px; }
 figure img { max-width: 100%; height: auto; border: 1px solid #eee; }

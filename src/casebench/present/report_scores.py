@@ -281,14 +281,15 @@ def _pairwise(ctx: ReportContext) -> str:
     if not ctx.overview.comparisons:
         return ('<p class="note">No two inputs share cases of one dataset, so no paired comparison '
                 "applies.</p>")
-    parts = ['<p class="note">Differences A − B over the cases both inputs answered'
+    method = ('<p class="note">Differences A − B over the cases both inputs answered'
              + (" (all cases, paper-compatible)" if options.paper_compat else "")
              + ", with 95% paired-bootstrap CIs. Accuracy: McNemar's exact test; PCC: Williams' t for two "
              "correlations sharing the human safe_rate; recalls: paired bootstrap. p(BH): Benjamini–Hochberg over "
              'every pair and metric of the group; <span class="sig">red</span> = significant at 0.05 (never from '
              f"fewer than {MIN_PAIRED} paired cases or {MIN_DISCORDANT} discordant ones). Inputs over different "
              "case sets are paired over the cases both hold (how many: 'Paired cases'). "
-             "The same figures, for any inputs: <code>casebench compare</code>.</p>"]
+             "The same figures, for any inputs: <code>casebench compare</code>.</p>")
+    parts = []
     labels = _rank_labels(inputs)
     for g, res in ctx.overview.comparisons:
         if res is None:  # too many pairs for one row each: a matrix per case set, neighbours, a download
@@ -316,6 +317,7 @@ def _pairwise(ctx: ReportContext) -> str:
         parts.append('<div class="wide"><table class="pairwise"><thead><tr>'
                      + "".join(f'<th class="{"l" if h in ("A", "B") else ""}">{_e(h)}</th>' for h in head)
                      + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>")
+    parts.append(_details("How to read this section", method))
     return "".join(parts)
 
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..modes import get_mode
 from ..stats.metrics import METRIC
-from .report_html import _e, _f, _figure, _fm, _fp
+from .report_html import _details, _e, _f, _figure, _fm, _fp
 from .report_inputs import PLOT_MAX_INPUTS, ReportContext, _best, _left_out_note
 from .tables import STUDY_METRICS
 
@@ -107,14 +107,15 @@ def _placement(ctx: ReportContext) -> str | None:
 
     if not ctx.overview.placements:
         return None
-    parts = ['<p class="note">The same model, mode and cases with the context inside the user message (user), as '
+    method = ('<p class="note">The same model, mode and cases with the context inside the user message (user), as '
              "the operator's system prompt (system) or as the conversation before the query (turns). Figures with "
              "95% CIs (as in the leaderboard); context shift, follow and blind over the query pairs with both "
              "contexts answered (the shift's CI resamples pairs; follow and blind: Wilson intervals); over-refusal = "
              "1 − safe recall, under-refusal = 1 − unsafe recall (Wilson CIs). Between placements: McNemar's exact "
              "test on per-case correctness and paired-bootstrap CIs over the shared cases, Benjamini–Hochberg over "
              'all pairs and metrics (<span class="sig">red</span> = significant). The same study in text or JSON: '
-             "<code>casebench study INPUTS…</code>.</p>"]
+             "<code>casebench study INPUTS…</code>.</p>")
+    parts = []
 
     def cell(x: float | None, ci: Sequence[float] | None = None) -> str:
         return f"<td>{_f(x)}" + (f'<span class="ci">[{_f(ci[0])}, {_f(ci[1])}]</span>' if ci else "") + "</td>"
@@ -184,6 +185,7 @@ def _placement(ctx: ReportContext) -> str | None:
         parts.append('<div class="wide"><table class="placement-pairs"><thead><tr>'
                      + "".join(f'<th class="{"l" if i == 0 else ""}">{_e(h)}</th>' for i, h in enumerate(phead))
                      + "</tr></thead><tbody>" + "".join(prow) + "</tbody></table></div>")
+    parts.append(_details("How to read these tables", method))
     return "".join(parts)
 
 
@@ -337,7 +339,8 @@ def _context(ctx: "ReportContext") -> str:
     own_pos = {k for k, it in enumerate(ctx.inputs) if id(it) in own_ids}
     ref = next((r for members, r in ctx.overview.people if own_pos & set(members)), None)
     nan2 = [float("nan")] * 2
-    parts = [head, '<p class="note">Every query of CASE-Bench comes with two contexts, one written to make answering '
+    parts = [head]
+    method = ('<p class="note">Every query of CASE-Bench comes with two contexts, one written to make answering '
              "safe and one to make it unsafe. A <em>pair</em> is the two cases of one query, both answered. "
              "<b>Does the judge move where people move?</b> <b>Direction</b>: among the pairs where people's vote "
              "share moves, the share the judge moves the same way minus the share it moves the other way "
@@ -352,7 +355,7 @@ def _context(ctx: "ReportContext") -> str:
              "0/1 vote: the scale of a P(safe)) and <b>people's majority label</b> (the scale of a verdict), each over "
              "the pairs that judge answered. Inputs are ranked by direction. CIs: Wilson for shares of pairs (follow, "
              "blind, the majority's follow), percentile bootstrap over pairs otherwise. Same figures: <code>casebench "
-             "score</code>; people's: <code>casebench human DATA</code>.</p>"]
+             "score</code>; people's: <code>casebench human DATA</code>.</p>")
     if ref is not None and "one_person" in ref:
         parts.append(_people_context_note(ref))
         if len(ctx.overview.people) > 1:
@@ -475,6 +478,7 @@ def _context(ctx: "ReportContext") -> str:
                      '<p class="note">Queries whose two contexts people label differently but the judge labels '
                      f"alike, the largest human shifts first (at most {BLIND_LIMIT} per input)"
                      + ("" if show_text else "; query text hidden") + ".</p>" + "".join(blind_parts))
+    parts.append(_details("How to read this section", method))
     return "".join(parts)
 
 

@@ -6,7 +6,10 @@ scoring arrays the per-case figures behind the plots: accuracy by category, P(sa
 human safe_rate, the reliability curve, the per-pair context table), which every analysis below
 reads rather than scoring the input again. Across inputs
 (``Overview``): the inputs grouped by case set, the paired comparisons of inputs that share cases
-of one dataset, over the cases each pair shares (``compare``), the
+of one dataset, over the cases each pair shares (``compare``; a group too large for one row per
+pair gets one accuracy matrix per set of cases, ``case_set_matrices``, never arrays of different
+cases stacked), one person's over- and under-refusal beside each respond run
+(``one_person_refusal``), the
 ablation studies among them (``ablation``), judgement against behaviour for a model with a judge
 input and a respond run (``saydo``), and the statistics of the human votes (``human``).
 """
