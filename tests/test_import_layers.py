@@ -134,7 +134,7 @@ def test_the_reader_sees_imports_inside_functions():
     """The check is only as good as its reader: an import inside a function counts."""
     found = dict((m, line) for line, m in imports_of("casebench.modes"))
     assert "casebench.prompts" in found  # ``Mode.conversation`` imports it inside the method
-    assert any(m == "casebench.stats.metrics" for _, m in imports_of("casebench.present.report"))
+    assert any(m == "casebench.stats.metrics" for _, m in imports_of("casebench.present.report_scores"))
 
 
 def test_every_unit_is_placed_in_the_layers():
