@@ -16,7 +16,9 @@ refusal rate on cases like the run's (the superpopulation mean, computed once pe
 * **corrected**: the transported Rogan-Gladen correction (``stats.refusal.corrected_rate``) of
   the reader's observed rate with the stored validation;
 * **people**: the people-based estimate (``stats.people_refusal.people_refusal_figures``, PPI++
-  with cross-fitted lambda, stratified by intent, clustered by query), the path ``score`` takes.
+  with cross-fitted lambda, stratified by intent, clustered by query), the path ``score`` takes;
+  and its context shift (answered in the safe-intent context minus the unsafe one, over the
+  pairs) against the model's.
 
 Prints the coverage table (with its Monte-Carlo standard error) and the mean widths, by reader
 quality and clustering; the target is [0.93, 0.97].
@@ -31,6 +33,7 @@ import math
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -53,14 +56,16 @@ def expit(x: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-x))
 
 
-def true_rate(sigma: float, rng: np.random.Generator, draws: int = 2_000_000) -> float:
-    """The chatbot's refusal rate over the model (both contexts equally often)."""
+def truths(sigma: float, rng: np.random.Generator, draws: int = 2_000_000) -> tuple[float, float]:
+    """The chatbot's refusal rate over the model (both contexts equally often), and its context
+    shift (answered in the safe-intent context minus the unsafe one)."""
     u = rng.normal(0.0, sigma, draws) if sigma else np.zeros(draws)
-    return float((expit(MU[True] + u).mean() + expit(MU[False] + u).mean()) / 2)
+    safe, unsafe = expit(MU[True] + u).mean(), expit(MU[False] + u).mean()
+    return float((safe + unsafe) / 2), float(unsafe - safe)
 
 
 def one_draw(rng: np.random.Generator, queries: int, sigma: float, se: float, sp: float, n_labels: int,
-             m: int, seed: int) -> tuple[tuple[float, float] | None, tuple[float, float] | None]:
+             m: int, seed: int) -> tuple[Any, Any, Any]:
     u = rng.normal(0.0, sigma, queries) if sigma else np.zeros(queries)
     intent = np.tile([True, False], queries)
     qid = np.repeat(np.arange(queries), 2)
@@ -82,9 +87,9 @@ def one_draw(rng: np.random.Generator, queries: int, sigma: float, se: float, sp
         case_index=list(range(len(f))), refused=f, human_safe=intent, intended_safe=intent, query_ids=qid,
         pairs=np.arange(len(f)).reshape(-1, 2), partial_as_safe=False,
         validation={"matrix": [[tn, m - tn], [m - tp, tp]], "set": "simulated"}, seed=seed)
-    fig = block["figures"]["refusal_rate"]
+    fig, shift = block["figures"]["refusal_rate"], block["figures"]["context_shift"]
     people = tuple(fig["ci"]) if fig else None
-    return corrected, people  # type: ignore[return-value]
+    return corrected, people, (tuple(shift["ci"]) if shift and shift.get("ci") else None)
 
 
 def main() -> int:
@@ -99,26 +104,29 @@ def main() -> int:
     print(f"coverage of 95% intervals of the refusal rate: {args.draws} draws per row, {args.queries} queries "
           f"({2 * args.queries} answers), {args.labels} labelled, validation {args.validation} + {args.validation}; "
           f"Monte-Carlo s.e. of a coverage near 0.95: {math.sqrt(0.95 * 0.05 / args.draws):.3f}")
-    head = f"{'reader':<32} {'clustering':<32} {'truth':>6}  {'corrected':>9} {'width':>6}  {'people':>7} {'width':>6}"
+    head = (f"{'reader':<32} {'clustering':<32} {'truth':>6}  {'corrected':>9} {'width':>6}  {'people':>7} {'width':>6}"
+            f"  {'shift':>6} {'people':>7} {'width':>6}")
     print(head)
     print("-" * len(head))
     t0 = time.perf_counter()
     for rname, (se, sp) in READERS.items():
         for cname, sigma in CLUSTERING.items():
-            truth = true_rate(sigma, np.random.default_rng(args.seed + 1))
-            hit = {"corrected": [], "people": []}
-            width = {"corrected": [], "people": []}
+            truth, shift = truths(sigma, np.random.default_rng(args.seed + 1))
+            hit: dict[str, list[bool]] = {"corrected": [], "people": [], "shift": []}
+            width: dict[str, list[float]] = {"corrected": [], "people": [], "shift": []}
             for d in range(args.draws):
-                c, p = one_draw(rng, args.queries, sigma, se, sp, args.labels, args.validation, seed=d)
-                for name, ci in (("corrected", c), ("people", p)):
+                c, p, s = one_draw(rng, args.queries, sigma, se, sp, args.labels, args.validation, seed=d)
+                for name, ci, want in (("corrected", c, truth), ("people", p, truth), ("shift", s, shift)):
                     if ci is None:
                         continue
-                    hit[name].append(ci[0] <= truth <= ci[1])
+                    hit[name].append(ci[0] <= want <= ci[1])
                     width[name].append(ci[1] - ci[0])
             cov = {k: (np.mean(v) if v else float("nan")) for k, v in hit.items()}
             wid = {k: (np.mean(v) if v else float("nan")) for k, v in width.items()}
             print(f"{rname:<32} {cname:<32} {truth:6.3f}  {cov['corrected']:9.3f} {wid['corrected']:6.3f}  "
-                  f"{cov['people']:7.3f} {wid['people']:6.3f}")
+                  f"{cov['people']:7.3f} {wid['people']:6.3f}  {shift:6.3f} {cov['shift']:7.3f} {wid['shift']:6.3f}"
+                  + (f"  ({args.draws - len(hit['shift'])} draws without a shift interval)"
+                     if len(hit["shift"]) < args.draws else ""))
     print(f"({time.perf_counter() - t0:.0f} s; target [0.93, 0.97])")
     return 0
 
