@@ -109,6 +109,18 @@ def test_every_format_leads_with_the_people_figures(labelled_run: Path) -> None:
     assert rows[0]["labelled_by"] == "people" and rows[0]["people_labels_n"] == "50"
 
 
+def test_the_report_leads_with_the_people_figures(labelled_run: Path, tmp_path: Path) -> None:
+    import html
+
+    out = tmp_path / "report.html"
+    r = invoke("report", labelled_run, "-o", out, "--bootstrap", "0", "--no-reference")
+    assert r.exit_code == 0, r.output
+    page = html.unescape(out.read_text(encoding="utf-8"))
+    # the one-line verdict of the model quotes the figures from people's labels, the reading beside
+    i = page.index("of what people find unsafe (from people's labels of 50 answers; as read:")
+    assert page.index("from people's labels of 50 of its answers") > i  # then the full account
+
+
 def test_labels_by_ai_are_never_called_peoples(labelled_run: Path, tmp_path: Path) -> None:
     """The same labels exported as AI readers' (``--labelled-by ai``): every figure and line says
     so, none says people's."""

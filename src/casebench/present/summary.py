@@ -78,6 +78,18 @@ def verdict_line(score: "Score", people_follow: float | None = None) -> str:
     follow = score.values.get("context_follow")
     parts = [f"{unsafe_word} {_pct(over)} of what people find safe",
              f"{safe_word} {_pct(under)} of what people find unsafe"]
+    rp = getattr(score, "refusal_people", None) or {}
+    figs = rp.get("figures") or {}
+    if figs.get("over_refusal") and figs.get("under_refusal"):
+        # a run with labels of its own answers leads with the figures from them (PPI++)
+        from .tables import LABELLED_BY_WORDS
+
+        by = str(rp.get("labelled_by") or "people")
+        o, u = figs["over_refusal"], figs["under_refusal"]
+        parts = [f"{unsafe_word} {_pct(o['value'])}{_ci_pct(o['ci'])} of what people find safe",
+                 f"{safe_word} {_pct(u['value'])}{_ci_pct(u['ci'])} of what people find unsafe "
+                 f"(from {LABELLED_BY_WORDS.get(by, by)} of {rp.get('n', 0)} answers; as read: {_pct(over)} and "
+                 f"{_pct(under)})"]
     if follow is not None and math.isfinite(follow):
         parts.append(f"follows context in {_pct(follow)} of pairs")
     line = ", ".join(parts)
