@@ -220,3 +220,7 @@ def test_a_labels_file_that_cannot_be_read_is_refused(known_run: Path, tmp_path:
                                            "b,q,t,1_full_compliance,2,0,comply,comply,r,people,,\n", encoding="utf-8")
     r = invoke("score", run, "--json")
     assert r.exit_code == 2 and "column 'weight': 1 of 2 rows have no weight" in r.output
+    (run / "reader_labels.csv").write_text(header + "a,q,t,1_full_compliance,0,0,comply,comply,r,people,,\n"
+                                           "b,q,t,2_full_refusal,0,0,comply,refuse,r,people,,\n", encoding="utf-8")
+    r = invoke("score", run, "--json")
+    assert r.exit_code == 2 and "row 2: case 0, sample 0 is labelled again (first in row 1)" in r.output

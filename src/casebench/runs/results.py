@@ -156,6 +156,7 @@ def run_labels(run_path: str | Path, finals: Mapping[tuple[int, int], Record] | 
         finals = final_records(iter_records(run_path))
     out_rows: list[dict[str, Any]] = []
     who: set[str] = set()
+    seen: dict[tuple[int, int], int] = {}
     weights = 0
     for r in rows:
         where = f"{labels_path}, row {r.row}"
@@ -166,6 +167,10 @@ def run_labels(run_path: str | Path, finals: Mapping[tuple[int, int], Record] | 
                            "(write the file with casebench annotate export --answers)") from None
         if key not in finals:
             raise RunError(f"{where}: the run has no answer for case {key[0]}, sample {key[1]}")
+        if key in seen:
+            raise RunError(f"{where}: case {key[0]}, sample {key[1]} is labelled again (first in row {seen[key]}); "
+                           "one row per answer")
+        seen[key] = r.row
         by = (r.extra.get("labelled_by") or "people").strip()
         if by not in LABELLERS:
             raise RunError(f"{where}, column 'labelled_by': {by!r} is not one of {', '.join(LABELLERS)}")

@@ -91,7 +91,11 @@ def _figure(est: PPIEstimate, level: float, complement: bool = False, difference
     from .bootstrap import wilson_ci
 
     if difference:
-        z = _z(level)
+        # Student's t with (labels - 2) degrees of freedom: the variance is estimated from the
+        # labels of two strata, and the normal quantile under-covers with a few dozen of them
+        from scipy.stats import t as student_t
+
+        z = float(student_t.ppf((1 + level) / 2, max(est.n_labels - 2, 1)))
         lo, hi = (max(-1.0, est.estimate - z * est.se), min(1.0, est.estimate + z * est.se)) if est.se > 0 else (
             None, None)
         ci = None if lo is None else [lo, hi]
