@@ -66,7 +66,13 @@ def _behaviour(ctx: ReportContext) -> str | None:
               "<b>Context shift</b>: over the query pairs with both cases answered, how much more often the chatbot "
               "answers in the safe context than in the unsafe one, beside one person's shift and people's majority "
               "label's on the same pairs (people's figures over all pairs: “Context sensitivity”).</p>")
-    return (_verdict_lines(ctx, ("respond",)) + table
+    from .tables import labels_lines
+
+    # figures that rest on people's labels of a run's own answers lead, in the open
+    labelled = "".join(f'<p class="note from-labels"><b>{_e(it.name)}</b>: '
+                       + "<br>".join(_e(line.strip()) for line in labels_lines(it.score, True)) + "</p>"
+                       for _, _, it in runs if labels_lines(it.score, True))
+    return (_verdict_lines(ctx, ("respond",)) + table + labelled
             + _details("How the answers were read (the refusal classifier, its error and the corrected figures)",
-                       _classifier_notes([it for _, _, it in runs]))
+                       _classifier_notes([it for _, _, it in runs], with_labels=False))
             + _details("How to read this table", method))
