@@ -79,6 +79,8 @@ def subset_runs(out: Path) -> list[Path]:
     """Two finished runs over different seeded subsets of the real dataset (``--pairs 6``,
     ``--stratified 20``): a judge on a loopback server whose verdict follows the prompt's length."""
     sys.path[:0] = [str(REPO / "tests"), str(REPO / "src")]
+    for k in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):  # the loopback server, never a real provider
+        os.environ.pop(k, None)
     from servers.fault_server import FaultServer
 
     from casebench.runs.execute import RunConfig, run
@@ -93,7 +95,7 @@ def subset_runs(out: Path) -> list[Path]:
                                                                                        "selection_seed": 2})):
             target = out / name
             run(RunConfig(mode="binary", model="openai/judge-x", data=SHARED / "CASEBench_data.json", out=target,
-                          progress=False, backend_options={"base_url": srv.base_url, "api_key": "x"}, **select))
+                          progress=False, backend_options={"base_url": srv.base_url}, **select))
             runs.append(target)
     return runs
 
@@ -127,8 +129,8 @@ def run_report(src: Path, files: list[Path], html: Path) -> dict:
 
 def _line(label: str, r: dict) -> str:
     if "failed" in r:
-        return f"{label:<34} FAILED after {r['wall_s']:.1f} s ({r['failed']})"
-    return (f"{label:<34} wall {r['wall_s']:7.1f} s   cpu {r['cpu_s']:7.1f} s   size {r['bytes'] / 1e6:6.2f} MB   "
+        return f"{label:<41} FAILED after {r['wall_s']:.1f} s ({r['failed']})"
+    return (f"{label:<41} wall {r['wall_s']:7.1f} s   cpu {r['cpu_s']:7.1f} s   size {r['bytes'] / 1e6:6.2f} MB   "
             f"progress lines {r['progress_lines']:3d}   other stderr lines {len(r['other_stderr'])}")
 
 
@@ -152,7 +154,7 @@ def main() -> None:
         sides = [("this checkout", REPO / "src")]
         base = args.baseline or (baseline_src(args.baseline_ref, tmp_path / "base") if args.baseline_ref else None)
         if base:
-            sides.insert(0, (f"baseline ({args.baseline_ref or base})", base))
+            sides.insert(0, (f"baseline {args.baseline_ref or base}", base))
         mixes = [("files", files)]
         if args.subset_runs:
             runs = subset_runs(tmp_path / "runs")
@@ -165,7 +167,7 @@ def main() -> None:
                 html.parent.mkdir(parents=True, exist_ok=True)
                 r = run_report(src, inputs, html)
                 rows.append((mix, label, r))
-                print(_line(f"{label[:16]} · {mix}", r))
+                print(_line(f"{label[:17]} · {mix}", r))
                 for line in r.get("other_stderr", [])[:5]:
                     print(f"    stderr: {line[:160]}")
             pair = [r for m, _, r in rows if m == mix]
