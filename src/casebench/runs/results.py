@@ -185,7 +185,8 @@ def load_run(run_path: str | Path, dataset: Dataset | None = None) -> "Predictio
     return Predictions.from_values(str(run_path), model_short_name(m.model), m.mode, ds.subset(cases),
                                    values, m.removed, meta, context_as=m.asked.context_as or "", pending=pending,
                                    behaviour=behaviours if any(b for bs in behaviours for b in bs) else None,
-                                   verdict_mass=mass if mass and any(v is not None for v in mass) else None)
+                                   verdict_mass=mass if mass and any(v is not None for v in mass) else None,
+                                   mutation=m.mutation)
 
 
 #: below this share of cases answered, ``casebench run`` exits with ``EXIT_LOW_COVERAGE``

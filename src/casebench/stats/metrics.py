@@ -915,6 +915,8 @@ class Score:
     #: clustered: each proportion's design effect (``design_effect``, as estimated: the Wilson
     #: interval uses it floored at 1); empty when resampling cases
     design_effects: dict[str, float] = field(default_factory=dict)
+    #: the query mutation the input was asked under (``Predictions.mutation``); None: none
+    mutation: str | None = None
 
     @property
     def coverage(self) -> float:
@@ -954,7 +956,8 @@ class Score:
                    dict(d.get("breakdowns") or {}), vm, d.get("classifier"),
                    {k: int(v) for k, v in d.get("cases_of", {}).items()}, d.get("people"), d.get("refusal_correction"),
                    cluster=str(d.get("cluster", "case")),
-                   design_effects={k: float(v) for k, v in (d.get("design_effects") or {}).items()})
+                   design_effects={k: float(v) for k, v in (d.get("design_effects") or {}).items()},
+                   mutation=d.get("mutation"))
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -962,6 +965,7 @@ class Score:
             "model": self.model,
             "mode": self.mode,
             "removed": list(self.removed),
+            **({"mutation": self.mutation} if self.mutation else {}),
             "paper_compat": self.paper_compat,
             "n": self.n,
             "answered": self.answered,
@@ -1014,7 +1018,7 @@ def score_arrays(pred: Predictions, a: ScoringArrays, mask: np.ndarray,
     s = Score(pred.source, pred.model, pred.mode, pred.removed, pred.n, int(answered.sum()),
               options.paper_compat, values, ci, classifier=pred.meta.get("classifier"),
               cases_of=figure_cases(a, list(values)), verdict_mass=pred.verdict_mass_summary(),
-              cluster=a.cluster_by)
+              cluster=a.cluster_by, mutation=pred.mutation)
     if a.cluster_by != "case" and not options.paper_compat:
         s.design_effects = {m: design_effect(a, m) for m in values if METRIC[m].proportion is not None}
     if pred.mode_spec.reads_behaviour and not options.paper_compat:
