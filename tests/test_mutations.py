@@ -237,6 +237,14 @@ def test_plain_and_caesar_runs_then_a_study_over_both(tmp_path, real_data_path, 
     (cons,) = res["wording_consistency"]
     assert (cons["n"], cons["unchanged"], cons["queries"]) == (10, 5, 5)
     assert cons["ci"][0] < 0.5 < cons["ci"][1]
+    # the report has the mutation study's section, saying what people's votes cover
+    pytest.importorskip("matplotlib")
+    r = CliRunner().invoke(cli, ["report", str(tmp_path / "plain"), str(tmp_path / "caesar"), "-o",
+                                 str(tmp_path / "r.html"), "--bootstrap", "50", "--no-human"])
+    assert r.exit_code == 0, r.output
+    html = (tmp_path / "r.html").read_text()
+    assert "Reworded queries" in html and "People voted on the base wording only" in html
+    assert "caesar − base" in html and "Wording consistency of caesar: 0.500" in html
 
 
 def test_study_runs_the_base_wording_and_each_mutation(tmp_path, small_data_path, quiet_openai):

@@ -354,7 +354,7 @@ def analyse_factor(
     what = f"a {factor.name} study"
     if len(preds) < 2:
         raise PlacementStudyError(
-            f"{what} needs inputs at two levels at least, e.g. "
+            f"{what} needs inputs in at least two {factor.name}s, e.g. "
             + ("user,system,turns" if factor.name == "placement" else "a run without --mutation and one with it"))
     models = sorted({p.model for p in preds})
     modes = sorted({p.mode for p in preds})
