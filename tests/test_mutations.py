@@ -326,3 +326,45 @@ def test_respond_mode_decodes_the_answer_before_the_reader_reads_it(tmp_path, sm
         assert rec["detail"]["decoded_answer"] == caesar_decode(rec["text"])
         safe_ctx = ds[rec["case"]].intended_safe
         assert rec["behaviour"] == ("comply" if safe_ctx else "refuse")
+
+
+def test_a_mutator_writes_the_rewordings_once_and_a_resume_asks_it_nothing(tmp_path, small_data_path, quiet_openai):
+    """--mutator: a loopback model writes each rewording (its answer: "yo, " + the request),
+    asked once per distinct query; the texts are in the manifest, and a resume (with the
+    mutator's cache gone) takes them from there."""
+    from casebench.runs.mutator import mutator_cache_path
+
+    ds = load_dataset(small_data_path)
+
+    def writer(body) -> str:
+        prompt = body["messages"][-1]["content"]
+        assert "in casual slang" in prompt
+        return "yo, " + prompt.rsplit("Request: ", 1)[1].lower()
+
+    with FaultServer(answer_fn=writer) as mut, FaultServer(answer_fn=lambda body: SAFE) as judge:
+        args = ["--mode", "binary", "--data", str(small_data_path), "--mutation", "slang", "--mutator",
+                "openai/writer-x", "--mutator-base-url", mut.base_url]
+        r = _run(args, judge, tmp_path / "run")
+        assert r.exit_code == 0, r.output
+        assert mut.count == 4 and judge.count == len(ds)  # one rewording per distinct query
+        assert "written by openai/writer-x" in r.stderr
+        sent = [q.body["messages"][-1]["content"] for q in judge.requests]
+        assert all("yo, " in p for p in sent) and not any(c.query in p for c in ds for p in sent)
+        manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())["asked"]["mutation"]
+        assert manifest["source"] == "mutator" and manifest["mutator"] == "openai/writer-x"
+        assert manifest["texts"] == {c.query: "yo, " + c.query.lower() for c in ds}
+        # drop a record and the cache: the resume asks the judge once more and the mutator nothing
+        recs = (tmp_path / "run" / "records.jsonl").read_text().splitlines()
+        (tmp_path / "run" / "records.jsonl").write_text("\n".join(recs[:-1]) + "\n")
+        mutator_cache_path("openai/writer-x", "slang").unlink()
+        r = _run(args, judge, tmp_path / "run")
+        assert r.exit_code == 0, r.output
+        assert mut.count == 4 and judge.count == len(ds) + 1
+        # a second run elsewhere reads the mutator's cache
+        r = _run(args, judge, tmp_path / "run2")
+        assert r.exit_code == 0 and mut.count == 4
+    # a built-in mutation needs no mutator, and one source at a time
+    with pytest.raises(RunError, match="caesar is built in"):
+        RunConfig(mode="binary", model="openai/x", mutation="caesar", mutator="openai/w")
+    with pytest.raises(RunError, match="choose one source"):
+        RunConfig(mode="binary", model="openai/x", mutation="slang", mutator="openai/w", mutations_from="/tmp")

@@ -302,6 +302,11 @@ class MutationSource:
     file: str | None = None
     files_sha256: str | None = None
     matched: int = 0
+    #: ``--mutator``: the model that wrote the rewordings, its prompt's version, and what it
+    #: wrote per base query (recorded whole, so a resume asks no mutator again)
+    mutator: str | None = None
+    prompt_version: int | None = None
+    written: Mapping[str, str] = field(default_factory=dict)
 
     def describe(self) -> dict[str, Any]:
         """The manifest's account: the mutation, its origin and, for SORRY-Bench's files, the
@@ -312,10 +317,15 @@ class MutationSource:
             d["file"] = self.file
         if self.files_sha256:
             d["files_sha256"] = self.files_sha256
+        if self.mutator:
+            d.update(mutator=self.mutator, prompt_version=self.prompt_version, texts=dict(self.written))
         return d
 
     def line(self) -> str:
         """What a run says of its rewordings before asking."""
+        if self.origin == "mutator":
+            return (f"mutation {self.mutation.name}: rewordings of {len(self.written)} queries written by "
+                    f"{self.mutator} with casebench's prompt (not SORRY-Bench's texts); contexts untouched")
         if self.origin == "builtin":
             return (f"mutation {self.mutation.name}: the built-in rewording of {len(set(self.texts.values()))} "
                     f"queries, contexts untouched")

@@ -277,6 +277,11 @@ def _run_study(model: str, mode: str, params: str, context_as: str | None, out_r
               type=click.Path(exists=True, file_okay=False),
               help="Your copy of SORRY-Bench's released files (question.jsonl, question_<mutation>.jsonl): where "
                    "the --mutations rewordings come from.")
+@click.option("--mutator", "mutator", default=None, metavar="SPEC",
+              help="Without SORRY-Bench's files: this model writes the rewordings of the --mutations that are not "
+                   "built in (casebench's own prompt; cached, and recorded in each run's manifest).")
+@click.option("--mutator-base-url", "mutator_base_url", default=None, metavar="URL",
+              help="With --mutator: the mutator's OpenAI-compatible server, if not the provider's default.")
 @click.option("--model", default=None, metavar="SPEC",
               help="Run the study with this model (hf/ID, openai/NAME, anthropic/NAME). Without it, INPUTS "
                    "(finished runs in different placements) are analysed.")
@@ -300,7 +305,8 @@ def study_cmd(inputs: tuple[str, ...], placements: str | None, model: str | None
               max_tokens: int | None, max_connections: int, max_cost: float | None, progress: bool | None,
               refusal_classifier: str | None, partial_as: str, paper_compat: bool, as_json: bool, n_boot: int,
               bootstrap_seed: int, level: float, alpha: float, data: str | None, label_source: str, cluster: str,
-              mutations: str | None = None, mutations_from: str | None = None, **registry_flags: Any) -> None:
+              mutations: str | None = None, mutations_from: str | None = None, mutator: str | None = None,
+              mutator_base_url: str | None = None, **registry_flags: Any) -> None:
     """Placement study: one model with the context inside the prompt (user), as the system prompt
     (system) and as the conversation before the query (turns). Mutation study: one model with the
     queries in their own wording and in SORRY-Bench's rewordings (--mutations).
@@ -350,10 +356,13 @@ def study_cmd(inputs: tuple[str, ...], placements: str | None, model: str | None
         where = [p.strip() for p in (placements or "").split(",") if p.strip()]
         if len(where) > 1:
             raise BadInput("a mutation study asks every wording in one placement; give one with --placements")
+        if mutator is not None and mutations_from is not None:
+            raise BadInput("choose one source of rewordings: --mutations-from DIR or --mutator SPEC")
+        writer = (mutator, {"base_url": mutator_base_url} if mutator_base_url else {})
         preds = _run_mutation_study(model, mode, mutations, mutations_from, where[0] if where else None, remove,
                                     pairs, data, out_root, limit, stratified, stratified_seed, samples, temperature,
                                     max_tokens, max_connections, max_cost, progress, refusal_classifier, partial_as,
-                                    registry_flags)
+                                    registry_flags, writer)
     else:
         if inputs:
             raise BadInput("give either --model/--mode (run a study) or INPUTS (analyse finished runs), not both")
@@ -386,8 +395,10 @@ def _run_mutation_study(model: str, mode: str, mutations: str, mutations_from: s
                         stratified: int | None, stratified_seed: int, samples: int | None,
                         temperature: float | None, max_tokens: int | None, max_connections: int,
                         max_cost: float | None, progress: bool | None, refusal_classifier: str | None,
-                        partial_as: str, registry_flags: dict[str, Any]) -> list[Any]:
-    """Run (or re-use) the base wording and every mutation (``runs.study.run_mutations``)."""
+                        partial_as: str, registry_flags: dict[str, Any],
+                        writer: tuple[str | None, dict[str, Any]] = (None, {})) -> list[Any]:
+    """Run (or re-use) the base wording and every mutation (``runs.study.run_mutations``);
+    ``writer``: the mutator spec and its backend options."""
     from ..backends.base import UnsupportedModeError
     from ..data import AblationError, load_dataset
     from ..runs.execute import RunConfig, resolve_data_path
@@ -417,7 +428,7 @@ def _run_mutation_study(model: str, mode: str, mutations: str, mutations_from: s
                              context_as=context_as)
             try:
                 runs = run_mutations(base, mutations, out_root=out_root, dataset=dataset, on_condition=note,
-                                     mutations_from=mutations_from)
+                                     mutations_from=mutations_from, mutator=writer[0], mutator_options=writer[1])
             except RunLocked as e:
                 raise click.ClickException(str(e)) from None
             unfinished = [r for r in runs if r.status is not RunState.COMPLETE]

@@ -58,6 +58,12 @@ def _builtin_mutations() -> list[str]:
               type=click.Path(exists=True, file_okay=False),
               help="Your copy of SORRY-Bench's released files (question.jsonl and question_<mutation>.jsonl): the "
                    "rewordings of --mutation, matched to CASE-Bench's queries by the base text.")
+@click.option("--mutator", "mutator", default=None, metavar="SPEC",
+              help="Without SORRY-Bench's files: this model (any backend spec) writes the rewordings of a --mutation "
+                   "that is not built in, with casebench's own prompt; the texts are cached and recorded in the "
+                   "manifest, so a resume asks the mutator nothing.")
+@click.option("--mutator-base-url", "mutator_base_url", default=None, metavar="URL",
+              help="With --mutator: the mutator's OpenAI-compatible server, if not the provider's default.")
 @click.option("--batch", "batch", is_flag=True, default=False,
               help=batch_backends() + ": ask through the provider's batch API (half price, within 24 h); "
                    "a killed run resumes polling the same batch. Unanswered items are asked again online.")
@@ -118,8 +124,8 @@ def run_cmd(model: str | None, mode: str | None, data: str | None, remove: str, 
             full_answers: bool = False, refusal_classifier: str | None = None, partial_as: str = "unsafe",
             batch: bool = False, batch_poll: float = 10.0, salvage: bool = False, reask: str = "repair",
             min_coverage: float = 0.5, min_verdict_mass: float = 0.5, pairs: int | None = None,
-            mutation: str | None = None, mutations_from: str | None = None,
-            **registry_flags: Any) -> None:
+            mutation: str | None = None, mutations_from: str | None = None, mutator: str | None = None,
+            mutator_base_url: str | None = None, **registry_flags: Any) -> None:
     """Run a model as a judge (or, in respond mode, as the chatbot) over a dataset.
     Re-run the same command to resume a run.
 
@@ -162,7 +168,8 @@ def run_cmd(model: str | None, mode: str | None, data: str | None, remove: str, 
                 refusal_classifier=refusal_classifier,
                 classifier_options=classifier_opts,
                 partial_as_safe=partial_as == "safe", batch=batch, batch_poll_s=batch_poll, salvage=salvage, reask=reask,
-                mutation=mutation, mutations_from=mutations_from,
+                mutation=mutation, mutations_from=mutations_from, mutator=mutator,
+                mutator_options={"base_url": mutator_base_url} if mutator_base_url else {},
             )
             try:
                 summary = run_with_signals(config, dataset)

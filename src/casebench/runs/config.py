@@ -117,6 +117,10 @@ class RunConfig:
     #: the user's copy of SORRY-Bench's released files (``question_<mutation>.jsonl`` and the
     #: base file), where the rewordings come from; None: the built-in rewording
     mutations_from: str | os.PathLike[str] | None = None
+    #: a model spec that writes the rewordings of a mutation casebench cannot reword by itself
+    #: (``runs.mutator``), and its backend options (e.g. base_url)
+    mutator: str | None = None
+    mutator_options: dict[str, Any] = field(default_factory=dict)
     #: the ``Mode`` object of ``mode`` (set by ``__post_init__``)
     mode_spec: "Mode" = field(init=False, repr=False, compare=False)
 
@@ -158,18 +162,24 @@ class RunConfig:
                 check_placement(self.context_as, "--context-as")
             except ValueError as e:
                 raise RunError(str(e)) from None
-        if self.mutation is not None or self.mutations_from is not None:
+        if self.mutation is not None or self.mutations_from is not None or self.mutator is not None:
             from ..mutations import MutationError, get_mutation
 
             if self.mutation is None:
-                raise RunError("--mutations-from names where the rewordings come from; give --mutation NAME too")
+                raise RunError(f"{'--mutations-from' if self.mutator is None else '--mutator'} names where the "
+                               "rewordings come from; give --mutation NAME too")
             try:
                 m = get_mutation(self.mutation)
             except MutationError as e:
                 raise RunError(f"--mutation: {e}") from None
-            if self.mutations_from is None and not m.builtin:
+            if self.mutator is not None and self.mutations_from is not None:
+                raise RunError("choose one source of rewordings: --mutations-from DIR or --mutator SPEC")
+            if self.mutator is not None and m.builtin:
+                raise RunError(f"--mutator: {m.name} is built in; a mutator writes the mutations casebench cannot")
+            if self.mutations_from is None and self.mutator is None and not m.builtin:
                 raise RunError(f"--mutation {m.name}: no built-in rewording ({m.no_builtin}) Give your copy of "
-                               "SORRY-Bench's files with --mutations-from DIR.")
+                               "SORRY-Bench's files with --mutations-from DIR, or name a model to write them "
+                               "(--mutator SPEC).")
             self.mutation = m.name
 
 

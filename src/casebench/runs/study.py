@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from ..data import Dataset, ablation_conditions, load_dataset, validate_parameter_names
 from ..modes import get_mode
@@ -111,13 +111,15 @@ OnCondition = Callable[[Condition, Path, str], None]
 def run_conditions(
     base: RunConfig, conditions: Sequence[Condition], out_root: str | Path = "runs",
     dataset: Dataset | None = None, on_condition: OnCondition | None = None,
-    mutations_from: str | Path | None = None,
+    mutations_from: str | Path | None = None, mutator: str | None = None,
+    mutator_options: dict[str, Any] | None = None,
 ) -> list[ConditionRun]:
     """Make sure every condition has a complete run, running what is missing, with one backend.
 
     ``base`` names the model, mode, selection and settings; its ``out``, ``removed``,
     ``context_as`` and ``mutation`` are set per condition (``mutations_from``, the user's copy of
-    SORRY-Bench's files, applies to the conditions with a mutation). Every condition is prepared and its directory checked
+    SORRY-Bench's files, applies to the conditions with a mutation; ``mutator``, a model that
+    writes rewordings, to those whose mutation is not built in). Every condition is prepared and its directory checked
     before anything is asked or loaded. ``on_condition(condition, run_dir, action)`` is called
     before each one ("reused" or "running"). Stops at the first condition that does not complete
     (its status is returned last).
@@ -132,7 +134,8 @@ def run_conditions(
         mode = cond.mode or base.mode
         out = study_run_dir(out_root, base.model, mode, cond.removed, cond.context_as, cond.mutation)
         cfg = replace(base, mode=mode, removed=tuple(cond.removed), context_as=cond.context_as, out=out,
-                      mutation=cond.mutation, mutations_from=mutations_from if cond.mutation else None)
+                      mutation=cond.mutation, mutations_from=mutations_from if cond.mutation else None,
+                      **_writer(cond.mutation, mutator, mutator_options))
         if not get_mode(mode).reads_behaviour:  # a judge run beside a respond study reads no answers
             cfg = replace(cfg, refusal_classifier=None, classifier_options={}, partial_as_safe=False)
         prep = prepare(cfg, dataset)
@@ -225,18 +228,28 @@ def parse_mutations(mutations: Sequence[str] | str) -> tuple[str, ...]:
         raise RunError(f"--mutations: {e}") from None
 
 
+def _writer(mutation: str | None, mutator: str | None, options: dict[str, Any] | None) -> dict[str, Any]:
+    """The mutator settings of a condition: a mutator writes only what casebench cannot reword."""
+    from ..mutations import get_mutation
+
+    if mutation is None or mutator is None or get_mutation(mutation).builtin:
+        return {"mutator": None, "mutator_options": {}}
+    return {"mutator": mutator, "mutator_options": dict(options or {})}
+
+
 def run_mutations(
     base: RunConfig, mutations: Sequence[str] | str, out_root: str | Path = "runs", dataset: Dataset | None = None,
-    on_condition: OnCondition | None = None, mutations_from: str | Path | None = None,
+    on_condition: OnCondition | None = None, mutations_from: str | Path | None = None, mutator: str | None = None,
+    mutator_options: dict[str, Any] | None = None,
 ) -> list[ConditionRun]:
     """The mutation study: ``base`` (its removals and placement) in the dataset's own wording,
     then once per query mutation, with one backend (``run_conditions``); the rewordings come
     from ``mutations_from`` (the user's copy of SORRY-Bench's files) when given, else the
-    built-in ones."""
+    built-in ones, and ``mutator`` (a model spec) writes those casebench cannot."""
     removed = validate_parameter_names(base.removed)
     names = parse_mutations(mutations)
-    plain = replace(base, mutation=None, mutations_from=None)
+    plain = replace(base, mutation=None, mutations_from=None, mutator=None, mutator_options={})
     for m in names:  # a mutation without rewordings is refused before anything is asked
-        replace(plain, mutation=m, mutations_from=mutations_from)
+        replace(plain, mutation=m, mutations_from=mutations_from, **_writer(m, mutator, mutator_options))
     conditions = [Condition(removed, base.context_as)] + [Condition(removed, base.context_as, mutation=m) for m in names]
-    return run_conditions(plain, conditions, out_root, dataset, on_condition, mutations_from)
+    return run_conditions(plain, conditions, out_root, dataset, on_condition, mutations_from, mutator, mutator_options)
