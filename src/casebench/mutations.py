@@ -18,8 +18,10 @@ Where a rewording comes from (``MutationSource``):
   ``question_<style>.jsonl``, matched to CASE-Bench's queries through the base file's text;
   ``sorrybench_texts``). SORRY-Bench's licence forbids redistribution, so casebench never
   ships them. The writing styles (``misspellings`` among them), persuasion techniques and
-  translations are only available this way: SORRY-Bench had a language model write them, so
-  no seeded procedure reproduces them.
+  translations come this way: SORRY-Bench had a language model (the translations: a translation
+  service) write them, so no seeded procedure reproduces them.
+* **a model the user names** (``--mutator SPEC``: ``runs.mutator``), with a prompt of our own per
+  mutation: not SORRY-Bench's texts, and the run records which model wrote them.
 
 An encoding carries an instruction, in plain words before the encoded text, to answer in the
 same encoding (SORRY-Bench asked its encoded queries with such an instruction; the wording here
@@ -199,7 +201,8 @@ class Mutation:
         """The built-in rewording of ``query`` as asked (``MutationError`` when there is none)."""
         if self.encode is None:
             raise MutationError(f"mutation {self.name!r} has no built-in rewording: {self.no_builtin} "
-                                "Give your copy of SORRY-Bench's files with --mutations-from DIR.")
+                                "Give your copy of SORRY-Bench's files with --mutations-from DIR, or name a model "
+                                "to write them with --mutator SPEC.")
         return self.with_instruction(self.encode(query))
 
     def describe(self) -> dict[str, Any]:
