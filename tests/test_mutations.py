@@ -212,6 +212,10 @@ def test_plain_and_caesar_runs_then_a_study_over_both(tmp_path, real_data_path, 
     score = json.loads(r.stdout.splitlines()[0])
     assert score["mutation"] == "caesar"
     assert score["context_shift"] == 0  # the encoded query is judged safe in both contexts
+    # the published format has no field for a mutation: the exported model key names it
+    r = CliRunner().invoke(cli, ["export", str(tmp_path / "caesar"), "-o", str(tmp_path / "caesar.json")])
+    assert r.exit_code == 0, r.output
+    assert '"judge-x_mut-caesar"' in (tmp_path / "caesar.json").read_text()
 
     r = CliRunner().invoke(cli, ["study", str(tmp_path / "plain"), str(tmp_path / "caesar"), "--bootstrap", "200"])
     assert r.exit_code == 0, r.output
@@ -361,8 +365,10 @@ def test_a_mutator_writes_the_rewordings_once_and_a_resume_asks_it_nothing(tmp_p
         assert r.exit_code == 0, r.output
         assert mut.count == 4 and judge.count == len(ds) + 1
         # a second run elsewhere reads the mutator's cache
-        r = _run(args, judge, tmp_path / "run2")
+        r = _run([*args, "--report"], judge, tmp_path / "run2")
         assert r.exit_code == 0 and mut.count == 4
+        # the end of the run says what people's votes cover
+        assert "queries reworded (slang), contexts untouched: people voted on the base wording only" in r.stdout
     # a built-in mutation needs no mutator, and one source at a time
     with pytest.raises(RunError, match="caesar is built in"):
         RunConfig(mode="binary", model="openai/x", mutation="caesar", mutator="openai/w")

@@ -351,6 +351,10 @@ def score_and_report(run_dir: Path, min_verdict_mass: float | None = None, *, de
     score = score_input(pred, options).score
     people = None if demo else _people_on(pred)
     click.echo("")
+    if pred.mutation:
+        click.echo(f"queries reworded ({pred.mutation}), contexts untouched: people voted on the base wording only, so "
+                   "these figures set the model's verdicts on the rewording against people's on the original "
+                   "(casebench study RUN_PLAIN RUN_MUTATED pairs it with a plain run)")
     for line in summary_lines(score, people, demo=demo, max_tokens=max_tokens,
                               tiny=pred.model == model_short_name(DEFAULT_MODEL)):
         click.echo(line)

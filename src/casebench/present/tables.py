@@ -659,6 +659,7 @@ def format_placements(res: "PlacementResult") -> str:
         lines.append(f"{'':<{width}}{'':>10}" + "".join(f"{_bounds(sc.ci.get(m), METRIC[m].digits - 1):>17}" for m in ms))
     lines += ["", "context figures over query pairs (both cases answered):",
               f"  {factor:<{width}}{'pairs':>6}  {'shift':<24}{'follow':<24}blind (of pairs people split)"]
+    shown_people = None
     for p in ps:
         c = p.context
         if not c.pairs:
@@ -670,15 +671,21 @@ def format_placements(res: "PlacementResult") -> str:
                      f"{fmt_num(c.follow, 3) + ' ' + _bounds(c.ci.get('context_follow')):<24}"
                      + (f"{fmt_num(c.blind, 3)} {_bounds(c.ci.get('context_blind'))} (n={c.blind_pairs})"
                         if c.blind_pairs else "- (no pair whose human labels differ)"))
-        if mut and p.people:  # people's, on the same pairs, voted on the base wording
+        seen = json.dumps([p.people.get("pairs")] + [{k: (p.people.get(r) or {}).get(k) for k in
+                                                       ("context_shift", "context_follow")}
+                                                      for r in ("one_person", "majority")],
+                          sort_keys=True, default=str) if p.people else None
+        if mut and seen and seen != shown_people:  # people's on these pairs (base wording); once
+            shown_people = seen
             for ref, label in (("one_person", "people: one person"), ("majority", "people: majority")):
                 b = p.people.get(ref) or {}
                 if "context_shift" not in b:
                     continue
-                lines.append(f"    {label:<{width - 2}}{'':>6}  "
+                follow = (fmt_num(b["context_follow"], 3) + " " + _bounds(b.get("ci", {}).get("context_follow"))
+                          if "context_follow" in b else "–")
+                lines.append(f"  {'':<{width}}{'':>6}  "
                              f"{fmt_num(b['context_shift'], 3) + ' ' + _bounds(b.get('ci', {}).get('context_shift')):<24}"
-                             + (fmt_num(b['context_follow'], 3) + ' ' + _bounds(b.get('ci', {}).get('context_follow'))
-                                if 'context_follow' in b else ''))
+                             f"{follow:<24}{label}")
     if any(p.over_refusal is not None for p in ps):
         lines += ["", "behaviour (respond mode): over-refusal = 1 - safe recall, under-refusal = 1 - unsafe recall "
                   + ("(the recalls' CIs)" if res.paper_compat else "(Wilson CIs)")]
@@ -713,7 +720,8 @@ def format_placements(res: "PlacementResult") -> str:
             a, b = ps[pc.a].placement, ps[pc.b].placement
             mc = pc.mcnemar
             lines.append(f"  {a} vs {b}: {pc.n_paired} paired cases" + (f" ({pc.dropped} dropped)" if pc.dropped else "")
-                         + f"; McNemar exact on correctness: {a} right & {b} wrong {mc['a_only']}, "
+                         + f"; McNemar{' exact' if mc.get('test', 'exact') == 'exact' else ''} on correctness: "
+                         f"{a} right & {b} wrong {mc['a_only']}, "
                          f"{a} wrong & {b} right {mc['b_only']}, p = {fmt_p(mc['p'])}")
             for m in ms:
                 d = pc.metrics.get(m)
