@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -22,7 +21,7 @@ from casebench.mutations import (
     MUTATIONS, MutationError, SORRY_BENCH_NAMES, ascii_decode, ascii_encode, atbash, caesar_decode, caesar_encode,
     get_mutation, morse_decode, morse_encode, mutated_queries, sorrybench_texts,
 )
-from casebench.runs.execute import RunConfig, prepare
+from casebench.runs.config import RunConfig
 from casebench.runs.record import RunError
 from servers.fault_server import FaultServer
 

@@ -177,7 +177,11 @@ def prepare(config: RunConfig, dataset: Dataset | None = None, backend: Backend 
         config.model, mode.name, removed, context_as, mode.default_context_as, dataset.sha256,
         selection_tag(config.limit, config.stratified, config.pairs, config.selection_seed, config.cases is not None),
         mutation=config.mutation)
-    mutation = None if config.mutation is None else _mutation_source(config, [dataset[i] for i in cases], out)
+    mutation = None
+    if config.mutation is not None:
+        from .mutator import mutation_source
+
+        mutation = mutation_source(config, [dataset[i] for i in cases], out)
     asked = Asked(
         dataset_sha256=dataset.sha256, model=config.model, mode=mode.name, context_as=context_as,
         removed=list(removed), cases=cases, samples=samples, settings=settings.to_dict(),
@@ -199,35 +203,6 @@ def prepare(config: RunConfig, dataset: Dataset | None = None, backend: Backend 
     transport = redact_json({**transport, "max_connections": config.max_connections, "batch": config.batch})
     return Prepared(config, dataset, out, mode, removed, context_as, cases, samples, settings, templates, prices,
                     price, transport, manifest, classifier, mutation)
-
-
-def _mutation_source(config: RunConfig, cases: Sequence[Any], out: Path) -> Any:
-    """The queries as asked under ``config.mutation`` (``mutations.MutationSource``): built in,
-    from the user's SORRY-Bench files, or written by ``config.mutator`` (a run's own texts from
-    its manifest first, then the mutator's cache, asking only for the rest)."""
-    from ..mutations import MutationError, MutationSource, get_mutation, mutated_queries
-
-    if config.mutator is None:
-        try:
-            return mutated_queries(config.mutation, cases, config.mutations_from)  # type: ignore[arg-type]
-        except MutationError as e:
-            raise RunError(str(e)) from None
-    from .mutator import MUTATOR_PROMPT_VERSION, mutator_texts
-
-    m = get_mutation(config.mutation)  # type: ignore[arg-type]
-    known: dict[str, str] = {}
-    if (out / "manifest.json").is_file():
-        try:
-            old = (read_manifest(out).asked.mutation or {})
-        except RunError:
-            old = {}
-        if (old.get("name"), old.get("mutator"), old.get("prompt_version")) == (m.name, config.mutator,
-                                                                                MUTATOR_PROMPT_VERSION):
-            known = dict(old.get("texts") or {})
-    queries = list(dict.fromkeys(c.query for c in cases))
-    written = mutator_texts(config.mutator, config.mutator_options, m, queries, known)
-    return MutationSource(m, "mutator", {c.index: m.with_instruction(written[c.query]) for c in cases},
-                          mutator=config.mutator, prompt_version=MUTATOR_PROMPT_VERSION, written=written)
 
 
 def check_resumable(prep: Prepared) -> Manifest | None:

@@ -1,4 +1,5 @@
-"""A model the user names writes the rewordings of a query mutation (``--mutator SPEC``).
+"""Where a run's reworded queries come from (``mutation_source``), and a model the user names
+that writes the rewordings of a query mutation (``--mutator SPEC``).
 
 For the mutations casebench cannot reword by itself and the user has no SORRY-Bench files for
 (the writing styles, persuasion techniques and translations, which SORRY-Bench had a language
@@ -20,15 +21,20 @@ import hashlib
 import json
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Mapping, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, Sequence, TypeVar
 
 from ..atomic import write_json_atomic
 from ..cache import cache_dir
-from ..mutations import Mutation, get_mutation
-from .record import RunError
+from ..mutations import Mutation, MutationError, MutationSource, get_mutation, mutated_queries
+from .record import RunError, read_manifest
 from .redact import redact_text
 
-__all__ = ["MUTATOR_PROMPT_VERSION", "mutator_prompt", "mutator_texts", "mutator_cache_path"]
+if TYPE_CHECKING:
+    from .config import RunConfig
+
+__all__ = [
+    "MUTATOR_PROMPT_VERSION", "mutation_source", "mutator_prompt", "mutator_texts", "mutator_cache_path",
+]
 
 #: raised whenever a mutator prompt's wording changes (cached texts of another version are not used)
 MUTATOR_PROMPT_VERSION = 1
@@ -143,3 +149,28 @@ async def _ask(spec: str, options: dict[str, Any], m: Mutation, queries: Sequenc
         except Exception:
             pass
     return out
+
+
+def mutation_source(config: "RunConfig", cases: Sequence[Any], out: Path) -> "MutationSource":
+    """The queries as asked under ``config.mutation`` (``mutations.MutationSource``): built in,
+    from the user's SORRY-Bench files, or written by ``config.mutator`` (a run's own texts from
+    its manifest first, then the mutator's cache, asking only for the rest)."""
+    if config.mutator is None:
+        try:
+            return mutated_queries(config.mutation, cases, config.mutations_from)  # type: ignore[arg-type]
+        except MutationError as e:
+            raise RunError(str(e)) from None
+    m = get_mutation(config.mutation)  # type: ignore[arg-type]
+    known: dict[str, str] = {}
+    if (out / "manifest.json").is_file():
+        try:
+            old = (read_manifest(out).asked.mutation or {})
+        except RunError:
+            old = {}
+        if (old.get("name"), old.get("mutator"), old.get("prompt_version")) == (m.name, config.mutator,
+                                                                                MUTATOR_PROMPT_VERSION):
+            known = dict(old.get("texts") or {})
+    queries = list(dict.fromkeys(c.query for c in cases))
+    written = mutator_texts(config.mutator, config.mutator_options, m, queries, known)
+    return MutationSource(m, "mutator", {c.index: m.with_instruction(written[c.query]) for c in cases},
+                          mutator=config.mutator, prompt_version=MUTATOR_PROMPT_VERSION, written=written)
