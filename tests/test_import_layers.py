@@ -50,6 +50,8 @@ MAY_IMPORT: dict[str, frozenset[str]] = {name: frozenset(deps) for name, deps in
     "sources": (),
     "parse": (),
     "prompts": ("data",),
+    # SORRY-Bench's query rewordings (ciphers, the user's copy of its files): text in, text out
+    "mutations": (),
     # backends answer prompts and know nothing of modes, runs, statistics or presentation
     "backends": ("parse",),
     # a mode asks (prompts) and reads (parse); it names the backend's answer type
@@ -60,7 +62,8 @@ MAY_IMPORT: dict[str, frozenset[str]] = {name: frozenset(deps) for name, deps in
     "naming": ("data", "modes", "predictions"),
     "classify": ("backends", "data", "parse"),
     # runs own every run, the ablation and placement studies included
-    "runs": ("data", "sources", "parse", "prompts", "backends", "modes", "predictions", "published", "classify"),
+    "runs": ("data", "sources", "parse", "prompts", "backends", "modes", "predictions", "published", "classify",
+             "mutations"),
     "loader": ("data", "sources", "modes", "predictions", "published", "runs"),
     # statistics judge predictions; they never start runs nor present
     "stats": ("data", "modes", "predictions", "naming"),
@@ -69,11 +72,11 @@ MAY_IMPORT: dict[str, frozenset[str]] = {name: frozenset(deps) for name, deps in
     # the applications built on the pipeline
     "contexts": ("data", "sources", "parse", "prompts", "backends", "modes", "predictions", "runs"),
     "annotate": ("data", "stats"),
-    "integrations": ("data", "sources", "parse", "prompts", "backends", "modes", "predictions", "naming", "published",
-                     "loader", "runs", "stats", "present"),
+    "integrations": ("data", "sources", "parse", "prompts", "mutations", "backends", "modes", "predictions", "naming",
+                     "published", "loader", "runs", "stats", "present"),
     # the command line: thin wrappers over all of the above
     "cli": ("data", "sources", "parse", "prompts", "backends", "modes", "predictions", "naming", "published", "classify",
-            "runs", "loader", "stats", "present", "contexts", "annotate", "integrations"),
+            "mutations", "runs", "loader", "stats", "present", "contexts", "annotate", "integrations"),
 }.items()}
 
 #: what the layering must never allow, whatever the table says (the rules of DESIGN.md)

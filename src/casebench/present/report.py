@@ -35,7 +35,9 @@ Sections (each only when its inputs allow it):
    (``ablation``);
 10. placement studies, when the inputs hold one model in several context placements
    (``placement``): per placement the figures, context shift/follow/blind, over- and
-   under-refusal and the say-do gap, and the paired tests between placements;
+   under-refusal and the say-do gap, and the paired tests between placements; query-mutation
+   studies (``mutations``: the same model with the queries in SORRY-Bench's rewordings) the
+   same way, each mutation against the base wording, with its wording consistency;
 11. the human votes (``human.human_stats``): context effect by category and how many annotators
    a stable majority needs;
 12. context sensitivity beside people's.
@@ -66,7 +68,7 @@ from .report_inputs import (
 from .report_scores import (
     _category_heatmap, _leaderboard, _pairwise, _refusal, _reliability, _say_do, _scatter,
 )
-from .report_studies import _ablation, _context, _human, _placement
+from .report_studies import _ablation, _context, _human, _mutations, _placement
 from .report_behaviour import _behaviour
 
 __all__ = ["NEIGHBOUR_ROWS", "PAIRWISE_METRICS", "PAIRWISE_TABLE_MAX", "PLOT_MAX_INPUTS", "SECTIONS", "ReportContext",
@@ -87,6 +89,7 @@ SECTIONS: list[Section] = [
     Section("reliability", "Calibration", _reliability),
     Section("ablation", "Context ablation", _ablation),
     Section("placement", "Where the context goes", _placement),
+    Section("mutations", "Reworded queries", _mutations),
     Section("human", "The human votes", _human),
     Section("context", "Context sensitivity", _context),
 ]

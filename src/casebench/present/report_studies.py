@@ -103,8 +103,6 @@ def _ablation_context(res: Any) -> str:
 def _placement(ctx: ReportContext) -> str | None:
     """The placement studies among the inputs: the same model with the context in the prompt,
     the system prompt or the turns before the query (``stats.placement``)."""
-    from .tables import classifier_note
-
     if not ctx.overview.placements:
         return None
     method = ('<p class="note">The same model, mode and cases with the context inside the user message (user), as '
@@ -115,17 +113,45 @@ def _placement(ctx: ReportContext) -> str | None:
              "test on per-case correctness and paired-bootstrap CIs over the shared cases, Benjamini–Hochberg over "
              'all pairs and metrics (<span class="sig">red</span> = significant). The same study in text or JSON: '
              "<code>casebench study INPUTS…</code>.</p>")
+    return _study_tables(method, [res for _, _, res in ctx.overview.placements])
+
+
+def _mutations(ctx: ReportContext) -> str | None:
+    """The query-mutation studies among the inputs: the same model with the queries in their own
+    wording and in SORRY-Bench's rewordings, the contexts untouched (``stats.placement.MUTATION``)."""
+    if not ctx.overview.mutations:
+        return None
+    method = ('<p class="note">The same model, mode, placement and cases with each query in its own wording (base) '
+              "and in SORRY-Bench's rewordings, the contexts untouched. <b>People voted on the base wording only</b>: "
+              "every wording is scored against those votes, and no figure says what people would vote on a "
+              "rewording. Figures with 95% CIs; context shift, follow and blind over the query pairs with both "
+              "contexts answered. Each mutation against the base wording (mutation − base): McNemar's test on "
+              "per-case correctness and paired-bootstrap CIs over the shared cases, clustered by query, "
+              'Benjamini–Hochberg over all mutations and metrics (<span class="sig">red</span> = significant); '
+              "wording consistency: the share of cases both wordings answered whose verdict is unchanged "
+              "(Wilson CI widened by the query clusters). The same study in text or JSON: "
+              "<code>casebench study INPUTS…</code>.</p>")
+    return _study_tables(method, [res for _, res in ctx.overview.mutations])
+
+
+def _study_tables(method: str, results: Sequence[Any]) -> str:
+    """The tables of one-factor studies (``stats.placement.analyse_factor``): per level its
+    figures, then the paired tests between levels; the method folded beneath."""
+    from .tables import classifier_note
+
     parts = []
 
     def cell(x: float | None, ci: Sequence[float] | None = None) -> str:
         return f"<td>{_f(x)}" + (f'<span class="ci">[{_f(ci[0])}, {_f(ci[1])}]</span>' if ci else "") + "</td>"
 
-    for _, _, res in ctx.overview.placements:
+    for res in results:
         behaviour = any(p.over_refusal is not None for p in res.placements)
         saydo = any(p.say_do is not None or p.say_do_missing for p in res.placements)
         rm = f" − {', '.join(res.removed)}" if res.removed else ""
-        parts.append(f"<h3>{_e(res.model)} [{_e(res.mode)}]{_e(rm)}</h3>")
-        head = ["Placement", "Answered", "Accuracy", "Safe recall", "Unsafe recall"]
+        factor = res.factor.capitalize()
+        held = f", context as {res.held['context_placement']}" if "context_placement" in res.held else ""
+        parts.append(f"<h3>{_e(res.model)} [{_e(res.mode)}]{_e(rm)}{_e(held)}</h3>")
+        head = [factor, "Answered", "Accuracy", "Safe recall", "Unsafe recall"]
         head += ["Over-refusal", "Under-refusal"] if behaviour else []
         head += ["Pairs", "Context shift", "Context follow", "Context blind"]
         head += ["Say-do agreement", "Say-do gap"] if saydo else []
@@ -145,9 +171,13 @@ def _placement(ctx: ReportContext) -> str | None:
                           else ["<td>–</td>", "<td>–</td>"])
             rows.append("<tr>" + "".join(cells) + "</tr>")
         parts.append('<div class="wide"><table class="placement"><thead><tr>'
-                     + "".join(f'<th class="{"l" if h == "Placement" else ""}">{_e(h)}</th>' for h in head)
+                     + "".join(f'<th class="{"l" if h == factor else ""}">{_e(h)}</th>' for h in head)
                      + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>")
         notes = []
+        for c in res.consistency:
+            notes.append(f"Wording consistency of {_e(c.level)}: {_f(c.share)} [{_f(c.ci[0])}, {_f(c.ci[1])}] "
+                         f"({c.unchanged} of {c.n} cases unchanged, {c.queries} queries)." if c.n else
+                         f"Wording consistency of {_e(c.level)}: no case answered under both wordings.")
         if not any(p.context.pairs for p in res.placements):
             notes.append("No query has both its contexts among these cases, so the context figures are left out "
                          "(run the study with <code>--pairs N</code>).")
@@ -180,7 +210,7 @@ def _placement(ctx: ReportContext) -> str | None:
             sd = shifts.get((a, b))
             cells.append(cell(sd.diff, sd.ci) if sd and sd.pairs else "<td>–</td>")
             prow.append("<tr>" + "".join(cells) + "</tr>")
-        phead = ["Placements (A − B)", "Paired cases", "McNemar (A only / B only)", "Δ Accuracy", "Δ Safe recall",
+        phead = [f"{factor}s (A − B)", "Paired cases", "McNemar (A only / B only)", "Δ Accuracy", "Δ Safe recall",
                  "Δ Unsafe recall", "Δ Context shift"]
         parts.append('<div class="wide"><table class="placement-pairs"><thead><tr>'
                      + "".join(f'<th class="{"l" if i == 0 else ""}">{_e(h)}</th>' for i, h in enumerate(phead))

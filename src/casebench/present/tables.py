@@ -695,8 +695,10 @@ def _bounds(lo_hi: Sequence[float] | None, digits: int = 3) -> str:
 
 
 def format_placements(res: "PlacementResult") -> str:
-    """``casebench study``: per placement its metrics, context figures and (respond mode)
-    refusal figures and say-do gap; then the paired tests between placements."""
+    """``casebench study``: per level (placement, or query wording) its metrics, context figures
+    (beside people's in a mutation study) and (respond mode) refusal figures and say-do gap; then
+    the paired tests between levels (every two placements; each mutation against the base
+    wording, with its wording consistency)."""
     ms = [m for m in STUDY_METRICS if m in metric_names(res.mode)]
     if any(p.over_refusal is not None for p in res.placements):
         ms.append("refusal_rate")
@@ -704,11 +706,20 @@ def format_placements(res: "PlacementResult") -> str:
     s = res.settings
     rm = f", - {', '.join(res.removed)}" if res.removed else ""
     ps = res.placements
-    lines = [f"placement study: {res.model} [{res.mode}{rm}]{tag}, context as {', '.join(p.placement for p in ps)}",
+    factor = getattr(res, "factor", "placement")
+    mut = factor == "mutation"
+    head = (f"mutation study: {res.model} [{res.mode}{rm}]{tag}, queries worded as {', '.join(p.level for p in ps)}; "
+            f"context as {res.held.get('context_placement', '?')}, contexts untouched" if mut else
+            f"placement study: {res.model} [{res.mode}{rm}]{tag}, context as {', '.join(p.placement for p in ps)}")
+    lines = [head,
              f"{s['level']:.0%} CIs ({s['bootstrap']} bootstrap resamples, seed {s['seed']}); context figures: "
-             f"{s['context_ci']}", *_labels_line(s), ""]
+             f"{s['context_ci']}", *_labels_line(s)]
+    if mut:
+        lines.append("people voted on the base wording only: every wording is scored against those votes, and "
+                     "people's figures below are the base wording's")
+    lines.append("")
     width = max(12, max(len(p.placement) for p in ps) + 2)
-    lines.append(f"{'placement':<{width}}{'answered':>10}" + "".join(f"{m:>17}" for m in ms))
+    lines.append(f"{factor:<{width}}{'answered':>10}" + "".join(f"{m:>17}" for m in ms))
     for p in ps:
         sc = p.score
         lines.append(f"{p.placement:<{width}}{f'{sc.answered}/{sc.n}':>10}"
@@ -716,7 +727,8 @@ def format_placements(res: "PlacementResult") -> str:
                                for m in ms))
         lines.append(f"{'':<{width}}{'':>10}" + "".join(f"{_bounds(sc.ci.get(m), METRIC[m].digits - 1):>17}" for m in ms))
     lines += ["", "context figures over query pairs (both cases answered):",
-              f"  {'placement':<{width}}{'pairs':>6}  {'shift':<24}{'follow':<24}blind (of pairs people split)"]
+              f"  {factor:<{width}}{'pairs':>6}  {'shift':<24}{'follow':<24}blind (of pairs people split)"]
+    shown_people = None
     for p in ps:
         c = p.context
         if not c.pairs:
@@ -728,6 +740,21 @@ def format_placements(res: "PlacementResult") -> str:
                      f"{fmt_num(c.follow, 3) + ' ' + _bounds(c.ci.get('context_follow')):<24}"
                      + (f"{fmt_num(c.blind, 3)} {_bounds(c.ci.get('context_blind'))} (n={c.blind_pairs})"
                         if c.blind_pairs else "- (no pair whose human labels differ)"))
+        seen = json.dumps([p.people.get("pairs")] + [{k: (p.people.get(r) or {}).get(k) for k in
+                                                       ("context_shift", "context_follow")}
+                                                      for r in ("one_person", "majority")],
+                          sort_keys=True, default=str) if p.people else None
+        if mut and seen and seen != shown_people:  # people's on these pairs (base wording); once
+            shown_people = seen
+            for ref, label in (("one_person", "people: one person"), ("majority", "people: majority")):
+                b = p.people.get(ref) or {}
+                if "context_shift" not in b:
+                    continue
+                follow = (fmt_num(b["context_follow"], 3) + " " + _bounds(b.get("ci", {}).get("context_follow"))
+                          if "context_follow" in b else "–")
+                lines.append(f"  {'':<{width}}{'':>6}  "
+                             f"{fmt_num(b['context_shift'], 3) + ' ' + _bounds(b.get('ci', {}).get('context_shift')):<24}"
+                             f"{follow:<24}{label}")
     if any(p.over_refusal is not None for p in ps):
         lines += ["", "behaviour (respond mode): over-refusal = 1 - safe recall, under-refusal = 1 - unsafe recall "
                   + ("(the recalls' CIs)" if res.paper_compat else "(Wilson CIs)")]
@@ -753,13 +780,17 @@ def format_placements(res: "PlacementResult") -> str:
                          f"{sd.mcnemar['a_only']}, judged unsafe & answered {sd.mcnemar['b_only']}, "
                          f"McNemar p = {fmt_p(sd.mcnemar['p'])}")
     if res.comparison is not None:
-        lines += ["", f"between placements (A - B; paired over the cases both answered; p(BH): Benjamini-Hochberg "
-                      f"over all pairs and metrics, alpha {s['alpha']}):"]
+        lines += ["", (f"each mutation against the base wording (mutation - base; paired over the cases both answered, "
+                       f"clustered by {s.get('cluster') or res.comparison.settings.get('cluster', 'case')}; p(BH): "
+                       f"Benjamini-Hochberg over all mutations and metrics, alpha {s['alpha']}):") if mut else
+                      (f"between placements (A - B; paired over the cases both answered; p(BH): Benjamini-Hochberg "
+                       f"over all pairs and metrics, alpha {s['alpha']}):")]
         for pc in res.comparison.pairs:
             a, b = ps[pc.a].placement, ps[pc.b].placement
             mc = pc.mcnemar
             lines.append(f"  {a} vs {b}: {pc.n_paired} paired cases" + (f" ({pc.dropped} dropped)" if pc.dropped else "")
-                         + f"; McNemar exact on correctness: {a} right & {b} wrong {mc['a_only']}, "
+                         + f"; McNemar{' exact' if mc.get('test', 'exact') == 'exact' else ''} on correctness: "
+                         f"{a} right & {b} wrong {mc['a_only']}, "
                          f"{a} wrong & {b} right {mc['b_only']}, p = {fmt_p(mc['p'])}")
             for m in ms:
                 d = pc.metrics.get(m)
@@ -768,12 +799,23 @@ def format_placements(res: "PlacementResult") -> str:
                 sig = " *" if d.significant else ""
                 lines.append(f"    {m:<14}{fmt_metric(m, d.diff):>9}   [{fmt_metric(m, d.ci[0])}, {fmt_metric(m, d.ci[1])}]"
                              f"   p = {fmt_p(d.p, floor=d.p_floor)} ({d.test})   p(BH) = {fmt_p(d.p_adjusted, floor=d.p_floor)}{sig}")
-        for d in res.shift_diffs:
+        for d in [*res.shift_diffs, *(getattr(res, "follow_diffs", None) or [])]:
             if d.pairs:
                 sig = " *" if d.significant else ""
-                lines.append(f"  context shift {d.a} - {d.b}: {fmt_num(d.diff, 3)} {_bounds(d.ci)} over {d.pairs} pairs, "
+                what = "context follow" if d.metric == "context_follow" else "context shift"
+                lines.append(f"  {what} {d.a} - {d.b}: {fmt_num(d.diff, 3)} {_bounds(d.ci)} over {d.pairs} pairs, "
                              f"bootstrap p = {fmt_p(d.p_bootstrap)}   p(BH) = {fmt_p(d.p_adjusted)}{sig}")
         lines += ["", "* significant after Benjamini-Hochberg"]
+    if getattr(res, "consistency", None):
+        lines += ["", "wording consistency (cases whose verdict is unchanged by the rewording, of the cases both "
+                      "wordings answered; Wilson CI widened by the query clusters):"]
+        for c in res.consistency:
+            if not c.n:
+                lines.append(f"  {c.level:<{width}}- (no case answered under both wordings)")
+                continue
+            small = SMALL if c.n < MIN_CASES else ""
+            lines.append(f"  {c.level:<{width}}{fmt_num(c.share, 3)} {_bounds(c.ci)}  ({c.unchanged} of {c.n}{small} "
+                         f"cases, {c.queries} queries)")
     if any(SMALL in line for line in lines[3:]):
         lines.append(f"{SMALL} from fewer than {MIN_CASES} cases (pairs, for the context figures): read with care")
     return "\n".join(lines) + "\n"

@@ -921,6 +921,8 @@ class Score:
     #: the input's display name among the inputs shown with it (``naming.display_names``: model
     #: with its backend, mode, and what sets it apart); "" until a command names it
     name: str = ""
+    #: the query mutation the input was asked under (``Predictions.mutation``); None: none
+    mutation: str | None = None
 
     @property
     def coverage(self) -> float:
@@ -962,7 +964,7 @@ class Score:
                    cluster=str(d.get("cluster", "case")),
                    design_effects={k: float(v) for k, v in (d.get("design_effects") or {}).items()},
                    refusal_people=d.get("people_labels") or d.get("run_labels"),
-                   name=str(d.get("name") or ""))
+                   name=str(d.get("name") or ""), mutation=d.get("mutation"))
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"name": self.name} if self.name else {}
@@ -971,6 +973,7 @@ class Score:
             "model": self.model,
             "mode": self.mode,
             "removed": list(self.removed),
+            **({"mutation": self.mutation} if self.mutation else {}),
             "paper_compat": self.paper_compat,
             "n": self.n,
             "answered": self.answered,
@@ -1035,7 +1038,7 @@ def score_arrays(pred: Predictions, a: ScoringArrays, mask: np.ndarray,
     s = Score(pred.source, pred.model, pred.mode, pred.removed, pred.n, int(answered.sum()),
               options.paper_compat, values, ci, classifier=pred.meta.get("classifier"),
               cases_of=figure_cases(a, list(values)), verdict_mass=pred.verdict_mass_summary(),
-              cluster=a.cluster_by)
+              cluster=a.cluster_by, mutation=pred.mutation)
     if a.cluster_by != "case" and not options.paper_compat:
         s.design_effects = {m: design_effect(a, m) for m in values if METRIC[m].proportion is not None}
     if pred.mode_spec.reads_behaviour and not options.paper_compat:

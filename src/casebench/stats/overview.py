@@ -189,9 +189,10 @@ def placement_groups(preds: Sequence[Predictions]) -> list[tuple[list[int], list
     keys = _cases_keys(preds)
     groups: dict[tuple[Any, ...], list[int]] = {}
     for i, (p, key) in enumerate(zip(preds, keys)):
-        groups.setdefault((p.model, p.mode, tuple(p.removed), key), []).append(i)
+        # one wording per study: a query mutation is another study's factor
+        groups.setdefault((p.model, p.mode, tuple(p.removed), key, p.mutation), []).append(i)
     out = []
-    for (model, _, _, key), g in groups.items():
+    for (model, _, _, key, mutation), g in groups.items():
         where = [placement_of(preds[i]) for i in g]
         if len(g) < 2 or len(set(where)) != len(where):
             continue
@@ -200,10 +201,30 @@ def placement_groups(preds: Sequence[Predictions]) -> list[tuple[list[int], list
             seen: set[str] = set()
             for j, (p, k) in enumerate(zip(preds, keys)):
                 w = placement_of(p)
-                if p.model == model and not p.mode_spec.reads_behaviour and k == key and w in where and w not in seen:
+                if (p.model == model and not p.mode_spec.reads_behaviour and k == key and w in where and w not in seen
+                        and p.mutation == mutation):
                     seen.add(w)
                     judges.append(j)
         out.append((g, judges))
+    return out
+
+
+def mutation_groups(preds: Sequence[Predictions]) -> list[list[int]]:
+    """Mutation studies among a set of inputs (the report's): one model, mode, removal and
+    placement over the same cases in the base wording and at least one query mutation, each
+    wording once (``stats.placement.MUTATION``); the base-wording input first."""
+    from .placement import BASE_WORDING, mutation_of, placement_of
+
+    keys = _cases_keys(preds)
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    for i, (p, key) in enumerate(zip(preds, keys)):
+        groups.setdefault((p.model, p.mode, tuple(p.removed), placement_of(p), key), []).append(i)
+    out = []
+    for g in groups.values():
+        words = [mutation_of(preds[i]) for i in g]
+        if len(g) < 2 or len(set(words)) != len(words) or BASE_WORDING not in words:
+            continue
+        out.append(sorted(g, key=lambda i: mutation_of(preds[i]) != BASE_WORDING))
     return out
 
 
@@ -284,6 +305,8 @@ class Overview:
     #: per respond run's position, one person's over- and under-refusal on its cases
     #: (``one_person_refusal``): the people's reference its behaviour stands beside
     people_refusal: dict[int, dict[str, Any]] = field(default_factory=dict)
+    #: query-mutation studies: (positions, base wording first; the analysis)
+    mutations: list[tuple[list[int], PlacementResult]] = field(default_factory=list)
     human_asked: bool = False
     human: dict[str, Any] | None = None
     human_error: str | None = None
@@ -323,6 +346,9 @@ def overview(
     out.ablations = [(g, analyse_ablation([preds[i] for i in g], options)) for g in ablation_groups(preds)]
     out.placements = [(g, j, analyse_placements([preds[i] for i in g], options, judges=[preds[i] for i in j]))
                       for g, j in placement_groups(preds)]
+    from .placement import analyse_mutations
+
+    out.mutations = [(g, analyse_mutations([preds[i] for i in g], options)) for g in mutation_groups(preds)]
     out.human_asked = human
     if human:
         if human_cases is None and preds:
