@@ -270,3 +270,47 @@ def test_compare_and_diff_of_two_logs_of_another_task(tmp_path):
     assert sorted(r["sample"] for r in rows) == sorted(f"q{i}" for i in range(36) if (i % 3 == 0) != (i % 4 == 0))
     refused = casebench("score", str(a), ok=False)
     assert refused.returncode == 2 and "not of casebench/case_bench" in refused.stderr and str(a) in refused.stderr
+
+
+# ------------------------------------------------------------------------------ prob mode
+
+
+def first_token(body: dict[str, Any]) -> list[tuple[str, float]]:
+    """First-token alternatives whose P(safe) is a function of the request: 0.05 to 0.95."""
+    k = int(hashlib.sha256(_text(body).encode()).hexdigest(), 16) % 10
+    p = 0.05 + 0.1 * k
+    alts = [("safe", math.log(0.9 * p)), (" unsafe", math.log(0.9 * (1 - p))), ("The", math.log(0.1))]
+    return sorted(alts, key=lambda a: -a[1])
+
+
+@pytest.mark.slow
+def test_prob_log_scores_as_the_run_and_a_provider_without_logprobs_is_named(tmp_path, real_data_path):
+    from inspect_ai.log import read_eval_log
+
+    from servers.fault_server import Fault
+
+    with FaultServer(logprobs_fn=first_token) as srv:
+        log = inspect_eval("casebench/case_bench", "judge", srv.base_url, tmp_path / "logs", "-T", "mode=prob",
+                           "-T", "stratified=30", "-T", f"data={real_data_path}")
+        run = tmp_path / "run"
+        casebench("run", "--model", "openai/judge", "--base-url", srv.base_url, "--api-key-env", "SCRIPTED_API_KEY",
+                  "--mode", "prob", "--stratified", "30", "--data", str(real_data_path), "-o", str(run),
+                  "--no-progress", "--no-report")
+    from_log = json.loads(casebench("score", str(log), "--json", "--no-reference").stdout.splitlines()[0])
+    from_run = json.loads(casebench("score", str(run), "--json", "--no-reference").stdout.splitlines()[0])
+    assert (from_log["mode"], from_log["answered"]) == ("prob", 30) and math.isfinite(from_log["bce"])
+    assert _figures(from_log) == _figures(from_run)
+
+    # a provider that returns no log-probabilities: every sample unscored, and the log says why
+    plain = {"id": "x", "object": "chat.completion", "created": 0, "model": "judge",
+             "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
+                          "message": {"role": "assistant", "content": "safe"}}],
+             "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+    with FaultServer(rule=lambda rec: Fault.respond(200, plain)) as srv:
+        log = inspect_eval("casebench/case_bench", "judge", srv.base_url, tmp_path / "bare", "-T", "mode=prob",
+                           "-T", "limit=3", "-T", f"data={real_data_path}", fmt="json")
+    ev = read_eval_log(str(log))
+    assert ev.results.scores[0].unscored_samples == 3
+    assert all("no log-probabilities" in s.scores["verdict"].explanation for s in ev.samples)
+    out = json.loads(casebench("score", str(log), "--json", "--no-reference").stdout.splitlines()[0])
+    assert (out["n"], out["answered"]) == (3, 0)
