@@ -103,17 +103,25 @@ def _figures(d: dict[str, Any]) -> dict[str, Any]:
 # ------------------------------------------------------------------------------ respond mode
 
 
+@pytest.fixture(scope="module")
+def respond_log(tmp_path_factory, real_data_path) -> Path:
+    """``inspect eval casebench/case_bench -T mode=respond -T pairs=10`` of the scripted chatbot."""
+    root = tmp_path_factory.mktemp("respond")
+    with FaultServer(answer_fn=chatbot) as srv:
+        return inspect_eval("casebench/case_bench", "chatbot", srv.base_url, root / "logs",
+                            "-T", "mode=respond", "-T", "pairs=10", "-T", "seed=4", "-T", f"data={real_data_path}")
+
+
 @pytest.mark.slow
-def test_respond_log_of_ten_pairs_scores_as_the_run_of_the_same_answers(tmp_path, real_data_path):
+def test_respond_log_of_ten_pairs_scores_as_the_run_of_the_same_answers(tmp_path, real_data_path, respond_log):
     """The done-when of issue 39: ``inspect eval casebench/case_bench -T mode=respond -T
     pairs=10`` writes a successful log of 20 scored samples; ``casebench score LOG --json`` gives
     over- and under-refusal, 10 context pairs and people's references; and every figure equals
     the one ``casebench run`` + ``casebench score`` give for the same answers."""
     from inspect_ai.log import read_eval_log
 
+    log = respond_log
     with FaultServer(answer_fn=chatbot) as srv:
-        log = inspect_eval("casebench/case_bench", "chatbot", srv.base_url, tmp_path / "logs",
-                           "-T", "mode=respond", "-T", "pairs=10", "-T", "seed=4", "-T", f"data={real_data_path}")
         run = tmp_path / "run"
         casebench("run", "--model", "openai/chatbot", "--base-url", srv.base_url, "--api-key-env", "SCRIPTED_API_KEY",
                   "--mode", "respond", "--pairs", "10", "--seed", "4", "--data", str(real_data_path),
@@ -134,6 +142,23 @@ def test_respond_log_of_ten_pairs_scores_as_the_run_of_the_same_answers(tmp_path
     assert from_log["people"]["pairs"] == 10 and from_log["people"]["one_person"]["context_shift"] is not None
     assert from_log["classifier"]["validation"] == from_run["classifier"]["validation"]
     assert _figures(from_log) == _figures(from_run)
+
+
+@pytest.mark.slow
+def test_study_and_report_read_logs_of_two_placements(tmp_path, real_data_path, respond_log):
+    """``casebench study`` and ``casebench report`` read inspect logs as they read runs: the
+    chatbot with the context as the system prompt (the respond default) and as earlier turns."""
+    with FaultServer(answer_fn=chatbot) as srv:
+        turns = inspect_eval("casebench/case_bench", "chatbot", srv.base_url, tmp_path / "turns", "-T", "mode=respond",
+                             "-T", "pairs=10", "-T", "seed=4", "-T", "context_as=turns", "-T", f"data={real_data_path}",
+                             fmt="json")
+    d = json.loads(casebench("study", str(respond_log), str(turns), "--json", "--bootstrap", "200").stdout)
+    assert sorted(p["placement"] for p in d["placements"]) == ["system", "turns"]
+    assert all(p["score"]["context_pairs"] == 10 for p in d["placements"])
+    html = tmp_path / "report.html"
+    casebench("report", str(respond_log), str(turns), "-o", str(html), "--bootstrap", "200")
+    text = html.read_text()
+    assert "chatbot" in text and "over-refusal" in text
 
 
 # ------------------------------------------------------------------------------ two judges
