@@ -339,3 +339,31 @@ def test_prob_log_scores_as_the_run_and_a_provider_without_logprobs_is_named(tmp
     assert all("no log-probabilities" in s.scores["verdict"].explanation for s in ev.samples)
     out = json.loads(casebench("score", str(log), "--json", "--no-reference").stdout.splitlines()[0])
     assert (out["n"], out["answered"]) == (3, 0)
+
+
+# ------------------------------------------------------------------------------ what a log cannot say
+
+
+@pytest.mark.slow
+def test_errored_samples_are_missing_answers_and_another_dataset_is_refused(tmp_path, real_data_path, small_data_path):
+    """A sample inspect could not get an answer for (the server refused the request) is a
+    missing answer, never a guess; a log checked against a dataset it was not made on is refused,
+    naming the file and the sample."""
+    from servers.fault_server import Fault
+
+    def refuse_some(rec):  # requests whose messages hash to 0 mod 3 get a 400 (not retried)
+        return Fault.status(400) if _coin(rec.body or {}, "error", 3) else None
+
+    with FaultServer(answer_fn=judge("j"), rule=refuse_some) as srv:
+        log = inspect_eval("casebench/case_bench", "judge", srv.base_url, tmp_path / "logs", "-T", "mode=binary",
+                           "-T", "limit=12", "-T", f"data={real_data_path}", "--no-fail-on-error")
+        errored = sum(1 for r in srv.requests if _coin(r.body or {}, "error", 3))
+    from inspect_ai.log import read_eval_log
+
+    ev = read_eval_log(str(log))
+    failed = {s.id for s in ev.samples if s.error}
+    assert failed and len(failed) < 12 and errored >= len(failed)
+    out = json.loads(casebench("score", str(log), "--json", "--no-reference").stdout.splitlines()[0])
+    assert (out["n"], out["answered"]) == (12, 12 - len(failed))
+    bad = casebench("score", str(log), "--data", str(small_data_path), ok=False)
+    assert bad.returncode == 2 and str(log) in bad.stderr and "made on another dataset" in bad.stderr
