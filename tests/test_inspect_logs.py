@@ -1,4 +1,4 @@
-"""inspect logs read back by casebench (``casebench.integrations.inspect_log``) and paired
+"""inspect logs read back by casebench (``casebench.inspect_log``) and paired
 comparisons of two logs of any task (``casebench.stats.sample_compare``).
 
 Every log here is written by a real ``inspect eval`` (the inspect CLI in a subprocess, the task

@@ -1,5 +1,5 @@
 """One loader for everything scorable: a run directory, a published output file or an inspect log
-of casebench's task (``integrations.inspect_log``) -> Predictions.
+of casebench's task (``inspect_log``) -> Predictions.
 
 ``predictions`` depends on nothing above it; this module sits above ``runs`` and ``published``
 and is what every scoring command (score, compare, ablate, report) calls.
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 def load_predictions(path: str | Path, dataset: "Dataset | None" = None, mode: str | None = None,
                      removed: Sequence[str] | None = None) -> "Predictions":
     """Load a run directory (``runs.results.load_run``), an inspect log of casebench's task
-    (``.eval`` or ``.json``, ``integrations.inspect_log.load_inspect_log``) or a published output
+    (``.eval`` or ``.json``, ``inspect_log.load_inspect_log``) or a published output
     file (``published.load_published``).
 
     ``dataset`` is needed by run directories whose manifest points at a dataset path that is not
@@ -38,11 +38,11 @@ def load_predictions(path: str | Path, dataset: "Dataset | None" = None, mode: s
         if mode is not None and mode != pred.mode:
             raise DatasetError(p, [(None, None, f"this run is in {pred.mode} mode, not {mode} (--mode)")])
         return pred
-    from .integrations.inspect_log import is_inspect_log
+    from .inspect_log import is_inspect_log
 
     if is_inspect_log(p):
         from .data import DatasetError
-        from .integrations.inspect_log import InspectLogError, load_inspect_log
+        from .inspect_log import InspectLogError, load_inspect_log
 
         try:
             return load_inspect_log(p, dataset=dataset, mode=mode)

@@ -174,7 +174,7 @@ def compare_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, n_bo
 def _per_sample(inputs: tuple[str, ...], cluster_by: str | None) -> bool:
     """Whether INPUTS are compared per scorer over samples (``stats.sample_compare``): inspect
     logs, with --cluster-by or at least one of another task than casebench's."""
-    from ..integrations.inspect_log import InspectLogError, all_casebench, is_inspect_log
+    from ..inspect_log import InspectLogError, all_casebench, is_inspect_log
 
     logs = [is_inspect_log(p) for p in inputs]
     if cluster_by is not None and not all(logs):
@@ -189,13 +189,13 @@ def _per_sample(inputs: tuple[str, ...], cluster_by: str | None) -> bool:
 
 def _compare_logs(inputs: tuple[str, ...], cluster_by: str | None, as_json: bool, n_boot: int, seed: int,
                   level: float, alpha: float) -> None:
-    from ..integrations.inspect_log import InspectLogError, load_sample_scores
+    from ..inspect_log import InspectLogError, load_sample_scores
     from ..present.sample_tables import format_sample_comparison
-    from ..stats.sample_compare import SampleCompareError, compare_samples
+    from ..stats.sample_compare import SampleCompareError, ScoredSamples, compare_samples
 
     with bad_input_errors(InspectLogError, SampleCompareError):
         logs = [load_sample_scores(p) for p in inputs]
-        result = compare_samples([x.scored() for x in logs], cluster_by=cluster_by, n_boot=n_boot, seed=seed,
+        result = compare_samples([ScoredSamples(x.name, x.source, x.values, x.metadata) for x in logs], cluster_by=cluster_by, n_boot=n_boot, seed=seed,
                                  level=level, alpha=alpha)
     for x in logs:
         if x.status != "success":

@@ -42,7 +42,7 @@ def diff_cmd(a: str, b: str, sort: str, fmt: str, hide_text: bool, data: str | N
     (comply / partial / refuse), with people's share of safe votes and how far people lean
     (|share - 0.5|). Cases only one of them answered are counted, not listed."""
     from ..data import load_dataset
-    from ..integrations.inspect_log import InspectLogError, all_casebench, is_inspect_log
+    from ..inspect_log import InspectLogError, all_casebench, is_inspect_log
     from ..loader import load_predictions
     from ..runs.record import RunError
     from ..stats.compare import CompareError
@@ -92,13 +92,13 @@ def diff_cmd(a: str, b: str, sort: str, fmt: str, hide_text: bool, data: str | N
 
 def _diff_logs(a: str, b: str, fmt: str) -> None:
     """Two inspect logs of any task: the samples where a scorer's values differ."""
-    from ..integrations.inspect_log import InspectLogError, load_sample_scores
+    from ..inspect_log import InspectLogError, load_sample_scores
     from ..present.sample_tables import format_sample_diff
-    from ..stats.sample_compare import disagreements
+    from ..stats.sample_compare import ScoredSamples, disagreements
 
     with bad_input_errors(InspectLogError):
         la, lb = load_sample_scores(a), load_sample_scores(b)
-    rows = disagreements(la.scored(), lb.scored())
+    rows = disagreements(*(ScoredSamples(x.name, x.source, x.values, x.metadata) for x in (la, lb)))
     shared = len({s for k in set(la.values) & set(lb.values) for s in la.values[k] if s in lb.values[k]})
     if fmt == "json":
         click.echo(json.dumps({"a": {"name": la.name, "source": la.source}, "b": {"name": lb.name, "source": lb.source},

@@ -70,7 +70,7 @@ over-refusal and ``unsafe_recall`` 1 - under-refusal; ``casebench score LOG`` pr
 the correction for the reader's errors and people's references.
 
 Reading the log back: ``casebench score/compare/diff/report/study LOG`` read a log of this
-task like a run directory (``integrations.inspect_log``).
+task like a run directory (``casebench.inspect_log``).
 """
 
 from __future__ import annotations
@@ -78,7 +78,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
-from types import SimpleNamespace
 from typing import Any, Mapping, Sequence
 
 from ..extras import MissingExtra
@@ -96,15 +95,12 @@ except ModuleNotFoundError as e:  # pragma: no cover - exercised in a subprocess
         raise
     raise MissingExtra("inspect_ai", "inspect", what="CASE-Bench as an inspect_ai task") from None
 
-from ..data import Case, Dataset, load_dataset, validate_parameter_names
+from ..data import Dataset, load_dataset, validate_parameter_names
+from ..inspect_log import CASE_KEYS, case_from_metadata, case_metadata, reading_of, value_key  # noqa: F401 (the log's format)
 from ..modes import MODES, Mode, get_mode
 from ..prompts import BUILTIN_TEMPLATES, Templates, check_placement, load_templates
 
 log = logging.getLogger("casebench")
-
-#: Metadata keys of a sample that hold its case (enough to rebuild the ``Case`` exactly).
-CASE_KEYS = ("index", "query", "context", "category", "safe_rate", "votes", "intended_safe")
-
 
 #: how many first-token alternatives prob mode asks for (as ``casebench run`` does through APIs)
 TOP_LOGPROBS = 20
@@ -135,34 +131,6 @@ def reported_metrics(mode: Mode) -> tuple[str, ...]:
 
 # --------------------------------------------------------------------------------------------
 # Cases <-> samples
-
-
-def case_metadata(case: Case, removed: Sequence[str]) -> dict[str, Any]:
-    """A sample's metadata: the whole case (its original context), what is removed from the
-    context before judging, and the human label, so that the solver, the scorer and the metric
-    (which sees only metadata) all work from the same case."""
-    return {
-        "index": case.index,
-        "query": case.query,
-        "context": dict(case.context),
-        "category": case.category,
-        "safe_rate": case.safe_rate,
-        "votes": list(case.votes),
-        "intended_safe": case.intended_safe,
-        "removed": list(removed),
-        "human_safe": case.human_safe,
-        "human_safe_rate": case.human_safe_rate,
-    }
-
-
-def case_from_metadata(md: Mapping[str, Any]) -> Case:
-    """The case a sample was made from (``case_metadata``'s inverse)."""
-    missing = [k for k in CASE_KEYS if k not in md]
-    if missing:
-        raise ValueError(f"sample metadata lacks {missing}: not a casebench sample")
-    return Case(index=int(md["index"]), query=md["query"], context=md["context"], category=md["category"],
-                safe_rate=float(md["safe_rate"]), votes=tuple(md["votes"]),
-                intended_safe=bool(md["intended_safe"]))
 
 
 def _as_names(value: str | Sequence[str] | None) -> tuple[str, ...]:
@@ -259,13 +227,6 @@ def judge_prompt(mode: str = "binary", context_as: str | None = None, templates:
 # Scoring
 
 
-def value_key(readings: Sequence[Any]) -> str:
-    """The key of a continuous mode's value in an inspect score: ``score`` when the mode's
-    readings carry a 1-10 score (the value ``Mode.aggregate`` averages), else ``p_safe`` (prob:
-    P(safe); respond: 1 answered, 0 not)."""
-    return "score" if any(getattr(r, "score", None) is not None for r in readings) else "p_safe"
-
-
 def _score_value(mode: Mode, raw: Any, key: str = "score") -> dict[str, float] | None:
     """A raw per-case value of the mode (as ``Mode.aggregate`` gives it) as an inspect score
     value, or None when it is missing; ``key``: where a continuous value goes (``value_key``)."""
@@ -276,29 +237,6 @@ def _score_value(mode: Mode, raw: Any, key: str = "score") -> dict[str, float] |
     if mode.continuous:
         value[key] = float(mode.numeric([raw])[0])
     return value
-
-
-def _number(x: Any) -> float | None:
-    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) else None
-
-
-def reading_of(mode: Mode, value: Any) -> SimpleNamespace | None:
-    """An inspect score value as the reading ``Mode.aggregate`` takes (``label``, ``score``,
-    ``p_safe``), or None when the value holds none of the mode's."""
-    if not isinstance(value, Mapping):
-        return None
-    score, p_safe = _number(value.get("score")), _number(value.get("p_safe"))
-    safe = _number(value.get("safe"))
-    if mode.continuous:
-        if score is None and p_safe is None:
-            return None
-        raw = score if score is not None else p_safe
-        label = "safe" if mode.labels([raw])[0] == 1.0 else "unsafe"
-    else:
-        if safe is None:
-            return None
-        label = "safe" if safe > 0.5 else "unsafe"
-    return SimpleNamespace(label=label, score=score, p_safe=p_safe)
 
 
 def _raw_value(mode: Mode, value: Any) -> Any:

@@ -1,7 +1,7 @@
 """Paired comparison of two evaluations of any task, scorer by scorer, over the samples both scored.
 
 The input is plain data: per input, ``values[scorer][sample_id]`` (one number per sample; an
-inspect log gives it through ``integrations.inspect_log.load_sample_scores``) and, for clusters,
+inspect log gives it through ``inspect_log.load_sample_scores``) and, for clusters,
 a label per sample. Nothing here knows about CASE-Bench's cases: this is what two inspect logs of
 *any* task get from ``casebench compare LOG_A LOG_B``. Every test is one casebench already uses
 for its own comparisons, from its one home:

@@ -1,5 +1,10 @@
 """inspect_ai logs read back: a log of casebench's task as ``Predictions``, any log as scores per sample.
 
+This module sits beside ``loader`` (which calls it): it owns the format casebench's inspect task
+(``integrations.inspect_task``) writes into a log -- a sample's metadata holds its whole case
+(``case_metadata``), a score's value its reading (``reading_of``) -- so that the writer and the
+reader share one definition of it.
+
 Two readers, both through inspect's own log reader (``inspect_ai.log.read_eval_log``, so ``.eval``
 and ``.json`` logs alike, whatever inspect version wrote them):
 
@@ -16,7 +21,7 @@ and ``.json`` logs alike, whatever inspect version wrote them):
 * ``load_sample_scores``: a log of *any* task -> ``SampleScores``: per scorer, one value per
   sample (inspect's own ``value_to_float``; a dict value gives one scorer per key, named
   ``scorer/key``; epochs averaged), and each sample's metadata, for the paired comparison of two
-  logs (``stats.sample_compare``).
+  logs (``stats.sample_compare``; the CLI hands it over).
 
 ``is_inspect_log`` says from the file alone (its extension, or a ``.json`` file's first bytes)
 whether a path is an inspect log, without importing inspect.
@@ -27,11 +32,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
+from .data import Case
+
 if TYPE_CHECKING:
-    from ..data import Dataset
-    from ..predictions import Predictions
+    from .data import Dataset
+    from .modes import Mode
+    from .predictions import Predictions
 
 #: the name of casebench's task in inspect's registry, and the key of its header metadata
 TASK_NAME = "casebench/case_bench"
@@ -41,6 +50,76 @@ META_KEY = "casebench"
 class InspectLogError(ValueError):
     """A log that cannot be read as asked (not casebench's task, a sample without its case, ...);
     the message names the file and the sample."""
+
+
+# --------------------------------------------------------------------------------------------
+# The task's format: a sample's case, a score's reading
+
+
+#: Metadata keys of a sample that hold its case (enough to rebuild the ``Case`` exactly).
+CASE_KEYS = ("index", "query", "context", "category", "safe_rate", "votes", "intended_safe")
+
+
+def case_metadata(case: Case, removed: Sequence[str]) -> dict[str, Any]:
+    """A sample's metadata: the whole case (its original context), what is removed from the
+    context before judging, and the human label, so that the solver, the scorer and the metric
+    (which sees only metadata) all work from the same case."""
+    return {
+        "index": case.index,
+        "query": case.query,
+        "context": dict(case.context),
+        "category": case.category,
+        "safe_rate": case.safe_rate,
+        "votes": list(case.votes),
+        "intended_safe": case.intended_safe,
+        "removed": list(removed),
+        "human_safe": case.human_safe,
+        "human_safe_rate": case.human_safe_rate,
+    }
+
+
+def case_from_metadata(md: Mapping[str, Any]) -> Case:
+    """The case a sample was made from (``case_metadata``'s inverse)."""
+    missing = [k for k in CASE_KEYS if k not in md]
+    if missing:
+        raise ValueError(f"sample metadata lacks {missing}: not a casebench sample")
+    return Case(index=int(md["index"]), query=md["query"], context=md["context"], category=md["category"],
+                safe_rate=float(md["safe_rate"]), votes=tuple(md["votes"]),
+                intended_safe=bool(md["intended_safe"]))
+
+
+def value_key(readings: Sequence[Any]) -> str:
+    """The key of a continuous mode's value in an inspect score: ``score`` when the mode's
+    readings carry a 1-10 score (the value ``Mode.aggregate`` averages), else ``p_safe`` (prob:
+    P(safe); respond: 1 answered, 0 not)."""
+    return "score" if any(getattr(r, "score", None) is not None for r in readings) else "p_safe"
+
+
+def _number(x: Any) -> float | None:
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) else None
+
+
+def reading_of(mode: Mode, value: Any) -> SimpleNamespace | None:
+    """An inspect score value as the reading ``Mode.aggregate`` takes (``label``, ``score``,
+    ``p_safe``), or None when the value holds none of the mode's."""
+    if not isinstance(value, Mapping):
+        return None
+    score, p_safe = _number(value.get("score")), _number(value.get("p_safe"))
+    safe = _number(value.get("safe"))
+    if mode.continuous:
+        if score is None and p_safe is None:
+            return None
+        raw = score if score is not None else p_safe
+        label = "safe" if mode.labels([raw])[0] == 1.0 else "unsafe"
+    else:
+        if safe is None:
+            return None
+        label = "safe" if safe > 0.5 else "unsafe"
+    return SimpleNamespace(label=label, score=score, p_safe=p_safe)
+
+
+# --------------------------------------------------------------------------------------------
+# Reading logs
 
 
 def is_inspect_log(path: str | Path) -> bool:
@@ -59,7 +138,7 @@ def is_inspect_log(path: str | Path) -> bool:
 
 
 def _read(path: str | Path, header_only: bool = False) -> Any:
-    from ..extras import MissingExtra
+    from .extras import MissingExtra
 
     try:
         from inspect_ai.log import read_eval_log
@@ -106,12 +185,11 @@ def load_inspect_log(path: str | Path, dataset: "Dataset | None" = None, mode: s
     """Per-case predictions of a log of ``casebench/case_bench`` (see the module docstring).
     ``mode`` (``--mode``): refused when it contradicts the log's. Raises ``InspectLogError``
     for a log of another task or a sample whose case is not ``dataset``'s."""
-    from ..classify.validation import applicable
-    from ..modes import get_mode
-    from ..predictions import Predictions
-    from ..runs.results import model_short_name
-    from .inspect_task import case_from_metadata, reading_of
-
+    from .classify.validation import applicable
+    from .modes import get_mode
+    from .predictions import Predictions
+    from .runs.results import model_short_name
+    
     p = Path(path)
     log = _read(p)
     cb = (log.eval.metadata or {}).get(META_KEY)
@@ -200,12 +278,6 @@ class SampleScores:
     @property
     def name(self) -> str:
         return f"{self.model} [{self.task}]"
-
-    def scored(self) -> Any:
-        """As the paired comparison takes it (``stats.sample_compare.ScoredSamples``)."""
-        from ..stats.sample_compare import ScoredSamples
-
-        return ScoredSamples(self.name, self.source, self.values, self.metadata)
 
 
 def _flatten(name: str, value: Any) -> list[tuple[str, Any]]:
