@@ -59,20 +59,39 @@ def judge(salt: str):
     return answer
 
 
+def _installed_here() -> bool:
+    """Whether casebench is installed editable from this checkout (``pip install -e``, as
+    ``make test`` does): its ``src`` is then on the path already, with its metadata."""
+    import urllib.parse
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    try:
+        direct_url = json.loads(distribution("casebench").read_text("direct_url.json") or "{}")
+    except (PackageNotFoundError, ValueError):
+        return False
+    source = urllib.parse.urlparse(direct_url.get("url", ""))
+    return (direct_url.get("dir_info", {}).get("editable", False) and source.scheme == "file"
+            and Path(urllib.parse.unquote(source.path)).resolve() == REPO)
+
+
 def _env(**extra: str) -> dict[str, str]:
     """Environment for the CLI subprocesses: casebench from this checkout, inspect's registry
-    finding casebench's tasks through the installed ``inspect_ai`` entry point (this checkout's
-    ``src`` first on the path: the entry point names a module, which then loads from here; a
-    ``src/casebench.egg-info`` would shadow the installed metadata, see test_inspect_task)."""
+    finding casebench's tasks through the installed ``inspect_ai`` entry point. Installed editable
+    from here, nothing is added; otherwise this checkout's ``src`` goes first on the path (the
+    entry point names a module, which then loads from here), unless a ``src/casebench.egg-info``
+    would shadow the installed metadata (see test_inspect_task)."""
     from importlib.metadata import entry_points
 
     if not any(ep.name == "casebench" for ep in entry_points(group="inspect_ai")):
         pytest.skip("casebench's inspect_ai entry point is not installed (pip install -e '.[test]')")
-    if (REPO / "src" / "casebench.egg-info").exists():
-        pytest.skip("src/casebench.egg-info would shadow the installed entry point")
+    here = _installed_here()
+    if not here and (REPO / "src" / "casebench.egg-info").exists():
+        pytest.skip("src/casebench.egg-info would shadow the installed entry point (pip install -e '.[test]' here)")
     env = {k: v for k, v in os.environ.items()
            if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "CASEBENCH_DATA") and not k.startswith("INSPECT_")}
-    path = [str(REPO / "src"), str(REPO / "tests"), *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]]
+    path = [] if here else [str(REPO / "src")]
+    path += [str(REPO / "tests"), *[p for p in env.get("PYTHONPATH", "").split(os.pathsep)
+                                    if p and Path(p) != REPO / "src"]]
     env.update(PYTHONPATH=os.pathsep.join(path), PYTHONUNBUFFERED="1", SCRIPTED_API_KEY="loopback-needs-no-key",
                **extra)
     return env
