@@ -64,7 +64,9 @@ MAY_IMPORT: dict[str, frozenset[str]] = {name: frozenset(deps) for name, deps in
     # runs own every run, the ablation and placement studies included
     "runs": ("data", "sources", "parse", "prompts", "backends", "modes", "predictions", "published", "classify",
              "mutations"),
-    "loader": ("data", "sources", "modes", "predictions", "published", "runs"),
+    # inspect logs read back (casebench's task's format, and any task's scores per sample)
+    "inspect_log": ("data", "modes", "predictions", "classify", "runs"),
+    "loader": ("data", "sources", "modes", "predictions", "published", "runs", "inspect_log"),
     # statistics judge predictions; they never start runs nor present
     "stats": ("data", "modes", "predictions", "naming"),
     # presentation lays out what stats computed
@@ -73,10 +75,10 @@ MAY_IMPORT: dict[str, frozenset[str]] = {name: frozenset(deps) for name, deps in
     "contexts": ("data", "sources", "parse", "prompts", "backends", "modes", "predictions", "runs"),
     "annotate": ("data", "stats"),
     "integrations": ("data", "sources", "parse", "prompts", "mutations", "backends", "modes", "predictions", "naming",
-                     "published", "loader", "runs", "stats", "present"),
+                     "published", "classify", "loader", "inspect_log", "runs", "stats", "present"),
     # the command line: thin wrappers over all of the above
     "cli": ("data", "sources", "parse", "prompts", "backends", "modes", "predictions", "naming", "published", "classify",
-            "mutations", "runs", "loader", "stats", "present", "contexts", "annotate", "integrations"),
+            "mutations", "runs", "inspect_log", "loader", "stats", "present", "contexts", "annotate", "integrations"),
 }.items()}
 
 #: what the layering must never allow, whatever the table says (the rules of DESIGN.md)

@@ -112,10 +112,19 @@ def _run_options(f: Any) -> Any:
                    "category, as `casebench run --pairs N` chooses them: what a comparison of that size can detect "
                    "(the MDD column).")
 @click.option("--pairs-seed", type=int, default=0, show_default=True, help="Seed of --pairs.")
+@click.option("--cluster-by", "cluster_by", default=None, metavar="FIELD",
+              help="Inspect logs: compare per scorer over the samples both logs scored, clustered by this sample "
+                   "metadata field (logs of tasks other than casebench's are always compared per scorer).")
 def compare_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, n_boot: int, bootstrap_seed: int,
                 level: float, alpha: float, data: str | None, label_source: str, cluster: str, mode: str | None,
-                remove: str | None, pairs: int | None = None, pairs_seed: int = 0) -> None:
-    """Paired tests between INPUTS (run directories or published exp/ files on the same cases).
+                remove: str | None, pairs: int | None = None, pairs_seed: int = 0, cluster_by: str | None = None) -> None:
+    """Paired tests between INPUTS (run directories, published exp/ files or inspect logs on the
+    same cases).
+
+    Two inspect logs of any task (or any logs with --cluster-by FIELD) are compared per scorer
+    over the samples both scored: the paired difference of the mean with a (clustered)
+    bootstrap interval, McNemar's test for 0/1 scores, Benjamini-Hochberg over scorers and the
+    minimum detectable difference. Logs of casebench's task are compared as runs are:
 
     For each pair A, B: McNemar's test on per-case correctness; paired-bootstrap CIs for the
     differences A - B in accuracy, safe and unsafe recall, and (both continuous) PCC, BCE and
@@ -133,6 +142,9 @@ def compare_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, n_bo
 
     if len(inputs) < 2:
         raise BadInput("compare needs at least two inputs")
+    if _per_sample(inputs, cluster_by):
+        _compare_logs(inputs, cluster_by, as_json, n_boot, bootstrap_seed, level, alpha)
+        return
     options = scoring_options(paper_compat, n_boot, bootstrap_seed, label_source, level=level, alpha=alpha, cluster=cluster)
     preds = _load(inputs, data, mode, remove)
     if pairs is not None:
@@ -157,6 +169,42 @@ def compare_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, n_bo
         line = reference_line if paper_compat else people_line  # the paper-compatible text stays as it was
         if refs:
             click.echo(f"\nreference: {line(refs[0][1])}")
+
+
+def _per_sample(inputs: tuple[str, ...], cluster_by: str | None) -> bool:
+    """Whether INPUTS are compared per scorer over samples (``stats.sample_compare``): inspect
+    logs, with --cluster-by or at least one of another task than casebench's."""
+    from ..inspect_log import InspectLogError, all_casebench, is_inspect_log
+
+    logs = [is_inspect_log(p) for p in inputs]
+    if cluster_by is not None and not all(logs):
+        bad = next(p for p, lg in zip(inputs, logs) if not lg)
+        raise BadInput(f"--cluster-by FIELD names a sample metadata field of inspect logs; {bad} is not an inspect log "
+                       "(casebench inputs cluster with --cluster)")
+    if not all(logs):
+        return False
+    with bad_input_errors(InspectLogError):
+        return cluster_by is not None or not all_casebench(inputs)
+
+
+def _compare_logs(inputs: tuple[str, ...], cluster_by: str | None, as_json: bool, n_boot: int, seed: int,
+                  level: float, alpha: float) -> None:
+    from ..inspect_log import InspectLogError, load_sample_scores
+    from ..present.sample_tables import format_sample_comparison
+    from ..stats.sample_compare import SampleCompareError, ScoredSamples, compare_samples
+
+    with bad_input_errors(InspectLogError, SampleCompareError):
+        logs = [load_sample_scores(p) for p in inputs]
+        result = compare_samples([ScoredSamples(x.name, x.source, x.values, x.metadata) for x in logs], cluster_by=cluster_by, n_boot=n_boot, seed=seed,
+                                 level=level, alpha=alpha)
+    for x in logs:
+        if x.status != "success":
+            echo_err(f"casebench: warning: {x.source} is an unfinished log (status {x.status}); "
+                     "its missing samples are left out")
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
+    else:
+        click.echo(format_sample_comparison(result), nl=False)
 
 
 @click.command("ablate", cls=RegistryCommand, backend_flags=True)

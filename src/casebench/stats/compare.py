@@ -497,10 +497,14 @@ def compare_pair(
                and not (behaviour and METRIC[m].calibration) and (METRIC[m].paper or not options.paper_compat)]
     W = PW = None
     if n_boot > 0 and n > 0:
-        if weights is None or pair_weights is None:
+        if weights is None:
             W0, PW0 = resamples(_resampled_cases([a, b], union), a, union, options, clusters)
-            weights = W0 if weights is None else weights
+            weights = W0
             pair_weights = PW0 if pair_weights is None else pair_weights
+        elif pair_weights is None:
+            # the case resamples were drawn over every input's cases (``union``, which may hold
+            # cases neither a nor b has); the pairs are drawn over a's own (pair ids number a's pairs)
+            _, pair_weights = resamples(list(a.cases), a, None, options)
         W = weights
         if _all_pairs(a) and sa.pairs is not None and len(sa.pairs):
             PW = pair_weights
