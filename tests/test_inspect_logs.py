@@ -386,3 +386,41 @@ def test_errored_samples_are_missing_answers_and_another_dataset_is_refused(tmp_
     assert (out["n"], out["answered"]) == (12, 12 - len(failed))
     bad = casebench("score", str(log), "--data", str(small_data_path), ok=False)
     assert bad.returncode == 2 and str(log) in bad.stderr and "made on another dataset" in bad.stderr
+
+
+# ------------------------------------------------------------------------------ a query mutation
+
+
+@pytest.mark.slow
+def test_a_caesar_log_sends_only_encoded_queries_decodes_answers_and_scores_named(tmp_path, real_data_path):
+    """``-T mutation=caesar``: every request carries the query Caesar-encoded and never in plain
+    text, the context as it was; the chatbot's encoded answers are decoded before the reader reads
+    them; ``score --json`` of the log names the mutation (issue 39's mutation option)."""
+    from casebench.data import load_dataset
+    from casebench.mutations import caesar_encode
+
+    seen: list[str] = []
+
+    def encoded_bot(body: dict[str, Any]) -> str:
+        seen.append(_text(body))
+        return caesar_encode(REFUSAL if _coin(body, "caesar") else HELP)
+
+    with FaultServer(answer_fn=encoded_bot) as srv:
+        log = inspect_eval("casebench/case_bench", "chatbot", srv.base_url, tmp_path / "logs", "-T", "mode=respond",
+                           "-T", "pairs=3", "-T", "seed=4", "-T", "mutation=caesar", "-T", f"data={real_data_path}")
+    ds = load_dataset(real_data_path)
+    from inspect_ai.log import read_eval_log
+
+    samples = read_eval_log(str(log)).samples
+    assert len(samples) == 6 and len(seen) == 6
+    for s in samples:
+        case = ds[int(s.id)]
+        sent = next(t for t in seen if caesar_encode(case.query) in t)
+        assert case.query not in sent
+        assert case.context["recipient"]["type"] in sent  # the context untouched (system placement)
+        md = next(iter(s.scores.values())).metadata
+        assert md["behaviour"] in ("comply", "refuse") and md["decoded_answer"] in (REFUSAL, HELP)
+        assert md["behaviour"] == ("refuse" if md["decoded_answer"] == REFUSAL else "comply")
+    out = json.loads(casebench("score", str(log), "--data", str(real_data_path), "--json",
+                               "--no-reference").stdout.splitlines()[0])
+    assert out["mutation"] == "caesar" and "caesar" in out["name"]

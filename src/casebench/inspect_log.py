@@ -248,10 +248,12 @@ def load_inspect_log(path: str | Path, dataset: "Dataset | None" = None, mode: s
         desc["validation"] = applicable(desc, log.eval.model)
         meta["classifier"] = desc
     behaviour = [behaviours[i] for i in order] if any(behaviours[i] for i in order) else None
+    mutation = cb.get("mutation")
     return Predictions.from_values(
         str(p), model_short_name(log.eval.model), m, [cases[i] for i in order], values,
         tuple(cb.get("removed") or ()), meta, context_as=str(cb.get("context_as") or ""),
-        pending=max(0, _samples_expected(log) - present), behaviour=behaviour, verdict_mass=mass)
+        pending=max(0, _samples_expected(log) - present), behaviour=behaviour, verdict_mass=mass,
+        mutation=str(mutation["name"]) if isinstance(mutation, Mapping) else None)
 
 
 # --------------------------------------------------------------------------------------------

@@ -78,6 +78,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
+from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
 from ..extras import MissingExtra
@@ -98,6 +99,7 @@ except ModuleNotFoundError as e:  # pragma: no cover - exercised in a subprocess
 from ..data import Dataset, load_dataset, validate_parameter_names
 from ..inspect_log import CASE_KEYS, case_from_metadata, case_metadata, reading_of, value_key  # noqa: F401 (the log's format)
 from ..modes import MODES, Mode, get_mode
+from ..mutations import get_mutation, mutated_queries
 from ..prompts import BUILTIN_TEMPLATES, Templates, check_placement, load_templates
 
 log = logging.getLogger("casebench")
@@ -180,14 +182,21 @@ def select(dataset: Dataset, limit: int | None, stratified: int | None, seed: in
     return indices, how.how
 
 
-def build_samples(dataset: Dataset, indices: Sequence[int], removed: Sequence[str]) -> list[Sample]:
-    """One sample per case: id = the case's index in the dataset, input = the query (the solver
-    renders the judge prompt), target = the human label."""
+def build_samples(dataset: Dataset, indices: Sequence[int], removed: Sequence[str],
+                  asked: Mapping[int, str] | None = None) -> list[Sample]:
+    """One sample per case: id = the case's index in the dataset, input = the query as asked (the
+    solver renders the judge prompt), target = the human label. ``asked``: the query reworded
+    under a mutation, per case index (``mutations.mutated_queries``); the metadata keeps the
+    dataset's case, so the log still names the case people voted on."""
     samples = []
     for i in indices:
         case = dataset[i]
-        samples.append(Sample(id=case.index, input=case.query, target="safe" if case.human_safe else "unsafe",
-                              metadata=case_metadata(case, removed)))
+        md = case_metadata(case, removed)
+        query = case.query
+        if asked is not None:
+            query = md["asked_query"] = asked[case.index]
+        samples.append(Sample(id=case.index, input=query, target="safe" if case.human_safe else "unsafe",
+                              metadata=md))
     return samples
 
 
@@ -210,6 +219,8 @@ def judge_prompt(mode: str = "binary", context_as: str | None = None, templates:
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         md = state.metadata
         case = case_from_metadata(md).ablated(md.get("removed") or ())
+        if md.get("asked_query"):  # a query mutation: the query reworded, the context untouched
+            case = replace(case, query=str(md["asked_query"]))
         chat = m.conversation(case, tpl, context_as)
         messages: list[ChatMessage] = []
         if chat.system is not None:
@@ -348,7 +359,8 @@ def classifier_description(spec: str | None, partial_as: str) -> tuple[Any, dict
 
 
 @scorer(metrics=[case_bench_metrics()])
-def verdict(mode: str = "binary", refusal_classifier: str | None = None, partial_as: str = "unsafe") -> Scorer:
+def verdict(mode: str = "binary", refusal_classifier: str | None = None, partial_as: str = "unsafe",
+            mutation: str | None = None) -> Scorer:
     """Read the judge's answer with the mode's reader: the parser (binary, score), the first
     token's log-probabilities (prob) or the refusal classifier (respond). An answer that cannot
     be read is unscored, never a guess."""
@@ -358,6 +370,8 @@ def verdict(mode: str = "binary", refusal_classifier: str | None = None, partial
     classifier = desc = None
     if m.reads_behaviour:
         classifier, desc = classifier_description(refusal_classifier, partial_as)
+    # an encoded query asked for an answer in the same encoding: the reader reads it decoded
+    decode = get_mutation(mutation).decode if mutation else None
 
     async def score(state: TaskState, target: Target) -> Score:
         md: dict[str, Any] = {"human_label": target.text, "human_safe_rate": state.metadata.get("human_safe_rate"),
@@ -367,8 +381,11 @@ def verdict(mode: str = "binary", refusal_classifier: str | None = None, partial
             from ..classify import Item
             from ..classify.validation import applicable
 
-            (v,) = await classifier.aclassify([Item(str(state.metadata.get("query") or state.input_text), text or "")])
+            read = decode(text or "") if decode else (text or "")
+            (v,) = await classifier.aclassify([Item(str(state.metadata.get("query") or state.input_text), read)])
             reading = m.read_behaviour(Answer(text=text or None), v, partial_as_safe=partial_as == "safe")
+            if decode:
+                md["decoded_answer"] = read
             md.update(behaviour=reading.behaviour, classifier={**desc, "validation": applicable(desc, str(state.model))},
                       **{k: v for k, v in reading.detail.items()})
         elif m.want == "p_safe":
@@ -413,6 +430,8 @@ def case_bench(
     templates: str | None = None,
     refusal_classifier: str | None = None,
     partial_as: str = "unsafe",
+    mutation: str | None = None,
+    mutations_from: str | None = None,
 ) -> Task:
     """CASE-Bench: a model judges whether a chatbot should answer a query in a given context (or,
     in respond mode, is the chatbot); its verdicts are scored against the human votes (see the
@@ -434,6 +453,11 @@ def case_bench(
         raise ValueError(f"refusal_classifier and partial_as apply to modes that read behaviour, not {m.name!r}")
     dataset, origin = resolve_data(_as_path(data))
     indices, how = select(dataset, limit, stratified, seed, pairs)
+    source = None
+    if mutation is not None:  # SORRY-Bench's rewording of every query, built in or from the user's files
+        source = mutated_queries(str(mutation), [dataset[i] for i in indices], _as_path(mutations_from))
+    elif mutations_from is not None:
+        raise ValueError("mutations_from needs mutation=NAME")
     config = GenerateConfig(temperature=m.default_temperature, max_tokens=m.default_max_tokens)
     if m.want == "p_safe":  # one greedy token and its alternatives, as casebench's API backends ask
         config = GenerateConfig(temperature=0.0, max_tokens=1, logprobs=True, top_logprobs=TOP_LOGPROBS)
@@ -450,10 +474,13 @@ def case_bench(
     }
     if classifier_desc is not None:
         meta["classifier"] = classifier_desc
+    if source is not None:
+        meta["mutation"] = source.describe()
     return Task(
-        dataset=build_samples(dataset, indices, removed),
+        dataset=build_samples(dataset, indices, removed, None if source is None else source.texts),
         solver=[judge_prompt(mode=m.name, context_as=context_as, templates=templates), generate()],
-        scorer=verdict(mode=m.name, refusal_classifier=_as_path(refusal_classifier), partial_as=partial_as),
+        scorer=verdict(mode=m.name, refusal_classifier=_as_path(refusal_classifier), partial_as=partial_as,
+                       mutation=None if source is None else source.mutation.name),
         metrics=[case_bench_metrics(mode=m.name)],
         config=config,
         epochs=Epochs(m.default_samples, case_bench_epochs(mode=m.name)),
