@@ -131,18 +131,15 @@ class Predictions:
 
     def at_min_verdict_mass(self, threshold: float | None) -> "Predictions":
         """These predictions read at another minimum verdict mass (``ScoringOptions.min_verdict_mass``):
-        ``self`` when ``threshold`` is None or already this one, else a view sharing every array
-        (made once per threshold and kept), so that scoring applies a threshold without changing
-        the loaded predictions."""
+        ``self`` when ``threshold`` is None or already this one, else a new view sharing every
+        array, so that scoring applies a threshold without changing the loaded predictions
+        (``stats.result.score_input`` keeps its result by the predictions it was given and the
+        options, so the view is made once per input and options)."""
         if threshold is None or float(threshold) == float(self.min_verdict_mass):
             return self
-        views = self.__dict__.setdefault("_mass_views", {})
-        t = float(threshold)
-        if t not in views:
-            from dataclasses import replace
+        from dataclasses import replace
 
-            views[t] = replace(self, min_verdict_mass=t)
-        return views[t]
+        return replace(self, min_verdict_mass=float(threshold))
 
     def __repr__(self) -> str:
         """Short, so a notebook shows what these are, not every case (``cases`` holds them)."""
@@ -212,10 +209,9 @@ class Predictions:
         removals) left out: two inputs hold the same cases when their fingerprints agree with
         the union of both inputs' removals."""
         key = tuple(dict.fromkeys([*self.removed, *ignore]))
-        cache = self.__dict__.setdefault("_fingerprints", {})
-        if key not in cache:  # hashing 900 contexts is slow; a report asks for it many times
-            cache[key] = cases_fingerprint(self.cases, key)
-        return cache[key]
+        # hashing 900 contexts is slow and a report asks for it many times: kept beside the
+        # predictions (never in them; the cases are never changed once loaded)
+        return _fingerprint(self, key)
 
     @property
     def placement_note(self) -> str:
@@ -227,3 +223,24 @@ class Predictions:
         """A short display name: model, mode, placement (when not the mode's own) and ablation."""
         tail = f" -{','.join(self.removed)}" if self.removed else ""
         return f"{self.model} [{self.mode}]{self.placement_note}{tail}"
+
+
+#: cases fingerprints by (the predictions' identity, the parameters left out), with a weak
+#: reference to the predictions (an identity is reused once they are gone); at most
+#: ``_FINGERPRINTS_MAX``, the oldest dropped first
+_FINGERPRINTS: dict[tuple[int, tuple[str, ...]], tuple[Any, str]] = {}
+_FINGERPRINTS_MAX = 256
+
+
+def _fingerprint(pred: Predictions, ignore: tuple[str, ...]) -> str:
+    import weakref
+
+    key = (id(pred), ignore)
+    got = _FINGERPRINTS.get(key)
+    if got is not None and got[0]() is pred:
+        return got[1]
+    fp = cases_fingerprint(pred.cases, ignore)
+    _FINGERPRINTS[key] = (weakref.ref(pred), fp)
+    while len(_FINGERPRINTS) > _FINGERPRINTS_MAX:
+        _FINGERPRINTS.pop(next(iter(_FINGERPRINTS)))
+    return fp

@@ -484,13 +484,14 @@ def reference_option(f: Callable[..., Any]) -> Callable[..., Any]:
     )(f)
 
 
-def load_reference_inputs(reference: str | None, no_reference: bool, preds: Sequence[Any],
+def load_reference_inputs(reference: str | None, no_reference: bool, preds: Sequence[Any], options: Any,
                           dataset: Any = None) -> tuple[list[Any], str | None]:
-    """The reference predictions to show beside ``preds`` and where they came from (None: none).
-    Published models that are already among the inputs (same model, mode and removals) are not
+    """The published models to show beside ``preds`` as scored inputs (``stats.reference_rows``:
+    kept on disk, so a later report does not score them again) and where they came from (None:
+    none). Published models already among the inputs (same model, mode and removals) are not
     repeated."""
-    from ..published import load_references
     from ..sources import cached_outputs
+    from ..stats.reference_rows import reference_inputs
 
     if no_reference:
         return [], None
@@ -498,6 +499,5 @@ def load_reference_inputs(reference: str | None, no_reference: bool, preds: Sequ
     if root is None:
         return [], None
     with bad_input_errors():
-        refs = load_references(root, reference=dataset)
-    have = {(p.model, p.mode, tuple(p.removed)) for p in preds}
-    return [r for r in refs if (r.model, r.mode, tuple(r.removed)) not in have], str(root)
+        refs = reference_inputs(root, options, dataset=dataset, exclude=preds)
+    return refs, str(root)

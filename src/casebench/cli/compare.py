@@ -150,13 +150,15 @@ def compare_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, n_bo
         for x in say:
             click.echo("")
             click.echo(format_say_do(x), nl=False)
-        from ..stats.context import people_line, reference_line, references_by_dataset
+        from ..stats.context import people_line, reference_line
+        from ..stats.result import score_input
 
-        refs = references_by_dataset(preds[:1], n_boot=options.n_boot, seed=options.bootstrap_seed,
-                                     label_source=options.label_source)  # the inputs hold the same cases
+        # the inputs hold the same cases: people's references over them are the first input's,
+        # at the options' level and clustering
+        ref = score_input(preds[0], options).people.cases
         line = reference_line if paper_compat else people_line  # the paper-compatible text stays as it was
-        if refs:
-            click.echo(f"\nreference: {line(refs[0][1])}")
+        if ref is not None:
+            click.echo(f"\nreference: {line(ref)}")
 
 
 @click.command("ablate", cls=RegistryCommand, backend_flags=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shlex
 import sys
+from types import SimpleNamespace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -307,8 +308,6 @@ def score_and_report(run_dir: Path, min_verdict_mass: float | None = None, *, de
     from ..runs.results import load_run
     from ..present.summary import next_steps, summary_lines
     from ..present.tables import text_table
-    from ..runs.execute import DEFAULT_MODEL
-    from ..runs.results import model_short_name
 
     if pred is None:
         pred = load_run(run_dir)
@@ -318,11 +317,10 @@ def score_and_report(run_dir: Path, min_verdict_mass: float | None = None, *, de
         click.echo("no scores: the dataset has no human votes to score against (collect them with "
                    "casebench annotate)", err=True)
         return
-    score = score_input(pred, options).score
-    people = None if demo else _people_on(pred)
+    scored = score_input(pred, options)
+    score = scored.score
     click.echo("")
-    for line in summary_lines(score, people, demo=demo, max_tokens=max_tokens,
-                              tiny=pred.model == model_short_name(DEFAULT_MODEL)):
+    for line in summary_lines(score, None if demo else scored.people, demo=demo, max_tokens=max_tokens):
         click.echo(line)
     click.echo("")
     click.echo(text_table([score]), nl=False)
@@ -333,7 +331,7 @@ def score_and_report(run_dir: Path, min_verdict_mass: float | None = None, *, de
     except ImportError as e:  # matplotlib is an optional extra
         click.echo(f"no report: {e} (pip install 'casebench[report]')", err=True)
     else:
-        refs, root = ([], None) if demo else _cached_references(pred)
+        refs, root = ([], None) if demo else _cached_references(pred, options)
         path = write_report(run_dir / "report.html", [pred], options, references=refs, reference_root=root,
                             show_text=False)
         click.echo(f"report: {path}")
@@ -347,36 +345,26 @@ def score_and_report(run_dir: Path, min_verdict_mass: float | None = None, *, de
         click.echo(line)
 
 
-def _people_on(pred: Any) -> dict[str, Any] | None:
-    """People's context figures on the cases the run answered (its pairs), or None without votes."""
-    from ..stats.context import human_references
-
-    answered = [c for c, a in zip(pred.cases, pred.answered) if a]
-    try:
-        return human_references(answered)
-    except ValueError:
-        return None
-
-
-def _cached_references(pred: Any) -> tuple[list[Any], str | None]:
-    """The published models cached by ``casebench data fetch``, restricted to the cases the run
-    answered (``published.restrict_to``), so that they stand beside the run on the same cases (none
-    when absent or unreadable: the main job never fails for want of a reference)."""
+def _cached_references(pred: "Predictions", options: Any) -> tuple[list[Any], str | None]:
+    """The published models cached by ``casebench data fetch``, scored on the cases the run
+    answered (``stats.reference_rows``: kept on disk, so the next run on the same cases reads
+    them back), so that they stand beside the run on the same cases (none when absent or
+    unreadable: the main job never fails for want of a reference)."""
     from ..data import DatasetError
-    from ..published import load_references, restrict_to
     from ..sources import cached_outputs
+    from ..stats.reference_rows import reference_inputs
 
     root = cached_outputs()
     if root is None:
         return [], None
+    answered = [c for c, a in zip(pred.cases, pred.answered) if a]
+    same_model = [SimpleNamespace(model=pred.model, mode=pred.mode, removed=r) for r in {(), tuple(pred.removed)}]
     try:
-        refs = load_references(root)
+        refs = reference_inputs(root, options, cases=answered, exclude=same_model)
     except (DatasetError, OSError) as e:
         click.echo(f"published models not shown: {e}", err=True)
         return [], None
-    answered = [c for c, a in zip(pred.cases, pred.answered) if a]
-    out = [restrict_to(r, answered) for r in refs if (r.model, r.mode) != (pred.model, pred.mode)]
-    return [r for r in out if r is not None], str(root)
+    return refs, str(root)
 
 
 @click.command("export")

@@ -49,6 +49,7 @@ from ..data import Case
 from ..predictions import Predictions
 from ..stats.metrics import METRIC, MIN_CASES, MIN_DISCORDANT, MIN_PAIRED, Score, metric_names
 from ..stats.options import DEFAULT_OPTIONS, ScoringOptions
+from ..stats.result import ScoredInput
 from ..stats.overview import NEIGHBOUR_ROWS, PAIRWISE_TABLE_MAX, InputFigures, Overview, PairMatrix, input_figures, overview
 from .tables import SMALL, STUDY_METRICS, UNDEFINED, fmt_num, fmt_p
 
@@ -971,11 +972,7 @@ BLIND_LIMIT = 12
 def _input_people(it: Any) -> dict[str, Any] | None:
     """People's references on the pairs this input answered (``stats.context.people_references``),
     as its scoring result carries them; None without pairs."""
-    fig = it.figures
-    blocks = getattr(fig, "blocks", None)
-    if isinstance(blocks, dict) and "people" in blocks:
-        return blocks["people"]
-    return getattr(fig, "people", None)
+    return it.figures.people.pairs
 
 
 def _direction_order(items: Sequence[Any]) -> list[Any]:
@@ -1209,7 +1206,8 @@ def render_sections(ctx: ReportContext, sections: Sequence[Section] | None = Non
 def build_report(
     preds: Sequence[Predictions], options: ScoringOptions = DEFAULT_OPTIONS, *,
     human_cases: Sequence[Case] | None = None, title: str = "casebench report", human: bool = True,
-    show_text: bool = False, references: Sequence[Predictions] | None = None, reference_root: str | None = None,
+    show_text: bool = False, references: Sequence[Predictions | ScoredInput] | None = None,
+    reference_root: str | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> str:
     """The report as one HTML string (see the module docstring).
@@ -1222,7 +1220,8 @@ def build_report(
     published, or the votes alone). ``human_cases``: the cases whose votes the human section
     analyses (a dataset); by default, the cases of the input that holds the most.
     ``show_text``: list the context-blind queries with their text (else case indices only).
-    ``references``: published models shown for reference (from ``reference_root``): ranked in the
+    ``references``: published models shown for reference (from ``reference_root``; predictions,
+    or their results as ``stats.reference_rows`` gives them): ranked in the
     leaderboard and drawn in the context section, marked "(published)", never paired with the
     inputs; without them, the context section says how to get them.
     """
@@ -1234,7 +1233,8 @@ def build_report(
         warnings.simplefilter("always")
         say(f"scoring {len(preds)} input(s) and pairing them")
         ov = overview(preds, options, human_cases=human_cases, human=human)
-        refs = [ReportInput(f"{display_name(p)} (published)", input_figures(p, options), reference=True)
+        refs = [ReportInput(f"{display_name(p.pred if isinstance(p, ScoredInput) else p)} (published)",
+                            p if isinstance(p, ScoredInput) else input_figures(p, options), reference=True)
                 for p in references or ()]
         ctx = ReportContext([ReportInput(n, f) for n, f in zip(_unique_names(preds), ov.inputs)], ov, refs,
                             reference_root, show_text)

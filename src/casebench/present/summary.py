@@ -19,7 +19,10 @@ On a set labelled only by the intent of its contexts (the shipped demo set: no v
 people find safe" is not known: the lines say "safe-intent" and "unsafe-intent" contexts
 instead, and are marked as a demo.
 
-Only formatting: every figure comes from ``stats`` (``Score``, ``human_references``).
+Only formatting: every figure comes from ``stats`` (``Score``, and people's references as the
+input's one scoring result holds them, ``result.PeopleReferences``); every fact about the run
+from the object that owns it (the mode's words from the mode, the kind of writer from the reader's
+validation, the small-sample threshold from ``metrics.MIN_CASES``).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..stats.metrics import Score
+    from ..stats.result import PeopleReferences
 
 __all__ = ["verdict_line", "summary_lines", "next_steps"]
 
@@ -86,7 +90,7 @@ def verdict_line(score: "Score", people_follow: float | None = None) -> str:
     return line
 
 
-def _reader_line(classifier: Mapping[str, Any] | None, tiny: bool) -> str:
+def _reader_line(classifier: Mapping[str, Any] | None) -> str:
     if not classifier:
         return "reader: not recorded"
     name = classifier.get("name") or classifier.get("spec") or "the refusal classifier"
@@ -102,24 +106,61 @@ def _reader_line(classifier: Mapping[str, Any] | None, tiny: bool) -> str:
         return line
     if val.get("writer_match"):
         return line + ": the figure for answers like this run's, and the corrected rates use it"
-    if tiny:
+    if val.get("run_writer") == "small":  # the validation says the run's writer is a small model
         line += (". Those answers are in capable models' styles; a tiny model's answers are read less reliably "
                  "(README: 'Refusal classifiers'): check a sample by hand before leaning on a few points")
-    elif name == "learned":
-        # a run of a model not known to be small: the reader with the language model reads such
-        # answers better (classify.validation has both readers' figures on the same sets)
-        line += ("; `casebench classify RUN --refusal-classifier learned-lm` re-reads the answers with the "
-                 "reader that agrees with people more often on large models' writing (needs the hf extra)")
+    else:
+        better = _better_reader(name, val)
+        if better:
+            line += (f"; `casebench classify RUN --refusal-classifier {better}` re-reads the answers with the "
+                     "reader that agrees with people more often on large models' writing"
+                     + (f" (needs the {_extra_of(better)} extra)" if _extra_of(better) else ""))
     return line
 
 
-def summary_lines(score: "Score", people: Mapping[str, Any] | None = None, *, demo: bool = False,
-                  max_tokens: int | None = None, tiny: bool = False) -> list[str]:
+def _better_reader(name: str, val: Mapping[str, Any]) -> str | None:
+    """The stored reader whose validated agreement on large models' writing is clearly above
+    this reader's (``classify.validation``: each reader's figure on the same kind of set), or
+    None. Never a guess from names: the stored figures decide."""
+    try:
+        from ..classify import validation as _validation
+
+        data = _validation.load() or {}
+    except Exception:  # no stored figures: nothing to recommend
+        return None
+    partial_as = str(val.get("partial_as") or "unsafe")
+
+    def agreement(reader: str) -> float | None:
+        entry = (data.get("classifiers") or {}).get(reader) or {}
+        figs = _validation.validation_for(reader, str(entry.get("version")), partial_as, "large") if entry else None
+        a = (figs or {}).get("agreement")
+        return float(a) if isinstance(a, (int, float)) and math.isfinite(a) else None
+
+    mine = agreement(name)
+    if mine is None:
+        return None
+    best = max(((agreement(r), r) for r in (data.get("classifiers") or {}) if r != name),
+               key=lambda t: -1.0 if t[0] is None else t[0], default=(None, None))
+    return best[1] if best[0] is not None and best[0] > mine + 0.02 else None
+
+
+def _extra_of(reader: str) -> str | None:
+    """The optional extra a reader needs (its registry entry says), or None."""
+    try:
+        from ..classify.registry import info_for
+
+        info, _ = info_for(reader, reader)
+    except Exception:
+        return None
+    return getattr(info, "extra", None)
+
+
+def summary_lines(score: "Score", people: "PeopleReferences | None" = None, *, demo: bool = False,
+                  max_tokens: int | None = None) -> list[str]:
     """The lines that lead ``casebench run``'s output: the model's over- and under-refusal, its
-    context shift and follow beside people's (``people``: ``stats.context.human_references`` of the
-    same cases, or None), the reader's validation (respond mode), each naming the mode.
-    ``tiny``: the model is a tiny one (the embedded SmolLM2), whose answers the reader was not
-    validated on."""
+    context shift and follow beside people's on the same pairs (``people``: the input's
+    ``result.PeopleReferences``, or None), the reader's validation (respond mode; its stored
+    figures say which kind of writer they stand for and the run's), each naming the mode."""
     mode = score.mode
     m = _mode(mode)
     behaves = m.reads_behaviour
@@ -154,11 +195,11 @@ def summary_lines(score: "Score", people: Mapping[str, Any] | None = None, *, de
                f"context minus the unsafe one), follows the context in {_pct(follow)}"
                f"{_ci_pct(score.ci.get('context_follow'))} of pairs")
         lines.append(ctx)
-        if people is not None and int(people.get("context_pairs", 0)):
-            pci = people.get("ci", {})
-            lines.append(f"                 people on the same {people['context_pairs']} pairs: shift "
-                         f"{_num(people['context_shift'], pci.get('context_shift'))}, their majority follows the "
-                         f"context in {_pct(people['context_follow'])}{_ci_pct(pci.get('context_follow'))}")
+        if people is not None and people.pair_count:
+            (p_shift, p_shift_ci), (p_follow, p_follow_ci) = people.shift(), people.follow()
+            lines.append(f"                 people on the same {people.pair_count} pairs: shift "
+                         f"{_num(p_shift, p_shift_ci)}, their majority follows the "
+                         f"context in {_pct(p_follow)}{_ci_pct(p_follow_ci)}")
         elif demo:
             lines.append("                 (a demo set has no people's votes: the contexts' intent is the only label)")
         if shift is not None and math.isfinite(shift) and abs(shift) < 0.1 and behaves:
@@ -167,9 +208,11 @@ def summary_lines(score: "Score", people: Mapping[str, Any] | None = None, *, de
     else:
         lines.append("  context:       no query pair with both contexts answered (ask whole pairs: --pairs N)")
     if behaves:
-        lines.append("  " + _reader_line(score.classifier, tiny))
+        lines.append("  " + _reader_line(score.classifier))
     if score.small():
-        lines.append("  († figures from fewer than 30 cases: read their intervals, not the point)")
+        from ..stats.metrics import MIN_CASES
+
+        lines.append(f"  († figures from fewer than {MIN_CASES} cases: read their intervals, not the point)")
     return lines
 
 

@@ -540,11 +540,15 @@ def compare_pair(
     shared = len(shared_cases(a, b))
     people = None
     if not options.paper_compat and sa.pairs is not None and len(sa.pairs):
-        from .context import people_references
+        from .context import pair_clusters_of, people_references
 
-        # the same people on the same pairs for both inputs: their references there
+        # the same people on the same pairs for both inputs: their references there, drawn as the
+        # pair's figures are (an input over the same pairs reads the same computation)
+        pc, k = pair_clusters_of(sa)
+        if pc is not None and len(np.unique(pc)) == len(pc):
+            pc = k = None  # every pair its own cluster (a pair is one query): pairs drawn one by one
         people = people_references(sa.g, sa.y, sa.pairs, n_boot=n_boot, seed=seed, level=level,
-                                   label_source=options.label_source)
+                                   label_source=options.label_source, pair_clusters=pc, n_clusters=k)
     return PairComparison(-1, -1, n, dropped, mc, wt, out, shared, a.n - shared, b.n - shared,
                           0 if sa.pairs is None else len(sa.pairs), people)
 

@@ -187,7 +187,8 @@ class Overview:
     comparisons: list[tuple[list[int], Comparison | None]] = field(default_factory=list)
     #: the groups compared as a matrix (``comparisons`` holds None for them): (positions, matrix)
     matrices: list[tuple[list[int], PairMatrix]] = field(default_factory=list)
-    #: the people's references (``context.references_by_dataset``) of the inputs with votes
+    #: people's references over every case of each set of voted cases among the inputs, as
+    #: their results hold them (``result.people_by_case_set``)
     people: list[tuple[list[int], dict[str, Any]]] = field(default_factory=list)
     #: the inputs grouped by the cases they hold (``compare.case_set_groups``): ranked per group
     case_sets: list[list[int]] = field(default_factory=list)
@@ -223,10 +224,9 @@ def overview(
     out.comparisons = comparisons(preds, options)
     out.matrices = [(g, pair_matrix([out.inputs[i] for i in g], options)) for g, res in out.comparisons if res is None]
     out.case_sets = case_set_groups(preds)
-    from .context import references_by_dataset
+    from .result import people_by_case_set
 
-    out.people = references_by_dataset(preds, n_boot=options.n_boot, seed=options.bootstrap_seed,
-                                       label_source=options.label_source)
+    out.people = people_by_case_set(out.inputs)
     out.ablations = [(g, analyse_ablation([preds[i] for i in g], options)) for g in ablation_groups(preds)]
     out.placements = [(g, j, analyse_placements([preds[i] for i in g], options, judges=[preds[i] for i in j]))
                       for g, j in placement_groups(preds)]
