@@ -28,7 +28,7 @@ from casebench.stats.metrics import wilson_ci
 from casebench.stats.options import ScoringOptions
 from casebench.stats.pairs import pair_by_query
 from casebench.stats.placement import analyse_placements
-from casebench.stats.reference_rows import ReferenceCache
+from casebench.reference_rows import ReferenceCache
 from casebench.stats.result import score_input, score_predictions
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "casebench"

@@ -486,12 +486,12 @@ def reference_option(f: Callable[..., Any]) -> Callable[..., Any]:
 
 def load_reference_inputs(reference: str | None, no_reference: bool, preds: Sequence[Any], options: Any,
                           dataset: Any = None) -> tuple[list[Any], str | None]:
-    """The published models to show beside ``preds`` as scored inputs (``stats.reference_rows``:
+    """The published models to show beside ``preds`` as scored inputs (``reference_rows``:
     kept on disk, so a later report does not score them again) and where they came from (None:
     none). Published models already among the inputs (same model, mode and removals) are not
     repeated."""
     from ..sources import cached_outputs
-    from ..stats.reference_rows import reference_inputs
+    from ..reference_rows import reference_inputs
 
     if no_reference:
         return [], None

@@ -347,12 +347,12 @@ def score_and_report(run_dir: Path, min_verdict_mass: float | None = None, *, de
 
 def _cached_references(pred: "Predictions", options: Any) -> tuple[list[Any], str | None]:
     """The published models cached by ``casebench data fetch``, scored on the cases the run
-    answered (``stats.reference_rows``: kept on disk, so the next run on the same cases reads
+    answered (``reference_rows``: kept on disk, so the next run on the same cases reads
     them back), so that they stand beside the run on the same cases (none when absent or
     unreadable: the main job never fails for want of a reference)."""
     from ..data import DatasetError
     from ..sources import cached_outputs
-    from ..stats.reference_rows import reference_inputs
+    from ..reference_rows import reference_inputs
 
     root = cached_outputs()
     if root is None:

@@ -93,9 +93,9 @@ def _reference_scores(reference: str | None, no_reference: bool, preds: Sequence
                       dataset: "Dataset | None", options: "ScoringOptions") -> tuple[list["Score"], str | None]:
     """The scores of the published models to show beside ``preds`` (those already among the
     inputs left out) and where they came from (None: none shown), on the cases every input
-    scored (``stats.reference_rows``: kept on disk, read back without loading the files)."""
+    scored (``reference_rows``: kept on disk, read back without loading the files)."""
     from ..sources import cached_outputs
-    from ..stats.reference_rows import reference_scores
+    from ..reference_rows import reference_scores
 
     if no_reference:
         return [], None

@@ -1221,7 +1221,7 @@ def build_report(
     analyses (a dataset); by default, the cases of the input that holds the most.
     ``show_text``: list the context-blind queries with their text (else case indices only).
     ``references``: published models shown for reference (from ``reference_root``; predictions,
-    or their results as ``stats.reference_rows`` gives them): ranked in the
+    or their results as ``reference_rows`` gives them): ranked in the
     leaderboard and drawn in the context section, marked "(published)", never paired with the
     inputs; without them, the context section says how to get them.
     """

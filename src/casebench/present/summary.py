@@ -110,49 +110,12 @@ def _reader_line(classifier: Mapping[str, Any] | None) -> str:
         line += (". Those answers are in capable models' styles; a tiny model's answers are read less reliably "
                  "(README: 'Refusal classifiers'): check a sample by hand before leaning on a few points")
     else:
-        better = _better_reader(name, val)
-        if better:
-            line += (f"; `casebench classify RUN --refusal-classifier {better}` re-reads the answers with the "
-                     "reader that agrees with people more often on large models' writing"
-                     + (f" (needs the {_extra_of(better)} extra)" if _extra_of(better) else ""))
+        better = classifier.get("better_reader")  # the stored figures' word on another reader (runs records it)
+        if better and better.get("name"):
+            line += (f"; `casebench classify RUN --refusal-classifier {better['name']}` re-reads the answers with "
+                     "the reader that agrees with people more often on large models' writing"
+                     + (f" (needs the {better['extra']} extra)" if better.get("extra") else ""))
     return line
-
-
-def _better_reader(name: str, val: Mapping[str, Any]) -> str | None:
-    """The stored reader whose validated agreement on large models' writing is clearly above
-    this reader's (``classify.validation``: each reader's figure on the same kind of set), or
-    None. Never a guess from names: the stored figures decide."""
-    try:
-        from ..classify import validation as _validation
-
-        data = _validation.load() or {}
-    except Exception:  # no stored figures: nothing to recommend
-        return None
-    partial_as = str(val.get("partial_as") or "unsafe")
-
-    def agreement(reader: str) -> float | None:
-        entry = (data.get("classifiers") or {}).get(reader) or {}
-        figs = _validation.validation_for(reader, str(entry.get("version")), partial_as, "large") if entry else None
-        a = (figs or {}).get("agreement")
-        return float(a) if isinstance(a, (int, float)) and math.isfinite(a) else None
-
-    mine = agreement(name)
-    if mine is None:
-        return None
-    best = max(((agreement(r), r) for r in (data.get("classifiers") or {}) if r != name),
-               key=lambda t: -1.0 if t[0] is None else t[0], default=(None, None))
-    return best[1] if best[0] is not None and best[0] > mine + 0.02 else None
-
-
-def _extra_of(reader: str) -> str | None:
-    """The optional extra a reader needs (its registry entry says), or None."""
-    try:
-        from ..classify.registry import info_for
-
-        info, _ = info_for(reader, reader)
-    except Exception:
-        return None
-    return getattr(info, "extra", None)
 
 
 def summary_lines(score: "Score", people: "PeopleReferences | None" = None, *, demo: bool = False,

@@ -153,6 +153,12 @@ def run_classifier(run_path: str | Path, m: Manifest, finals: dict | None = None
                                       f"this run's answers, labelled by people ({len(pairs)})",
                                       file=_validation.RUN_LABELS_FILE, writer=_validation.writer_kind(m.model))
     desc["validation"] = _validation.applicable(desc, m.model, own)
+    if desc.get("name") and _validation.writer_kind(m.model) != "small":
+        # another reader the stored figures say reads large models' writing better (the first
+        # screen names it); a small model's answers get no such advice
+        better = _validation.better_reader(str(desc["name"]), str(desc.get("partial_as") or "unsafe"))
+        if better is not None:
+            desc["better_reader"] = better
     return desc
 
 

@@ -16,7 +16,7 @@ the same object. The predictions are treated as fixed once scored (nothing in ca
 loaded predictions; the minimum verdict mass is an option, applied through a view,
 ``Predictions.at_min_verdict_mass``).
 
-Published reference rows are scored through ``stats.reference_rows`` (one path, one JSON cache on
+Published reference rows are scored through ``reference_rows`` (one path, one JSON cache on
 disk), which hands ``score_input`` the figures it kept (``Kept``) so that nothing is computed
 twice.
 
@@ -197,7 +197,7 @@ class ScoredInput:
 
 @dataclass(frozen=True)
 class Kept:
-    """A reference row's figures as ``stats.reference_rows`` kept them (computed before under the
+    """A reference row's figures as ``reference_rows`` kept them (computed before under the
     same files, dataset, options, cases and version): the score and people's references on its
     pairs. ``score_input`` builds the (cheap) arrays again and computes none of these."""
 
@@ -248,7 +248,7 @@ def score_input(pred: Predictions, options: ScoringOptions = DEFAULT_OPTIONS, *,
     """The one ``ScoredInput`` of ``pred`` under ``options``: built on the first call, the same
     object afterwards (kept beside the predictions, keyed by them and the options, which include
     the threshold they are read at). ``kept``: a reference row's figures kept on disk
-    (``stats.reference_rows``), used instead of computing them on the first call. Raises
+    (``reference_rows``), used instead of computing them on the first call. Raises
     ``options.LabelSourceError`` when the cases cannot be labelled."""
     key = (id(pred), options)
     got = _KEPT.get(key)

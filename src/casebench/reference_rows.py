@@ -15,7 +15,10 @@ the casebench version (with the code of ``stats/``, so a changed formula is anot
 between releases): a stale entry is never read, and an unreadable or unwritable cache is a miss,
 never a failure. ``score`` reads kept rows without loading their files; ``report`` and the end
 of ``run`` load the files (their plots need the predictions) and hand the kept figures to
-``result.score_input``, which then computes none of them.
+``stats.result.score_input``, which then computes none of them.
+
+A module of its own, beside ``stats`` (which never reads files): it loads published files
+(``published``) and scores them (``stats``).
 """
 
 from __future__ import annotations
@@ -27,13 +30,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
-from .metrics import METRIC, Score
-from .options import ScoringOptions
-from .result import Kept, ScoredInput, score_input
+from .stats.metrics import METRIC, Score
+from .stats.options import ScoringOptions
+from .stats.result import Kept, ScoredInput, score_input
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..data import Case, Dataset
-    from ..predictions import Predictions
+    from .data import Case, Dataset
+    from .predictions import Predictions
 
 #: the layout of a kept row (another layout is another key)
 CACHE_FORMAT = 1
@@ -51,10 +54,10 @@ def code_version() -> str:
     """What the figures of this casebench depend on: its version, the source of ``stats/`` (a
     changed formula changes it even between releases) and the registered metrics (a plugin
     metric adds figures)."""
-    from .. import __version__
+    from . import __version__
 
     h = hashlib.sha256(__version__.encode())
-    for f in sorted(Path(__file__).parent.glob("*.py")):
+    for f in sorted((Path(__file__).parent / "stats").glob("*.py")):
         h.update(f.name.encode())
         h.update(f.read_bytes())
     h.update(",".join(METRIC).encode())
@@ -72,7 +75,7 @@ class ReferenceCache:
 
     def __init__(self, root: str | Path | None = None) -> None:
         if root is None:
-            from ..cache import cache_dir
+            from .cache import cache_dir
 
             root = cache_dir() / "scores"
         self.root = Path(root)
@@ -83,7 +86,7 @@ class ReferenceCache:
         """The key of the row of ``file`` (checked against the datasets ``datasets``) under
         ``options`` over the case subset ``cases`` (``case_keys``; None: every case of the file).
         Raises OSError when a file cannot be read."""
-        from .. import __version__
+        from . import __version__
 
         parts = {
             "format": CACHE_FORMAT,
@@ -111,7 +114,7 @@ class ReferenceCache:
 
     def put(self, key: str, scored: ScoredInput) -> None:
         """Keep the row ``scored`` under ``key`` (atomically; a failure to write is ignored)."""
-        from ..atomic import write_text_atomic
+        from .atomic import write_text_atomic
 
         d = {"format": CACHE_FORMAT, "score": scored.score.to_dict(), "people": scored.people.pairs}
         try:
@@ -134,8 +137,8 @@ def _rows(root: str | Path, options: ScoringOptions, cases: Sequence["Case"] | N
           cache: ReferenceCache) -> tuple[list[Path], Iterator[_Row]]:
     """The reference files under ``root`` and, lazily, each one's key and kept row. Raises
     ``DatasetError`` naming the directory when it holds none."""
-    from ..data import DatasetError
-    from ..published import reference_dataset_path, reference_files
+    from .data import DatasetError
+    from .published import reference_dataset_path, reference_files
 
     files = reference_files(root)
     if not files:
@@ -158,7 +161,7 @@ def _rows(root: str | Path, options: ScoringOptions, cases: Sequence["Case"] | N
 def _load(f: Path, cases: Sequence["Case"] | None, dataset: "Dataset | None") -> "Predictions | None":
     """The published file ``f`` (checked against ``dataset``), on ``cases`` alone when given
     (None when it holds none of them)."""
-    from ..published import load_published, restrict_to
+    from .published import load_published, restrict_to
 
     pred = load_published(f, reference=dataset)
     return pred if cases is None else restrict_to(pred, cases)
@@ -172,7 +175,7 @@ def _identity(x: Any) -> tuple[str, str, tuple[str, ...]]:
 def reference_inputs(root: str | Path, options: ScoringOptions, *, cases: Sequence["Case"] | None = None,
                      dataset: "Dataset | None" = None, exclude: Sequence[Any] = (),
                      cache: ReferenceCache | None = None) -> list[ScoredInput]:
-    """The published models under ``root`` as scored inputs (``result.ScoredInput``) under
+    """The published models under ``root`` as scored inputs (``stats.result.ScoredInput``) under
     ``options``, each computed once per file, dataset, options, case subset and version and kept
     on disk (see the module docstring). ``cases``: score them on these cases alone (another
     input's, e.g. a run's answered cases); ``dataset``: check each file against it; ``exclude``:
