@@ -50,8 +50,9 @@ class Predictions:
     unknown; None when the source records none, as in the published files); cases below
     ``min_verdict_mass`` are not ``answered``.
 
-    What the predictions are of, typed: ``mode`` (a registered mode's name, ``modes``; the object
-    is ``mode_spec``), ``removed`` (the CI parameters left out of the contexts) and
+    What the predictions are of, typed: ``mode`` (the ``modes.Mode`` object; a name given is
+    resolved once, here, and the name is written only where predictions go to disk or JSON),
+    ``removed`` (the CI parameters left out of the contexts) and
     ``context_as`` (the context placement, ``prompts.CONTEXT_PLACEMENTS``; by default the mode's
     own, which is what a published file was asked with). For a run: ``pending`` (requests without
     a final record yet; their cases are missing) and ``behaviour`` (per case, what the refusal
@@ -61,7 +62,7 @@ class Predictions:
 
     source: str
     model: str
-    mode: str
+    mode: Mode
     cases: list[Case]
     label: np.ndarray
     value: np.ndarray
@@ -80,8 +81,7 @@ class Predictions:
         self.value = np.asarray(self.value, dtype=float)
         if not (len(self.cases) == len(self.label) == len(self.value)):
             raise ValueError("cases, label and value must have the same length")
-        m = get_mode(self.mode)
-        self.mode = m.name
+        m = self.mode = get_mode(self.mode)
         self.context_as = self.context_as or m.default_context_as
         try:
             check_placement(self.context_as)
@@ -98,7 +98,7 @@ class Predictions:
 
     @classmethod
     def from_values(
-        cls, source: str, model: str, mode: str | Mode, cases: Sequence[Case], values: Sequence[Any],
+        cls, source: str, model: str, mode: "str | Mode", cases: Sequence[Case], values: Sequence[Any],
         removed: tuple[str, ...] = (), meta: dict | None = None, *, context_as: str = "", pending: int = 0,
         behaviour: list[list[str | None]] | None = None, verdict_mass: Sequence[float | None] | None = None,
     ) -> "Predictions":
@@ -107,7 +107,7 @@ class Predictions:
         ``verdict_mass`` per case (None: unknown)."""
         m = get_mode(mode)
         mass = None if verdict_mass is None else [np.nan if v is None else float(v) for v in verdict_mass]
-        return cls(source, model, m.name, list(cases), m.labels(values), m.numeric(values), tuple(removed),
+        return cls(source, model, m, list(cases), m.labels(values), m.numeric(values), tuple(removed),
                    dict(meta or {}), context_as, pending, behaviour, mass)
 
     @property
@@ -116,18 +116,13 @@ class Predictions:
         return self.pending == 0
 
     @property
-    def mode_spec(self) -> Mode:
-        """The mode object (``modes``) of these predictions."""
-        return get_mode(self.mode)
-
-    @property
     def n(self) -> int:
         return len(self.cases)
 
     @property
     def has_value(self) -> np.ndarray:
         """Cases with a prediction for this mode, whatever its verdict mass."""
-        return self.mode_spec.answered(self.value, self.label)
+        return self.mode.answered(self.value, self.label)
 
     def at_min_verdict_mass(self, threshold: float | None) -> "Predictions":
         """These predictions read at another minimum verdict mass (``ScoringOptions.min_verdict_mass``):
@@ -180,12 +175,12 @@ class Predictions:
 
     @property
     def is_continuous(self) -> bool:
-        return self.mode_spec.continuous
+        return self.mode.continuous
 
     @property
     def p_safe(self) -> np.ndarray:
         """P(safe) per case (NaN where missing); in label-only modes the 0/1 label itself."""
-        return self.mode_spec.p_safe(self.value, self.label)
+        return self.mode.p_safe(self.value, self.label)
 
     @property
     def human_rate(self) -> np.ndarray:
@@ -216,7 +211,7 @@ class Predictions:
     @property
     def placement_note(self) -> str:
         """``" (context as system)"`` when the context placement is not the mode's own, else ""."""
-        return "" if self.context_as == self.mode_spec.default_context_as else f" (context as {self.context_as})"
+        return "" if self.context_as == self.mode.default_context_as else f" (context as {self.context_as})"
 
     @property
     def name(self) -> str:

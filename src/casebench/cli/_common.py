@@ -401,13 +401,28 @@ def remove_option(f: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--remove", "remove", default=None, metavar="LIST", help=FILE_REMOVE_HELP)(f)
 
 
+class ModeChoice(click.Choice):
+    """``--mode``: one of the registered modes' names, handed to the command as the ``Mode``
+    object itself (the name is looked up once, here; the object travels to the last line)."""
+
+    def __init__(self) -> None:
+        from ..modes import mode_names
+
+        super().__init__(mode_names())
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        from ..modes import Mode, get_mode
+
+        if isinstance(value, Mode):
+            return value
+        return get_mode(super().convert(value, param, ctx))
+
+
 def file_kind_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """``--mode`` and ``--remove`` of the scoring commands (score, compare, report): what a
     published file holds when its name does not say (``loader.load_predictions``)."""
-    from ..modes import mode_names
-
     f = remove_option(f)
-    return click.option("--mode", "mode", type=click.Choice(mode_names()), default=None, help=FILE_MODE_HELP)(f)
+    return click.option("--mode", "mode", type=ModeChoice(), default=None, help=FILE_MODE_HELP)(f)
 
 
 def cluster_option(f: Callable[..., Any]) -> Callable[..., Any]:

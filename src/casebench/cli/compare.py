@@ -10,10 +10,10 @@ from typing import Any
 
 import click
 
-from ..modes import get_mode, mode_names
+from ..modes import MODES
 from ..prompts import CONTEXT_PLACEMENTS
 from ._common import (
-    FILE_MODE_HELP, BadInput, RegistryCommand, bad_input_errors, echo_err, exit_interrupted, file_kind_options,
+    FILE_MODE_HELP, BadInput, ModeChoice, RegistryCommand, bad_input_errors, echo_err, exit_interrupted, file_kind_options,
     cluster_option, label_source_option, refusal_classifier_options, remove_option, scoring_options, warn_unreadable_predictions,
 )
 
@@ -166,7 +166,7 @@ def compare_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, n_bo
 @click.option("--model", default=None, metavar="SPEC",
               help="Run the study with this model (openai/NAME, anthropic/NAME, hf/ID). Without it, "
                    "INPUTS (finished runs or published ablation files) are analysed.")
-@click.option("--mode", type=click.Choice(mode_names()), default=None,
+@click.option("--mode", type=ModeChoice(), default=None,
               help="Mode: of the study to run (with --model); else " + FILE_MODE_HELP[0].lower() + FILE_MODE_HELP[1:])
 @remove_option
 @click.option("--params", default="sender,recipient,transmission_principle", show_default=True, metavar="LIST",
@@ -273,9 +273,9 @@ def _run_study(model: str, mode: str, params: str, context_as: str | None, out_r
 @click.option("--model", default=None, metavar="SPEC",
               help="Run the study with this model (hf/ID, openai/NAME, anthropic/NAME). Without it, INPUTS "
                    "(finished runs in different placements) are analysed.")
-@click.option("--mode", type=click.Choice(mode_names()), default=None, help="Mode of the study to run (with --model).")
+@click.option("--mode", type=ModeChoice(), default=None, help="Mode of the study to run (with --model).")
 @click.option("--remove", default="", metavar="LIST", help="CI parameters removed in every placement (with --model).")
-@click.option("--say-do", "say_do_mode", type=click.Choice([m for m in mode_names() if not get_mode(m).reads_behaviour]), default=None,
+@click.option("--say-do", "say_do_mode", type=click.Choice([m.name for m in MODES.values() if not m.reads_behaviour]), default=None,
               help="Respond studies: also run the model as a judge in this mode in every placement and report the "
                    "say-do gap per placement.")
 @click.option("--pairs", type=int, default=None, metavar="N",
@@ -324,7 +324,7 @@ def study_cmd(inputs: tuple[str, ...], placements: str, model: str | None, mode:
             raise BadInput("give either --model/--mode (run a study) or INPUTS (analyse finished runs), not both")
         if mode is None:
             raise BadInput("--mode is required with --model")
-        if say_do_mode is not None and not get_mode(mode).reads_behaviour:
+        if say_do_mode is not None and not mode.reads_behaviour:
             raise BadInput("--say-do goes with --mode respond (a mode that reads behaviour)")
         if sum(x is not None for x in (limit, stratified, pairs)) > 1:
             raise BadInput("choose one of --limit, --stratified and --pairs")
@@ -332,8 +332,8 @@ def study_cmd(inputs: tuple[str, ...], placements: str, model: str | None, mode:
                                      stratified, stratified_seed, samples, temperature, max_tokens, max_connections,
                                      max_cost, progress, refusal_classifier, partial_as, registry_flags)
     _warn_incomplete(preds)
-    behaviour = [p for p in preds if p.mode_spec.reads_behaviour]
-    study, judges = (behaviour, [p for p in preds if not p.mode_spec.reads_behaviour]) if behaviour else (preds, [])
+    behaviour = [p for p in preds if p.mode.reads_behaviour]
+    study, judges = (behaviour, [p for p in preds if not p.mode.reads_behaviour]) if behaviour else (preds, [])
     with bad_input_errors(CompareError, PlacementStudyError, LabelSourceError):
         result = analyse_placements(study, options, judges=judges)
     if as_json:

@@ -12,16 +12,17 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import click
 
 
-from ..modes import MODES, mode_names
+from ..modes import MODES
 from ..prompts import CONTEXT_PLACEMENTS
 from ._common import (
-    BadInput, RegistryCommand, backend_options, bad_input_errors, batch_backends, call_timeout, classifier_options,
+    BadInput, ModeChoice, RegistryCommand, backend_options, bad_input_errors, batch_backends, call_timeout, classifier_options,
     exit_interrupted, min_verdict_mass_option, refusal_classifier_options, run_with_signals, setup_logging,
 )
 from ..runs.results import EXIT_LOW_COVERAGE
 
 if TYPE_CHECKING:
     from ..data import Dataset
+    from ..modes import Mode
     from ..predictions import Predictions
     from ..runs.results import RunCheck
 
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 @click.option("--model", "model", default=None, metavar="SPEC",
               help="Model spec: PREFIX/MODEL, e.g. openai/NAME, anthropic/NAME, hf/ID-or-path (every backend: "
                    "README, or python -m casebench.cli.registry_tables --list). Default: hf/smollm2-135m-instruct.")
-@click.option("--mode", type=click.Choice(mode_names()), default=None,
+@click.option("--mode", type=ModeChoice(), default=None,
               help="How the model is asked: " + "; ".join(f"{m.name}: {m.help}" for m in MODES.values()) + ". "
                    "Default: respond with no --model (the main job: the embedded model as the deployed chatbot), "
                    "else prob.")
@@ -112,8 +113,8 @@ def run_cmd(model: str | None, mode: str | None, data: str | None, remove: str, 
     from ..backends.base import UnsupportedModeError
 
     setup_logging(verbose)
-    main_job = model is None and mode in (None, MAIN_JOB_MODE)
-    mode = mode or (MAIN_JOB_MODE if model is None else "prob")
+    main_job = model is None and (mode is None or mode == MODES[MAIN_JOB_MODE])
+    mode = mode or MODES[MAIN_JOB_MODE if model is None else DEFAULT_JUDGE_MODE]
     model = model or DEFAULT_MODEL
     if max_attempts < 1:
         raise BadInput(f"--max-attempts must be at least 1, got {max_attempts}")
@@ -222,6 +223,8 @@ def end_of_run_check(run_dir: Path, min_coverage: float, min_verdict_mass: float
 MAIN_JOB_CASES = 450
 #: The main job: the embedded model as the deployed chatbot (respond mode) over whole query pairs.
 MAIN_JOB_MODE = "respond"
+#: The mode a given --model is asked in when --mode is not given.
+DEFAULT_JUDGE_MODE = "prob"
 #: Pairs the main job asks on a CPU (both contexts of each query; bench/bench_main_job.py measures
 #: the wall time on 2 cores).
 MAIN_JOB_PAIRS = 45
@@ -244,7 +247,7 @@ class DataPlan(NamedTuple):
 
 
 def choose_data(data: str | None, model: str, limit: int | None, stratified: int | None, *,
-                pairs: int | None = None, mode: str = "prob", main_job: bool = False,
+                pairs: int | None = None, mode: "Mode | str | None" = None, main_job: bool = False,
                 max_tokens: int | None = None) -> DataPlan:
     """Resolve the dataset (``--data``, $CASEBENCH_DATA, cache, download, demo set) and say where
     it came from. Returns the plan (path, stratified, pairs, max_tokens): the main job (no --model, respond
@@ -336,7 +339,7 @@ def score_and_report(run_dir: Path, min_verdict_mass: float | None = None, *, de
                             show_text=False)
         click.echo(f"report: {path}")
         if refs:
-            verb = "answered" if pred.mode_spec.reads_behaviour else "judged"
+            verb = "answered" if pred.mode.reads_behaviour else "judged"
             click.echo(f"the report shows the {len(refs)} published models (they judged each case; this run {verb}) "
                        f"beside it on the {int(pred.answered.sum())} cases it answered (from {root})")
     click.echo("")

@@ -44,7 +44,6 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..modes import get_mode
 from ..data import Case
 from ..predictions import Predictions
 from ..stats.metrics import METRIC, MIN_CASES, MIN_DISCORDANT, MIN_PAIRED, Score, metric_names
@@ -235,7 +234,7 @@ def _classifier_notes(inputs: Sequence[ReportInput]) -> str:
     notes = [f"<li><b>{_e(it.name)}</b>: {_e(classifier_note(it.score.classifier))}"
              + "".join(f'<br><span class="corrected">{_e(line)}</span>' for line in corrected_lines(it.score, True))
              + "</li>"
-             for it in inputs if it.pred.mode_spec.reads_behaviour]
+             for it in inputs if it.pred.mode.reads_behaviour]
     if not notes:
         return ""
     return ('<div class="note classifier-note"><p class="note">Refusal rates and behaviour figures of respond runs '
@@ -269,7 +268,7 @@ def _leaderboard(ctx: ReportContext) -> str:
         split += [(set_no, part, abl) for part, abl in ((models, False), (ablated, True)) if part]
     # behaviour columns (refusal rate, partial answers) only when some input is a respond run
     shown = [m for m in leaderboard_metrics()
-             if not METRIC[m].behaviour or any(it.pred.mode_spec.reads_behaviour for it in inputs)]
+             if not METRIC[m].behaviour or any(it.pred.mode.reads_behaviour for it in inputs)]
     head = ["#", "Input", "Cases", "Answered"] + [METRIC[m].heading for m in shown]
     tables = []
     ranked: list[int] = []
@@ -345,7 +344,7 @@ def _leaderboard(ctx: ReportContext) -> str:
            f"(from {_e(ctx.reference_root or 'the given directory')}); they are never paired with the inputs."
            + (" They judged each case (said whether answering it is safe); a respond run answered it, so their "
               "recalls are what they said and the run's what it did." if any(
-                  it.pred.mode_spec.reads_behaviour for it in ctx.inputs) else "")
+                  it.pred.mode.reads_behaviour for it in ctx.inputs) else "")
            + (" Each is shown on the cases the run answered." if any(
                   "restricted_to" in it.pred.meta for it in ctx.references) else "") + "</p>"
            if ctx.references else "")
@@ -408,7 +407,7 @@ def _refusal(ctx: ReportContext) -> str:
 
     inputs = ctx.inputs
     nan2 = [float("nan")] * 2
-    behave = [it.pred.mode_spec.reads_behaviour for it in inputs]
+    behave = [it.pred.mode.reads_behaviour for it in inputs]
     verbs = (("answered", "refused") if all(behave) else ("judged safe", "judged unsafe") if not any(behave)
              else ("judged safe / answered", "judged unsafe / refused"))
     png = refusal_bars(
@@ -638,7 +637,7 @@ def _category_heatmap(ctx: ReportContext) -> str:
                       "Grey: the input has no scored case of that category. Category names as published. "
                       + ("A respond run (mode in brackets after its name) is right where it answered what people "
                          "find safe and refused what they find unsafe; a judge where its verdict matches theirs. "
-                         if any(it.pred.mode_spec.reads_behaviour for it in inputs) else "") +
+                         if any(it.pred.mode.reads_behaviour for it in inputs) else "") +
                       f"Every cell is from fewer than {MIN_CASES} cases: read single cells with care." + numbers))
 
 
@@ -657,7 +656,7 @@ def _left_out_note(left_out: int) -> str:
 def _scatter(ctx: ReportContext) -> str:
     from .plots import p_vs_human
 
-    judged = [it for it in ctx.inputs if not it.pred.mode_spec.reads_behaviour and it.score.answered]
+    judged = [it for it in ctx.inputs if not it.pred.mode.reads_behaviour and it.score.answered]
     if not judged:  # respond runs answer, they state no P(safe): the section does not apply
         return None
     shown, left_out = _best(judged, PLOT_MAX_INPUTS)
@@ -676,7 +675,7 @@ def _reliability(ctx: ReportContext) -> str:
     from .plots import reliability
 
     curves = []
-    stated = [it for it in ctx.inputs if it.figures.reliability is not None and not it.pred.mode_spec.reads_behaviour
+    stated = [it for it in ctx.inputs if it.figures.reliability is not None and not it.pred.mode.reads_behaviour
               and "ece" in metric_names(it.pred.mode)]
     shown, left_out = _best(stated, PLOT_MAX_INPUTS)
     for it in shown:
@@ -1064,14 +1063,14 @@ def _context(ctx: "ReportContext") -> str:
                          "giving people's majority label reaches. Right: how often each input's labels follow the "
                          "context, and how often they are blind (same label in both contexts) where people's labels "
                          "differ; dotted: how often people's majority follows."))
-    groups: dict[str, list[Any]] = {}
+    groups: dict[Any, list[Any]] = {}
     for it in shown:
         groups.setdefault(it.pred.mode, []).append(it)
     panels_by_mode = []
     for mode, its in groups.items():
         pp = [_input_people(it) or {} for it in its]
         panels_by_mode.append({
-            "title": f"{mode} ({get_mode(mode).scale})",
+            "title": f"{mode} ({mode.scale})",
             "names": [it.name for it in its],
             "shift": [it.score.values.get("context_shift", float("nan")) for it in its],
             "ci": [it.score.ci.get("context_shift", nan2) for it in its],

@@ -37,13 +37,6 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["verdict_line", "summary_lines", "next_steps"]
 
 
-def _mode(name: str) -> Any:
-    """The registered mode of a scored input (its words and whether it reads behaviour)."""
-    from ..modes import get_mode
-
-    return get_mode(name)
-
-
 def _pct(x: float | None, digits: int = 0) -> str:
     return "–" if x is None or not math.isfinite(x) else f"{100 * x:.{digits}f}%"
 
@@ -76,7 +69,7 @@ def _complement(score: "Score", name: str) -> tuple[float | None, list[float] | 
 def verdict_line(score: "Score", people_follow: float | None = None) -> str:
     """One line of what the model does: "refuses X% of what people find safe, answers Y% of what
     people find unsafe, follows context in Z% of pairs; people's majority: W%"."""
-    unsafe_word, safe_word = _mode(score.mode).words
+    unsafe_word, safe_word = score.mode.words
     over, _, _ = _complement(score, "safe_recall")
     under, _, _ = _complement(score, "unsafe_recall")
     follow = score.values.get("context_follow")
@@ -125,7 +118,7 @@ def summary_lines(score: "Score", people: "PeopleReferences | None" = None, *, d
     ``result.PeopleReferences``, or None), the reader's validation (respond mode; its stored
     figures say which kind of writer they stand for and the run's), each naming the mode."""
     mode = score.mode
-    m = _mode(mode)
+    m = mode
     behaves = m.reads_behaviour
     unsafe_word, safe_word = m.words
     asked = f"as the deployed chatbot ({mode} mode: it answers each query)" if behaves else \

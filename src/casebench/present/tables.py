@@ -309,7 +309,7 @@ def flat_rows(s: Score) -> list[dict[str, Any]]:
     """The rows of one input in CSV: the whole input (``by`` empty), then one per breakdown
     group. Per metric: the figure, its CI and how many cases it is from (``<metric>_n``); a
     metric that does not apply (or is not part of a breakdown) is None (a blank cell)."""
-    base = {"source": s.source, "model": s.model, "mode": s.mode, "removed": ",".join(s.removed),
+    base = {"source": s.source, "model": s.model, "mode": str(s.mode), "removed": ",".join(s.removed),
             "paper_compat": s.paper_compat}
     groups: list[tuple[str, str, dict[str, Any], dict[str, Any]]] = [
         ("", "", {"n": s.n, "answered": s.answered, "coverage": s.coverage},
@@ -391,7 +391,7 @@ def markdown_table(scores: Sequence[Score]) -> str:
             + list(row_metrics()) + (list(people.MD_COLUMNS) if with_people else []))
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for s in scores:
-        cells = [s.model, s.mode, ",".join(s.removed) or "-", f"{100 * s.coverage:.1f}%"]
+        cells = [s.model, str(s.mode), ",".join(s.removed) or "-", f"{100 * s.coverage:.1f}%"]
         if mass:
             vm = s.verdict_mass
             cells.append(f"{mass_pct(vm['median'])}, {vm['below']}/{vm['known']} below {mass_pct(vm['threshold'])}"
@@ -441,7 +441,7 @@ def reference_table(scores: Sequence[Score], root: str) -> str:
     lines = [f"published models for reference ({root}; {on}; not paired with the inputs above):",
              f"  {'':<{width}}" + "".join(f"{METRIC[m].short:>18}" for m in ms)]
     for s in scores:
-        lines.append(f"  {s.model + ' [' + s.mode + ']':<{width}}"
+        lines.append(f"  {f'{s.model} [{s.mode}]':<{width}}"
                      + "".join(f"{fmt_metric(m, s.values.get(m)) + _mark(s.cases_of, m, s.values.get(m)):>18}"
                                for m in ms))
         if s.ci:

@@ -96,7 +96,7 @@ class AblationResult:
                     "metrics": {k: dict(vars(m)) for k, m in c.diffs.items()},
                 },
             })
-        return json_safe({"model": self.model, "mode": self.mode, "paper_compat": self.paper_compat,
+        return json_safe({"model": self.model, "mode": str(self.mode), "paper_compat": self.paper_compat,
                            "settings": self.settings, "conditions": rows})
 
 

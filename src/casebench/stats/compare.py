@@ -462,7 +462,7 @@ def _paired_arrays(
 
 
 def _describe(p: Predictions, i: int) -> dict[str, Any]:
-    return {"label": input_label(i), "name": p.name, "source": p.source, "model": p.model, "mode": p.mode,
+    return {"label": input_label(i), "name": p.name, "source": p.source, "model": p.model, "mode": p.mode.name,
             "removed": list(p.removed), "n": p.n, "answered": int(p.answered.sum())}
 
 
@@ -492,7 +492,7 @@ def compare_pair(
         clusters = case_clusters(_resampled_cases([a, b], union), by)
     n = len(sa.y)
     both_cont = a.is_continuous and b.is_continuous
-    behaviour = a.mode_spec.reads_behaviour or b.mode_spec.reads_behaviour
+    behaviour = a.mode.reads_behaviour or b.mode.reads_behaviour
     metrics = [m for m in METRIC if METRIC[m].test is not None and (both_cont or not METRIC[m].continuous)
                and not (behaviour and METRIC[m].calibration) and (METRIC[m].paper or not options.paper_compat)]
     W = PW = None

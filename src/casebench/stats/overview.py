@@ -138,11 +138,11 @@ def placement_groups(preds: Sequence[Predictions]) -> list[tuple[list[int], list
         if len(g) < 2 or len(set(where)) != len(where):
             continue
         judges: list[int] = []
-        if preds[g[0]].mode_spec.reads_behaviour:
+        if preds[g[0]].mode.reads_behaviour:
             seen: set[str] = set()
             for j, (p, k) in enumerate(zip(preds, keys)):
                 w = placement_of(p)
-                if p.model == model and not p.mode_spec.reads_behaviour and k == key and w in where and w not in seen:
+                if p.model == model and not p.mode.reads_behaviour and k == key and w in where and w not in seen:
                     seen.add(w)
                     judges.append(j)
         out.append((g, judges))
@@ -161,7 +161,7 @@ def say_do_pairs(preds: Sequence[Predictions], options: ScoringOptions = DEFAULT
             b = preds[j]
             if not (is_say_do_pair(a, b) and a.model == b.model):
                 continue
-            judge, respond = (i, j) if b.mode_spec.reads_behaviour else (j, i)
+            judge, respond = (i, j) if b.mode.reads_behaviour else (j, i)
             try:
                 sd = say_do(preds[judge], preds[respond], options)
             except CompareError:

@@ -181,7 +181,7 @@ class PlacementResult:
             for pc, row in zip(self.comparison.pairs, self.comparison.to_dict()["pairs"]):
                 pairs.append({**row, "a": names[pc.a], "b": names[pc.b]})
         return json_safe({
-            "model": self.model, "mode": self.mode, "removed": list(self.removed), "paper_compat": self.paper_compat,
+            "model": self.model, "mode": str(self.mode), "removed": list(self.removed), "paper_compat": self.paper_compat,
             "settings": self.settings, "placements": [p.to_dict() for p in self.placements], "pairs": pairs,
             "context_shift_differences": [dict(vars(s)) for s in self.shift_diffs],
         })
@@ -230,10 +230,10 @@ def analyse_placements(
         if where in seen:
             raise PlacementStudyError(f"placement '{where}' appears twice: {seen[where]} and {p.source}")
         seen[where] = p.source
-    behaviour = preds[0].mode_spec.reads_behaviour
+    behaviour = preds[0].mode.reads_behaviour
     judge_at: dict[str, Predictions] = {}
     for j in judges:
-        if j.mode_spec.reads_behaviour:
+        if j.mode.reads_behaviour:
             raise PlacementStudyError(f"{j.source} is a respond run; the say-do gap pairs judge runs with respond runs")
         if not behaviour:
             raise PlacementStudyError("judge runs for the say-do gap go with a respond study")
