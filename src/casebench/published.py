@@ -17,7 +17,7 @@ from .data import (
     DATA_FILE_NAME_PUBLISHED, VOTE_SAFE, VOTE_UNSAFE, AblationError, Case, Dataset, DatasetError, ablate_context,
     cases_from_records, check_no_duplicates, read_records, validate_parameter_names,
 )
-from .modes import Mode, detect_mode, get_mode, mode_from_file_name
+from .modes import MODES, Mode, detect_mode, get_mode, mode_from_file_name
 from .predictions import Predictions
 
 _NAME_RE = re.compile(r"^output_([A-Za-z]+)(?:_(.+))?\.json$")
@@ -82,7 +82,7 @@ def unreadable_warning(pred: Predictions, shown: int = 3) -> str | None:
 
     names = ", ".join(f"record {i} holds {json.dumps(v, ensure_ascii=False)}" for i, v in bad[:shown])
     more = f" and {len(bad) - shown} more" if len(bad) > shown else ""
-    what = "a number" if pred.mode_spec.continuous else '"safe" or "unsafe"'
+    what = "a number" if pred.mode.continuous else '"safe" or "unsafe"'
     return (f"{pred.source}: {len(bad)} prediction(s) of {pred.model!r} cannot be read and count as missing: "
             f"{names}{more} (a {pred.mode} prediction is {what}, and a missing one \"\")")
 
@@ -254,7 +254,7 @@ def reference_files(root: str | Path) -> list[Path]:
     are left out (a reference row is a model over the full contexts)."""
     r = Path(root)
     base = r / "exp" if (r / "exp").is_dir() else r
-    names = {f"output_{m}.json" for m in ("binary", "score", "logits")}
+    names = {f"output_{m.file_name}.json" for m in MODES.values() if m.published}
     return sorted(p for p in base.glob("safety_*/output_*.json") if p.name in names)
 
 

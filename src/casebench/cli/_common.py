@@ -401,13 +401,28 @@ def remove_option(f: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--remove", "remove", default=None, metavar="LIST", help=FILE_REMOVE_HELP)(f)
 
 
+class ModeChoice(click.Choice):
+    """``--mode``: one of the registered modes' names, handed to the command as the ``Mode``
+    object itself (the name is looked up once, here; the object travels to the last line)."""
+
+    def __init__(self) -> None:
+        from ..modes import mode_names
+
+        super().__init__(mode_names())
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        from ..modes import Mode, get_mode
+
+        if isinstance(value, Mode):
+            return value
+        return get_mode(super().convert(value, param, ctx))
+
+
 def file_kind_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """``--mode`` and ``--remove`` of the scoring commands (score, compare, report): what a
     published file holds when its name does not say (``loader.load_predictions``)."""
-    from ..modes import mode_names
-
     f = remove_option(f)
-    return click.option("--mode", "mode", type=click.Choice(mode_names()), default=None, help=FILE_MODE_HELP)(f)
+    return click.option("--mode", "mode", type=ModeChoice(), default=None, help=FILE_MODE_HELP)(f)
 
 
 def cluster_option(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -484,13 +499,14 @@ def reference_option(f: Callable[..., Any]) -> Callable[..., Any]:
     )(f)
 
 
-def load_reference_inputs(reference: str | None, no_reference: bool, preds: Sequence[Any],
+def load_reference_inputs(reference: str | None, no_reference: bool, preds: Sequence[Any], options: Any,
                           dataset: Any = None) -> tuple[list[Any], str | None]:
-    """The reference predictions to show beside ``preds`` and where they came from (None: none).
-    Published models that are already among the inputs (same model, mode and removals) are not
+    """The published models to show beside ``preds`` as scored inputs (``reference_rows``:
+    kept on disk, so a later report does not score them again) and where they came from (None:
+    none). Published models already among the inputs (same model, mode and removals) are not
     repeated."""
-    from ..published import load_references
     from ..sources import cached_outputs
+    from ..reference_rows import reference_inputs
 
     if no_reference:
         return [], None
@@ -498,6 +514,5 @@ def load_reference_inputs(reference: str | None, no_reference: bool, preds: Sequ
     if root is None:
         return [], None
     with bad_input_errors():
-        refs = load_references(root, reference=dataset)
-    have = {(p.model, p.mode, tuple(p.removed)) for p in preds}
-    return [r for r in refs if (r.model, r.mode, tuple(r.removed)) not in have], str(root)
+        refs = reference_inputs(root, options, dataset=dataset, exclude=preds)
+    return refs, str(root)

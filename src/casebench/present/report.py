@@ -114,7 +114,7 @@ def render_sections(ctx: ReportContext, sections: Sequence[Section] | None = Non
 def _kinds_count(ctx: ReportContext) -> tuple[int, int]:
     """How many of the report's own inputs are respond runs, and how many judges (ablation
     conditions counted with their kind; published reference rows left out)."""
-    respond = sum(it.pred.mode_spec.reads_behaviour for it in ctx.inputs)
+    respond = sum(it.pred.mode.reads_behaviour for it in ctx.inputs)
     return respond, len(ctx.inputs) - respond
 
 
@@ -124,10 +124,10 @@ def report_title(ctx: ReportContext) -> str:
     beside them counted."""
     from ..naming import who
 
-    bots = [it for it in ctx.inputs if it.pred.mode_spec.reads_behaviour]
+    bots = [it for it in ctx.inputs if it.pred.mode.reads_behaviour]
     # the judges counted as models: ablation conditions are the same models less some parameters
-    judges = [it for it in ctx.inputs if not it.pred.mode_spec.reads_behaviour and not it.pred.removed] or [
-        it for it in ctx.inputs if not it.pred.mode_spec.reads_behaviour]
+    judges = [it for it in ctx.inputs if not it.pred.mode.reads_behaviour and not it.pred.removed] or [
+        it for it in ctx.inputs if not it.pred.mode.reads_behaviour]
     parts = []
     if bots:
         models = {who(it.pred) for it in bots}

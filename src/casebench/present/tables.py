@@ -360,7 +360,7 @@ def flat_rows(s: Score) -> list[dict[str, Any]]:
     """The rows of one input in CSV: the whole input (``by`` empty), then one per breakdown
     group. Per metric: the figure, its CI and how many cases it is from (``<metric>_n``); a
     metric that does not apply (or is not part of a breakdown) is None (a blank cell)."""
-    base = {"name": title(s), "source": s.source, "model": s.model, "mode": s.mode, "removed": ",".join(s.removed),
+    base = {"name": title(s), "source": s.source, "model": s.model, "mode": str(s.mode), "removed": ",".join(s.removed),
             "paper_compat": s.paper_compat}
     groups: list[tuple[str, str, dict[str, Any], dict[str, Any]]] = [
         ("", "", {"n": s.n, "answered": s.answered, "coverage": s.coverage},
@@ -457,7 +457,7 @@ def markdown_table(scores: Sequence[Score]) -> str:
             + list(row_metrics()) + (list(people.MD_COLUMNS) if with_people else []))
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for s in scores:
-        cells = [title(s), s.model, s.mode, ",".join(s.removed) or "-", f"{100 * s.coverage:.1f}%"]
+        cells = [title(s), s.model, str(s.mode), ",".join(s.removed) or "-", f"{100 * s.coverage:.1f}%"]
         if mass:
             vm = s.verdict_mass
             cells.append(f"{mass_pct(vm['median'])}, {vm['below']}/{vm['known']} below {mass_pct(vm['threshold'])}"
