@@ -402,7 +402,7 @@ def analyse_factor(
         s = r.score
         f = PlacementFigures(factor.level_of(p), p.source, s, ContextFigures.of(s))
         if not paper_compat:
-            f.people = r.people_references()
+            f.people = r.people.pairs
         if behaviour:
             # 1 - a recall, with the recall's own interval flipped (Wilson in default scoring,
             # which is symmetric under k -> n - k; the bootstrap under paper_compat)
