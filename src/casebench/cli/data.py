@@ -9,7 +9,7 @@ import click
 
 from ..modes import mode_names
 from ..prompts import CONTEXT_PLACEMENTS
-from ._common import bad_input_errors, dataset_argument
+from ._common import BadInput, bad_input_errors, dataset_argument
 
 
 @click.group("data")
@@ -82,16 +82,34 @@ def info_cmd(path: str | None, as_json: bool) -> None:
                    "GitHub. Checksums still apply.")
 def fetch_cmd(url: str | None, output: str | None, outputs: bool, outputs_url: str | None) -> None:
     """Download the published dataset (pinned commit, SHA-256 checked) into the user cache, and
-    the authors' published outputs beside it."""
-    from ..sources import FetchError, fetch_dataset, fetch_outputs
+    the authors' published outputs beside it. Files already there with the right SHA-256 are
+    kept and not downloaded again, so a complete cache succeeds offline (and says so)."""
+    from pathlib import Path
+
+    from ..sources import (
+        PINNED_SHA256, PUBLISHED_OUTPUTS, FetchError, cached_dataset_path, cached_outputs_dir, fetch_dataset,
+        fetch_outputs, has_checksum, outputs_to_fetch,
+    )
 
     if outputs_url and outputs_url.rstrip("/").endswith("/exp"):
         outputs_url = outputs_url.rstrip("/")[: -len("exp")]
+    target = Path(output) if output else cached_dataset_path()
+    had_data = has_checksum(target, PINNED_SHA256)
     try:
         path = fetch_dataset(url=url, dest=output)
         click.echo(str(path))
+        if had_data:  # stderr: stdout stays the paths, for scripts
+            click.echo("the dataset was already there with its SHA-256 checked: nothing downloaded", err=True)
         if outputs:
-            click.echo(str(fetch_outputs(base_url=outputs_url)))
+            todo = outputs_to_fetch()
+            root = fetch_outputs(base_url=outputs_url)
+            click.echo(str(root))
+            if todo:
+                click.echo(f"published outputs: fetched {len(todo)} of {len(PUBLISHED_OUTPUTS)} files "
+                           f"(SHA-256 checked) into {cached_outputs_dir()}", err=True)
+            else:
+                click.echo(f"published outputs: all {len(PUBLISHED_OUTPUTS)} files already there with their "
+                           "SHA-256 checked: nothing downloaded", err=True)
     except FetchError as e:
         raise click.ClickException(str(e) + ("" if "checksum" in str(e) else _offline_help())) from None
 
@@ -119,9 +137,17 @@ def _offline_help() -> str:
 @click.option("--templates", type=click.Path(dir_okay=False), default=None,
               help="A template file in the published format (judge, judgescore, judgelogits).")
 @click.option("--remove", default="", help="CI parameters to drop, comma-separated (e.g. sender,urgency).")
-def prompts_cmd(data: str | None, mode: str, context_as: str | None, templates: str | None, remove: str) -> None:
-    """Print the chat of every case as JSON lines: {"index", "messages": [system?, (user, assistant)*,
-    user], "prompt"}.
+@click.option("--system", default=None,
+              help="The system prompt of `casebench run --system`: shown where a run sends it, first in the system "
+                   "message, before the context when the context is placed there (--context-as system, respond "
+                   "mode's default).")
+@click.option("--case", "case_indices", type=click.IntRange(min=0), multiple=True, metavar="INDEX",
+              help="Only this case (repeatable).")
+def prompts_cmd(data: str | None, mode: str, context_as: str | None, templates: str | None, remove: str,
+                system: str | None = None, case_indices: tuple[int, ...] = ()) -> None:
+    """Print the exact messages a run sends for every case, as JSON lines: {"index", "messages":
+    [system?, (user, assistant)*, user], "prompt"}. Every mode and placement (--mode,
+    --context-as), --system and --remove as `casebench run` takes them.
 
     DATA defaults to $CASEBENCH_DATA, the user cache, then the demo set (the command says which).
     "prompt" is the last user message, as in earlier versions; with --context-as turns the
@@ -138,9 +164,11 @@ def prompts_cmd(data: str | None, mode: str, context_as: str | None, templates: 
         tpl = load_templates(templates) if templates else BUILTIN_TEMPLATES
         data = dataset_argument(data, demo=True)
         ds = load_dataset(data)
+        if case_indices and max(case_indices) >= len(ds):
+            raise BadInput(f"--case {max(case_indices)}: the dataset has cases 0..{len(ds) - 1}")
     out = sys.stdout
-    for case in ds:
-        chat = m.conversation(case.ablated(names), tpl, context_as)
+    for case in ([ds[i] for i in sorted(set(case_indices))] if case_indices else ds):
+        chat = m.conversation(case.ablated(names), tpl, context_as).with_system(system)
         messages = ([{"role": "system", "content": chat.system}] if chat.system is not None else []) + [
             msg for msg in chat.messages() if msg["role"] != "system"]
         out.write(json.dumps({"index": case.index, "messages": messages, "prompt": chat.prompt}) + "\n")
