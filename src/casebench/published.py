@@ -252,7 +252,7 @@ def check_against_dataset(path: str | Path, cases: Sequence[Case], reference: Da
                     msg += (f"; it is the dataset's record {same[0]}: " + (
                         "the records are not in the dataset's order" if positions is None else
                         f"'{DATASET_RECORD_FIELD}' names another record"))
-                elif positions is None and len(cases) < len(ref):
+                if positions is None and len(cases) < len(ref):
                     msg += (f" (the file has {len(cases)} records, the dataset {len(ref)}: an export of a subset "
                             f"run names the dataset record each holds in '{DATASET_RECORD_FIELD}'; export it again "
                             "with this casebench)")

@@ -171,7 +171,7 @@ def growth_refusal(old: Selection, old_cases: Sequence[int], new: Selection, new
                 "--limit, --stratified or --pairs of the same kind and seed grows a run")
     if kind != "limit" and old.seed != new.seed:
         return f"the run's cases were chosen with seed {old.seed}, the command's with seed {new.seed}"
-    if kind != "limit" and old.effective_procedure != new.effective_procedure:
+    if kind != "limit" and not old.effective_procedure == new.effective_procedure == SELECTION_PROCEDURE:
         return (f"the run's cases were chosen by selection procedure {old.effective_procedure} (casebench "
                 f"before nested selections), whose subsets of different sizes do not nest; keep --{kind} "
                 f"{getattr(old, kind)} to resume it, or start a new run directory (-o) to ask "
