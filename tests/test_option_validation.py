@@ -170,3 +170,16 @@ def test_every_exit_code_is_documented_in_help_and_readme():
                        (130, "interrupted")):
         assert re.search(rf"\b{code} [^;]*{re.escape(what)}", help_text), (code, help_text)
         assert re.search(rf"\b{code} [^;]*{re.escape(what)}", readme), code
+
+
+def test_json_errors_say_where_without_stammering(tmp_path):
+    """Issue 37: the decoder's message may end in "at" ("Unterminated string starting at"); the
+    place follows in parentheses, never as "at at line 1"."""
+    bad = tmp_path / "cases.json"
+    bad.write_text('[{"query": "abc')
+    for args in (["data", "validate", str(bad)],
+                 ["run", "--model", "openai/m", "--mode", "binary", "--extra-body", '{"top_k": "5'],
+                 ["run", "--model", "openai/m", "--mode", "binary", "--prices", str(bad)]):
+        res = invoke(*args)
+        assert res.exit_code == 2, (args, res.output)
+        assert "Unterminated string starting at (" in res.output and "at at" not in res.output, res.output

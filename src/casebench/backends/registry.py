@@ -41,6 +41,7 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
+from ..jsonutil import json_error_where
 from ..registry import Registry, RegistryError
 from .base import Capabilities
 
@@ -112,7 +113,7 @@ class Option:
         try:
             parsed = json.loads(value)
         except json.JSONDecodeError as e:
-            raise ValueError(f"{self.cli_flag or self.name}: not valid JSON ({e.msg} at column {e.colno})") from None
+            raise ValueError(f"{self.cli_flag or self.name}: not valid JSON: {json_error_where(e, line=False)}") from None
         if not isinstance(parsed, dict):
             raise ValueError(f"{self.cli_flag or self.name}: must be a JSON object")
         return parsed

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 from ..atomic import write_json_atomic
+from ..jsonutil import json_error_where
 
 if TYPE_CHECKING:
     from ..modes import Mode
@@ -490,7 +491,7 @@ def read_manifest(run_path: str | Path) -> Manifest:
     try:
         m = json.loads(text)
     except json.JSONDecodeError as e:
-        raise RunError(f"{p}: not valid JSON ({e.msg} at line {e.lineno})") from None
+        raise RunError(f"{p}: not valid JSON: {json_error_where(e)}") from None
     if not isinstance(m, dict):
         raise RunError(f"{p}: the manifest must be a JSON object")
     return Manifest.from_dict(m, where=str(p))
