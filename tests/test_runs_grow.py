@@ -279,3 +279,26 @@ def test_export_of_a_subset_scores_with_the_dataset_from_the_environment(tmp_pat
     out.write_text(json.dumps(recs))
     r = invoke("score", out, "--json")
     assert r.exit_code == 2 and "export it again with this casebench" in r.output, r.output
+
+
+def test_stratified_grows_and_a_default_folder_points_at_the_smaller_run(tmp_path, fault_server, monkeypatch):
+    """--stratified grows in place like --pairs; a larger selection in its own default folder
+    says which smaller run beside it `-o` would grow instead (it still asks what was asked)."""
+    monkeypatch.chdir(tmp_path)
+    data = write_pairs(tmp_path / "p.json", {"garden tools": 6, "pet care": 4})
+    base = ["run", "--model", "openai/judge-x", "--mode", "binary", "--data", data, "--base-url",
+            fault_server.base_url, "--no-progress", "--no-report", "--min-coverage", "0"]
+    r = invoke(*base, "--stratified", "4")
+    assert r.exit_code == 0, r.output
+    small = Path(r.output.split("run: ")[1].split()[0])
+    assert small.name.endswith("_strat4")
+    r = invoke(*base, "--stratified", "8")
+    assert r.exit_code == 0, r.output
+    assert f"{small} already holds 4 of these 8 cases, asked with the same settings: `-o {small}` grows" in r.output
+    n = fault_server.count
+    assert n == 12
+    r = invoke(*base, "--stratified", "8", "-o", small)
+    assert r.exit_code == 0, r.output
+    assert fault_server.count == n + 4
+    m = read_manifest(small)
+    assert len(m.asked.cases) == 8 and m.selection.stratified == 8 and m.history[-1].grew["cases_added"] == 4

@@ -242,6 +242,30 @@ def check_resumable(prep: Prepared) -> Manifest | None:
     return old
 
 
+def smaller_run_beside(prep: Prepared) -> tuple[Path, int] | None:
+    """A run in a default folder beside ``prep``'s new one (same model, mode, settings and seed, a
+    smaller nested selection) that ``-o`` would grow instead of asking its cases again, and how
+    many of the cases it holds (None: there is none, or the user chose the folder)."""
+    sel = prep.manifest.selection
+    cfg = prep.config
+    tag = selection_tag(cfg.limit, cfg.stratified, cfg.pairs, cfg.selection_seed, cfg.cases is not None)
+    if cfg.out or sel.kind is None or not tag or not prep.out.name.endswith(tag) or prep.out.exists():
+        return None
+    best: tuple[Path, int] | None = None
+    stem = prep.out.name[: -len(tag)]
+    for other in sorted(prep.out.parent.glob(stem + "*")) if prep.out.parent.is_dir() else []:
+        try:
+            m = read_manifest(other)
+        except (RunError, OSError, ValueError):
+            continue
+        same = [d for d in m.asked.differences(prep.asked) if d[0] != "cases"]
+        if same or growth_refusal(m.selection, m.asked.cases, sel, prep.cases) is not None:
+            continue
+        if best is None or len(m.asked.cases) > best[1]:
+            best = (other, len(m.asked.cases))
+    return best
+
+
 def grow(manifest: Manifest, prep: Prepared) -> dict[str, Any] | None:
     """Make ``manifest`` (a run's, checked by ``check_resumable``) ask ``prep``'s cases when they
     are a larger nested selection: its cases and selection become the new ones, nothing else
@@ -906,6 +930,11 @@ async def arun(config: RunConfig, backend: Backend | None = None, dataset: Datas
         for line in salvage(prep.out, prep.manifest).lines():
             log.warning("--salvage: %s", line)
     check_resumable(prep)  # refuse a mismatching or damaged directory before loading a model
+    beside = smaller_run_beside(prep)
+    if beside is not None:
+        log.warning("%s already holds %d of these %d cases, asked with the same settings: `-o %s` grows that "
+                    "run and asks only the rest; this run asks them all in %s", beside[0], beside[1],
+                    len(prep.cases), beside[0], prep.out)
     own = backend is None
     if own:
         log.info("loading the backend of %s", config.model)
