@@ -69,7 +69,7 @@ if TYPE_CHECKING:
               help="Sampling temperature, 0 to 2 (default: 1.0 score, 0 else).")
 @click.option("--max-tokens", type=POSITIVE_INT, default=None,
               help="Answer length limit (default 256; respond mode 512; the main job's respond run: "
-                   "see README, 'The main job').")
+                   "see docs/running.md, 'The main job').")
 @click.option("--parse-retries", type=NON_NEGATIVE_INT, default=2, show_default=True,
               help="Re-asks of an unparseable answer before it is recorded as missing.")
 @click.option("--reask", type=click.Choice(["repair", "same"]), default="repair", show_default=True,
