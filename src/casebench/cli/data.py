@@ -143,11 +143,16 @@ def _offline_help() -> str:
                    "mode's default).")
 @click.option("--case", "case_indices", type=click.IntRange(min=0), multiple=True, metavar="INDEX",
               help="Only this case (repeatable).")
+@click.option("--mutation", default=None, metavar="NAME",
+              help="Every query in this SORRY-Bench rewording, as `casebench run --mutation NAME` asks it.")
+@click.option("--mutations-from", "mutations_from", default=None, type=click.Path(exists=True, file_okay=False),
+              metavar="DIR", help="Your copy of SORRY-Bench's files, where --mutation's rewordings come from.")
 def prompts_cmd(data: str | None, mode: str, context_as: str | None, templates: str | None, remove: str,
-                system: str | None = None, case_indices: tuple[int, ...] = ()) -> None:
+                system: str | None = None, case_indices: tuple[int, ...] = (), mutation: str | None = None,
+                mutations_from: str | None = None) -> None:
     """Print the exact messages a run sends for every case, as JSON lines: {"index", "messages":
     [system?, (user, assistant)*, user], "prompt"}. Every mode and placement (--mode,
-    --context-as), --system and --remove as `casebench run` takes them.
+    --context-as), --system, --remove and --mutation as `casebench run` takes them.
 
     DATA defaults to $CASEBENCH_DATA, the user cache, then the demo set (the command says which).
     "prompt" is the last user message, as in earlier versions; with --context-as turns the
@@ -166,9 +171,22 @@ def prompts_cmd(data: str | None, mode: str, context_as: str | None, templates: 
         ds = load_dataset(data)
         if case_indices and max(case_indices) >= len(ds):
             raise BadInput(f"--case {max(case_indices)}: the dataset has cases 0..{len(ds) - 1}")
+        texts = None
+        if mutation is not None or mutations_from is not None:
+            from ..mutations import MutationError, mutated_queries
+
+            if mutation is None:
+                raise BadInput("--mutations-from goes with --mutation NAME")
+            with bad_input_errors(MutationError):
+                texts = mutated_queries(mutation, list(ds), mutations_from).texts
     out = sys.stdout
     for case in ([ds[i] for i in sorted(set(case_indices))] if case_indices else ds):
-        chat = m.conversation(case.ablated(names), tpl, context_as).with_system(system)
+        asked = case.ablated(names)
+        if texts is not None:  # the query reworded, the context untouched (as a run asks it)
+            from dataclasses import replace
+
+            asked = replace(asked, query=texts[case.index])
+        chat = m.conversation(asked, tpl, context_as).with_system(system)
         messages = ([{"role": "system", "content": chat.system}] if chat.system is not None else []) + [
             msg for msg in chat.messages() if msg["role"] != "system"]
         out.write(json.dumps({"index": case.index, "messages": messages, "prompt": chat.prompt}) + "\n")

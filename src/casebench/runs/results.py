@@ -229,7 +229,8 @@ def load_run(run_path: str | Path, dataset: Dataset | None = None) -> "Predictio
     return Predictions.from_values(str(run_path), model_short_name(m.model), m.mode, ds.subset(cases),
                                    values, m.removed, meta, context_as=m.asked.context_as or "", pending=pending,
                                    behaviour=behaviours if any(b for bs in behaviours for b in bs) else None,
-                                   verdict_mass=mass if mass and any(v is not None for v in mass) else None)
+                                   verdict_mass=mass if mass and any(v is not None for v in mass) else None,
+                                   mutation=m.mutation)
 
 
 #: below this share of cases answered, ``casebench run`` exits with ``EXIT_LOW_COVERAGE``
@@ -316,7 +317,9 @@ def export_run(run_path: str | Path, out_path: str | Path, dataset: Dataset | No
     format ("" = missing, as the published files write failures). A run over the whole dataset
     therefore exports the full published shape; a subset run exports its records each naming
     the dataset record it is (``published.DATASET_RECORD_FIELD``), so that ``score`` of the file
-    with the dataset known checks it record by record and agrees with ``score`` of the run.
+    with the dataset known checks it record by record and agrees with ``score`` of the run. A run
+    under a query mutation gets the default key ``<model>_mut-<mutation>`` (the format has no
+    field for it).
 
     An incomplete run (requests still pending) is refused unless ``allow_incomplete``: the
     published format cannot tell "not asked yet" from "could not be parsed".
@@ -330,7 +333,9 @@ def export_run(run_path: str | Path, out_path: str | Path, dataset: Dataset | No
         raise RunError(f"{run_path}: {pending} request(s) still pending; resume the run first "
                        "(or export anyway with allow_incomplete, writing \"\" for them)")
     out = Path(out_path)
+    # the published format has no field for a query mutation: the default model key names it;
     # a subset names the dataset record each of its records is, so that it scores as the run does
-    write_published(out, ds.subset(cases), name or model_short_name(m.model), m.mode, values,
+    default = model_short_name(m.model) + (f"_mut-{m.mutation}" if m.mutation else "")
+    write_published(out, ds.subset(cases), name or default, m.mode, values,
                     name_records=list(cases) != list(range(len(ds))))
     return out
