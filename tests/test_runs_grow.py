@@ -302,3 +302,20 @@ def test_stratified_grows_and_a_default_folder_points_at_the_smaller_run(tmp_pat
     assert fault_server.count == n + 4
     m = read_manifest(small)
     assert len(m.asked.cases) == 8 and m.selection.stratified == 8 and m.history[-1].grew["cases_added"] == 4
+
+
+def test_a_run_under_a_mutation_grows_and_asks_only_the_new_reworded_cases(tmp_path, fault_server):
+    """A Caesar-encoded pilot grows like any run: only the new cases are asked, each reworded."""
+    data = write_pairs(tmp_path / "p.json", {"garden tools": 6, "pet care": 4})
+    run = tmp_path / "run"
+    base = ["run", "--model", "openai/judge-x", "--mode", "binary", "--data", data, "--base-url",
+            fault_server.base_url, "--mutation", "caesar", "--no-progress", "--no-report", "-o", run,
+            "--min-coverage", "0"]
+    assert invoke(*base, "--pairs", "2").exit_code == 0
+    r = invoke(*base, "--pairs", "4")
+    assert r.exit_code == 0, r.output
+    bodies = [json.dumps(q.body["messages"]) for q in fault_server.requests if q.path.endswith("/chat/completions")]
+    assert len(bodies) == 8 == len(set(bodies))
+    assert not any("How should I store" in b for b in bodies)  # every query encoded
+    m = read_manifest(run)
+    assert len(m.asked.cases) == 8 and m.mutation == "caesar" and m.history[-1].grew["cases_added"] == 4
