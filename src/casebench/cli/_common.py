@@ -116,9 +116,49 @@ def _click_option(o: Any, flag: str, dest: str, help_: str) -> click.Option:
         return click.Option([f"{flag}/--no-{flag[2:]}", dest], default=None, help=help_)
     if o.choices:
         kind: Any = click.Choice(list(o.choices))
+    elif o.type == "int":
+        kind = click.IntRange(min=None if o.minimum is None else int(o.minimum), min_open=o.above)
+    elif o.type == "float":
+        kind = Number(min=o.minimum, min_open=o.above)
     else:
-        kind = {"int": int, "float": float}.get(o.type, click.STRING)
+        kind = click.STRING
     return click.Option([flag, dest], type=kind, default=None, metavar=o.metavar, help=help_)
+
+
+class Number(click.FloatRange):
+    """A finite number in a range, checked where it is given (click says the flag and the value
+    the user wrote): ``click.FloatRange`` without NaN and infinities, which compare as in range."""
+
+    name = "number"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        try:
+            rv = super().convert(value, param, ctx)
+        except click.BadParameter:
+            if not _is_number(value):
+                raise
+            # the value as the user wrote it ("-5"), not as parsed ("-5.0")
+            self.fail(f"{value} is not in the range {self._describe_range()}.", param, ctx)
+        if rv != rv or rv in (float("inf"), float("-inf")):
+            self.fail(f"{value} is not a finite number.", param, ctx)
+        return rv
+
+
+def _is_number(value: Any) -> bool:
+    try:
+        float(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+#: the ranges providers accept, checked where given (OpenAI's: temperature 0 to 2, top_p 0 to 1)
+TEMPERATURE = Number(0, 2)
+TOP_P = Number(0, 1, min_open=True)
+POSITIVE_INT = click.IntRange(min=1)
+NON_NEGATIVE_INT = click.IntRange(min=0)
+SECONDS = Number(min=0, min_open=True)
+USD = Number(min=0)
 
 
 def backend_params() -> list[click.Option]:

@@ -13,7 +13,8 @@ import click
 from ..modes import MODES
 from ..prompts import CONTEXT_PLACEMENTS
 from ._common import (
-    FILE_MODE_HELP, BadInput, ModeChoice, RegistryCommand, bad_input_errors, echo_err, exit_interrupted, file_kind_options,
+    FILE_MODE_HELP, TEMPERATURE, USD, BadInput, ModeChoice, RegistryCommand, bad_input_errors, echo_err, exit_interrupted,
+    file_kind_options,
     cluster_option, label_source_option, refusal_classifier_options, remove_option, scoring_options, warn_unreadable_predictions,
 )
 
@@ -84,15 +85,15 @@ def _stat_options(f: Any) -> Any:
 
 #: how a study's runs are made (``ablate`` and ``study`` with --model; backend flags come from the registry)
 _RUN_OPTIONS = [
-    click.option("--limit", type=int, default=None, help="Only the first N cases (with --model)."),
-    click.option("--stratified", type=int, default=None, metavar="N",
+    click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N cases (with --model)."),
+    click.option("--stratified", type=click.IntRange(min=1), default=None, metavar="N",
                  help="A seeded subset of N cases stratified by category x intent (with --model)."),
     click.option("--stratified-seed", type=int, default=0, show_default=True, help="Seed of --stratified."),
-    click.option("--samples", type=int, default=None, help="Samples per case (default: 3 in score mode, else 1)."),
-    click.option("--temperature", type=float, default=None),
-    click.option("--max-tokens", type=int, default=None),
-    click.option("--max-connections", type=int, default=8, show_default=True),
-    click.option("--max-cost", type=float, default=None, metavar="USD", help="Stop each condition before spending past this."),
+    click.option("--samples", type=click.IntRange(min=1), default=None, help="Samples per case (default: 3 in score mode, else 1)."),
+    click.option("--temperature", type=TEMPERATURE, default=None, help="Sampling temperature, 0 to 2."),
+    click.option("--max-tokens", type=click.IntRange(min=1), default=None),
+    click.option("--max-connections", type=click.IntRange(min=1), default=8, show_default=True),
+    click.option("--max-cost", type=USD, default=None, metavar="USD", help="Stop each condition before spending past this."),
     click.option("--progress/--no-progress", default=None),
 ]
 

@@ -15,7 +15,8 @@ import click
 from ..modes import MODES
 from ..prompts import CONTEXT_PLACEMENTS
 from ._common import (
-    BadInput, ModeChoice, RegistryCommand, backend_options, bad_input_errors, batch_backends, call_timeout, classifier_options,
+    NON_NEGATIVE_INT, POSITIVE_INT, SECONDS, TEMPERATURE, USD, BadInput, ModeChoice, RegistryCommand, backend_options,
+    bad_input_errors, batch_backends, call_timeout, classifier_options,
     exit_interrupted, min_verdict_mass_option, refusal_classifier_options, run_with_signals, setup_logging,
 )
 from ..runs.results import EXIT_LOW_COVERAGE
@@ -69,7 +70,7 @@ def _builtin_mutations() -> list[str]:
 @click.option("--batch", "batch", is_flag=True, default=False,
               help=batch_backends() + ": ask through the provider's batch API (half price, within 24 h); "
                    "a killed run resumes polling the same batch. Unanswered items are asked again online.")
-@click.option("--batch-poll", "batch_poll", type=float, default=10.0, show_default=True, metavar="SECONDS",
+@click.option("--batch-poll", "batch_poll", type=SECONDS, default=10.0, show_default=True, metavar="SECONDS",
               help="With --batch: seconds between status polls (growing by half each time, up to 2 min).")
 @click.option("--full-answers", is_flag=True, default=False,
               help="Text modes: generate whole answers (with explanations) instead of stopping at the verdict.")
@@ -78,27 +79,28 @@ def _builtin_mutations() -> list[str]:
 @click.option("--data", "data", default=None, metavar="PATH", help="Dataset (JSON/JSONL). Default: $CASEBENCH_DATA, else the user cache, else a download of the "
               "pinned published file, else the demo set (the command says which).")
 @click.option("--remove", "remove", default="", metavar="PARAMS", help="CI parameters to remove (comma-separated).")
-@click.option("--samples", type=int, default=None, help="Samples per case (default: 3 in score mode, else 1).")
-@click.option("--limit", type=int, default=None, help="Only the first N cases, in dataset order.")
-@click.option("--stratified", type=int, default=None, metavar="N",
+@click.option("--samples", type=POSITIVE_INT, default=None, help="Samples per case (default: 3 in score mode, else 1).")
+@click.option("--limit", type=POSITIVE_INT, default=None, help="Only the first N cases, in dataset order.")
+@click.option("--stratified", type=POSITIVE_INT, default=None, metavar="N",
               help="A seeded subset of N cases stratified by category x intent.")
-@click.option("--pairs", type=int, default=None, metavar="N",
+@click.option("--pairs", type=POSITIVE_INT, default=None, metavar="N",
               help="A seeded subset of N whole query pairs (both contexts of each query), stratified by category, "
                    "so the context figures (shift, follow) have pairs to read. Any model and mode.")
 @click.option("--selection-seed", "--seed", "selection_seed", type=int, default=0, show_default=True,
               help="Seed of the case selection (--stratified, --pairs).")
-@click.option("--max-connections", type=int, default=8, show_default=True, help="Requests in flight (API models).")
+@click.option("--max-connections", type=POSITIVE_INT, default=8, show_default=True, help="Requests in flight (API models).")
 @click.option("--templates", "templates_path", default=None, metavar="FILE",
               help="Template file in the published format (judge, judgescore, judgelogits).")
 @click.option("-o", "--out", default=None, metavar="RUN_DIR",
               help="Run directory (default: runs/<model>_<mode>[_<removed>][_ctx-<placement>][_mut-<mutation>]_<dataset SHA-256, 8 hex>"
                    "[_<pairsN|stratN|limitN>]). Re-running resumes it.")
 @click.option("--system", default=None, help="System prompt.")
-@click.option("--temperature", type=float, default=None, help="Sampling temperature (default: 1.0 score, 0 else).")
-@click.option("--max-tokens", type=int, default=None,
+@click.option("--temperature", type=TEMPERATURE, default=None,
+              help="Sampling temperature, 0 to 2 (default: 1.0 score, 0 else).")
+@click.option("--max-tokens", type=POSITIVE_INT, default=None,
               help="Answer length limit (default 256; respond mode 512; the main job's respond run: "
                    "see docs/running.md, 'The main job').")
-@click.option("--parse-retries", type=int, default=2, show_default=True,
+@click.option("--parse-retries", type=NON_NEGATIVE_INT, default=2, show_default=True,
               help="Re-asks of an unparseable answer before it is recorded as missing.")
 @click.option("--reask", type=click.Choice(["repair", "same"]), default="repair", show_default=True,
               help="How an unreadable answer is asked again: 'repair' sends the answer back with a short message "
@@ -106,11 +108,11 @@ def _builtin_mutations() -> list[str]:
 @click.option("--min-coverage", type=click.FloatRange(0.0, 1.0), default=0.5, show_default=True,
               help="A run that ends with fewer cases answered than this share exits with code 3, with advice.")
 @min_verdict_mass_option
-@click.option("--max-attempts", type=int, default=8, show_default=True,
+@click.option("--max-attempts", type=POSITIVE_INT, default=8, show_default=True,
               help="Transport attempts per request (429, 5xx, timeouts, dropped connections).")
 @click.option("--prices", "prices_path", default=None, metavar="FILE.json",
               help="Extra prices, USD per 1M tokens: {\"model\": {\"input\": x, \"output\": y}}.")
-@click.option("--max-cost", type=float, default=None, metavar="USD", help="Stop before the run's total cost (all sessions) would pass this.")
+@click.option("--max-cost", type=USD, default=None, metavar="USD", help="Stop before the run's total cost (all sessions) would pass this.")
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: on a terminal).")
 @click.option("--salvage", is_flag=True, default=False,
               help="A damaged run directory: move damaged lines of records.jsonl aside (records.damaged.jsonl) and, "
