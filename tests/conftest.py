@@ -33,6 +33,20 @@ def _own_cache(tmp_path_factory: pytest.TempPathFactory):
     mp.undo()
 
 
+#: provider settings a developer's shell may hold: no test reads them unless it sets them itself
+AMBIENT_PROVIDER_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
+                        "CASEBENCH_PRICES")
+
+
+@pytest.fixture(autouse=True)
+def _no_ambient_provider_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing from the developer's shell leaks into a test: API keys and base URLs of the
+    providers and a price table are removed (a test that needs one sets it). One home for what
+    seven test files each cleared on their own."""
+    for name in AMBIENT_PROVIDER_ENV:
+        monkeypatch.delenv(name, raising=False)
+
+
 @pytest.fixture(scope="session")
 def real_data_path() -> Path:
     if not DATA_FILE.is_file():

@@ -62,13 +62,6 @@ def ask(base_url: str, request: Request = TEXT, settings: GenerationSettings = G
     return asyncio.run(go())
 
 
-@pytest.fixture(autouse=True)
-def _no_ambient_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Tests that need a key set one; nothing from the developer's shell leaks in.
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-
-
 # --------------------------------------------------------------------------- factory
 
 

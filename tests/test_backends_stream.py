@@ -71,12 +71,6 @@ def srv() -> Iterator[StreamServer]:
         yield server
 
 
-@pytest.fixture(autouse=True)
-def _no_ambient_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"):
-        monkeypatch.delenv(name, raising=False)
-
-
 # --------------------------------------------------------------------------- openai: streaming
 
 

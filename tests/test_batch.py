@@ -77,12 +77,6 @@ def srv() -> Iterator[BatchServer]:
         yield server
 
 
-@pytest.fixture(autouse=True)
-def _no_ambient_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"):
-        monkeypatch.delenv(name, raising=False)
-
-
 providers = pytest.mark.parametrize("provider", ["openai", "anthropic"])
 
 

@@ -26,12 +26,6 @@ def judge(body: Any) -> str:
     return json.dumps({"judgement": label, "explanation": "a whole answer from a server that never streams"})
 
 
-@pytest.fixture(autouse=True)
-def _no_ambient_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "CASEBENCH_PRICES"):
-        monkeypatch.delenv(name, raising=False)
-
-
 @pytest.fixture
 def srv() -> Iterator[NoStreamServer]:
     with NoStreamServer(answer_fn=judge) as server:

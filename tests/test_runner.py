@@ -49,13 +49,6 @@ def binary_answer(body: Any) -> str:
     return json.dumps({"judgement": expected_label(c), "explanation": f"rule for case {c}"})
 
 
-@pytest.fixture(autouse=True)
-def _no_real_keys(monkeypatch):
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    monkeypatch.delenv("CASEBENCH_PRICES", raising=False)
-
-
 @pytest.fixture
 def server():
     with FaultServer(answer_fn=binary_answer, hang_seconds=10) as srv:

@@ -26,12 +26,6 @@ from test_runs import case_of, write_dataset
 CASES = 8
 
 
-@pytest.fixture(autouse=True)
-def _no_real_keys(monkeypatch):
-    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "CASEBENCH_PRICES", "CASEBENCH_DATA"):
-        monkeypatch.delenv(var, raising=False)
-
-
 def invoke(*args: str):
     return CliRunner().invoke(cli, list(args), catch_exceptions=False)
 
