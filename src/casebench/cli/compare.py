@@ -4,9 +4,10 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
-from typing import Any
+from typing import Any, Callable
 
 import click
 
@@ -261,8 +262,12 @@ def ablate_cmd(inputs: tuple[str, ...], model: str | None, mode: str | None, par
             raise BadInput("--mode is required with --model")
         if remove is not None:
             raise BadInput("--remove names what published INPUTS hold; a study's conditions are --params")
-        preds = _run_study(model, mode, params, context_as, out_root, data, limit, stratified, stratified_seed, samples,
-                           temperature, max_tokens, max_connections, registry_flags, max_cost, progress)
+        from ..runs.study import run_ablation
+        from ..stats.ablation import condition_name
+
+        preds = _run_study(functools.partial(run_ablation, params=params, out_root=out_root), condition_name, model,
+                           mode, None, None, data, limit, stratified, stratified_seed, samples, temperature, max_tokens,
+                           max_connections, max_cost, progress, None, "unsafe", registry_flags, context_as=context_as)
     _warn_incomplete(preds)
     with bad_input_errors(CompareError, AblationStudyError, LabelSourceError):
         result = analyse_ablation(preds, options)
@@ -270,49 +275,6 @@ def ablate_cmd(inputs: tuple[str, ...], model: str | None, mode: str | None, par
         click.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
     else:
         click.echo(format_ablation(result), nl=False)
-
-
-def _run_study(model: str, mode: str, params: str, context_as: str | None, out_root: str, data: str | None, limit: int | None,
-               stratified: int | None, stratified_seed: int, samples: int | None, temperature: float | None,
-               max_tokens: int | None, max_connections: int, registry_flags: dict[str, Any],
-               max_cost: float | None, progress: bool | None) -> list[Any]:
-    from ..backends.base import UnsupportedModeError
-    from ..data import AblationError, load_dataset
-    from ..runs.study import run_ablation
-    from ..stats.ablation import AblationStudyError, condition_name
-    from ..runs.execute import RunConfig, resolve_data_path
-    from ..runs.record import RunError, RunLocked, RunState
-    from ..runs.results import load_run
-    from ._common import backend_options, call_timeout as wall_limit, setup_logging
-
-    setup_logging(0)
-    opts = backend_options(model, registry_flags)
-    call_timeout = wall_limit(model, opts)
-
-    def note(removed: tuple[str, ...], run_dir: Any, action: str) -> None:
-        echo_err(f"casebench: {condition_name(removed)}: {action} {run_dir}")
-
-    try:
-        with bad_input_errors(RunError, AblationStudyError, AblationError, UnsupportedModeError):
-            dataset = load_dataset(resolve_data_path(data))
-            base = RunConfig(mode=mode, model=model, data=dataset.path, context_as=context_as, limit=limit, stratified=stratified,
-                             selection_seed=stratified_seed, samples=samples, temperature=temperature, max_tokens=max_tokens,
-                             max_connections=max_connections, max_cost=max_cost, call_timeout=call_timeout,
-                             backend_options=opts, progress=progress)
-            try:
-                runs = run_ablation(base, params, out_root=out_root, dataset=dataset, on_condition=note)
-            except RunLocked as e:
-                raise click.ClickException(str(e)) from None
-            unfinished = [r for r in runs if r.status is not RunState.COMPLETE]
-            if unfinished:
-                r = unfinished[0]
-                echo_err(f"casebench: {condition_name(r.removed)} stopped ({r.status}); re-run the same "
-                         "command to resume the study")
-                sys.exit(1)
-            return [load_run(r.run_dir, dataset=dataset) for r in runs]
-    except KeyboardInterrupt:
-        echo_err("casebench: interrupted; re-run the same command to resume the study")
-        exit_interrupted(130)
 
 
 @click.command("study", cls=RegistryCommand, backend_flags=True, classifier_flags="prefixed")
@@ -409,11 +371,15 @@ def study_cmd(inputs: tuple[str, ...], placements: str | None, model: str | None
             raise BadInput("a mutation study asks every wording in one placement; give one with --placements")
         if mutator is not None and mutations_from is not None:
             raise BadInput("choose one source of rewordings: --mutations-from DIR or --mutator SPEC")
-        writer = (mutator, {"base_url": mutator_base_url} if mutator_base_url else {})
-        preds = _run_mutation_study(model, mode, mutations, mutations_from, where[0] if where else None, remove,
-                                    pairs, data, out_root, limit, stratified, stratified_seed, samples, temperature,
-                                    max_tokens, max_connections, max_cost, progress, refusal_classifier, partial_as,
-                                    registry_flags, writer)
+        from ..runs.study import run_mutations
+
+        writer = {"base_url": mutator_base_url} if mutator_base_url else {}
+        preds = _run_study(
+            functools.partial(run_mutations, mutations=mutations, out_root=out_root, mutations_from=mutations_from,
+                              mutator=mutator, mutator_options=writer),
+            lambda cond: cond.mutation or "base wording", model, mode, remove, pairs, data, limit, stratified,
+            stratified_seed, samples, temperature, max_tokens, max_connections, max_cost, progress,
+            refusal_classifier, partial_as, registry_flags, context_as=where[0] if where else None)
     else:
         if inputs:
             raise BadInput("give either --model/--mode (run a study) or INPUTS (analyse finished runs), not both")
@@ -423,10 +389,14 @@ def study_cmd(inputs: tuple[str, ...], placements: str | None, model: str | None
             raise BadInput("--say-do goes with --mode respond (a mode that reads behaviour)")
         if sum(x is not None for x in (limit, stratified, pairs)) > 1:
             raise BadInput("choose one of --limit, --stratified and --pairs")
-        preds = _run_placement_study(model, mode, placements or "user,system,turns", remove, say_do_mode, pairs, data,
-                                     out_root, limit,
-                                     stratified, stratified_seed, samples, temperature, max_tokens, max_connections,
-                                     max_cost, progress, refusal_classifier, partial_as, registry_flags)
+        from ..runs.study import run_placements
+
+        preds = _run_study(
+            functools.partial(run_placements, placements=placements or "user,system,turns", out_root=out_root,
+                              judge_mode=say_do_mode),
+            lambda cond: cond.name(), model, mode, remove, pairs, data, limit, stratified, stratified_seed, samples,
+            temperature, max_tokens, max_connections, max_cost, progress, refusal_classifier, partial_as,
+            registry_flags)
     _warn_incomplete(preds)
     factor = MUTATION if len({mutation_of(p) for p in preds}) > 1 else PLACEMENT
     behaviour = [p for p in preds if p.mode.reads_behaviour]
@@ -441,36 +411,36 @@ def study_cmd(inputs: tuple[str, ...], placements: str | None, model: str | None
         click.echo(format_placements(result), nl=False)
 
 
-def _run_mutation_study(model: str, mode: str, mutations: str, mutations_from: str | None, context_as: str | None,
-                        remove: str, pairs: int | None, data: str | None, out_root: str, limit: int | None,
-                        stratified: int | None, stratified_seed: int, samples: int | None,
-                        temperature: float | None, max_tokens: int | None, max_connections: int,
-                        max_cost: float | None, progress: bool | None, refusal_classifier: str | None,
-                        partial_as: str, registry_flags: dict[str, Any],
-                        writer: tuple[str | None, dict[str, Any]] = (None, {})) -> list[Any]:
-    """Run (or re-use) the base wording and every mutation (``runs.study.run_mutations``);
-    ``writer``: the mutator spec and its backend options."""
+def _run_study(conditions: Callable[..., list[Any]], label: Callable[[Any], str], model: str, mode: str,
+               remove: str | None, pairs: int | None, data: str | None, limit: int | None, stratified: int | None,
+               stratified_seed: int, samples: int | None, temperature: float | None, max_tokens: int | None,
+               max_connections: int, max_cost: float | None, progress: bool | None, refusal_classifier: str | None,
+               partial_as: str, registry_flags: dict[str, Any], context_as: str | None = None) -> list[Any]:
+    """Run (or re-use) every condition of a study, one loaded backend for all: the base run's
+    config from the flags, then ``conditions(base, dataset=..., on_condition=...)`` (a
+    ``runs.study`` runner: removed CI parameters, placements or mutations) asks them; ``label(condition)`` names one in
+    the progress lines. The study's predictions, or an exit (1: a run stopped; 130: interrupted)."""
     from ..backends.base import UnsupportedModeError
     from ..data import AblationError, load_dataset
     from ..runs.execute import RunConfig, resolve_data_path
     from ..runs.record import RunError, RunLocked, RunState
     from ..runs.results import load_run
     from ..runs.select import stratified_pairs
-    from ..runs.study import Condition, run_mutations
+    from ..stats.ablation import AblationStudyError
     from ._common import backend_options, call_timeout as wall_limit, classifier_options, setup_logging
 
     setup_logging(0)
     opts = backend_options(model, registry_flags)
     classifier_opts = classifier_options(refusal_classifier, registry_flags)
 
-    def note(cond: Condition, run_dir: Any, action: str) -> None:
-        echo_err(f"casebench: {cond.mutation or 'base wording'}: {action} {run_dir}")
+    def note(cond: Any, run_dir: Any, action: str) -> None:
+        echo_err(f"casebench: {label(cond)}: {action} {run_dir}")
 
     try:
-        with bad_input_errors(RunError, AblationError, UnsupportedModeError):
+        with bad_input_errors(RunError, AblationStudyError, AblationError, UnsupportedModeError):
             dataset = load_dataset(resolve_data_path(data))
             cases = stratified_pairs(dataset, pairs, stratified_seed) if pairs is not None else None
-            base = RunConfig(mode=mode, model=model, data=dataset.path, removed=remove, limit=limit, cases=cases,
+            base = RunConfig(mode=mode, model=model, data=dataset.path, removed=remove or (), limit=limit, cases=cases,
                              stratified=stratified, selection_seed=stratified_seed, samples=samples,
                              temperature=temperature, max_tokens=max_tokens, max_connections=max_connections,
                              max_cost=max_cost, call_timeout=wall_limit(model, opts), backend_options=opts,
@@ -478,8 +448,7 @@ def _run_mutation_study(model: str, mode: str, mutations: str, mutations_from: s
                              classifier_options=classifier_opts, partial_as_safe=partial_as == "safe",
                              context_as=context_as)
             try:
-                runs = run_mutations(base, mutations, out_root=out_root, dataset=dataset, on_condition=note,
-                                     mutations_from=mutations_from, mutator=writer[0], mutator_options=writer[1])
+                runs = conditions(base, dataset=dataset, on_condition=note)
             except RunLocked as e:
                 raise click.ClickException(str(e)) from None
             unfinished = [r for r in runs if r.status is not RunState.COMPLETE]
@@ -490,52 +459,4 @@ def _run_mutation_study(model: str, mode: str, mutations: str, mutations_from: s
             return [load_run(r.run_dir, dataset=dataset) for r in runs]
     except KeyboardInterrupt:
         echo_err("casebench: interrupted; re-run the same command to resume the study")
-        sys.exit(130)
-
-
-def _run_placement_study(model: str, mode: str, placements: str, remove: str, say_do_mode: str | None,
-                         pairs: int | None, data: str | None, out_root: str, limit: int | None,
-                         stratified: int | None, stratified_seed: int, samples: int | None,
-                         temperature: float | None, max_tokens: int | None, max_connections: int,
-                         max_cost: float | None, progress: bool | None, refusal_classifier: str | None,
-                         partial_as: str, registry_flags: dict[str, Any]) -> list[Any]:
-    from ..backends.base import UnsupportedModeError
-    from ..data import AblationError, load_dataset
-    from ..runs.execute import RunConfig, resolve_data_path
-    from ..runs.record import RunError, RunLocked, RunState
-    from ..runs.results import load_run
-    from ..runs.select import stratified_pairs
-    from ..runs.study import Condition, run_placements
-    from ._common import backend_options, call_timeout as wall_limit, classifier_options, setup_logging
-
-    setup_logging(0)
-    opts = backend_options(model, registry_flags)
-    classifier_opts = classifier_options(refusal_classifier, registry_flags)
-
-    def note(cond: Condition, run_dir: Any, action: str) -> None:
-        echo_err(f"casebench: {cond.name()}: {action} {run_dir}")
-
-    try:
-        with bad_input_errors(RunError, AblationError, UnsupportedModeError):
-            dataset = load_dataset(resolve_data_path(data))
-            cases = stratified_pairs(dataset, pairs, stratified_seed) if pairs is not None else None
-            base = RunConfig(mode=mode, model=model, data=dataset.path, removed=remove, limit=limit, cases=cases,
-                             stratified=stratified, selection_seed=stratified_seed, samples=samples, temperature=temperature,
-                             max_tokens=max_tokens, max_connections=max_connections, max_cost=max_cost,
-                             call_timeout=wall_limit(model, opts), backend_options=opts, progress=progress,
-                             refusal_classifier=refusal_classifier, classifier_options=classifier_opts,
-                             partial_as_safe=partial_as == "safe")
-            try:
-                runs = run_placements(base, placements, out_root=out_root, dataset=dataset, on_condition=note,
-                                      judge_mode=say_do_mode)
-            except RunLocked as e:
-                raise click.ClickException(str(e)) from None
-            unfinished = [r for r in runs if r.status is not RunState.COMPLETE]
-            if unfinished:
-                r = unfinished[0]
-                echo_err(f"casebench: {r.run_dir} stopped ({r.status}); re-run the same command to resume the study")
-                sys.exit(1)
-            return [load_run(r.run_dir, dataset=dataset) for r in runs]
-    except KeyboardInterrupt:
-        echo_err("casebench: interrupted; re-run the same command to resume the study")
-        sys.exit(130)
+        exit_interrupted(130)
