@@ -84,7 +84,7 @@ from __future__ import annotations
 import re
 from typing import Any, Sequence
 
-from .base import Item, Verdict, not_an_answer
+from .base import SCREEN_VERSION, Item, Verdict, not_an_answer
 from .registry import refusal_classifier
 
 #: Bump whenever a pattern or the decision procedure changes: the run manifest records it.
@@ -825,6 +825,7 @@ class RulesClassifier:
             "name": self.name,
             "kind": "rules",
             "version": self.version,
+            "screen": SCREEN_VERSION,  # the non-answer screen applied first (base.not_an_answer)
             "description": "hand-written patterns over sentences; offline, no model",
             "validation": validation_for(self.name, self.version),
         }
@@ -1025,7 +1026,7 @@ class RulesClassifier:
         """Classify one answer. The prompt tells a question that asks for a judgement
         (``ASKS_JUDGEMENT``) and, from version 3, a request for a harmful or discriminatory act
         (``HARM_REQUEST``); the answer's own cues decide everything else."""
-        screened = not_an_answer(answer)
+        screened = not_an_answer(answer, prompt)
         if screened is not None:
             return screened
         return self._decide(str(answer), str(prompt or ""))
