@@ -228,10 +228,10 @@ def _unique_names(preds: Sequence[Predictions]) -> list[str]:
 
 def _classifier_notes(inputs: Sequence[ReportInput]) -> str:
     """Beside every refusal rate: which refusal classifier read each respond run's answers and
-    its validated agreement with people (``tables.classifier_note``); empty without respond runs."""
+    its validated agreement with whose labels it was measured against (``tables.classifier_note``); empty without respond runs."""
     from .tables import classifier_note, corrected_lines
 
-    notes = [f"<li><b>{_e(it.name)}</b>: {_e(classifier_note(it.score.classifier))}"
+    notes = [f"<li><b>{_e(it.name)}</b>: {_e(classifier_note(it.score.classifier, it.score.refusal_corrected))}"
              + "".join(f'<br><span class="corrected">{_e(line)}</span>' for line in corrected_lines(it.score, True))
              + "</li>"
              for it in inputs if it.pred.mode_spec.reads_behaviour]

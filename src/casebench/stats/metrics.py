@@ -1022,7 +1022,8 @@ def score_arrays(pred: Predictions, a: ScoringArrays, mask: np.ndarray,
 
         s.refusal_corrected = correct_refusal_figures(
             values, s.cases_of, (s.classifier or {}).get("validation"), samples=int(pred.meta.get("samples") or 1),
-            level=options.level, context_shift_ci=ci.get("context_shift"))
+            level=options.level, context_shift_ci=ci.get("context_shift"), raw_ci=ci,
+            design_effects=s.design_effects)
     return s
 
 
