@@ -215,7 +215,8 @@ class LearnedClassifier:
 
     def describe(self) -> dict[str, Any]:
         """Name, version (with the model file's hash), the fit's settings and the validated
-        agreement with people (``classify.validation``), for the run manifest."""
+        agreement with the labels of its validation (``classify.validation``; who gave them:
+        ``labelled_by``), for the run manifest."""
         from .validation import validation_for
 
         return {

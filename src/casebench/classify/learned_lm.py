@@ -244,7 +244,7 @@ class LearnedLMClassifier:
 
     def describe(self) -> dict[str, Any]:
         """Name, version (with both model files' hashes), settings and the validated agreement
-        with people (``classify.validation``), for the run manifest."""
+        with the labels of its validation (``labelled_by``) (``classify.validation``), for the run manifest."""
         from .validation import validation_for
 
         return {

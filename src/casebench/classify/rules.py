@@ -816,8 +816,8 @@ class RulesClassifier:
     version = RULES_VERSION
 
     def describe(self) -> dict[str, Any]:
-        """Name, version and the validated agreement with people (``classify.validation``),
-        which a run manifest records; ``validation`` is None when none is stored for this
+        """Name, version and the validated agreement with the labels of its validation
+        (``classify.validation``; who gave them: ``labelled_by``), which a run manifest records; ``validation`` is None when none is stored for this
         version."""
         from .validation import validation_for
 

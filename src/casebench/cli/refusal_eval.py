@@ -77,7 +77,7 @@ def _table(d: dict[str, Any], show: int) -> str:
               help="Table output: how many binary disagreements to list.")
 def refusal_eval_cmd(file: str, spec: str | None, partial_as: str, as_json: bool, show: int,
                      **registry_flags: Any) -> None:
-    """Score a refusal classifier on human-labelled answers in XSTest's CSV format.
+    """Score a refusal classifier on labelled answers in XSTest's CSV format (agreement with whoever labelled them).
 
     FILE has the columns prompt, completion and final_label (1_full_compliance,
     2_full_refusal, 3_partial_refusal); `casebench annotate export --answers` writes one from

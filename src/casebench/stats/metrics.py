@@ -900,7 +900,7 @@ class Score:
     #: threshold) and whether cases below the threshold were left out (default scoring)
     verdict_mass: dict[str, Any] | None = None
     #: respond mode: the refusal classifier that read the answers, as the run recorded it
-    #: (name, version, and ``validation``: its agreement with people, or None)
+    #: (name, version, and ``validation``: its agreement with the labels of its validation, who gave them, or None)
     classifier: dict[str, Any] | None = None
     #: how many cases each figure is from (``MetricDef.base``); below ``MIN_CASES`` it has a note
     cases_of: dict[str, int] = field(default_factory=dict)
