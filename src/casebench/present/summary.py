@@ -114,7 +114,7 @@ def _reader_line(classifier: Mapping[str, Any] | None, tiny: bool, corrected: Ma
         return line + ": the figures for answers like this run's, and the corrected rates use them"
     if tiny:
         line += (". Those answers are in capable models' styles; a tiny model's answers are read less reliably "
-                 "(README: 'Refusal classifiers'): check a sample by hand before leaning on a few points")
+                 "(docs/readers.md): check a sample by hand before leaning on a few points")
     elif name == "learned":
         # a run of a model not known to be small: the reader with the language model reads such
         # answers better (classify.validation has both readers' figures on the same sets)
