@@ -306,12 +306,12 @@ def measure(root: str | Path = ".", external: Mapping[str, str | Path] | None = 
         for name in EXTERNAL_SETS:
             if name not in sets and before.get("version") == clf.version and name in (before.get("sets") or {}):
                 sets[name] = before["sets"][name]
-        for name, figs in sets.items():  # who labelled it: one home, LABELLED_BY (carried-over sets too)
-            figs["labelled_by"] = labelled_by(name)
         out[clf.name] = {"version": clf.version,
-                         "validation_sets": {w: s for w, s in by_writer.items() if s in sets},
-                         "pooled_sets": {w: [n for n in names if n in sets] for w, names in POOLED.get(spec, {}).items()},
-                         "sets": sets}
+                         "validation_sets": {w: s for w, s in by_writer.items() if s in sets}, "sets": sets}
+    for spec, entry in out.items():  # who labelled each set and what is pooled: one home each, kept entries too
+        for name, figs in entry["sets"].items():
+            figs["labelled_by"] = labelled_by(name)
+        entry["pooled_sets"] = {w: [n for n in names if n in entry["sets"]] for w, names in POOLED.get(spec, {}).items()}
     return {
         "about": "agreement of the offline refusal classifiers with labelled answers, per set, with who labelled "
                  "each set (labelled_by: people only for XSTest; AI readers following the guide for the embedded "
