@@ -18,9 +18,8 @@ set to set more than one set's binomial error allows (which answers were drawn, 
 So the figures transported to a run are **pooled over every blind set of the run's kind of
 writer** (``pool_reader_error``): DerSimonian-Laird random effects on logit Se and on logit Sp
 (each set's logit, its variance ``1/x + 1/(n-x)``, a half added to each cell where one is
-empty), and
-the variance carried to the run is the *predictive* one for a new set, ``var(mu) + tau^2``: the
-pooled mean's error plus the between-set spread. When the sets agree it is about one pooled
+empty), and the variance carried to the run is the *predictive* one for a new set,
+``var(mu) + tau^2``: the pooled mean's error plus the between-set spread. When the sets agree it is about one pooled
 binomial; when they disagree the interval widens. With one set the spread is unmeasured (said).
 
 The corrected interval (``transported_rate``) starts from the raw rate's own interval (the
@@ -58,8 +57,8 @@ from typing import Any, Mapping, Sequence
 
 __all__ = ["CORRECTION_METHOD", "CorrectedRate", "MIN_YOUDEN", "PooledError", "PooledRate", "ReaderError",
            "UNCORRECTED_CONTEXT", "correct_refusal_figures", "corrected_difference", "corrected_rate",
-           "dersimonian_laird", "pool_reader_error", "rogan_gladen", "transported_difference", "transported_rate",
-           "why_no_correction"]
+           "dersimonian_laird", "pool_reader_error", "reader_error_of", "rogan_gladen", "transported_difference",
+           "transported_rate", "why_no_correction", "wilson_interval"]
 
 #: how the corrected figures are made, for the JSON and the notes
 CORRECTION_METHOD = ("Rogan-Gladen (p = (q + Sp - 1) / (Se + Sp - 1)) with Se and Sp pooled over the validation's "
