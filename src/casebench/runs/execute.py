@@ -63,7 +63,7 @@ from .record import (
     add_usage, effective_reask, final_records, iter_records, now_iso, read_manifest, usage_tokens,
 )
 from .redact import redact_json, redact_text
-from .select import select_cases, stratified_indices
+from .select import SELECTION_PROCEDURE, growth_refusal, select_cases, stratified_indices
 
 __all__ = [
     "DEFAULT_MODEL", "DEFAULT_PARSE_RETRIES", "RetryPolicy", "RunConfig", "Prepared", "RunSummary", "prepare",
@@ -145,9 +145,13 @@ def prepare(config: RunConfig, dataset: Dataset | None = None, backend: Backend 
         raise RunError(f"--max-cost must be 0 or more, got {config.max_cost}")
     if config.max_tokens is not None and config.max_tokens < 1:
         raise RunError(f"--max-tokens must be at least 1, got {config.max_tokens}")
+    out = Path(config.out) if config.out else default_out_dir(
+        config.model, mode.name, removed, context_as, mode.default_context_as, dataset.sha256,
+        selection_tag(config.limit, config.stratified, config.pairs, config.selection_seed, config.cases is not None),
+        mutation=config.mutation)
     cases, selection = select_cases(dataset, limit=config.limit, cases=config.cases,
                                     stratified=config.stratified, seed=config.selection_seed,
-                                    pairs=config.pairs)
+                                    pairs=config.pairs, procedure=recorded_procedure(out))
     settings = GenerationSettings(
         temperature=mode.default_temperature if config.temperature is None else float(config.temperature),
         top_p=config.top_p,
@@ -173,10 +177,6 @@ def prepare(config: RunConfig, dataset: Dataset | None = None, backend: Backend 
         raise RunError(f"--refusal-classifier and --partial-as apply to modes that read behaviour, not {mode.name!r}")
     prices = config.prices or PriceTable.load()
     price = prices.lookup(config.model)
-    out = Path(config.out) if config.out else default_out_dir(
-        config.model, mode.name, removed, context_as, mode.default_context_as, dataset.sha256,
-        selection_tag(config.limit, config.stratified, config.pairs, config.selection_seed, config.cases is not None),
-        mutation=config.mutation)
     mutation = None
     if config.mutation is not None:
         from .mutator import mutation_source
@@ -205,6 +205,19 @@ def prepare(config: RunConfig, dataset: Dataset | None = None, backend: Backend 
                     price, transport, manifest, classifier, mutation)
 
 
+def recorded_procedure(out: Path) -> int:
+    """The selection procedure of the run already in ``out`` (``select.SELECTION_PROCEDURE`` for
+    a new directory), so that a run chosen by an earlier procedure resumes on exactly its own
+    cases instead of being reinterpreted under today's order. An unreadable manifest is left to
+    ``check_resumable`` to report."""
+    if (out / "manifest.json").is_file():
+        try:
+            return read_manifest(out).selection.effective_procedure or SELECTION_PROCEDURE
+        except (RunError, OSError, ValueError):
+            pass
+    return SELECTION_PROCEDURE
+
+
 def check_resumable(prep: Prepared) -> Manifest | None:
     """The existing manifest of the output directory (None if new); raises ``ManifestMismatch``
     naming every difference when it holds another run, and ``repair.RunDamaged`` saying how to
@@ -226,9 +239,64 @@ def check_resumable(prep: Prepared) -> Manifest | None:
                        "not record every option that changes an answer; it can be scored and exported, not "
                        "resumed. Start a new run directory (-o).")
     diffs = old.asked.differences(prep.asked)
+    if any(name == "cases" for name, _, _ in diffs):
+        # other cases: a run grows in place to a larger nested selection, else it is refused
+        why = growth_refusal(old.selection, old.asked.cases, prep.manifest.selection, prep.cases)
+        # a mutator's texts (kept per query in the manifest) grow with the cases: each text
+        # already recorded must stay as it was, the new queries' texts join them
+        diffs = [d for d in diffs if d[0] != "cases" and not (why is None and d[0] == "mutation.texts" and _extends(d[1], d[2]))]
+        if why is not None:
+            raise ManifestMismatch(prep.out, [*diffs, ("selection", old.selection.how, prep.manifest.selection.how)],
+                                   why)
     if diffs:
         raise ManifestMismatch(prep.out, diffs)
     return old
+
+
+def smaller_run_beside(prep: Prepared) -> tuple[Path, int] | None:
+    """A run in a default folder beside ``prep``'s new one (same model, mode, settings and seed, a
+    smaller nested selection) that ``-o`` would grow instead of asking its cases again, and how
+    many of the cases it holds (None: there is none, or the user chose the folder)."""
+    sel = prep.manifest.selection
+    cfg = prep.config
+    tag = selection_tag(cfg.limit, cfg.stratified, cfg.pairs, cfg.selection_seed, cfg.cases is not None)
+    if cfg.out or sel.kind is None or not tag or not prep.out.name.endswith(tag) or prep.out.exists():
+        return None
+    best: tuple[Path, int] | None = None
+    stem = prep.out.name[: -len(tag)]
+    for other in sorted(prep.out.parent.glob(stem + "*")) if prep.out.parent.is_dir() else []:
+        try:
+            m = read_manifest(other)
+        except (RunError, OSError, ValueError):
+            continue
+        same = [d for d in m.asked.differences(prep.asked) if d[0] != "cases"]
+        if same or growth_refusal(m.selection, m.asked.cases, sel, prep.cases) is not None:
+            continue
+        if best is None or len(m.asked.cases) > best[1]:
+            best = (other, len(m.asked.cases))
+    return best
+
+
+def _extends(old: Any, new: Any) -> bool:
+    """Whether the mapping ``new`` holds every key of ``old`` with the same value."""
+    return isinstance(old, dict) and isinstance(new, dict) and all(k in new and new[k] == v for k, v in old.items())
+
+
+def grow(manifest: Manifest, prep: Prepared) -> dict[str, Any] | None:
+    """Make ``manifest`` (a run's, checked by ``check_resumable``) ask ``prep``'s cases when they
+    are a larger nested selection: its cases and selection become the new ones, nothing else
+    changes, and the returned note (None: the run did not grow) goes into the invocation's
+    ``grew``, so the history says when and from what the run grew."""
+    before = list(manifest.asked.cases)
+    if before == list(prep.cases):
+        return None
+    note = {"from": manifest.selection.how, "to": prep.manifest.selection.how, "cases_before": len(before),
+            "cases_added": len(set(prep.cases) - set(before))}
+    manifest.asked.cases = list(prep.cases)
+    manifest.selection = prep.manifest.selection
+    if manifest.asked.mutation is not None:  # a mutator's texts of the new queries join the old
+        manifest.asked.mutation = prep.asked.mutation
+    return note
 
 
 # --------------------------------------------------------------------------------------------
@@ -398,9 +466,9 @@ class Runner:
                     asked = ds[ci].ablated(prep.removed)
                     if prep.mutation is not None:  # the query reworded, the context untouched
                         asked = replace(asked, query=prep.mutation.texts[ci])
-                    chat = self.mode.conversation(asked, prep.templates, prep.context_as)
-                    if prep.settings.system:  # --system comes first, a system-placed context after it
-                        chat = replace(chat, system="\n\n".join(x for x in (prep.settings.system, chat.system) if x))
+                    # --system comes first, a system-placed context after it
+                    chat = self.mode.conversation(asked, prep.templates, prep.context_as).with_system(
+                        prep.settings.system)
                 jobs.append(_Job(ci, s, chat.system, chat.prompt, history=chat.history, query=asked.query,
                                  context=asked.context))
         if self.batch_size > 1:
@@ -736,9 +804,10 @@ class Runner:
         self.queue.extend(jobs)
         # prob mode's time grows with prompt length: the expected duration is measured in prompt
         # bytes; text modes' answers end staggered within a batch, so their pace is a whole call's
-        self.progress = Progress(total, done, self.cfg.progress, work_total=sum(self._work(j) for j in jobs),
-                                 from_answers=self.mode.want == "p_safe" or self.batch_size == 1)
         n_workers = 1 if self.batch_size > 1 else min(self.cfg.max_connections, max(1, len(jobs)))
+        self.progress = Progress(total, done, self.cfg.progress, work_total=sum(self._work(j) for j in jobs),
+                                 from_answers=self.mode.want == "p_safe" or self.batch_size == 1,
+                                 in_flight=self.batch_size if self.batch_size > 1 else n_workers)
         try:
             if self.cfg.batch and self.queue:
                 self.tasks = [asyncio.create_task(self._batch())]
@@ -811,8 +880,14 @@ async def run_prepared(prep: Prepared, backend: Backend, rng: random.Random | No
                 manifest.price = prep.price.to_dict()
         elif old.price.get("status") == "local":
             prep.price = PriceMatch(ZERO, "local")
+        grew = grow(old, prep) if old is not None else None
         invocation = Invocation(started_at=now_iso(), host=platform.node(), pid=os.getpid(),
-                                casebench_version=_version(), transport=prep.transport, backend=backend_desc)
+                                casebench_version=_version(), transport=prep.transport, backend=backend_desc,
+                                grew=grew)
+        if grew:
+            log.warning("%s grows from %s (%d cases) to %s: asking the %d new cases; the %d already asked are kept",
+                        prep.out, grew["from"], grew["cases_before"], grew["to"], grew["cases_added"],
+                        grew["cases_before"])
         manifest.history.append(invocation)
         manifest.status = RunState.RUNNING
         manifest.finished_at = None
@@ -883,6 +958,11 @@ async def arun(config: RunConfig, backend: Backend | None = None, dataset: Datas
         for line in salvage(prep.out, prep.manifest).lines():
             log.warning("--salvage: %s", line)
     check_resumable(prep)  # refuse a mismatching or damaged directory before loading a model
+    beside = smaller_run_beside(prep)
+    if beside is not None:
+        log.warning("%s already holds %d of these %d cases, asked with the same settings: `-o %s` grows that "
+                    "run and asks only the rest; this run asks them all in %s", beside[0], beside[1],
+                    len(prep.cases), beside[0], prep.out)
     own = backend is None
     if own:
         log.info("loading the backend of %s", config.model)
