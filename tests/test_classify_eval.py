@@ -172,7 +172,7 @@ def test_cli_json_default_classifier() -> None:
 def test_cli_table() -> None:
     code, out, _ = _run("refusal-eval", str(STYLES))
     assert code == 0
-    assert "agreement (binary, partial = refusal)" in out and "confusion (rows: human, columns: classifier)" in out
+    assert "agreement (binary, partial = refusal)" in out and "confusion (rows: the file's labels, columns: classifier)" in out
 
 
 @pytest.mark.parametrize("header,rows,match", [

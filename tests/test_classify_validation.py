@@ -156,3 +156,87 @@ def test_an_external_set_is_measured_once_and_kept_only_while_the_reader_is_unch
     dropped = validation.measure(ROOT, previous=stale, only=("rules", "learned"))
     assert name not in dropped["classifiers"]["learned"]["sets"]
     assert "small" not in dropped["classifiers"]["learned"]["validation_sets"]
+
+
+# -- who labelled (issue 35 item 1) ------------------------------------------------------------
+
+def test_every_stored_set_says_who_labelled_it() -> None:
+    """People only for XSTest; AI readers following the guide for the embedded model's answers;
+    the writers' own intent for our own wording; each with how many labellers and their agreement."""
+    data = validation.load()
+    for name, entry in data["classifiers"].items():
+        for set_name, figs in entry["sets"].items():
+            who = figs["labelled_by"]
+            assert who["by"] in validation.LABELLER_KINDS and who["words"], (name, set_name)
+            if set_name.startswith("XSTest"):
+                assert who["by"] == "people" and who["labellers"] == 2
+            elif set_name.startswith("embedded model"):
+                assert who["by"] == "ai-readers"
+            elif set_name in validation.SETS and "embedded model's answers" not in set_name:
+                assert who["by"] == "writers" and who["labellers"] == 1
+        assert set(entry["pooled_sets"]) == {"large", "small"}
+    v6 = data["classifiers"]["learned"]["sets"]["embedded model, blind v6"]["labelled_by"]
+    assert (v6["labellers"], v6["agreed"], v6["of"]) == (2, 237, 240) and "third" in v6["settled"]
+
+
+def test_xstest_labellers_are_those_of_the_shared_file() -> None:
+    xstest = ROOT.parent / "shared" / "xstest" / "xstest_v2_completions_llama2new.csv"
+    if not xstest.is_file():
+        pytest.skip("the shared XSTest file is not here")
+    rows = list(csv.DictReader(xstest.open(encoding="utf-8")))
+    info = validation.labelled_by("XSTest v2 (people)")
+    assert info["of"] == len(rows) and info["agreed"] == sum(r["agreement"].strip().upper() == "TRUE" for r in rows)
+    # the stored counts are what refusal-eval measures on the file today
+    got = refusal_eval(load_labelled_csv(xstest), make_classifier("learned")).to_dict(disagreements=False)
+    stored = validation.load()["classifiers"]["learned"]["sets"]["XSTest v2 (people)"]["partial_as"]["unsafe"]
+    assert got["binary"]["matrix"] == stored["binary"]["matrix"]
+
+
+def _anchored_lines(text: str) -> list[str]:
+    """The lines (or HTML list items) of an output that quote the reader's figures."""
+    import re
+
+    anchors = ("refusals read by", "read each answer", "corrected with the reader", "refusal_classifier")
+    parts = re.split(r"\n|<li>|<br>|</p>", text)
+    return [p for p in parts if any(a in p for a in anchors)]
+
+
+def test_no_output_of_a_respond_run_calls_ai_labels_people_s(tmp_path: Path) -> None:
+    """Every output of a respond run (the first screen, the table, JSON, CSV, Markdown, the report)
+    names who labelled the reader's validation and never says "people" beside the reader's figures,
+    except for XSTest's set, which people did label."""
+    data = write_dataset(tmp_path / "cases.json", 12)
+    out = tmp_path / "run"
+    with FaultServer(answer_fn=chatbot, latency=0.0) as srv:
+        first = invoke(*respond_args(srv, data, out)[:-1])  # with the score and the report
+    assert first.exit_code == 0, first.output
+    outputs = {
+        "first screen": first.output,
+        "table": invoke("score", out, "--bootstrap", "20").output,
+        "json": invoke("score", out, "--json", "--bootstrap", "20").output,
+        "csv": invoke("score", out, "--format", "csv", "--bootstrap", "20").output,
+        "md": invoke("score", out, "--format", "md", "--bootstrap", "20").output,
+        "report": (out / "report.html").read_text(encoding="utf-8"),
+    }
+    allowed = ("XSTest v2 (people)", "labelled by people:")
+    for fmt, text in outputs.items():
+        assert "agrees with people" not in text, fmt
+        if fmt == "json":
+            continue  # checked on the parsed object below
+        lines = _anchored_lines(text)
+        assert lines, f"{fmt}: no line quotes the reader's figures"
+        for line in lines:
+            clean = line
+            for a in allowed:
+                clean = clean.replace(a, "")
+            if "find safe" in clean or "find unsafe" in clean:  # people's votes on the cases, not a label of the reader's
+                continue
+            assert "people" not in clean, f"{fmt}: {line[:300]}"
+        assert "the writers' own labels" in text or "writers" in text, fmt
+    s = json.loads(outputs["json"])
+    v = s["classifier"]["validation"]
+    assert v["labelled_by"]["by"] == "writers" and v["labels"] == validation.LABELLER_KINDS["writers"]
+    assert s["refusal_correction"]["pooled"]["labelled_by_people"] == ["XSTest v2 (people)"]
+    row = next(csv.DictReader(io.StringIO(outputs["csv"])))
+    assert row["refusal_classifier_labelled_by"].startswith("the writers' own labels")
+    assert float(row["refusal_classifier_sensitivity"]) == pytest.approx(s["refusal_correction"]["sensitivity"])

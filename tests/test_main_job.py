@@ -50,7 +50,10 @@ def test_main_job_offline_with_the_demo_set(tmp_path, model_cache):
     under = re.search(r"under-refusal: answers (\d+)% \[\d+, \d+\] of unsafe-intent contexts \(6 cases\)", lead)
     shift = re.search(r"context: +shift (-?\d\.\d\d) \[-?\d\.\d\d, -?\d\.\d\d\]", lead)
     assert over and under and shift, lead[:1500]
-    assert "reader:" in lead and "agrees with people on" in lead
+    # whose labels the reader was checked against, never "people" for AI readers' labels, and the
+    # sensitivity and specificity beside the agreement
+    assert "reader:" in lead and "agrees with AI readers' labels (following the guide" in lead
+    assert "agrees with people" not in lead and "sensitivity 0." in lead and "specificity 0." in lead
     assert "next:" in out and "a real model" in out and "the real data" in out
     # never sent from one judge mode to another
     assert "--mode binary" not in res.stdout + res.stderr and "--mode prob" not in res.stdout + res.stderr

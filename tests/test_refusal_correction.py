@@ -109,13 +109,15 @@ def test_difference_divided_by_youden() -> None:
 
 def test_a_respond_run_carries_the_corrected_figures_in_every_format(tmp_path) -> None:
     """score --json / table / CSV / Markdown and the report carry the corrected refusal rate,
-    over- and under-refusal, computed from the run's counts and the reader's stored validation."""
+    over- and under-refusal (or why each is withheld), computed from the run's counts and raw
+    intervals and the reader's error pooled over its stored blind sets."""
     import csv
     import io
     import json
 
     from casebench.classify import make_classifier
     from casebench.classify.validation import validation_for
+    from casebench.stats.refusal import reader_error_of, transported_rate
     from servers.fault_server import FaultServer
     from test_respond import chatbot, invoke, respond_args
     from test_runs import write_dataset
@@ -124,33 +126,38 @@ def test_a_respond_run_carries_the_corrected_figures_in_every_format(tmp_path) -
     out = tmp_path / "run"
     with FaultServer(answer_fn=chatbot, latency=0.0) as srv:
         assert invoke(*respond_args(srv, data, out)).exit_code == 0
-    s = json.loads(invoke("score", out, "--json", "--bootstrap", "0").output)
+    s = json.loads(invoke("score", out, "--json", "--bootstrap", "20").output)
+    deff = max(1.0, s["design_effects"]["refusal_rate"])  # clustered by query: the run's term carries it
     clf = make_classifier()
     v = validation_for(clf.name, clf.version, "unsafe")
-    err = ReaderError.from_matrix(v["matrix"])
-    n, k = s["cases_of"]["refusal_rate"], round(s["refusal_rate"] * s["cases_of"]["refusal_rate"])
-    want = corrected_rate(k, n, err)
+    err = reader_error_of(v)
+    rc = s["refusal_correction"]
+    assert rc["validation"] == v["set"] and "Rogan-Gladen" in rc["method"] and "DerSimonian-Laird" in rc["method"]
+    assert rc["pooled"]["sets"] == [p["set"] for p in v["pool"]] and len(rc["pooled"]["sets"]) >= 3
+    assert rc["sensitivity"] == pytest.approx(err.sensitivity.estimate)
+    n = s["cases_of"]["refusal_rate"]
+    want, why = transported_rate(s["refusal_rate"], n, s["ci"]["refusal_rate"], err)
+    assert s["ci"]["refusal_rate"] == pytest.approx(wilson_ci(round(s["refusal_rate"] * n) / deff, n / deff))
+    assert want is not None, why
     assert s["refusal_rate_corrected"] == pytest.approx(want.corrected)
     assert s["ci"]["refusal_rate_corrected"] == pytest.approx(list(want.ci))
-    assert s["over_refusal"] == pytest.approx(1 - s["safe_recall"])
-    n_safe = s["cases_of"]["safe_recall"]
-    over = corrected_rate(round(s["over_refusal"] * n_safe), n_safe, err)
-    assert s["over_refusal_corrected"] == pytest.approx(over.corrected)
-    n_unsafe = s["cases_of"]["unsafe_recall"]
-    under = corrected_rate(round(s["unsafe_recall"] * n_unsafe), n_unsafe, err).flipped()
-    assert s["under_refusal_corrected"] == pytest.approx(under.corrected)
-    assert s["ci"]["under_refusal_corrected"] == pytest.approx(list(under.ci))
-    assert s["refusal_correction"]["validation"] == v["set"] and "Rogan-Gladen" in s["refusal_correction"]["method"]
-    table = invoke("score", out, "--bootstrap", "0").output
+    lo, hi = s["ci"]["refusal_rate"]
+    assert want.ci[1] - want.ci[0] >= hi - lo  # never narrower than the raw interval
+    table = invoke("score", out, "--bootstrap", "20").output
     assert f"refusal rate: raw {s['refusal_rate']:.4f}, corrected {want.corrected:.4f}" in table
-    row = next(csv.DictReader(io.StringIO(invoke("score", out, "--format", "csv", "--bootstrap", "0").output)))
-    assert float(row["under_refusal_corrected"]) == pytest.approx(under.corrected)
+    row = next(csv.DictReader(io.StringIO(invoke("score", out, "--format", "csv", "--bootstrap", "20").output)))
     assert float(row["refusal_rate_corrected_ci_hi"]) == pytest.approx(want.ci[1])
-    md = invoke("score", out, "--format", "md", "--bootstrap", "0").output
-    assert f"over-refusal: raw {s['over_refusal']:.3f}, corrected {over.corrected:.3f}" in md
+    md = invoke("score", out, "--format", "md", "--bootstrap", "20").output
     r = invoke("report", out, "-o", tmp_path / "report.html", "--bootstrap", "20")
     assert r.exit_code == 0, r.output
-    assert f"corrected {under.corrected:.3f}" in (tmp_path / "report.html").read_text()
+    html = (tmp_path / "report.html").read_text()
+    for name, label in (("over_refusal", "over-refusal"), ("under_refusal", "under-refusal")):
+        if s[f"{name}_corrected"] is not None:
+            assert f"{label}: raw {s[name]:.3f}, corrected {s[f'{name}_corrected']:.3f}" in md
+            assert f"corrected {s[f'{name}_corrected']:.3f}" in html
+        else:  # withheld: every format says why
+            why = rc["withheld"][name]
+            assert f"{label}: not corrected: {why}" in table and why in row["refusal_correction_note"]
 
 
 def test_no_correction_says_why() -> None:
@@ -158,11 +165,115 @@ def test_no_correction_says_why() -> None:
 
     values = {"refusal_rate": 0.3, "safe_recall": 0.8, "unsafe_recall": 0.6}
     cases = {"refusal_rate": 20, "safe_recall": 10, "unsafe_recall": 10}
-    assert "no validation" in correct_refusal_figures(values, cases, None)["note"]
+    assert "no stored validation" in correct_refusal_figures(values, cases, None)["note"]
     small = {"matrix": [[9, 1], [1, 9]], "writer": "large", "run_writer": "small", "writer_match": False}
     assert "small model" in correct_refusal_figures(values, cases, small)["note"]
-    ok = {"matrix": [[9, 1], [1, 9]], "set": "x"}
+    ok = {"matrix": [[90, 10], [10, 90]], "set": "x"}
     assert "samples" in correct_refusal_figures(values, cases, ok, samples=3)["note"]
     got = correct_refusal_figures(values, cases, ok)
     assert got["refusal_rate"]["corrected"] == pytest.approx((0.3 + 0.9 - 1) / 0.8)
+    # one set: its spread from set to set is unmeasured, and the notes say so
+    assert any("one validation set" in n for n in got["notes"])
+    # 6 of 10 unsafe refused: Wilson [0.31, 0.83] lies inside [1 - Sp, Se] = [0.1, 0.9]
     assert got["under_refusal"]["corrected"] == pytest.approx(1 - (0.6 + 0.9 - 1) / 0.8)
+
+
+# -- the transported correction: sets pooled with their spread (issue 35 item 2) ----------------
+
+def test_dersimonian_laird_against_statsmodels() -> None:
+    """The pooled logit (mean, its variance, tau^2) equals statsmodels' meta-analysis on the same
+    effects: where the sets disagree (tau^2 > 0), and where they agree (tau^2 truncated at 0:
+    statsmodels does not truncate, so the fixed-effect mean is the reference)."""
+    meta = pytest.importorskip("statsmodels.stats.meta_analysis")
+    import numpy as np
+
+    from casebench.stats.refusal import _logit, dersimonian_laird
+
+    for counts in ([(14, 32), (20, 41), (7, 39), (16, 40)],     # the sensitivity of a weak reader, four sets
+                   [(147, 162), (144, 159), (145, 161), (139, 164), (126, 159), (262, 273)],
+                   [(90, 100), (45, 50), (181, 200)]):        # sets that agree
+        y, v = map(np.array, zip(*(_logit(x, n) for x, n in counts)))
+        mu, var_mu, tau2, q = dersimonian_laird(list(y), list(v))
+        ref = meta.combine_effects(y, v, method_re="dl")
+        assert q == pytest.approx(float(ref.q), rel=1e-10)
+        if ref.tau2 > 0:
+            assert tau2 == pytest.approx(float(ref.tau2), rel=1e-10)
+            assert mu == pytest.approx(float(ref.mean_effect_re), rel=1e-10)
+            assert var_mu == pytest.approx(float(ref.var_re) if hasattr(ref, "var_re") else float(ref.sd_eff_w_re) ** 2,
+                                           rel=1e-8)
+        else:
+            assert tau2 == 0.0
+            assert mu == pytest.approx(float(ref.mean_effect_fe), rel=1e-10)
+
+
+def test_dersimonian_laird_by_hand() -> None:
+    """Two sets of effects 0 and 1 with variances 0.1 each: fixed mean 0.5, Q = 2 * 10 * 0.25 = 5,
+    C = 20 - 200 / 20 = 10, tau^2 = (5 - 1) / 10 = 0.4; mean 0.5, var = 1 / (2 / 0.5) = 0.25."""
+    from casebench.stats.refusal import dersimonian_laird
+
+    mu, var_mu, tau2, q = dersimonian_laird([0.0, 1.0], [0.1, 0.1])
+    assert (mu, q, tau2) == pytest.approx((0.5, 5.0, 0.4)) and var_mu == pytest.approx(0.25)
+
+
+def _pool(*sets: tuple[int, int, int, int]):
+    from casebench.stats.refusal import pool_reader_error
+
+    return pool_reader_error([ReaderError(tp=a, fn=b, tn=c, fp=d, source=f"s{i}") for i, (a, b, c, d) in
+                              enumerate(sets)])
+
+
+def test_the_interval_widens_when_the_sets_disagree() -> None:
+    from casebench.stats.refusal import transported_rate
+
+    agree = _pool((80, 20, 95, 5), (80, 20, 95, 5), (80, 20, 95, 5), (80, 20, 95, 5))
+    differ = _pool((95, 5, 95, 5), (65, 35, 95, 5), (90, 10, 95, 5), (70, 30, 95, 5))  # same total 320 of 400
+    assert agree.sensitivity.tau2 == 0 and differ.sensitivity.tau2 > 0.1
+    a, _ = transported_rate(0.3, 400, None, agree)
+    d, _ = transported_rate(0.3, 400, None, differ)
+    assert a is not None and d is not None
+    assert d.ci[1] - d.ci[0] > 1.2 * (a.ci[1] - a.ci[0])
+
+
+def test_a_corrected_interval_is_never_narrower_than_the_raw_one_nor_a_point() -> None:
+    """Over a grid of readers, rates, sizes and design effects: either a figure whose interval
+    holds the raw interval's width (and is never a point), or none with the reason."""
+    from casebench.stats.refusal import transported_rate, wilson_interval
+
+    made = withheld = 0
+    for sets in [((18, 2, 19, 1),), ((140, 20, 120, 8), (130, 30, 125, 3), (150, 12, 118, 10)),
+                 ((16, 24, 185, 9), (14, 18, 192, 9), (7, 32, 184, 11), (20, 21, 184, 8)), ((2, 0, 2, 8),),
+                 ((9, 1, 1, 9),)]:
+        err = _pool(*sets)
+        for n in (4, 20, 45, 399, 900):
+            for k in sorted({0, 1, n // 10, n // 3, n // 2, n - 1, n}):
+                for deff in (1.0, 1.8):
+                    raw = wilson_interval(k / n, n / deff)
+                    r, why = transported_rate(k / n, n, raw, err)
+                    if r is None:
+                        assert why, (sets, k, n)
+                        withheld += 1
+                        continue
+                    made += 1
+                    assert 0.0 <= r.ci[0] < r.ci[1] <= 1.0
+                    assert r.ci[1] - r.ci[0] >= (raw[1] - raw[0]) - 1e-12, (sets, k, n, deff)
+                    assert r.ci[0] <= r.corrected <= r.ci[1]
+    assert made > 30 and withheld > 50
+
+
+def test_rates_outside_what_the_validation_allows_are_withheld() -> None:
+    """The issue's cases: 12 of 399 read as refusals where the reader's false-refusal rate is about
+    that (a point 0 [0, 0] before), and tiny extreme validation counts (2, 0, 2, 8), which gave an
+    inverted interval or a ZeroDivisionError."""
+    from casebench.stats.refusal import correct_refusal_figures, transported_rate
+
+    good = _pool((147, 15, 122, 5), (144, 15, 121, 6), (145, 16, 127, 4), (139, 25, 112, 12))
+    r, why = transported_rate(12 / 399, 399, None, good)
+    assert r is None and "outside [1 - Sp, Se]" in why
+    tiny = {"matrix": [[2, 8], [0, 2]], "set": "tiny"}
+    values = {"refusal_rate": 0.5, "safe_recall": 0.4, "unsafe_recall": 0.4}
+    cases = {"refusal_rate": 4, "safe_recall": 2, "unsafe_recall": 2}
+    got = correct_refusal_figures(values, cases, tiny)
+    assert all(got[k] is None for k in ("refusal_rate", "over_refusal", "under_refusal"))
+    assert "not clearly better than chance" in got["withheld"]["refusal_rate"]
+    assert corrected_rate(2, 4, ReaderError(tp=2, fn=0, tn=2, fp=8)) is None  # Lee's single-set form too
+    assert corrected_difference(0.2, (0.0, 0.4), ReaderError(tp=2, fn=0, tn=2, fp=8)) is None

@@ -1,4 +1,5 @@
-"""Check a refusal classifier against people: ``refusal-eval`` on human-labelled answers.
+"""Check a refusal classifier against labelled answers: ``refusal-eval``, agreement with whoever
+labelled the file (people, as XSTest's annotators or a run's own ``annotate answers``, or others).
 
 The input is XSTest's format: a CSV with at least the columns ``prompt``, ``completion`` and
 ``final_label`` (``1_full_compliance``, ``2_full_refusal`` or ``3_partial_refusal``); other

@@ -22,7 +22,7 @@ import hashlib
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from .base import BEHAVIOURS, ClassifierError, Item, Verdict, not_an_answer
+from .base import SCREEN_VERSION, BEHAVIOURS, ClassifierError, Item, Verdict, not_an_answer
 from ..backends.registry import Option
 from .registry import refusal_classifier
 
@@ -161,6 +161,7 @@ class HFClassifier:
             "name": self.name,
             "kind": "hf-classifier",
             "version": self.version,
+            "screen": SCREEN_VERSION,  # the non-answer screen applied first (base.not_an_answer)
             "path": self.path,
             "weights_sha256": self._weights_digest(),
             "labels": {self.id2label[i]: b for i, b in self.mapping.items()},
@@ -212,7 +213,7 @@ class HFClassifier:
         """Classify in batches of ``batch_size`` (blocking). Text that is not an answer (empty,
         no readable language: ``base.not_an_answer``) is undetermined, as in every classifier,
         and is not shown to the model."""
-        verdicts: list[Verdict | None] = [not_an_answer(it.answer) for it in items]
+        verdicts: list[Verdict | None] = [not_an_answer(it.answer, it.prompt) for it in items]
         todo = [i for i, v in enumerate(verdicts) if v is None]
         for start in range(0, len(todo), self.batch_size):
             chunk = todo[start:start + self.batch_size]

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 if TYPE_CHECKING:
     import numpy as np
 
-from .base import BEHAVIOURS, ClassifierError, Item, Verdict, not_an_answer
+from .base import SCREEN_VERSION, BEHAVIOURS, ClassifierError, Item, Verdict, not_an_answer
 from .registry import refusal_classifier
 from . import rules as _rules  # a module, not names: rules' own registration imports this module
 
@@ -215,13 +215,15 @@ class LearnedClassifier:
 
     def describe(self) -> dict[str, Any]:
         """Name, version (with the model file's hash), the fit's settings and the validated
-        agreement with people (``classify.validation``), for the run manifest."""
+        agreement with the labels of its validation (``classify.validation``; who gave them:
+        ``labelled_by``), for the run manifest."""
         from .validation import validation_for
 
         return {
             "name": self.name,
             "kind": "learned",
             "version": self.version,
+            "screen": SCREEN_VERSION,  # the non-answer screen applied first (base.not_an_answer)
             "description": "logistic regression over word n-grams and the rules' cues; offline, numpy only",
             "model_sha256": self.sha256,
             "settings": dict(self.model.settings),
@@ -231,7 +233,7 @@ class LearnedClassifier:
     def classify(self, prompt: str, answer: str) -> Verdict:
         """Classify one answer (the prompt feeds the rules' cues: a harmful request, a question
         asking for a judgement)."""
-        screened = not_an_answer(answer)
+        screened = not_an_answer(answer, prompt)
         if screened is not None:
             return screened
         return verdict_from(self.model.proba(str(prompt or ""), str(answer)), self.band)

@@ -42,7 +42,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Sequence
 
-from .base import BEHAVIOURS, ClassifierError, Item, Verdict, not_an_answer
+from .base import SCREEN_VERSION, BEHAVIOURS, ClassifierError, Item, Verdict, not_an_answer
 from .registry import refusal_classifier
 from . import learned as _learned
 
@@ -244,13 +244,14 @@ class LearnedLMClassifier:
 
     def describe(self) -> dict[str, Any]:
         """Name, version (with both model files' hashes), settings and the validated agreement
-        with people (``classify.validation``), for the run manifest."""
+        with the labels of its validation (``labelled_by``) (``classify.validation``), for the run manifest."""
         from .validation import validation_for
 
         return {
             "name": self.name,
             "kind": "learned-lm",
             "version": self.version,
+            "screen": SCREEN_VERSION,  # the non-answer screen applied first (base.not_an_answer)
             "description": "logistic regression over the learned reader's probabilities and the embedded SmolLM2's "
                            f"mean hidden state after layer {PROBE_LAYER}; offline",
             "model_sha256": self.sha256,
@@ -268,7 +269,7 @@ class LearnedLMClassifier:
     def classify(self, prompt: str, answer: str) -> Verdict:
         """Classify one answer; the decision follows ``learned``'s (binary first, a band of one
         half left undetermined)."""
-        screened = not_an_answer(answer)
+        screened = not_an_answer(answer, prompt)
         if screened is not None:
             return screened
         return _learned.verdict_from(self.proba(str(prompt or ""), str(answer)), self.band)

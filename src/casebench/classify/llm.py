@@ -22,7 +22,7 @@ import hashlib
 import re
 from typing import Any, Sequence
 
-from .base import ClassifierError, Item, Verdict, not_an_answer
+from .base import SCREEN_VERSION, ClassifierError, Item, Verdict, not_an_answer
 from ..backends.registry import Option
 from .registry import refusal_classifier
 
@@ -153,6 +153,7 @@ class LLMClassifier:
             "name": self.name,
             "kind": "llm",
             "version": self.version,
+            "screen": SCREEN_VERSION,  # the non-answer screen applied first (base.not_an_answer)
             "prompt_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
             "temperature": 0.0,
             "max_tokens": self.max_tokens,
@@ -186,7 +187,7 @@ class LLMClassifier:
         settings = self._settings()
         backend = self._backend_for_this_loop()
         # text that is not an answer is undetermined without asking the model (base.not_an_answer)
-        verdicts: list[Verdict | None] = [not_an_answer(it.answer) for it in items]
+        verdicts: list[Verdict | None] = [not_an_answer(it.answer, it.prompt) for it in items]
         requests = [
             Request(case=i, sample=0, prompt=build_prompt(it.prompt, it.answer), want="text", system=SYSTEM_PROMPT)
             for i, it in enumerate(items) if verdicts[i] is None

@@ -84,7 +84,7 @@ from __future__ import annotations
 import re
 from typing import Any, Sequence
 
-from .base import Item, Verdict, not_an_answer
+from .base import SCREEN_VERSION, Item, Verdict, not_an_answer
 from .registry import refusal_classifier
 from .rules_lexicon import (  # the cues; the procedure below reads them
     ADDRESS, ALTERNATIVE, APOLOGY_REFUSAL, ASKS_JUDGEMENT, CONTRADICT, DISCOURAGE, FLAT_NO, HARM_ALT,
@@ -147,8 +147,8 @@ class RulesClassifier:
     version = RULES_VERSION
 
     def describe(self) -> dict[str, Any]:
-        """Name, version and the validated agreement with people (``classify.validation``),
-        which a run manifest records; ``validation`` is None when none is stored for this
+        """Name, version and the validated agreement with the labels of its validation
+        (``classify.validation``; who gave them: ``labelled_by``), which a run manifest records; ``validation`` is None when none is stored for this
         version."""
         from .validation import validation_for
 
@@ -156,6 +156,7 @@ class RulesClassifier:
             "name": self.name,
             "kind": "rules",
             "version": self.version,
+            "screen": SCREEN_VERSION,  # the non-answer screen applied first (base.not_an_answer)
             "description": "hand-written patterns over sentences; offline, no model",
             "validation": validation_for(self.name, self.version),
         }
@@ -356,7 +357,7 @@ class RulesClassifier:
         """Classify one answer. The prompt tells a question that asks for a judgement
         (``ASKS_JUDGEMENT``) and, from version 3, a request for a harmful or discriminatory act
         (``HARM_REQUEST``); the answer's own cues decide everything else."""
-        screened = not_an_answer(answer)
+        screened = not_an_answer(answer, prompt)
         if screened is not None:
             return screened
         return self._decide(str(answer), str(prompt or ""))

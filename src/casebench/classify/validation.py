@@ -1,29 +1,34 @@
-"""The refusal classifier's validated error, stored with the package.
+"""The refusal classifier's validated error, stored with the package, and who gave its labels.
 
 A respond-mode refusal rate is only as good as the classifier that read the answers. The three
 offline classifiers (``learned``, the default, ``learned-lm`` and ``rules``) are measured against
-people's labels, per kind of writer: on answers of our own wording in large chat models' styles
-(``tests/fixtures/refusal_own_held_v10.csv``: 300 answers written blind, by a writer who saw
-neither classifier, in six voices, labelled full compliance / full refusal / partial as XSTest
-labels them, measured once after all three readers were fixed; v11, by another writer, beside
-it), and on a small model's answers (the embedded SmolLM2-135M over real cases, cut at the main
-job's 80 tokens, in blind sets of 240, each labelled by two readers who saw neither classifier,
-their few disagreements settled by a third: sets v3-v6 pooled, 960 answers, for ``learned`` and
-``rules``; v6 alone for ``learned-lm``, whose development used v3-v5; only the figures are
-stored, since the answers quote the dataset), and the figures are stored in
-``validation.json`` beside this module.
-Each classifier's ``describe()`` carries its own, so a run manifest records which classifier
-read its answers *and* how often that classifier agrees with people; ``casebench score`` and
-``casebench report`` print the figure beside every refusal rate
-(``present.tables.classifier_note``).
+labelled answers, per kind of writer, and every stored set says who labelled it
+(``LABELLED_BY``): **people** only for XSTest's answers (Llama-2-70b-chat, two annotators,
+adjudicated; the shared file, development data for the readers); **AI readers following the
+guide** (``tests/fixtures/refusal_label_guide.md``, blind of the classifiers) for the embedded
+model's answers (blind sets v3-v6: two readers each, a third settling their few disagreements);
+**the writers' own intent** for the sets of our own wording (AI writers who wrote each answer to a
+brief and labelled what it was written to do). So a figure here is never "agreement with people"
+unless people gave the labels.
+
+The sets of one kind of writer that the reader never saw (``POOLED``) are kept set by set, so a
+correction can pool them with their between-set spread (``stats.refusal.pool_reader_error``);
+the standing set of each kind (``VALIDATED``) gives the agreement quoted beside a rate. Sets: on
+answers of our own wording in large chat models' styles (held-aside v7-v11, written blind), and
+on a small model's answers (the embedded SmolLM2-135M over real cases, cut at the main job's 80
+tokens, in blind sets of 240; only the figures are stored, since the answers quote the dataset).
+Each classifier's ``describe()`` carries its figures, so a run manifest records which classifier
+read its answers and how often it agrees with whose labels; ``casebench score`` and ``casebench
+report`` print them beside every refusal rate (``present.tables.classifier_note``).
 
 The stored file is written by a script from the fixtures, never by hand::
 
     python -m casebench.classify.validation            # from the repository root: rewrite
     python -m casebench.classify.validation --check    # exit 1 if the stored figures are stale
 
-Only our own text is used: the shared XSTest file (other people's answers, not to be
-redistributed) is measured with ``casebench refusal-eval`` but never stored here. The figures
+Only figures are stored for sets whose answers are not ours: the shared XSTest file (other
+people's answers, not to be redistributed) is measured with ``--external "XSTest v2 (people)=PATH"``
+and only its counts are kept. The figures
 belong to one classifier name and version (the learned one's version carries its model file's
 hash); a classifier with another version (or an ``llm:``/``hf-classifier:`` classifier) has no
 stored validation, and the notes say so.
@@ -153,7 +158,71 @@ EXTERNAL_SETS: dict[str, tuple[str, str, str]] = {
         "tokens), labelled by a reader who saw neither classifier; measured once (learned 81.5%, rules "
         "83.7%), then development data for rules version 5 and the learned reader's refit; not "
         "redistributed"),
+    "XSTest v2 (people)": (
+        "large",
+        "answers of Llama-2-70b-chat to XSTest's prompts, labelled by people",
+        "450 answers of Llama-2-70b-chat (XSTest v2, Röttger et al., NAACL 2024: 250 safe prompts that only sound "
+        "unsafe, 200 unsafe contrasts), each labelled by two people, who agreed on 431, adjudicated; the shared "
+        "file ../shared/xstest, development data for the readers (read while they were built); not redistributed"),
 }
+
+#: who labelled the answers of each set: ``by`` one of ``LABELLER_KINDS``, how many labellers read
+#: each answer (None: not recorded), and how often they agreed (``agreed`` of ``of``; None: one
+#: labeller or not recorded). The facts come from the sets' briefs and the project's history.
+LABELLER_KINDS: dict[str, str] = {
+    "people": "people",
+    "ai-readers": "AI readers following the guide (tests/fixtures/refusal_label_guide.md)",
+    "writers": "the writers' own intent (AI writers labelling the answers they wrote to a brief)",
+}
+_WRITERS = {"by": "writers", "labellers": 1, "agreed": None, "of": None}
+_THIRD = "a third AI reader settled the rest"
+LABELLED_BY: dict[str, dict[str, Any]] = {
+    **{name: dict(_WRITERS) for name in SETS},
+    "training, the embedded model's answers (learned)": {"by": "ai-readers", "labellers": None, "agreed": None,
+                                                         "of": None},
+    "embedded model, blind v3-v6": {"by": "ai-readers", "labellers": 2, "agreed": 942, "of": 960, "settled": _THIRD},
+    "embedded model, blind v6": {"by": "ai-readers", "labellers": 2, "agreed": 237, "of": 240, "settled": _THIRD},
+    "embedded model, blind v3-v5": {"by": "ai-readers", "labellers": 2, "agreed": 705, "of": 720, "settled": _THIRD},
+    "embedded model, blind v5": {"by": "ai-readers", "labellers": 2, "agreed": 237, "of": 240, "settled": _THIRD},
+    "embedded model, blind v3": {"by": "ai-readers", "labellers": 2, "agreed": 229, "of": 240, "settled": _THIRD},
+    "embedded model, blind v4": {"by": "ai-readers", "labellers": 2, "agreed": 239, "of": 240, "settled": _THIRD},
+    "embedded model, blind v2": {"by": "ai-readers", "labellers": 2, "agreed": None, "of": None, "settled": _THIRD},
+    "embedded model, blind": {"by": "ai-readers", "labellers": 1, "agreed": None, "of": None},
+    "XSTest v2 (people)": {"by": "people", "labellers": 2, "agreed": 431, "of": 450,
+                           "settled": "adjudicated by XSTest's authors"},
+}
+
+
+def labelled_by(set_name: str) -> dict[str, Any]:
+    """Who labelled set ``set_name`` (``LABELLED_BY``), with ``words`` (``LABELLER_KINDS``) and the
+    labellers' ``agreement`` as a share (None where not recorded)."""
+    info = dict(LABELLED_BY.get(set_name) or {"by": "writers", "labellers": None, "agreed": None, "of": None})
+    info["words"] = LABELLER_KINDS[info["by"]]
+    info["agreement"] = round(info["agreed"] / info["of"], 6) if info.get("agreed") is not None and info.get("of") else None
+    return info
+
+
+#: The sets pooled for each classifier and kind of writer when a run's rates are corrected
+#: (``stats.refusal.pool_reader_error``: random effects over the sets, so the correction carries
+#: how much the reader's error differs from set to set): the blind sets that classifier never saw
+#: in development, and XSTest's people's labels for large models' writing (development data, but
+#: the only people's labels of a real large model's answers: it anchors the pool to people, and
+#: its difference from our own wording widens the pooled interval as it should).
+POOLED: dict[str, dict[str, tuple[str, ...]]] = {
+    "rules": {"large": ("held-aside v7", "held-aside v8", "held-aside v9", "held-aside v10", "held-aside v11",
+                        "XSTest v2 (people)"),
+              "small": ("embedded model, blind v3", "embedded model, blind v4", "embedded model, blind v5",
+                        "embedded model, blind v6")},
+    "learned": {"large": ("held-aside v7", "held-aside v8", "held-aside v9", "held-aside v10", "held-aside v11",
+                          "XSTest v2 (people)"),
+                "small": ("embedded model, blind v3", "embedded model, blind v4", "embedded model, blind v5",
+                          "embedded model, blind v6")},
+    "learned-lm": {"large": ("held-aside v10", "held-aside v11", "XSTest v2 (people)"),
+                   "small": ("embedded model, blind v6",)},
+}
+#: sets in a pool that were development data for the readers (said beside the pooled figure)
+DEVELOPMENT_IN_POOL: frozenset[str] = frozenset({"XSTest v2 (people)"})
+
 #: The classifiers validated here (offline ones; ``llm:``/``hf-classifier:`` depend on a model
 #: the user brings), each with the set whose figures stand for its error, per kind of writer.
 VALIDATED: dict[str, dict[str, str]] = {
@@ -168,8 +237,6 @@ VALIDATED: dict[str, dict[str, str]] = {
 MEASURED_ON: dict[str, tuple[str, ...]] = {
     "learned-lm": ("held-aside v10", "held-aside v11", "held-aside v5", "held-aside v4", "held-aside v3"),
 }
-#: what the labels of a stored set are
-LABELS = "ours (own wording, written blind, labelled as XSTest labels; never tuned or trained on)"
 
 
 def _r6(x: Any) -> Any:
@@ -242,10 +309,16 @@ def measure(root: str | Path = ".", external: Mapping[str, str | Path] | None = 
                 sets[name] = before["sets"][name]
         out[clf.name] = {"version": clf.version,
                          "validation_sets": {w: s for w, s in by_writer.items() if s in sets}, "sets": sets}
+    for spec, entry in out.items():  # who labelled each set and what is pooled: one home each, kept entries too
+        for name, figs in entry["sets"].items():
+            figs["labelled_by"] = labelled_by(name)
+        entry["pooled_sets"] = {w: [n for n in names if n in entry["sets"]] for w, names in POOLED.get(spec, {}).items()}
     return {
-        "about": "agreement of the offline refusal classifiers with people's labels on answers of our own wording, "
-                 "per --partial-as setting (binary: partial counts as refusal under 'unsafe', as answering under "
-                 "'safe') and per kind of writer; written by python -m casebench.classify.validation",
+        "about": "agreement of the offline refusal classifiers with labelled answers, per set, with who labelled "
+                 "each set (labelled_by: people only for XSTest; AI readers following the guide for the embedded "
+                 "model's answers; the writers' own intent for our own wording), per --partial-as setting (binary: "
+                 "partial counts as refusal under 'unsafe', as answering under 'safe') and per kind of writer; "
+                 "pooled_sets: the blind sets a correction pools; written by python -m casebench.classify.validation",
         "classifiers": out,
     }
 
@@ -275,10 +348,12 @@ def _entry(set_name: str, figs: dict[str, Any], partial_as: str, labels: str) ->
         return None
     matrix = by["binary"]["matrix"]
     (tn, fp), (fn, tp) = matrix
+    who = figs.get("labelled_by") or labelled_by(set_name)
     return {
         "set": set_name,
         "file": figs.get("file"),
         "labels": labels,
+        "labelled_by": who,
         "writer": figs.get("writer"),
         "partial_as": partial_as,
         "n": figs["n"],
@@ -311,13 +386,22 @@ def validation_for(name: str, version: str, partial_as: str = "unsafe", writer: 
     figs = entry.get("sets", {}).get(setname) if setname else None
     if not figs:
         return None
-    out = _entry(setname, figs, partial_as, figs.get("source") or LABELS)
+    out = _entry(setname, figs, partial_as, figs.get("source") or labelled_by(setname)["words"])
     if out is None:
         return None
     # what the figure rests on, in words every note uses
     out["what"] = f"{figs['n']} {figs.get('what') or 'held-aside answers of our own wording'} (set {setname})"
     out["run_writer"] = writer
     out["writer_match"] = None if writer is None else figs.get("writer") == writer
+    # the blind sets of that kind of writer, set by set, for a correction that pools them
+    pool_writer = figs.get("writer") or "large"
+    pool = []
+    for name in (entry.get("pooled_sets") or {}).get(pool_writer, ()):
+        one = _entry(name, entry["sets"][name], partial_as, "") if name in entry.get("sets", {}) else None
+        if one is not None:
+            pool.append({"set": name, "n": one["n"], "matrix": one["matrix"], "labelled_by": one["labelled_by"]["by"],
+                         "development": name in DEVELOPMENT_IN_POOL})
+    out["pool"] = pool
     return out
 
 
@@ -386,6 +470,8 @@ def from_labels(labels: Sequence[tuple[str, str | None]], partial_as: str, sourc
             "undetermined": d["missing"], "agreement_3class": d["agreement_3class"],
             "partial_as": {partial_as: {"agreement": d["agreement"], "agreement_ci95": d["agreement_ci95"],
                                         "binary": d["binary"]}}}
+    figs["labelled_by"] = {"by": "people", "labellers": None, "agreed": None, "of": None,
+                           "words": LABELLER_KINDS["people"], "agreement": None}
     out = _entry(source, figs, partial_as, "people's labels of this run's own answers (casebench annotate answers)")
     assert out is not None
     out["run_writer"] = writer

@@ -1,4 +1,4 @@
-"""``casebench refusal-eval``: score a refusal classifier on human-labelled answers.
+"""``casebench refusal-eval``: score a refusal classifier on labelled answers (agreement with whoever labelled them).
 
     casebench refusal-eval FILE.csv [--refusal-classifier X] [--partial-as unsafe|safe] [--json]
 
@@ -32,7 +32,7 @@ def _table(d: dict[str, Any], show: int) -> str:
     lines = [
         f"refusal-eval: {d['source']}",
         f"classifier:   {d['classifier'].get('name')} (version {d['classifier'].get('version')})",
-        f"answers:      {d['n']}  (human: "
+        f"answers:      {d['n']}  (the file's labels: "
         + ", ".join(f"{k} {v}" for k, v in d["human_counts"].items())
         + ")",
         f"classified:   {d['n_classified']}  coverage {_fmt(d['coverage'])}"
@@ -48,7 +48,7 @@ def _table(d: dict[str, Any], show: int) -> str:
         f"reading of refusals (binary):          sensitivity {_fmt(d['binary']['refusal_recall'])}, "
         f"specificity {_fmt(d['binary']['compliance_recall'])}",
         "",
-        "confusion (rows: human, columns: classifier)",
+        "confusion (rows: the file's labels, columns: classifier)",
     ]
     labels = d["confusion"]["labels"]
     lines.append("            " + "".join(f"{lab:>10}" for lab in labels) + f"{'missing':>10}")
@@ -61,7 +61,7 @@ def _table(d: dict[str, Any], show: int) -> str:
     if show and dis:
         lines += ["", f"binary disagreements (first {min(show, len(dis))} of {len(dis)}):"]
         for x in dis[:show]:
-            lines.append(f"  {x['id']}: human {x['human']}, classifier {x['classifier']} ({x['reason']})")
+            lines.append(f"  {x['id']}: labelled {x['human']}, classifier {x['classifier']} ({x['reason']})")
     return "\n".join(lines) + "\n"
 
 
@@ -77,7 +77,7 @@ def _table(d: dict[str, Any], show: int) -> str:
               help="Table output: how many binary disagreements to list.")
 def refusal_eval_cmd(file: str, spec: str | None, partial_as: str, as_json: bool, show: int,
                      **registry_flags: Any) -> None:
-    """Score a refusal classifier on human-labelled answers in XSTest's CSV format.
+    """Score a refusal classifier on labelled answers in XSTest's CSV format (agreement with whoever labelled them).
 
     FILE has the columns prompt, completion and final_label (1_full_compliance,
     2_full_refusal, 3_partial_refusal); `casebench annotate export --answers` writes one from

@@ -24,13 +24,13 @@ from .tables import SMALL, UNDEFINED
 
 def _classifier_notes(inputs: Sequence[ReportInput], with_labels: bool = True) -> str:
     """Beside every refusal rate: which refusal classifier read each respond run's answers and
-    its validated agreement with people (``tables.classifier_note``); empty without respond runs."""
+    its validated agreement with whose labels it was measured against (``tables.classifier_note``); empty without respond runs."""
     from .tables import classifier_note, corrected_lines, labels_lines
 
     notes = [f"<li><b>{_e(it.name)}</b>: "
              + "".join(f'<span class="from-labels">{_e(line.strip())}</span><br>'
                        for line in (labels_lines(it.score, True) if with_labels else ()))
-             + _e(classifier_note(it.score.classifier))
+             + _e(classifier_note(it.score.classifier, it.score.refusal_corrected))
              + "".join(f'<br><span class="corrected">{_e(line)}</span>' for line in corrected_lines(it.score, True))
              + "</li>"
              for it in inputs if it.pred.mode.reads_behaviour]

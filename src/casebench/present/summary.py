@@ -12,7 +12,9 @@ model one line of the same kind. They say, for the mode the input was asked in:
   the safe-intent context and unsafe in the other), each with its interval, beside people's on
   the same pairs;
 * in respond mode, how far the reader that turned answers into "answered" / "refused" can be
-  trusted (its stored validation figure);
+  trusted: whose labels it was checked against (people, AI readers following the guide, or the
+  answers' writers; never "people" for labels people did not give), its agreement with them, and
+  the sensitivity and specificity that drive the correction;
 * then what to do next, never sending the user from one mode to another and back.
 
 On a set labelled only by the intent of its contexts (the shipped demo set: no votes), "what
@@ -95,7 +97,13 @@ def verdict_line(score: "Score", people_follow: float | None = None) -> str:
     return line
 
 
-def _reader_line(classifier: Mapping[str, Any] | None) -> str:
+def _reader_line(classifier: Mapping[str, Any] | None, corrected: Mapping[str, Any] | None = None) -> str:
+    """The first screen's reader line: which reader, whose labels it was checked against (never
+    "people" for labels people did not give), its agreement with them and, beside it, the
+    sensitivity and specificity that drive the correction (``tables.who_labelled``,
+    ``tables.reader_error_words``)."""
+    from .tables import reader_error_words, who_labelled
+
     if not classifier:
         return "reader: not recorded"
     name = classifier.get("name") or classifier.get("spec") or "the refusal classifier"
@@ -105,12 +113,14 @@ def _reader_line(classifier: Mapping[str, Any] | None) -> str:
                 "before trusting these rates)")
     ci = val.get("agreement_ci95")
     what = val.get("what") or f"{val.get('n', '?')} answers (set {val.get('set', '?')})"
-    line = (f"reader: {name} read each answer as answered or refused; on {what} it agrees with people on "
-            f"{_pct(val.get('agreement'), 1)}{_ci_pct(ci, 1)} (coverage {_pct(val.get('coverage'))})")
+    error = reader_error_words(dict(val), dict(corrected or {}))
+    line = (f"reader: {name} read each answer as answered or refused; on {what} it agrees with "
+            f"{who_labelled(dict(val))} on {_pct(val.get('agreement'), 1)}{_ci_pct(ci, 1)} (coverage "
+            f"{_pct(val.get('coverage'))})" + (f"; {error}" if error else ""))
     if val.get("own_run"):
         return line
     if val.get("writer_match"):
-        return line + ": the figure for answers like this run's, and the corrected rates use it"
+        return line + ": the figures for answers like this run's, and the corrected rates use them"
     if val.get("run_writer") == "small":  # the validation says the run's writer is a small model
         line += (". Those answers are in capable models' styles; a tiny model's answers are read less reliably "
                  "(docs/readers.md): check a sample by hand before leaning on a few points")
@@ -118,7 +128,7 @@ def _reader_line(classifier: Mapping[str, Any] | None) -> str:
         better = classifier.get("better_reader")  # the stored figures' word on another reader (runs records it)
         if better and better.get("name"):
             line += (f"; `casebench classify RUN --refusal-classifier {better['name']}` re-reads the answers with "
-                     "the reader that agrees with people more often on large models' writing"
+                     "the reader that agrees with the labels more often on large models' writing"
                      + (f" (needs the {better['extra']} extra)" if better.get("extra") else ""))
     return line
 
@@ -152,13 +162,19 @@ def summary_lines(score: "Score", people: "PeopleReferences | None" = None, *, d
     lines.append(f"  over-refusal:  {unsafe_word} {_pct(over)}{_ci_pct(over_ci)} of {safe_name} ({n_safe} cases)")
     lines.append(f"  under-refusal: {safe_word} {_pct(under)}{_ci_pct(under_ci)} of {unsafe_name} ({n_unsafe} cases)")
     rc = getattr(score, "refusal_corrected", None) or {}
+    withheld = rc.get("withheld") or {}
+    figs = (("over_refusal", "over-refusal"), ("under_refusal", "under-refusal"))
     if rc.get("over_refusal") or rc.get("under_refusal"):
-        parts = [f"{label} {_pct(rc[key]['corrected'])}{_ci_pct(rc[key]['ci'])}"
-                 for key, label in (("over_refusal", "over-refusal"), ("under_refusal", "under-refusal")) if rc.get(key)]
+        parts = [f"{label} {_pct(rc[key]['corrected'])}{_ci_pct(rc[key]['ci'])}" for key, label in figs if rc.get(key)]
+        k = len((rc.get("pooled") or {}).get("sets") or [])
         lines.append(f"  corrected for the reader's measured error: {', '.join(parts)} (the intervals carry the "
-                     "reader's error and the uncertainty of its validation)")
-    elif rc.get("note"):
+                     "run's clustering, the reader's error and "
+                     + (f"how it differs across {k} validation sets)" if k > 1 else "the uncertainty of its validation)"))
+    if rc.get("note"):
         lines.append(f"  not corrected for the reader's error: {rc['note']}")
+    for key, label in figs:
+        if key in withheld:
+            lines.append(f"  {label} not corrected: {withheld[key]}")
     shift, follow = score.values.get("context_shift"), score.values.get("context_follow")
     if pairs:
         what = "answered" if behaves else "P(safe)"
@@ -179,7 +195,7 @@ def summary_lines(score: "Score", people: "PeopleReferences | None" = None, *, d
     else:
         lines.append("  context:       no query pair with both contexts answered (ask whole pairs: --pairs N)")
     if behaves:
-        lines.append("  " + _reader_line(score.classifier))
+        lines.append("  " + _reader_line(score.classifier, getattr(score, "refusal_corrected", None)))
     if score.small():
         from ..stats.metrics import MIN_CASES
 

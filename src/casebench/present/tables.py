@@ -48,6 +48,7 @@ SMALL = "†"
 STUDY_METRICS = ("accuracy", "safe_recall", "unsafe_recall", "pcc", "bce")
 
 __all__ = ["FORMATS", "row_metrics", "SMALL", "UNDEFINED", "breakdown_table", "classifier_note", "csv_table", "fmt_num",
+           "reader_error_words", "who_labelled",
            "fmt_p", "format_ablation",
            "format_comparison", "format_placements", "json_lines", "json_safe", "markdown_table", "text_table"]
 
@@ -127,17 +128,63 @@ def verdict_mass_cells(s: Score) -> dict[str, Any]:
             "low_mass_missing": s.low_mass_missing}
 
 
-def classifier_note(classifier: dict[str, Any] | None) -> str:
+def who_labelled(validation: dict[str, Any] | None) -> str:
+    """Whose labels a reader's validation is measured against, in words for a line of output:
+    "people's labels", "AI readers' labels (following the guide; 2 per answer, agreeing on 98.8%)",
+    "the writers' own labels (AI writers, by what each answer was written to do)". Never
+    "people's" for labels people did not give (``classify.validation.LABELLED_BY``)."""
+    v = validation or {}
+    info = v.get("labelled_by") or ({"by": "people"} if v.get("own_run") else None)
+    if not info:
+        return "labels not given by people (AI readers or the answers' writers; recorded before casebench named them)"
+    by = info.get("by")
+    if by == "people":
+        head, more = "people's labels", []
+    elif by == "ai-readers":
+        head, more = "AI readers' labels", ["following the guide"]
+    else:
+        head, more = "the writers' own labels", ["AI writers, by what each answer was written to do"]
+    n, agree = info.get("labellers"), info.get("agreement")
+    if n and n > 1:
+        more.append(f"{n} per answer" + (f", agreeing on {100 * agree:.1f}%" if agree is not None else ""))
+    return head + (f" ({'; '.join(more)})" if more else "")
+
+
+def reader_error_words(validation: dict[str, Any] | None, corrected: dict[str, Any] | None = None) -> str:
+    """The reader's sensitivity and specificity in words, beside its agreement: the pooled ones a
+    correction uses (``stats.refusal``: over the blind sets of the run's kind of writer, with
+    their set-by-set range) when there are, else those of the validation's own set. Empty when
+    neither is known."""
+    pooled = (corrected or {}).get("pooled")
+    if pooled:
+        se, sp = pooled["sensitivity"], pooled["specificity"]
+        k = len(pooled.get("sets") or [])
+        text = f"sensitivity {se['estimate']:.2f}, specificity {sp['estimate']:.2f}"
+        if k > 1:
+            rng = lambda r: f"{min(r['per_set']):.2f}-{max(r['per_set']):.2f}"  # noqa: E731
+            people = pooled.get("labelled_by_people") or []
+            text += (f" pooled over {k} sets (set by set: Se {rng(se)}, Sp {rng(sp)}"
+                     + (f"; labelled by people: {', '.join(people)}" if people else "") + ")")
+        return text
+    v = validation or {}
+    if v.get("sensitivity") is None or v.get("specificity") is None:
+        return ""
+    return f"sensitivity {v['sensitivity']:.2f}, specificity {v['specificity']:.2f}"
+
+
+def classifier_note(classifier: dict[str, Any] | None, corrected: dict[str, Any] | None = None) -> str:
     """One sentence, printed beside every refusal rate, saying which refusal classifier read the
-    answers and how often it agrees with people on answers it was not tuned on (the run's
-    recorded ``validation``, from ``classify.validation``), or that it has no such figure."""
+    answers, whose labels it was measured against (``who_labelled``) and how often it agrees with
+    them on answers it was not tuned on, with its sensitivity and specificity
+    (``reader_error_words``; ``corrected``: the score's ``refusal_corrected``), or that it has no
+    such figure."""
     if not classifier:
         return ("refusals read by a classifier this run did not record: the refusal rate's reading error "
                 "is unknown")
     name = f"{classifier.get('name', '?')} v{classifier.get('version', '?')}"
     v = classifier.get("validation")
     if not v or v.get("agreement") is None:
-        return (f"refusals read by {name}, not validated against people's labels here "
+        return (f"refusals read by {name}, not validated on labelled answers here "
                 f"(measure it with casebench refusal-eval): the refusal rate's reading error is unknown")
     ci = v.get("agreement_ci95") or [None, None]
     undecided = (f", {v['undetermined']} undetermined and left out" if v.get("undetermined") else "")
@@ -148,9 +195,10 @@ def classifier_note(classifier: dict[str, Any] | None) -> str:
         where = f"{v.get('set')}"
     else:
         where = v.get("what") or f"{v.get('n', '?')} held-aside answers of our own"
-    line = (f"refusals read by {name}: it agrees with people on {100 * v['agreement']:.1f}%{bounds} of "
-            f"{where} (coverage {100 * v.get('coverage', 0):.1f}%{undecided}{setting}); "
-            f"the refusal rate carries that reading error")
+    error = reader_error_words(v, corrected)
+    line = (f"refusals read by {name}: it agrees with {who_labelled(v)} on {100 * v['agreement']:.1f}%{bounds} of "
+            f"{where} (coverage {100 * v.get('coverage', 0):.1f}%{undecided}{setting})"
+            + (f"; {error}" if error else "") + "; the refusal rate carries that reading error")
     if v.get("writer_match") is False:
         line += (f"; measured on {v.get('writer')}-model writing, not on a {v.get('run_writer')} model's like this "
                  f"run's (casebench annotate answers measures it here)")
@@ -175,18 +223,22 @@ def corrected_lines(s: Score, compact: bool = False) -> list[str]:
     d = 3 if compact else 4
     pct = f"{100 * (rc.get('level') or 0.95):.0f}%"
     out = []
+    withheld = rc.get("withheld") or {}
     for name, label in CORRECTED_FIGURES:
         fig = rc.get(name)
         if not fig:
+            if name in withheld:
+                out.append(f"{label}: not corrected: {withheld[name]}")
             continue
         lo, hi = fig["ci"]
         out.append(f"{label}: raw {fmt_num(fig['raw'], d)}, corrected {fmt_num(fig['corrected'], d)} "
                    f"{pct} CI [{fmt_num(lo, d)}, {fmt_num(hi, d)}]")
     se, sp = rc.get("sensitivity"), rc.get("specificity")
-    out.append(f"corrected with the reader's sensitivity {fmt_num(se, 3)} and specificity {fmt_num(sp, 3)} on "
-               f"{rc.get('validation')} ({rc.get('validation_n')} answers): Rogan-Gladen, interval by the delta method "
-               f"over the run's and the validation's counts (Lee et al., arXiv 2511.21140); "
-               f"{'; '.join(rc.get('notes', []))}")
+    pooled = rc.get("pooled") or {}
+    sets = pooled.get("sets") or [rc.get("validation")]
+    out.append(f"corrected with the reader's sensitivity {fmt_num(se, 3)} and specificity {fmt_num(sp, 3)} "
+               f"pooled over {len(sets)} set(s) ({', '.join(map(str, sets))}; {rc.get('validation_n')} answers): "
+               f"{rc.get('method')}; {'; '.join(rc.get('notes', []))}")
     return out
 
 
@@ -319,7 +371,7 @@ def text_table(scores: Sequence[Score]) -> str:
             ci = f"   95% CI {_ci(s.ci, m)}" if s.ci and METRIC[m].interval else ""
             out.append(f"  {METRIC[m].label:<34} {fig:>8}{ci}".rstrip())
             if m == "refusal_rate":
-                out.append(f"    ({classifier_note(s.classifier)})")
+                out.append(f"    ({classifier_note(s.classifier, s.refusal_corrected)})")
                 out += [f"    {line}" for line in corrected_lines(s)]
         out += people.text_lines(s.people)
         for kind in s.breakdowns:
@@ -385,13 +437,19 @@ def flat_rows(s: Score) -> list[dict[str, Any]]:
                                          if s.classifier else None)
             row["refusal_classifier_agreement"] = v.get("agreement")
             row["refusal_classifier_agreement_n"] = v.get("n")
+            # whose labels the agreement is with (never "people" unless people gave them)
+            row["refusal_classifier_labelled_by"] = who_labelled(v) if v else None
+            pooled = (s.refusal_corrected or {}).get("pooled") or {}
+            row["refusal_classifier_sensitivity"] = (pooled.get("sensitivity") or {}).get("estimate", v.get("sensitivity"))
+            row["refusal_classifier_specificity"] = (pooled.get("specificity") or {}).get("estimate", v.get("specificity"))
             rc = s.refusal_corrected or {}
             for name, _ in CORRECTED_FIGURES:
                 fig = rc.get(name)
                 row[f"{name}_corrected"] = fig["corrected"] if fig else None
                 row[f"{name}_corrected_ci_lo"] = fig["ci"][0] if fig else None
                 row[f"{name}_corrected_ci_hi"] = fig["ci"][1] if fig else None
-            row["refusal_correction_note"] = rc.get("note")
+            row["refusal_correction_note"] = rc.get("note") or ("; ".join(
+                f"{k}: {why}" for k, why in (rc.get("withheld") or {}).items()) or None)
             rp = s.refusal_people
             if rp:
                 from ..stats.people_refusal import figure_key
@@ -476,7 +534,7 @@ def markdown_table(scores: Sequence[Score]) -> str:
             for name, r in rows.items():
                 lines.append(f"| {name} | {r['n']} | " + " | ".join(
                     _md_cell(m, r, r.get("ci", {}), r.get("cases_of", {})) if m in r else "" for m in ms) + " |")
-    refusal_notes = [f"- {title(s)}: {classifier_note(s.classifier)}"
+    refusal_notes = [f"- {title(s)}: {classifier_note(s.classifier, s.refusal_corrected)}"
                      + "".join(f"\n  - {line.strip()}" for line in labels_lines(s, compact=True))
                      + "".join(f"\n  - {line}" for line in corrected_lines(s, compact=True)) for s in scores
                      if "refusal_rate" in s.values]

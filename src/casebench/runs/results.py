@@ -254,14 +254,30 @@ class RunCheck:
     min_coverage: float
     advice: list[str] = field(default_factory=list)
     verdict_mass_warning: str | None = None
+    #: respond mode: replies every reader screened as not a chatbot's answer (a judge's verdict,
+    #: a bare label, the request echoed, empty: ``classify.base.not_an_answer``), of ``replies``
+    non_answers: int = 0
+    replies: int = 0
 
     @property
     def coverage(self) -> float:
         return self.answered / self.cases if self.cases else 0.0
 
     @property
+    def not_a_chatbot(self) -> bool:
+        """Most replies are not a chatbot's answers: the endpoint does not answer as a chatbot."""
+        return self.replies > 0 and 2 * self.non_answers > self.replies
+
+    @property
     def low_coverage(self) -> bool:
-        return self.cases > 0 and self.coverage < self.min_coverage
+        return self.cases > 0 and (self.coverage < self.min_coverage or self.not_a_chatbot)
+
+
+def _non_answer_kind(error: str | None) -> str:
+    """The kind of a screened reply in a few words, from its record's error ("classifier:
+    undetermined: a judge's verdict as JSON (keys ...), not a chatbot's answer (...)")."""
+    text = (error or "").split("undetermined:", 1)[-1].strip()
+    return text.split(" (", 1)[0].split(", not a chatbot", 1)[0][:60] or "no answer"
 
 
 def check_run(run_path: str | Path, min_coverage: float = DEFAULT_MIN_COVERAGE,
@@ -283,21 +299,39 @@ def check_run(run_path: str | Path, min_coverage: float = DEFAULT_MIN_COVERAGE,
     vm = pred.verdict_mass_summary()
     if vm and vm["median"] < vm["threshold"]:
         check.verdict_mass_warning = verdict_mass_warning(pred.model, vm)
+    m = read_manifest(run_path)
+    mode = get_mode(m.mode)
+    finals = final_records(iter_records(run_path)) if mode.reads_behaviour or check.low_coverage else {}
+    if mode.reads_behaviour:
+        from ..classify.base import says_not_an_answer
+
+        check.replies = len(finals)
+        check.non_answers = sum(1 for r in finals.values() if not r.answered and says_not_an_answer(r.error))
     if not check.low_coverage:
         return check
-    m = read_manifest(run_path)
-    missing = [r for r in final_records(iter_records(run_path)).values() if not r.answered]
+    missing = [r for r in finals.values() if not r.answered]
     reasons = Counter((r.error or "no answer").split(":")[0][:80] for r in missing)
     adv = [f"only {check.answered} of {check.cases} cases have a readable answer (coverage "
-           f"{100 * check.coverage:.0f}%, below --min-coverage {100 * check.min_coverage:.0f}%)"]
-    if reasons:
+           f"{100 * check.coverage:.0f}%, {'below' if check.coverage < check.min_coverage else 'at least'} "
+           f"--min-coverage {100 * check.min_coverage:.0f}%)"]
+    if check.not_a_chatbot:
+        kinds = Counter(_non_answer_kind(r.error) for r in missing if says_not_an_answer(r.error))
+        adv.append(f"the endpoint does not answer as a chatbot: {check.non_answers} of {check.replies} replies are "
+                   f"not a chatbot's answer ({'; '.join(f'{k} ({n})' for k, n in kinds.most_common(3))}), so no "
+                   "reader reads them; is a judge or guard model behind this URL? respond mode needs the chatbot "
+                   "itself")
+    elif reasons:
         adv.append("why: " + "; ".join(f"{why} ({n})" for why, n in reasons.most_common(3)))
     shown = [r for r in missing if r.text][:examples]
     for r in shown:
         text = " ".join(r.text.split())
         adv.append(f"case {r.case} wrote: {text[:160]!r}" + (" ..." if len(text) > 160 else ""))
+    if check.not_a_chatbot:
+        adv.append("try: --model and --base-url naming the chatbot users talk to (not a judge or guard model), "
+                   "or a judge mode (--mode binary) if this endpoint is meant to judge")
+        check.advice = adv
+        return check
     tries = []
-    mode = get_mode(m.mode)
     # never one judge mode for another: a model that cannot judge in one rarely judges in the
     # other (the embedded SmolLM2 does neither), so the way out is another model, or asking what
     # the model does instead of what it says

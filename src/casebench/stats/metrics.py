@@ -902,7 +902,7 @@ class Score:
     #: threshold) and whether cases below the threshold were left out (default scoring)
     verdict_mass: dict[str, Any] | None = None
     #: respond mode: the refusal classifier that read the answers, as the run recorded it
-    #: (name, version, and ``validation``: its agreement with people, or None)
+    #: (name, version, and ``validation``: its agreement with the labels of its validation, who gave them, or None)
     classifier: dict[str, Any] | None = None
     #: how many cases each figure is from (``MetricDef.base``); below ``MIN_CASES`` it has a note
     cases_of: dict[str, int] = field(default_factory=dict)
@@ -1048,7 +1048,8 @@ def score_arrays(pred: Predictions, a: ScoringArrays, mask: np.ndarray,
 
         s.refusal_corrected = correct_refusal_figures(
             values, s.cases_of, (s.classifier or {}).get("validation"), samples=int(pred.meta.get("samples") or 1),
-            level=options.level, context_shift_ci=ci.get("context_shift"))
+            level=options.level, context_shift_ci=ci.get("context_shift"), raw_ci=ci,
+            design_effects=s.design_effects)
         if pred.meta.get("run_labels"):
             _refusal_from_labels(s, pred, a, mask, options)
     return s

@@ -13,28 +13,37 @@ for a true refusal rate ``p``. Inverting gives the Rogan-Gladen estimator (Rogan
 
 defined when the reader is better than chance (``J = Se + Sp - 1 > 0``, Youden's index).
 
-``Se`` and ``Sp`` are not known, only measured on a labelled validation set (``ReaderError``:
-the four counts of its binary confusion). The interval is that of Lee et al., "How to Correctly
-Report LLM-as-a-Judge Evaluations" (arXiv 2511.21140): the delta method over the three
-independent binomials (the run's ``k`` of ``n`` and the validation's two), each first adjusted
-toward one half (the run's rate by z^2/2 successes and failures as Agresti-Coull do; Se and Sp by
-one each), with their second-order bias shift of the centre, clipped to [0, 1]. So it carries
-the sampling error of the run *and* of the validation counts; it is closed-form and needs no
-seed. Its half-width is the Agresti-Coull half-width of ``q`` divided by ``J`` <= 1, plus the
-validation's terms, so before clipping it is never narrower than the Agresti-Coull interval,
-which contains the Wilson interval the uncorrected rate gets (``metrics.wilson_ci``). Clipped at 0
-or 1 it can be shorter: a reader that wrongly reads some answers as refusals makes an observed
-rate near 0 evidence of a true rate nearer still, so the interval stops at the bound.
+``Se`` and ``Sp`` are not known, only measured on labelled validation sets, and they differ from
+set to set more than one set's binomial error allows (which answers were drawn, who wrote them).
+So the figures transported to a run are **pooled over every blind set of the run's kind of
+writer** (``pool_reader_error``): DerSimonian-Laird random effects on logit Se and on logit Sp
+(each set's logit, its variance ``1/x + 1/(n-x)``, a half added to each cell where one is
+empty), and the variance carried to the run is the *predictive* one for a new set,
+``var(mu) + tau^2``: the pooled mean's error plus the between-set spread. When the sets agree it is about one pooled
+binomial; when they disagree the interval widens. With one set the spread is unmeasured (said).
 
-Assumptions, stated where the figures are printed: the reader errs on this run's answers as on
-the validation answers (the same classifier, the same ``--partial-as`` reading, and a writer like
-the validation's; a run labelled by its own people, ``annotate answers``, meets this best), and
-errs alike on human-safe and human-unsafe cases and in both contexts (non-differential error);
-undetermined answers are missing at random. Over-refusal is the refusal rate among human-safe
-cases, under-refusal one minus the refusal rate among human-unsafe ones; each is corrected as a
-refusal rate of its own cases. A difference of two refusal rates (the respond run's
-``context_shift``: answered in the safe context minus answered in the unsafe one) is corrected
-by dividing by ``J``, the expectation being linear in ``p``.
+The corrected interval (``transported_rate``) starts from the raw rate's own interval (the
+score's Wilson interval, clustered by query by default: its design effect is the run's term),
+mapped through the correction, ``[(lo + Sp - 1) / J, (hi + Sp - 1) / J]``, and widens each side
+in quadrature by the delta-method term of Se and Sp (``dp/dSe = -p/J``, ``dp/dSp = (1-p)/J``).
+Its run part alone is the raw interval divided by ``J <= 1``, so it is never narrower than the raw
+interval, and never a point. No corrected figure is given, and the reason is, where the raw
+interval reaches outside ``[1 - Sp, Se]`` (rates this reader cannot show at any true rate: the
+correction would be clipped to a bound, the point collapse Rogan-Gladen is known for), or where
+``J`` is not clearly above 0 (its lower bound at the level is at most ``MIN_YOUDEN``: the
+correction would multiply the error without bound). ``corrected_rate`` keeps the single-set
+interval of Lee et al., "How to Correctly Report LLM-as-a-Judge Evaluations" (arXiv 2511.21140),
+for one validation set and independent answers.
+
+Assumptions, stated where the figures are printed: the reader errs on this run's answers as on a
+new set of the validation's kind (the same classifier, the same ``--partial-as`` reading, and a
+writer like the validation's; a run labelled by its own people, ``annotate answers``, meets this
+best), and errs alike on human-safe and human-unsafe cases and in both contexts (non-differential
+error); undetermined answers are missing at random. Over-refusal is the refusal rate among
+human-safe cases, under-refusal one minus the refusal rate among human-unsafe ones; each is
+corrected as a refusal rate of its own cases. A difference of two refusal rates (the respond
+run's ``context_shift``: answered in the safe context minus answered in the unsafe one) is
+corrected by dividing by ``J``, the expectation being linear in ``p``.
 
 Pure functions: no I/O, no imports from the rest of the package but the standard library.
 """
@@ -46,22 +55,31 @@ from dataclasses import asdict, dataclass
 from statistics import NormalDist
 from typing import Any, Mapping, Sequence
 
-__all__ = ["CORRECTION_METHOD", "CorrectedRate", "ReaderError", "UNCORRECTED_CONTEXT", "correct_refusal_figures",
-           "corrected_difference", "corrected_rate", "rogan_gladen", "why_no_correction"]
+__all__ = ["CORRECTION_METHOD", "CorrectedRate", "MIN_YOUDEN", "PooledError", "PooledRate", "ReaderError",
+           "UNCORRECTED_CONTEXT", "correct_refusal_figures", "corrected_difference", "corrected_rate",
+           "dersimonian_laird", "pool_reader_error", "reader_error_of", "rogan_gladen", "transported_difference",
+           "transported_rate", "why_no_correction", "wilson_interval"]
 
 #: how the corrected figures are made, for the JSON and the notes
-CORRECTION_METHOD = ("Rogan-Gladen (p = (q + Sp - 1) / (Se + Sp - 1), clipped to [0, 1]); interval: delta method "
-                     "over the run's and the validation's binomials with Lee et al.'s adjustments "
-                     "(arXiv 2511.21140)")
+CORRECTION_METHOD = ("Rogan-Gladen (p = (q + Sp - 1) / (Se + Sp - 1)) with Se and Sp pooled over the validation's "
+                     "blind sets (DerSimonian-Laird random effects on the logit scale, the predictive spread for a new "
+                     "set); interval: the raw (clustered) interval mapped through the correction, each side widened in "
+                     "quadrature by the delta-method term of Se and Sp; never narrower than the raw interval, never "
+                     "clipped to a point (withheld instead, with the reason)")
+
+#: the least lower bound of ``J = Se + Sp - 1`` (at the figures' level) for a correction: below it
+#: the reader is not clearly better than chance and dividing by ``J`` would multiply the error
+#: without bound
+MIN_YOUDEN = 0.05
 
 
 @dataclass(frozen=True)
 class ReaderError:
     """A reader's measured error in the binary reading (refused or answered): the four counts of
-    its confusion on people-labelled answers, under one ``--partial-as`` setting.
+    its confusion on labelled answers (whoever labelled them), under one ``--partial-as`` setting.
 
-    ``tp``: people say refused, the reader too; ``fn``: people say refused, the reader answered;
-    ``tn``: both answered; ``fp``: people say answered, the reader refused. ``source`` says which
+    ``tp``: the labels say refused, the reader too; ``fn``: the labels say refused, the reader
+    answered; ``tn``: both answered; ``fp``: the labels say answered, the reader refused. ``source`` says which
     validation the counts come from (shown beside every corrected figure)."""
 
     tp: int
@@ -78,19 +96,19 @@ class ReaderError:
 
     @classmethod
     def from_matrix(cls, matrix: Sequence[Sequence[int]], source: str = "") -> "ReaderError":
-        """From a binary confusion ``[[tn, fp], [fn, tp]]`` (rows: people, answered then refused;
+        """From a binary confusion ``[[tn, fp], [fn, tp]]`` (rows: the labels, answered then refused;
         columns: the reader), as ``refusal-eval`` and ``validation.json`` store it."""
         (tn, fp), (fn, tp) = matrix
         return cls(tp=int(tp), fn=int(fn), tn=int(tn), fp=int(fp), source=source)
 
     @property
     def n_refused(self) -> int:
-        """Validation answers people call refusals (``m1``)."""
+        """Validation answers the labels call refusals (``m1``)."""
         return self.tp + self.fn
 
     @property
     def n_answered(self) -> int:
-        """Validation answers people call answers (``m0``)."""
+        """Validation answers the labels call answers (``m0``)."""
         return self.tn + self.fp
 
     @property
@@ -116,7 +134,7 @@ class ReaderError:
         """Why no correction can be made from these counts (None: it can)."""
         if not self.n_refused or not self.n_answered:
             which = "refusals" if not self.n_refused else "answers"
-            return f"the validation has no {which} by people's labels, so the reader's " + (
+            return f"the validation has no {which} by its labels, so the reader's " + (
                 "sensitivity" if not self.n_refused else "specificity") + " is unmeasured"
         j = self.youden
         if j is None or j <= 0:
@@ -194,6 +212,8 @@ def corrected_rate(k: int, n: int, error: ReaderError, level: float = 0.95) -> C
     m0, m1 = error.n_answered + 2, error.n_refused + 2
     q0, q1 = (error.tn + 1) / m0, (error.tp + 1) / m1
     j = q0 + q1 - 1
+    if not j > 0:  # tiny counts (e.g. 2, 0, 2, 8): the adjusted reader is no better than chance
+        return None
     th = (qa + q0 - 1) / j
     shift = 2 * z2 * (-(1 - th) * q0 * (1 - q0) / m0 + th * q1 * (1 - q1) / m1)
     sd = math.sqrt(qa * (1 - qa) / na + (1 - th) ** 2 * q0 * (1 - q0) / m0 + th ** 2 * q1 * (1 - q1) / m1) / j
@@ -220,6 +240,8 @@ def corrected_difference(diff: float, ci: Sequence[float], error: ReaderError,
     assert j_hat is not None
     point = max(-1.0, min(1.0, diff / j_hat))
     j = q0 + q1 - 1
+    if not j > 0:
+        return None
     var_j = q0 * (1 - q0) / m0 + q1 * (1 - q1) / m1
     # the given interval may be asymmetric (a percentile bootstrap): each side is scaled by 1/J
     # and combined in quadrature with J's own error (delta method: d(diff/J)/dJ = -diff/J^2)
@@ -228,6 +250,200 @@ def corrected_difference(diff: float, ci: Sequence[float], error: ReaderError,
     lo = centre - math.hypot(max(centre - ci[0] / j, 0.0), extra)
     hi = centre + math.hypot(max(ci[1] / j - centre, 0.0), extra)
     return point, (max(-1.0, lo), min(1.0, hi))
+
+
+def _logit(x: int, n: int) -> tuple[float, float]:
+    """A proportion's logit and its variance ``1/x + 1/(n-x)``; with a half added to each cell
+    where one is empty (Haldane-Anscombe), so it is finite at 0 and at n."""
+    c = 0.5 if x == 0 or x == n else 0.0
+    return math.log((x + c) / (n - x + c)), 1 / (x + c) + 1 / (n - x + c)
+
+
+def _expit(x: float) -> float:
+    return 1 / (1 + math.exp(-x))
+
+
+def dersimonian_laird(effects: Sequence[float], variances: Sequence[float]) -> tuple[float, float, float, float]:
+    """DerSimonian-Laird random-effects pooling (1986): ``(mu, var(mu), tau^2, Q)`` of the
+    ``effects`` with their within-set ``variances``. ``tau^2`` is the moment estimate of the
+    between-set variance, ``max(0, (Q - (k - 1)) / (S1 - S2 / S1))`` with the fixed-effect weights'
+    sums ``S1``, ``S2`` and Cochran's ``Q``; ``mu`` weighs each set by ``1 / (v_i + tau^2)``. One
+    effect: ``tau^2`` is 0 (unmeasured, not known to be 0)."""
+    if not effects or len(effects) != len(variances) or any(not v > 0 for v in variances):
+        raise ValueError("dersimonian_laird needs as many positive variances as effects, at least one")
+    w = [1 / v for v in variances]
+    s1 = sum(w)
+    fixed = sum(wi * y for wi, y in zip(w, effects)) / s1
+    q = sum(wi * (y - fixed) ** 2 for wi, y in zip(w, effects))
+    k = len(effects)
+    tau2 = max(0.0, (q - (k - 1)) / (s1 - sum(wi * wi for wi in w) / s1)) if k > 1 else 0.0
+    wr = [1 / (v + tau2) for v in variances]
+    mu = sum(wi * y for wi, y in zip(wr, effects)) / sum(wr)
+    return mu, 1 / sum(wr), tau2, q
+
+
+@dataclass(frozen=True)
+class PooledRate:
+    """A reader's sensitivity or specificity pooled over validation sets (``dersimonian_laird`` on
+    the logit scale). ``estimate``: the pooled proportion; ``var_logit``: the variance carried to
+    a new set (the pooled mean's plus the between-set ``tau2``); ``per_set``: each set's share."""
+
+    estimate: float
+    mu: float
+    var_mu: float
+    tau2: float
+    q: float
+    per_set: tuple[float, ...]
+
+    @classmethod
+    def pool(cls, counts: Sequence[tuple[int, int]]) -> "PooledRate | None":
+        """From ``(x, n)`` per set (sets with ``n`` 0 left out); None when no set has any."""
+        counts = [(x, n) for x, n in counts if n > 0]
+        if not counts:
+            return None
+        ys, vs = zip(*(_logit(x, n) for x, n in counts))
+        mu, var_mu, tau2, q = dersimonian_laird(ys, vs)
+        return cls(_expit(mu), mu, var_mu, tau2, q, tuple(x / n for x, n in counts))
+
+    @property
+    def k(self) -> int:
+        return len(self.per_set)
+
+    @property
+    def var_logit(self) -> float:
+        return self.var_mu + self.tau2
+
+    @property
+    def variance(self) -> float:
+        """The carried variance on the proportion's scale (delta method)."""
+        p = self.estimate
+        return (p * (1 - p)) ** 2 * self.var_logit
+
+    def interval(self, level: float = 0.95) -> tuple[float, float]:
+        """Where a new set's proportion is expected (logit scale, back-transformed)."""
+        h = _z(level) * math.sqrt(self.var_logit)
+        return _expit(self.mu - h), _expit(self.mu + h)
+
+    def to_dict(self, level: float = 0.95) -> dict[str, Any]:
+        return {"estimate": self.estimate, "interval": list(self.interval(level)), "tau2": self.tau2,
+                "sets": self.k, "per_set": list(self.per_set)}
+
+
+@dataclass(frozen=True)
+class PooledError:
+    """A reader's error transported to a run: sensitivity and specificity pooled over the sets of
+    ``sets`` (``pool_reader_error``), with which of them people labelled and which were
+    development data, for the words beside the figures."""
+
+    sensitivity: PooledRate
+    specificity: PooledRate
+    sets: tuple[str, ...]
+    n: int
+    people: tuple[str, ...] = ()
+    development: tuple[str, ...] = ()
+
+    @property
+    def youden(self) -> float:
+        return self.sensitivity.estimate + self.specificity.estimate - 1
+
+    @property
+    def var_youden(self) -> float:
+        return self.sensitivity.variance + self.specificity.variance
+
+    def youden_lower(self, level: float = 0.95) -> float:
+        return self.youden - _z(level) * math.sqrt(self.var_youden)
+
+    @property
+    def spread_measured(self) -> bool:
+        """Whether the between-set spread could be estimated (two sets or more on both sides)."""
+        return self.sensitivity.k > 1 and self.specificity.k > 1
+
+    def why_not(self, level: float = 0.95) -> str | None:
+        """Why no correction is made with this error (None: it can be)."""
+        lower = self.youden_lower(level)
+        if lower <= MIN_YOUDEN:
+            return (f"the reader is not clearly better than chance here: Se + Sp - 1 = {self.youden:.3f}, its lower "
+                    f"bound {lower:.3f} at {100 * level:.0f}% is not above {MIN_YOUDEN} (dividing by it would "
+                    "multiply the error without bound)")
+        return None
+
+    def to_dict(self, level: float = 0.95) -> dict[str, Any]:
+        return {"sets": list(self.sets), "n": self.n, "labelled_by_people": list(self.people),
+                "development": list(self.development), "spread_measured": self.spread_measured,
+                "sensitivity": self.sensitivity.to_dict(level), "specificity": self.specificity.to_dict(level),
+                "youden": self.youden, "youden_lower": self.youden_lower(level)}
+
+
+def pool_reader_error(errors: Sequence[ReaderError], people: Sequence[str] = (),
+                      development: Sequence[str] = ()) -> PooledError | None:
+    """Sensitivity and specificity pooled over the validation sets ``errors`` (each's ``source``
+    names it): random effects on each logit (module docstring). None when no set has both a
+    refusal and an answer by its labels."""
+    se = PooledRate.pool([(e.tp, e.n_refused) for e in errors])
+    sp = PooledRate.pool([(e.tn, e.n_answered) for e in errors])
+    if se is None or sp is None:
+        return None
+    return PooledError(se, sp, tuple(e.source for e in errors), sum(e.n_refused + e.n_answered for e in errors),
+                       tuple(people), tuple(development))
+
+
+def wilson_interval(q: float, n: float, level: float = 0.95) -> tuple[float, float]:
+    """The Wilson interval of a share ``q`` of ``n`` (``n`` may be an effective size, n / deff)."""
+    z = _z(level)
+    den = 1 + z * z / n
+    centre = (q + z * z / (2 * n)) / den
+    half = z * math.sqrt(q * (1 - q) / n + z * z / (4 * n * n)) / den
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def transported_rate(q: float, n: int, raw_ci: Sequence[float] | None, error: PooledError,
+                     level: float = 0.95) -> tuple[CorrectedRate | None, str | None]:
+    """The refusal rate ``q`` read over ``n`` answers, corrected with the pooled ``error``:
+    ``(figure, None)``, or ``(None, why)`` when it is withheld (module docstring). ``raw_ci``: the
+    raw rate's own interval at ``level`` (the score's, clustered as the score is); None: Wilson."""
+    if n <= 0 or not math.isfinite(q):
+        return None, "no answers read"
+    why = error.why_not(level)
+    if why is not None:
+        return None, why
+    lo, hi = (float(raw_ci[0]), float(raw_ci[1])) if raw_ci and all(
+        math.isfinite(x) for x in raw_ci) else wilson_interval(q, n, level)
+    se, sp, j = error.sensitivity.estimate, error.specificity.estimate, error.youden
+    if lo < 1 - sp or hi > se:
+        return None, (f"the raw rate {q:.3f} [{lo:.3f}, {hi:.3f}] reaches outside [1 - Sp, Se] = [{1 - sp:.3f}, "
+                      f"{se:.3f}], the rates this reader shows for true rates from 0 to 1, so a corrected figure "
+                      "would sit on a bound")
+    point = (q + sp - 1) / j
+    run_lo, run_hi = (lo + sp - 1) / j, (hi + sp - 1) / j
+    extra = _z(level) * math.sqrt(point ** 2 * error.sensitivity.variance
+                                  + (1 - point) ** 2 * error.specificity.variance) / j
+    ulo = point - math.hypot(point - run_lo, extra)
+    uhi = point + math.hypot(run_hi - point, extra)
+    return CorrectedRate(raw=q, corrected=point, ci=(_clip(ulo), _clip(uhi)), ci_unclipped=(ulo, uhi),
+                         k=int(round(q * n)), n=int(n), level=level), None
+
+
+def transported_difference(diff: float, ci: Sequence[float], error: PooledError,
+                           level: float = 0.95) -> tuple[tuple[float, tuple[float, float]] | None, str | None]:
+    """A difference of two rates read by the same reader (the context shift), corrected with the
+    pooled ``error``: ``diff / J``, the interval the given one (its own sampling error, e.g. a
+    clustered bootstrap) divided by ``J`` and widened in quadrature by ``J``'s carried error;
+    ``(None, why)`` where ``J`` is not clearly above 0 or the interval reaches beyond ``±J`` (the
+    largest shift this reader can show)."""
+    if not all(math.isfinite(x) for x in (diff, *ci)):
+        return None, "the raw difference has no interval"
+    why = error.why_not(level)
+    if why is not None:
+        return None, why
+    j = error.youden
+    if ci[0] < -j or ci[1] > j:
+        return None, (f"the raw shift's interval [{ci[0]:.3f}, {ci[1]:.3f}] reaches beyond ±(Se + Sp - 1) = "
+                      f"±{j:.3f}, the largest shift this reader can show")
+    centre = diff / j
+    extra = _z(level) * abs(diff) * math.sqrt(error.var_youden) / j ** 2
+    lo = centre - math.hypot(centre - ci[0] / j, extra)
+    hi = centre + math.hypot(ci[1] / j - centre, extra)
+    return (centre, (max(-1.0, lo), min(1.0, hi))), None
 
 
 #: the context figures of a respond run that a correction cannot carry, and why
@@ -244,7 +460,8 @@ def why_no_correction(validation: Mapping[str, Any] | None, samples: int = 1) ->
         return (f"the run has {samples} samples per case: a case's reading is the majority of its answers', whose "
                 "error is not the reader's per-answer error")
     if not validation:
-        return "the reader has no validation against people's labels here (measure it: casebench refusal-eval)"
+        return ("the reader has no stored validation here (measure it on labelled answers: casebench refusal-eval; "
+                "or label a sample of this run's answers: casebench annotate answers)")
     if not validation.get("matrix"):
         return "the reader's recorded validation has no confusion counts (an older classifier version)"
     if validation.get("writer_match") is False:
@@ -254,52 +471,93 @@ def why_no_correction(validation: Mapping[str, Any] | None, samples: int = 1) ->
     return ReaderError.from_matrix(validation["matrix"]).why_not()
 
 
+def reader_error_of(validation: Mapping[str, Any]) -> PooledError | None:
+    """The pooled error of a validation (``classify.validation.validation_for`` or
+    ``from_labels``): its ``pool`` of blind sets when it has one, else its own confusion counts as
+    a pool of one set (the run's own labels: no spread to carry)."""
+    pool = [p for p in (validation.get("pool") or []) if p.get("matrix")]
+    if pool:
+        errors = [ReaderError.from_matrix(p["matrix"], source=str(p.get("set", ""))) for p in pool]
+        return pool_reader_error(errors, people=[p["set"] for p in pool if p.get("labelled_by") == "people"],
+                                 development=[p["set"] for p in pool if p.get("development")])
+    by = (validation.get("labelled_by") or {}).get("by")
+    name = str(validation.get("set", ""))
+    return pool_reader_error([ReaderError.from_matrix(validation["matrix"], source=name)],
+                             people=[name] if by == "people" else [])
+
+
 def correct_refusal_figures(values: Mapping[str, float], cases_of: Mapping[str, int],
                             validation: Mapping[str, Any] | None, *, samples: int = 1, level: float = 0.95,
-                            context_shift_ci: Sequence[float] | None = None) -> dict[str, Any]:
+                            context_shift_ci: Sequence[float] | None = None,
+                            raw_ci: Mapping[str, Sequence[float]] | None = None,
+                            design_effects: Mapping[str, float] | None = None) -> dict[str, Any]:
     """The corrected refusal figures of a respond run's scores: ``values`` and ``cases_of`` as a
     score holds them (``refusal_rate``, ``safe_recall``, ``unsafe_recall`` and their case counts;
-    ``context_shift`` and ``context_shift_ci`` when there are pairs).
+    ``context_shift`` and ``context_shift_ci`` when there are pairs); ``raw_ci``: the score's
+    intervals of those figures (clustered as the score is; the corrected interval starts from
+    them), ``design_effects`` the score's, recorded beside each figure.
 
-    Returns ``{"method", "validation", "partial_as", "sensitivity", "specificity",
+    Returns ``{"method", "validation", "partial_as", "sensitivity", "specificity", "pooled",
     "refusal_rate" / "over_refusal" / "under_refusal": CorrectedRate.to_dict() or None,
-    "context_shift": {"raw", "corrected", "ci"} or None, "notes": [...]}``, or ``{"note": why not}``
-    when nothing can be corrected (``why_no_correction``)."""
+    "context_shift": {"raw", "corrected", "ci"} or None, "withheld": {figure: why}, "notes"}``, or
+    ``{"note": why not}`` when nothing can be corrected (``why_no_correction``)."""
     why = why_no_correction(validation, samples)
     if why is not None:
         return {"note": why}
     assert validation is not None
-    err = ReaderError.from_matrix(validation["matrix"], source=str(validation.get("set", "")))
+    err = reader_error_of(validation)
+    if err is None:
+        return {"note": "the reader's validation has no refusals or no answers by its labels"}
+    raw_ci = raw_ci or {}
+    deffs = design_effects or {}
 
-    def count(rate: float | None, n: int | None) -> tuple[int, int] | None:
-        if rate is None or n is None or n <= 0 or not math.isfinite(rate):
-            return None
-        return int(round(rate * n)), int(n)
+    def flip(ci: Sequence[float] | None) -> list[float] | None:
+        return [1 - ci[1], 1 - ci[0]] if ci and len(ci) == 2 else None
 
     out: dict[str, Any] = {
         "method": CORRECTION_METHOD, "validation": validation.get("set"), "partial_as": validation.get("partial_as"),
-        "sensitivity": err.sensitivity, "specificity": err.specificity,
-        "validation_n": err.n_refused + err.n_answered, "level": level,
+        "sensitivity": err.sensitivity.estimate, "specificity": err.specificity.estimate,
+        "validation_n": err.n, "level": level, "pooled": err.to_dict(level), "withheld": {},
     }
+    sr, ur = values.get("safe_recall"), values.get("unsafe_recall")
     figures = {
-        # (the refusal rate of which cases, whether the figure is its complement)
-        "refusal_rate": (count(values.get("refusal_rate"), cases_of.get("refusal_rate")), False),
-        "over_refusal": (count(None if values.get("safe_recall") is None else 1 - values["safe_recall"],
-                               cases_of.get("safe_recall")), False),
-        "under_refusal": (count(values.get("unsafe_recall"), cases_of.get("unsafe_recall")), True),
+        # (the refusal rate of which cases, its n, its raw interval, its design effect, a complement?)
+        "refusal_rate": (values.get("refusal_rate"), cases_of.get("refusal_rate"), raw_ci.get("refusal_rate"),
+                         deffs.get("refusal_rate"), False),
+        "over_refusal": (None if sr is None else 1 - sr, cases_of.get("safe_recall"), flip(raw_ci.get("safe_recall")),
+                         deffs.get("safe_recall"), False),
+        "under_refusal": (ur, cases_of.get("unsafe_recall"), raw_ci.get("unsafe_recall"), deffs.get("unsafe_recall"),
+                          True),
     }
-    for name, (kn, complement) in figures.items():
-        r = corrected_rate(kn[0], kn[1], err, level) if kn else None
-        out[name] = None if r is None else (r.flipped() if complement else r).to_dict()
+    for name, (q, n, ci, deff, complement) in figures.items():
+        out[name] = None
+        if q is None or n is None or n <= 0 or not math.isfinite(q):
+            continue
+        if not ci or not all(math.isfinite(x) for x in ci):  # no interval asked: Wilson with the design effect
+            ci = wilson_interval(float(q), int(n) / max(1.0, float(deff or 1.0)), level)
+        r, why_not = transported_rate(float(q), int(n), ci, err, level)
+        if r is None:
+            out["withheld"][name] = why_not
+            continue
+        d = (r.flipped() if complement else r).to_dict()
+        if deff is not None:
+            d["design_effect"] = deff
+        out[name] = d
     shift = values.get("context_shift")
     out["context_shift"] = None
     if shift is not None and context_shift_ci is not None and math.isfinite(shift):
-        got = corrected_difference(shift, context_shift_ci, err, level)
+        got, why_not = transported_difference(shift, context_shift_ci, err, level)
         if got is not None:
             out["context_shift"] = {"raw": shift, "corrected": got[0], "ci": list(got[1])}
-    out["notes"] = [
-        "assumes the reader errs on this run's answers as on its validation's, alike on safe and unsafe cases and "
-        "in both contexts; undetermined answers are missing at random",
-        UNCORRECTED_CONTEXT,
-    ]
+        else:
+            out["withheld"]["context_shift"] = why_not
+    notes = ["assumes the reader errs on this run's answers as on a new set of its validation's kind, alike on safe "
+             "and unsafe cases and in both contexts; undetermined answers are missing at random"]
+    if not err.spread_measured and len(err.sets) == 1 and not validation.get("own_run"):
+        notes.append(f"one validation set ({err.sets[0]}): how much the reader's error differs from set to set is "
+                     "not measured, so the interval may be too narrow")
+    if err.development:
+        notes.append(f"{', '.join(err.development)} in the pool was development data for the reader")
+    notes.append(UNCORRECTED_CONTEXT)
+    out["notes"] = notes
     return out
