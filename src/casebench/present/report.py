@@ -979,9 +979,17 @@ def _input_people(it: Any) -> dict[str, Any] | None:
 
 
 def _direction_order(items: Sequence[Any]) -> list[Any]:
-    """Inputs ranked by the scale-free direction figure (best first, undefined last; ties keep
-    their order): the context section ranks by nothing that depends on a mode's scale."""
-    return sorted(items, key=lambda it: -np.nan_to_num(it.score.values.get("context_direction", np.nan), nan=-9.0))
+    """Inputs grouped by mode (in order of first appearance) and ranked by direction *within*
+    each mode (best first, undefined last; ties keep their order). Direction depends on how
+    finely a mode outputs (a verdict moves only where its label flips: Llama-3-70B 0.80 as
+    verdicts, 0.95 as P(safe), with the same concordance), so it is never ranked across modes;
+    across modes the section compares follow and blind (labels, which every mode has) and
+    concordance (the sign of the moves that happen)."""
+    modes: dict[str, int] = {}
+    for it in items:
+        modes.setdefault(it.pred.mode, len(modes))
+    return sorted(items, key=lambda it: (modes[it.pred.mode],
+                                         -np.nan_to_num(it.score.values.get("context_direction", np.nan), nan=-9.0)))
 
 
 
@@ -1047,7 +1055,12 @@ def _context(ctx: "ReportContext") -> str:
              "labels, a P(safe) judge by how extreme its probabilities are), so it is set beside people's on the "
              "same footing, never ranked across modes: <b>one person</b> (a vote drawn at random, the expectation of a "
              "0/1 vote: the scale of a P(safe)) and <b>people's majority label</b> (the scale of a verdict), each over "
-             "the pairs that judge answered. Inputs are ranked by direction. CIs: Wilson for shares of pairs (follow, "
+             "the pairs that judge answered. <b>Moved</b>: share of pairs where the judge's value differs between "
+             "the two contexts (output resolution: a P(safe) nearly always moves, a verdict only where its label "
+             "flips); <b>concordance</b>: over the pairs that move, (with people − against) / (with + against). "
+             "Direction is about moved × concordance, so it depends on how finely a mode outputs: inputs are "
+             "ranked by direction <em>within each mode</em> only; across modes compare concordance, follow and "
+             "blind. CIs: Wilson for shares of pairs (follow, "
              "blind, the majority's follow), percentile bootstrap over pairs otherwise. Same figures: <code>casebench "
              "score</code>; people's: <code>casebench human DATA</code>.</p>"]
     if ref is not None and "one_person" in ref:
@@ -1063,7 +1076,7 @@ def _context(ctx: "ReportContext") -> str:
         [it.score.values.get("context_blind", float("nan")) for it in shown],
         maj.get("context_direction"), maj.get("context_follow"), [it.reference for it in shown])
     parts.append(_figure(png, "context direction per input beside people's majority",
-                         "Left: each input's direction with its 95% CI, ranked; the dotted line is what a labeller "
+                         "Left: each input's direction with its 95% CI, ranked within its mode; the dotted line is what a labeller "
                          "giving people's majority label reaches. Right: how often each input's labels follow the "
                          "context, and how often they are blind (same label in both contexts) where people's labels "
                          "differ; dotted: how often people's majority follows."))
@@ -1099,6 +1112,8 @@ def _context(ctx: "ReportContext") -> str:
         op, mj = pp.get("one_person", {}), pp.get("majority", {})
         cells = [f'<td class="l">{_e(it.name)}</td>', f"<td>{_fm('context_pairs', v.get('context_pairs'))}</td>",
                  cell("context_direction", v.get("context_direction"), c.get("context_direction")),
+                 cell("context_moved", v.get("context_moved"), c.get("context_moved")),
+                 cell("context_concordance", v.get("context_concordance"), c.get("context_concordance")),
                  cell("context_shift", v.get("context_shift"), c.get("context_shift")),
                  cell("context_shift", op.get("context_shift"), op.get("ci", {}).get("context_shift")),
                  cell("context_shift", mj.get("context_shift"), mj.get("ci", {}).get("context_shift")),
@@ -1107,12 +1122,12 @@ def _context(ctx: "ReportContext") -> str:
                  cell("context_blind", v.get("context_blind"), c.get("context_blind")),
                  cell("shift_pcc", v.get("shift_pcc"), c.get("shift_pcc"))]
         rows.append("<tr>" + "".join(cells) + "</tr>")
-    head_cells = ["Input", "Pairs", "Direction", "Shift", "Shift, one person", "Shift, majority", "Follow",
+    head_cells = ["Input", "Pairs", "Direction", "Moved", "Concordance", "Shift", "Shift, one person", "Shift, majority", "Follow",
                   "Follow, majority", "Blind", "Shift r"]
     parts.append('<div class="wide"><table class="context"><thead><tr>'
                  + "".join(f'<th class="{"l" if h == "Input" else ""}">{_e(h)}</th>' for h in head_cells)
                  + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>"
-                 '<p class="note">Ranked by direction. People\'s columns are on each input\'s own pairs (an input '
+                 '<p class="note">Grouped by mode, ranked by direction within a mode. People\'s columns are on each input\'s own pairs (an input '
                  "that left answers out is compared on the pairs it answered). <b>Shift r</b>: Pearson r between the "
                  "judge's and people's per-pair shifts (it depends on the scale too).</p>")
     ms = ("vote_agreement", "accuracy_contested", "accuracy_clear")
