@@ -267,6 +267,8 @@ def text_table(scores: Sequence[Score]) -> str:
             # no CIs: --bootstrap 0, no case scored, or a count (context_pairs)
             ci = f"   95% CI {_ci(s.ci, m)}" if s.ci and METRIC[m].interval else ""
             out.append(f"  {METRIC[m].label:<34} {fig:>8}{ci}".rstrip())
+            if m in getattr(s, "ci_notes", {}):  # the bootstrap gave a point: what was printed instead
+                out.append(f"    (interval: {s.ci_notes[m]})")
             if m == "refusal_rate":
                 out.append(f"    ({classifier_note(s.classifier)})")
                 out += [f"    {line}" for line in corrected_lines(s)]
@@ -293,6 +295,9 @@ def breakdown_table(s: Score, kind: str) -> str:
                    + "".join(f"{fmt_metric(m, r.get(m)) + _mark(cases, m, r.get(m)) if m in r else '':>{w}}" for m in ms))
         if r.get("ci"):
             out.append(f"  {'':<{width}}  {'':>4}  " + "".join(f"{_ci(r['ci'], m) if m in r else '':>{w}}" for m in ms))
+    for name, r in rows.items():  # the bootstrap gave a point: what was printed instead
+        for m, why in (r.get("ci_notes") or {}).items():
+            out.append(f"  {name}, {m}: {why}")
     return "\n".join(line.rstrip() for line in out) + "\n"
 
 
@@ -480,6 +485,9 @@ def format_comparison(c: "Comparison") -> str:
                  f"seed {s['seed']}); p(BH): Benjamini-Hochberg over all primary tests (alpha {s['alpha']})")
     if s.get("cluster"):
         lines.append(_cluster_line(s))
+    if not s.get("paper_compat"):
+        lines.append("differences of two shares of the same cases or pairs (accuracy, recalls, follow, blind, moved): "
+                     "Newcombe's paired interval instead (never a point)")
     if "mdd" in s:
         lines.append(f"MDD: {s['mdd']}")
     lines.append(f"cases: {s['cases']}")

@@ -359,6 +359,10 @@ class MetricDiff:
     #: the resampling floor of ``p`` (``bootstrap.p_floor``) when ``p`` is a bootstrap p: a p
     #: there is printed as ``< floor``; None for the exact and asymptotic tests
     p_floor: float | None = None
+    #: how ``ci`` was made where it is not the paired percentile bootstrap (a proportion's
+    #: Newcombe interval; the analytic fallback where the bootstrap gave a point), or why there is
+    #: none; None: the paired bootstrap
+    ci_note: str | None = None
 
 
 @dataclass
@@ -413,7 +417,7 @@ class Comparison:
 
 #: the keys this version added to a comparison, left out of paper-compatible output (which
 #: stays what the published figures were checked against)
-PAPER_COMPAT_NEW_KEYS = ("mdd", "p_floor")
+PAPER_COMPAT_NEW_KEYS = ("mdd", "p_floor", "ci_note")
 PAPER_COMPAT_NEW_MCNEMAR_KEYS = ("test", "se0", "clusters")
 
 
@@ -533,10 +537,14 @@ def compare_pair(
             p = (wt or {}).get("p")
         else:
             p = pboot
+        note = None
+        if not options.paper_compat and n_boot > 0:
+            ci, note = _paired_interval(m, sa, sb, clusters[positions], ci, float(diff), level)
         out[m] = MetricDiff(m, pa[m], pb[m], float(diff), ci, pboot, test,
                             None if p is None or (isinstance(p, float) and math.isnan(p)) else float(p),
                             withheld=_withheld(m, sa, mc), mdd=mdd(se, options.alpha),
-                            p_floor=floor if test == "bootstrap" and n_boot > 0 and not options.paper_compat else None)
+                            p_floor=floor if test == "bootstrap" and n_boot > 0 and not options.paper_compat else None,
+                            ci_note=note)
     shared = len(shared_cases(a, b))
     people = None
     if not options.paper_compat and sa.pairs is not None and len(sa.pairs):
@@ -547,6 +555,75 @@ def compare_pair(
                                    label_source=options.label_source)
     return PairComparison(-1, -1, n, dropped, mc, wt, out, shared, a.n - shared, b.n - shared,
                           0 if sa.pairs is None else len(sa.pairs), people)
+
+
+def paired_table(m: str, sa: ScoringArrays, sb: ScoringArrays) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The rows of a paired proportion ``m`` (``MetricDef.proportion``) that both inputs count
+    over: each input's 0/1 count per row (case, or query pair for a per-pair figure) and the
+    row's position among the rows; None when ``m`` is not a share of the same rows for both
+    inputs (the rows' denominators differ, or a row counts other than 0 or 1)."""
+    from .metrics import metric_columns, pair_columns
+
+    d = METRIC[m]
+    if d.proportion is None:
+        return None
+    if d.unit == "pair":
+        if sa.pairs is None or sb.pairs is None or not len(sa.pairs):
+            return None
+        ca, cb = pair_columns(sa, [m]), pair_columns(sb, [m])
+    else:
+        ca, cb = metric_columns(sa, [m]), metric_columns(sb, [m])
+    if not all(c in ca and c in cb for c in (d.columns.names if d.columns else ())):
+        return None
+    ka, na = (np.asarray(x, dtype=float) for x in d.proportion(ca))
+    kb, nb = (np.asarray(x, dtype=float) for x in d.proportion(cb))
+    if ka.shape != kb.shape or not np.array_equal(na, nb) or not np.isin(na, (0.0, 1.0)).all():
+        return None
+    rows = np.flatnonzero(na == 1.0)
+    ka, kb = ka[rows], kb[rows]
+    if not (np.isin(ka, (0.0, 1.0)).all() and np.isin(kb, (0.0, 1.0)).all()):
+        return None
+    return ka, kb, rows
+
+
+def _paired_interval(m: str, sa: ScoringArrays, sb: ScoringArrays, case_clusters_: np.ndarray,
+                     ci: list[float], diff: float, level: float) -> tuple[list[float], str | None]:
+    """The interval of a paired difference A - B in default scoring, and how it was made when it
+    is not the paired percentile bootstrap.
+
+    A difference of two shares of the same rows (accuracy, the recalls, follow, blind, moved,
+    ...) gets Newcombe's paired interval (``bootstrap.newcombe_paired_ci``), on the effective
+    number of rows under clustering (the counts divided by the design effect of the per-row
+    difference, floored at 1, as a single share's Wilson interval is): never a point, even
+    between two identical inputs. Any other figure keeps the bootstrap interval unless it is a
+    point (every resample gave the same difference); then a bounded mean
+    (``MetricDef.bounds``) gets ``bootstrap.bounded_mean_ci`` of the per-row difference and any
+    other figure none, with the reason."""
+    from .bootstrap import bounded_mean_ci, degenerate, mean_design_effect, newcombe_paired_ci
+
+    tab = paired_table(m, sa, sb)
+    if tab is not None:
+        ka, kb, rows = tab
+        deff = 1.0
+        if sa.cluster_by != "case" and len(rows) > 1:
+            labels = case_clusters_ if METRIC[m].unit == "case" else case_clusters_[sa.pairs[:, 0]]
+            est = mean_design_effect(ka - kb, cluster_labels(labels[rows].tolist()))
+            deff = max(1.0, est) if np.isfinite(est) else 1.0
+        both, a_only = float(np.sum(ka * kb)), float(np.sum(ka * (1 - kb)))
+        b_only, neither = float(np.sum((1 - ka) * kb)), float(np.sum((1 - ka) * (1 - kb)))
+        out = newcombe_paired_ci(both / deff, a_only / deff, b_only / deff, neither / deff, level)
+        return out, ("Newcombe's paired interval (square-and-add of Wilson intervals, phi-corrected)"
+                     + (f" on the effective number of {METRIC[m].unit}s (design effect {deff:.2f})" if deff > 1 else ""))
+    if not degenerate(ci):
+        return ci, None
+    bounds = METRIC[m].bounds
+    n = len(sa.pairs) if METRIC[m].unit == "pair" and sa.pairs is not None else len(sa.y)
+    if bounds is not None and n > 0:
+        width = bounds[1] - bounds[0]
+        return (bounded_mean_ci(diff, n, (-width, width), level),
+                f"every resample gave {diff:.4g}: Wilson interval of the mean difference rescaled from "
+                f"[{-width:g}, {width:g}] over {n} {METRIC[m].unit}s (conservative)")
+    return [float("nan"), float("nan")], f"no interval: every resample gave {diff:.4g}, and it is not a bounded mean"
 
 
 def _test_of(metric: str, clustered: bool) -> str:

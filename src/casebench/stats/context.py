@@ -212,6 +212,11 @@ def _context_concordance(s: Mapping[str, np.ndarray]) -> np.ndarray:
     return _ratio(s["dm"], s["dc"])
 
 
+def _moving_pairs(s: Mapping[str, np.ndarray]) -> np.ndarray:
+    """The pairs ``context_direction`` is over: those where people's rate moves."""
+    return s["dn"]
+
+
 def _concordant_pairs(s: Mapping[str, np.ndarray]) -> np.ndarray:
     return s["dc"]
 
@@ -292,12 +297,12 @@ def _spec(name: str, label: str, heading: str, short: str, higher_is_better: boo
           digits: int = 4, interval: bool = True, paper: bool = True,
           base: Callable[[Mapping[str, np.ndarray]], np.ndarray] | None = None,
           proportion: Callable[[Mapping[str, np.ndarray]], tuple[np.ndarray, np.ndarray]] | None = None,
-          ) -> dict[str, Any]:
+          bounds: tuple[float, float] | None = None) -> dict[str, Any]:
     """``base``: how many cases (pairs) the figure rests on; ``proportion``: (k, n) of a share,
     which gets the Wilson interval (``metrics.MetricDef``)."""
     return dict(name=name, label=label, heading=heading, short=short, higher_is_better=higher_is_better,
                 continuous=False, test=test, formula=formula, digits=digits, columns=columns, interval=interval,
-                family=family, paper=paper, base=base, proportion=proportion)
+                family=family, paper=paper, base=base, proportion=proportion, bounds=bounds)
 
 
 #: the figures of this module as ``metrics.MetricDef`` fields; ``metrics`` registers them
@@ -307,15 +312,16 @@ METRIC_SPECS: tuple[dict[str, Any], ...] = (
     # default scoring only (``paper=False``): the paper-compatible output stays what it was; its
     # own family, so adding it moved no adjusted p-value of the other context figures
     _spec("context_direction", "context direction (with people)", "Direction", "direction", True,
-          "bootstrap", _context_direction, PAIR_COLUMNS, "direction", paper=False, base=_pairs_of),
+          "bootstrap", _context_direction, PAIR_COLUMNS, "direction", paper=False, base=_moving_pairs, bounds=(-1.0, 1.0)),
     # context_direction = moved share x concordance (over people's moving pairs): how often a judge
     # moves depends on how finely it outputs, the sign of the moves that happen much less
     _spec("context_moved", "context moved (value differs)", "Moved", "moved", True, "bootstrap",
           _context_moved, PAIR_COLUMNS, "direction", paper=False, base=_pairs_of, proportion=_context_moved_k),
     _spec("context_concordance", "context concordance (moved pairs)", "Concordance", "concordance", True,
-          "bootstrap", _context_concordance, PAIR_COLUMNS, "direction", paper=False, base=_concordant_pairs),
+          "bootstrap", _context_concordance, PAIR_COLUMNS, "direction", paper=False, base=_concordant_pairs,
+          bounds=(-1.0, 1.0)),
     _spec("context_shift", "context shift (safe - unsafe ctx)", "Context shift", "context shift", True, "bootstrap",
-          _context_shift, PAIR_COLUMNS, "context", base=_pairs_of),
+          _context_shift, PAIR_COLUMNS, "context", base=_pairs_of, bounds=(-1.0, 1.0)),
     _spec("context_follow", "context follow (pairs)", "Context follow", "context follow", True, "bootstrap",
           _context_follow, PAIR_COLUMNS, "context", base=_pairs_of, proportion=_context_follow_k),
     _spec("context_blind", "context blind (people differ)", "Context blind", "context blind", False, "bootstrap",
@@ -323,7 +329,7 @@ METRIC_SPECS: tuple[dict[str, Any], ...] = (
     _spec("shift_pcc", "Pearson r of shifts vs people's", "Shift r", "shift r", True, "bootstrap", _shift_pcc,
           PAIR_COLUMNS, "context", base=_pairs_of),
     _spec("vote_agreement", "agreement with single votes", "Vote agr.", "vote agreement", True, "bootstrap",
-          _vote_agreement, VOTE_COLUMNS, "reference", base=_voted_cases),
+          _vote_agreement, VOTE_COLUMNS, "reference", base=_voted_cases, bounds=(0.0, 1.0)),
     _spec("accuracy_contested", "accuracy, contested (0.3<=h<=0.7)", "Acc. contested", "accuracy contested", True,
           "bootstrap", _accuracy_contested, CONTESTED_COLUMNS, "reference", base=_contested_cases,
           proportion=_contested_k),

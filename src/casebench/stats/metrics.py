@@ -45,7 +45,7 @@ from ..data import SAFE_THRESHOLD, VOTE_SAFE
 from ..predictions import Predictions, verdict_mass_warning
 from ..registry import Registry, RegistryError
 from .bootstrap import (  # noqa: F401  (wilson_ci re-exported)
-    DEFAULT_BOOTSTRAP, cluster_labels, cluster_resample_weights, percentile_ci, proportion_design_effect,
+    DEFAULT_BOOTSTRAP, bounded_mean_ci, degenerate, cluster_labels, cluster_resample_weights, percentile_ci, proportion_design_effect,
     resample_weights, wilson_ci,
 )
 from .options import (  # noqa: F401  (LABEL_SOURCES, LabelSourceError: re-exported from ``options``)
@@ -278,11 +278,19 @@ def _column_order(names: Sequence[str]) -> list[str]:
 def _pcc_columns(a: ScoringArrays) -> dict[str, np.ndarray] | None:
     if a.value is None or a.p is None:
         return None
-    n = len(a.y)
-    # centred on the sample means first, so the moments of a resample stay accurate
-    x = a.value - a.value.mean() if n else a.value
-    g = a.g - a.g.mean() if n else a.g
+    # centred on the sample means first, so the moments of a resample stay accurate; a constant
+    # side centres to exactly 0 (not to rounding noise), so its r is undefined, never a number
+    x, g = _centre(a.value), _centre(a.g)
     return dict(x=x, g=g, xg=x * g, xx=x * x, gg=g * g)
+
+
+def _centre(x: np.ndarray) -> np.ndarray:
+    """``x`` minus its mean; exactly 0 where ``x`` is constant up to rounding (a spread of at most
+    1e-12 of its scale)."""
+    x = np.asarray(x, dtype=float)
+    if not len(x) or np.ptp(x) <= 1e-12 * max(1.0, float(np.max(np.abs(x)))):
+        return np.zeros(len(x))
+    return x - x.mean()
 
 
 def _bce_columns(a: ScoringArrays) -> dict[str, np.ndarray] | None:
@@ -412,10 +420,14 @@ def _pearson(s: Sums) -> np.ndarray:
         sw = s["w"]
         mx, mg = s["x"] / sw, s["g"] / sw
         cov = s["xg"] / sw - mx * mg
-        vx = np.clip(s["xx"] / sw - mx * mx, 0, None)
-        vg = np.clip(s["gg"] / sw - mg * mg, 0, None)
+        qx, qg = s["xx"] / sw, s["gg"] / sw
+        vx = np.clip(qx - mx * mx, 0, None)
+        vg = np.clip(qg - mg * mg, 0, None)
+        # a side whose variance is rounding noise (at most 1e-9 of its mean square) is constant:
+        # r is undefined there (NaN, printed as such), never 0
+        const = (vx <= 1e-9 * qx) | (vg <= 1e-9 * qg)
         den = np.sqrt(vx * vg)
-        return np.where(den > 0, cov / np.where(den > 0, den, 1), np.nan)
+        return np.where(const | ~(den > 0), np.nan, np.clip(cov / np.where(den > 0, den, 1), -1.0, 1.0))
 
 
 def _bce(s: Sums) -> np.ndarray:
@@ -525,6 +537,10 @@ class MetricDef:
     #: shown under paper-compatible scoring too (False: a figure added after the paper-compatible
     #: output was fixed, e.g. ``context_direction``; that output stays byte for byte what it was)
     paper: bool = True
+    #: the range of the per-case (per-pair) values the figure is a mean of (e.g. (-1, 1) for a
+    #: shift); where the bootstrap degenerates to a point it then gets an analytic interval
+    #: (``bootstrap.bounded_mean_ci``); None: not a bounded mean, so no interval in that case
+    bounds: tuple[float, float] | None = None
 
     @property
     def unit(self) -> str:
@@ -547,7 +563,7 @@ BUILTIN_METRICS: tuple[MetricDef, ...] = (
               columns=PCC_COLUMNS),
     MetricDef("bce", "BCE", "BCE", "BCE", False, True, "bootstrap", _bce, columns=BCE_COLUMNS, calibration=True),
     MetricDef("brier", "Brier", "Brier", "Brier", False, True, "bootstrap", _brier, columns=BRIER_COLUMNS,
-              calibration=True),
+              calibration=True, bounds=(0.0, 1.0)),
     MetricDef("ece", "ECE", "ECE", "ECE", False, True, None, _ece, columns=ECE_COLUMNS, calibration=True),
     MetricDef("refusal_rate", "refusal rate (not answered)", "Refusal rate", "refusal rate", False, False, None,
               _refusal_rate, behaviour=True, columns=PREDICTED_SAFE_COLUMNS, proportion=_refusal_k),
@@ -785,7 +801,7 @@ def _restrict(a: ScoringArrays, names: Sequence[str] | None) -> tuple[str, ...]:
 
 def bootstrap_ci(
     a: ScoringArrays, n_boot: int = DEFAULT_BOOTSTRAP, seed: int = 0, level: float = 0.95,
-    names: Sequence[str] | None = None,
+    names: Sequence[str] | None = None, notes: dict[str, str] | None = None,
 ) -> dict[str, list[float]]:
     """The CI of every applicable metric (or of those of ``names``), all at once.
 
@@ -797,7 +813,12 @@ def bootstrap_ci(
     resample query pairs, ``stats.context``).
     Paper-compatible scoring keeps the percentile bootstrap for every figure, as earlier versions
     printed. A count (``MetricDef.interval`` False, e.g. ``context_pairs``) gets none. ``n_boot``
-    0 (or no case): no CIs."""
+    0 (or no case): no CIs.
+
+    No figure gets a point: where the bootstrap degenerates (every resample the same value, e.g.
+    a category whose ten pairs all shift by 1), a bounded mean (``MetricDef.bounds``) gets the
+    analytic ``bootstrap.bounded_mean_ci`` and any other figure no interval; ``notes`` (when
+    given) receives the reason per figure."""
     n = len(a.y)
     names = _restrict(a, names)
     if n_boot <= 0 or n == 0:
@@ -814,9 +835,29 @@ def bootstrap_ci(
         for m in wilson:
             if m in metrics_from_sums(sums[m], [m]):
                 k_, trials = METRIC[m].proportion(sums[m])  # type: ignore[misc]
-                deff = max(1.0, design_effect(a, m))
+                deff = _floored(design_effect(a, m))
                 out[m] = wilson_ci(float(k_[0]) / deff, float(trials[0]) / deff, level)
+    bad = [m for m in out if degenerate(out[m])]
+    if bad:
+        point = point_metrics(a, bad)
+        counts = figure_cases(a, bad)
+        for m in bad:
+            bounds = METRIC[m].bounds
+            if bounds is not None and m in counts and counts[m] > 0:
+                out[m] = bounded_mean_ci(point[m], counts[m], bounds, level)
+                why = (f"every resample gave {point[m]:.4g}: Wilson interval of the mean rescaled from "
+                       f"[{bounds[0]:g}, {bounds[1]:g}] over its {counts[m]} {METRIC[m].unit}s (conservative)")
+            else:
+                del out[m]
+                why = f"no interval: every resample gave {point[m]:.4g}, and it is not a bounded mean"
+            if notes is not None:
+                notes[m] = why
     return out
+
+
+def _floored(deff: float) -> float:
+    """A design effect as an interval uses it: floored at 1, and 1 where it is undefined."""
+    return max(1.0, deff) if np.isfinite(deff) else 1.0
 
 
 def case_and_pair_weights(a: ScoringArrays, n_boot: int, seed: int) -> tuple[np.ndarray, np.ndarray | None]:
@@ -915,6 +956,9 @@ class Score:
     #: clustered: each proportion's design effect (``design_effect``, as estimated: the Wilson
     #: interval uses it floored at 1); empty when resampling cases
     design_effects: dict[str, float] = field(default_factory=dict)
+    #: why a figure's interval is not the usual one, or is missing (``bootstrap_ci``'s notes:
+    #: the bootstrap degenerated to a point); empty when every interval is the usual one
+    ci_notes: dict[str, str] = field(default_factory=dict)
 
     @property
     def coverage(self) -> float:
@@ -954,7 +998,9 @@ class Score:
                    dict(d.get("breakdowns") or {}), vm, d.get("classifier"),
                    {k: int(v) for k, v in d.get("cases_of", {}).items()}, d.get("people"), d.get("refusal_correction"),
                    cluster=str(d.get("cluster", "case")),
-                   design_effects={k: float(v) for k, v in (d.get("design_effects") or {}).items()})
+                   design_effects={k: float("nan") if v is None else float(v)
+                                   for k, v in (d.get("design_effects") or {}).items()},
+                   ci_notes=dict(d.get("ci_notes") or {}))
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -973,6 +1019,8 @@ class Score:
         d.update({k: int(v) if k in METRIC and METRIC[k].digits == 0 and np.isfinite(v) else v
                   for k, v in self.values.items()})
         d["ci"] = dict(self.ci)
+        if self.ci_notes:
+            d["ci_notes"] = dict(self.ci_notes)
         if self.refusal_corrected is not None:
             rc = self.refusal_corrected
             # the raw over- and under-refusal, then every corrected figure with its interval
@@ -1009,12 +1057,13 @@ def score_arrays(pred: Predictions, a: ScoringArrays, mask: np.ndarray,
     and the count it rests on. ``stats.result.score_input`` is the one caller that matters: it
     keeps the result, so an input is scored once."""
     values = point_metrics(a)
-    ci = bootstrap_ci(a, options.n_boot, options.bootstrap_seed, options.level)
+    notes: dict[str, str] = {}
+    ci = bootstrap_ci(a, options.n_boot, options.bootstrap_seed, options.level, notes=notes)
     answered = pred.has_value if options.paper_compat else pred.answered
     s = Score(pred.source, pred.model, pred.mode, pred.removed, pred.n, int(answered.sum()),
               options.paper_compat, values, ci, classifier=pred.meta.get("classifier"),
               cases_of=figure_cases(a, list(values)), verdict_mass=pred.verdict_mass_summary(),
-              cluster=a.cluster_by)
+              cluster=a.cluster_by, ci_notes=notes)
     if a.cluster_by != "case" and not options.paper_compat:
         s.design_effects = {m: design_effect(a, m) for m in values if METRIC[m].proportion is not None}
     if pred.mode_spec.reads_behaviour and not options.paper_compat:
@@ -1046,12 +1095,16 @@ def score_breakdowns(pred: Predictions, a: ScoringArrays, mask: np.ndarray, opti
             if kind == "intent":
                 sub.pairs = sub.pair_ids = None  # one intent holds no pair: no context figures
             vals = point_metrics(sub, BREAKDOWN_METRICS)
+            notes: dict[str, str] = {}
             out[kind][name] = {
                 "n": int(m.sum()),
                 **vals,
-                "ci": bootstrap_ci(sub, options.n_boot, options.bootstrap_seed, options.level, BREAKDOWN_METRICS),
+                "ci": bootstrap_ci(sub, options.n_boot, options.bootstrap_seed, options.level, BREAKDOWN_METRICS,
+                                   notes=notes),
                 "cases_of": figure_cases(sub, list(vals)),
             }
+            if notes:
+                out[kind][name]["ci_notes"] = notes
     return out
 
 
