@@ -363,6 +363,9 @@ class MetricDiff:
     #: Newcombe interval; the analytic fallback where the bootstrap gave a point), or why there is
     #: none; None: the paired bootstrap
     ci_note: str | None = None
+    #: the paired percentile bootstrap interval, also where ``ci`` is another (its bootstrap p is
+    #: read from the same resamples)
+    ci_bootstrap: list[float] | None = None
 
 
 @dataclass
@@ -417,7 +420,7 @@ class Comparison:
 
 #: the keys this version added to a comparison, left out of paper-compatible output (which
 #: stays what the published figures were checked against)
-PAPER_COMPAT_NEW_KEYS = ("mdd", "p_floor", "ci_note")
+PAPER_COMPAT_NEW_KEYS = ("mdd", "p_floor", "ci_note", "ci_bootstrap")
 PAPER_COMPAT_NEW_MCNEMAR_KEYS = ("test", "se0", "clusters")
 
 
@@ -537,14 +540,14 @@ def compare_pair(
             p = (wt or {}).get("p")
         else:
             p = pboot
-        note = None
+        note, boot_ci = None, list(ci)
         if not options.paper_compat and n_boot > 0:
             ci, note = _paired_interval(m, sa, sb, clusters[positions], ci, float(diff), level)
         out[m] = MetricDiff(m, pa[m], pb[m], float(diff), ci, pboot, test,
                             None if p is None or (isinstance(p, float) and math.isnan(p)) else float(p),
                             withheld=_withheld(m, sa, mc), mdd=mdd(se, options.alpha),
                             p_floor=floor if test == "bootstrap" and n_boot > 0 and not options.paper_compat else None,
-                            ci_note=note)
+                            ci_note=note, ci_bootstrap=boot_ci)
     shared = len(shared_cases(a, b))
     people = None
     if not options.paper_compat and sa.pairs is not None and len(sa.pairs):
