@@ -61,16 +61,26 @@ def fmt_num(x: float | None, digits: int = 4, missing: str = UNDEFINED, inf: tup
     return f"{x:.{digits}f}"
 
 
+#: below this an approximate p (normal, t, chi-squared) prints as ``< 1e-10``: its digits there
+#: are the approximation's tail, not the data's (a clustered McNemar z of 26 prints 1e-149 where
+#: no model of the sampling is that accurate); an exact p (McNemar's binomial, the exact
+#: signed-rank distribution, Fisher's) prints as computed
+P_PRINT_FLOOR = 1e-10
+
+
 def fmt_p(p: float | None, digits: int = 4, sci_digits: int = 2, missing: str = UNDEFINED,
-          floor: float | None = None) -> str:
+          floor: float | None = None, exact: bool = False) -> str:
     """A p-value: scientific notation below 0.001. ``floor``: the smallest p the test can give
     (a bootstrap p from B resamples, ``bootstrap.p_floor``); a p there is not measured, only
     bounded, and prints as ``< bound``, the floor rounded up to one significant digit
-    (``< 0.001`` for 2000 resamples, ``< 0.002`` for 1000)."""
+    (``< 0.001`` for 2000 resamples, ``< 0.002`` for 1000). A p that is not ``exact`` prints as
+    ``< 1e-10`` below ``P_PRINT_FLOOR``."""
     if p is None or (isinstance(p, float) and math.isnan(p)):
         return missing
     if floor is not None and math.isfinite(floor) and p <= floor * (1 + 1e-9):
         return "< " + _bound_up(floor)
+    if not exact and p < P_PRINT_FLOOR:
+        return f"< {P_PRINT_FLOOR:.0e}"
     return f"{p:.{sci_digits}e}" if p < 1e-3 else f"{p:.{digits}f}"
 
 
@@ -504,7 +514,7 @@ def format_comparison(c: "Comparison") -> str:
         mc = pc.mcnemar
         kind = ("clustered (Durkalski 2003)" if mc.get("test") == "clustered" else "exact")
         lines.append(f"  McNemar {kind}: {A} right & {B} wrong {mc['a_only']}, {A} wrong & {B} right {mc['b_only']}, "
-                     f"p = {fmt_p(mc['p'])}")
+                     f"p = {fmt_p(mc['p'], exact=kind == 'exact')}")
         if pc.williams and pc.williams.get("t") is not None:
             w = pc.williams
             lines.append(f"  Williams' t (PCC, shared safe_rate): t = {w['t']:.3f}, df = {w['df']}, p = {fmt_p(w['p'])}")
@@ -520,8 +530,8 @@ def format_comparison(c: "Comparison") -> str:
             mdd = "" if old else f"{fmt_metric(f, m.mdd):>8} "
             floor = None if old else m.p_floor
             lines.append(f"  {f:<14}{fmt_metric(f, m.a):>9}{fmt_metric(f, m.b):>9}{fmt_metric(f, m.diff):>10}   "
-                         f"{ci:<21}{mdd}{fmt_p(m.p, floor=floor):>9}"
-                         f"{fmt_p(m.p_adjusted, floor=floor):>10}  {m.test}{sig}{no_mark}")
+                         f"{ci:<21}{mdd}{fmt_p(m.p, floor=floor, exact=m.test == 'mcnemar'):>9}"
+                         f"{fmt_p(m.p_adjusted, floor=floor, exact=m.test == 'mcnemar'):>10}  {m.test}{sig}{no_mark}")
         line = people.pair_line(pc.people)
         if line:
             lines.append(line)

@@ -54,7 +54,8 @@ Definitions
     (not cases): one row of per-pair columns per pair, summed with pair weights exactly as the
     case metrics are (``metrics.metric_values``).
     ``compare`` tests them on the pairs both inputs answered with the paired bootstrap, adjusted
-    by Benjamini-Hochberg within their own family (so the paper's metrics keep their p-values).
+    by Benjamini-Hochberg as one family (the context figures, direction, moved and concordance
+    included; the paper's metrics keep theirs).
 
 Human references (``human_references``)
     * ``annotator_agreement``: mean over cases and annotators (every vote of every case with at
@@ -309,16 +310,17 @@ def _spec(name: str, label: str, heading: str, short: str, higher_is_better: boo
 METRIC_SPECS: tuple[dict[str, Any], ...] = (
     _spec("context_pairs", "context pairs (both answered)", "Pairs", "pairs", True, None, _context_pairs,
           PAIR_COLUMNS, "context", digits=0, interval=False, base=_pairs_of),
-    # default scoring only (``paper=False``): the paper-compatible output stays what it was; its
-    # own family, so adding it moved no adjusted p-value of the other context figures
+    # default scoring only (``paper=False``): the paper-compatible output stays what it was. One
+    # Benjamini-Hochberg family with the other context figures (the context table): a family of
+    # its own (one test per pair) was never adjusted at all
     _spec("context_direction", "context direction (with people)", "Direction", "direction", True,
-          "bootstrap", _context_direction, PAIR_COLUMNS, "direction", paper=False, base=_moving_pairs, bounds=(-1.0, 1.0)),
+          "bootstrap", _context_direction, PAIR_COLUMNS, "context", paper=False, base=_moving_pairs, bounds=(-1.0, 1.0)),
     # context_direction = moved share x concordance (over people's moving pairs): how often a judge
     # moves depends on how finely it outputs, the sign of the moves that happen much less
     _spec("context_moved", "context moved (value differs)", "Moved", "moved", True, "bootstrap",
-          _context_moved, PAIR_COLUMNS, "direction", paper=False, base=_pairs_of, proportion=_context_moved_k),
+          _context_moved, PAIR_COLUMNS, "context", paper=False, base=_pairs_of, proportion=_context_moved_k),
     _spec("context_concordance", "context concordance (moved pairs)", "Concordance", "concordance", True,
-          "bootstrap", _context_concordance, PAIR_COLUMNS, "direction", paper=False, base=_concordant_pairs,
+          "bootstrap", _context_concordance, PAIR_COLUMNS, "context", paper=False, base=_concordant_pairs,
           bounds=(-1.0, 1.0)),
     _spec("context_shift", "context shift (safe - unsafe ctx)", "Context shift", "context shift", True, "bootstrap",
           _context_shift, PAIR_COLUMNS, "context", base=_pairs_of, bounds=(-1.0, 1.0)),
