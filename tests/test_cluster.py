@@ -202,7 +202,10 @@ def test_mcnemar_for_clustered_pairs_by_hand():
     # the report's matrix gives the same test for every pair at once
     mx = accuracy_matrix(np.array([a, b]), np.ones((2, 10), dtype=bool), clusters=clusters)
     assert mx.test == "clustered" and mx.p[0, 1] == pytest.approx(got["p"]) and mx.p[1, 0] == pytest.approx(got["p"])
-    assert mx.mdd[0, 1] == pytest.approx((Z975 + Z80) * math.sqrt(6) / 10)
+    # the MDD's SE is centred on the difference 0.2: D_c - 0.2 x 2 = 1.6, -0.4, -0.4, 0.6, -1.4, with 5/4
+    se = math.sqrt(5 / 4 * (1.6 ** 2 + 0.4 ** 2 + 0.4 ** 2 + 0.6 ** 2 + 1.4 ** 2)) / 10
+    assert got["se"] == pytest.approx(se)
+    assert mx.mdd[0, 1] == pytest.approx((Z975 + Z80) * se)
 
 
 def test_accuracy_mdd_from_the_discordant_proportion_by_hand(fixture_cases):
@@ -210,9 +213,11 @@ def test_accuracy_mdd_from_the_discordant_proportion_by_hand(fixture_cases):
     res = compare([a, b], ScoringOptions(n_boot=B, bootstrap_seed=SEED, cluster="case"))
     pc = res.pairs[0]
     n, disc = pc.n_paired, pc.mcnemar["a_only"] + pc.mcnemar["b_only"]
-    psi = disc / n  # the discordant proportion
     assert disc > 0
-    assert pc.metrics["accuracy"].mdd == pytest.approx((1.959964 + 0.841621) * math.sqrt(psi / n), rel=1e-6)
+    # the SE of the per-case differences (+1, -1 or 0) centred on their mean, with n / (n - 1)
+    d = np.array([1.0] * pc.mcnemar["a_only"] + [-1.0] * pc.mcnemar["b_only"] + [0.0] * (n - disc))
+    se = float(np.std(d, ddof=1)) / math.sqrt(n)
+    assert pc.metrics["accuracy"].mdd == pytest.approx((1.959964 + 0.841621) * se, rel=1e-6)
     assert pc.metrics["accuracy"].test == "mcnemar" and pc.mcnemar["test"] == "exact"
     # an input against itself: no discordant case, nothing to say how the two could differ
     same = compare([a, a], ScoringOptions(n_boot=B, bootstrap_seed=SEED)).pairs[0].metrics["accuracy"]

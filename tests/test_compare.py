@@ -334,7 +334,8 @@ def test_benjamini_hochberg_runs_over_every_pair_and_metric(gpt4o, llama):
     # the added figures (context, human reference) are each a family of their own
     for fam in ("context", "reference"):
         ms = [m for pc in res.pairs for m in pc.metrics.values() if METRIC[m.metric].family == fam]
-        assert len(ms) == 3 * (4 if fam == "context" else 3)
+        # context: direction, moved and concordance with shift, follow, blind and shift r (one family)
+        assert len(ms) == 3 * (7 if fam == "context" else 3)
         _, adj, _, _ = multipletests([m.p for m in ms], method="fdr_bh")
         np.testing.assert_allclose([m.p_adjusted for m in ms], adj)
     text = format_comparison(res)
