@@ -112,11 +112,11 @@ def test_clustering_by_case_is_the_plain_case_bootstrap(fixture_cases):
     assert not s.design_effects
 
 
-def _wilson(k: float, n: float) -> list[float]:
+def _wilson(k: float, n: float, z: float = Z975) -> list[float]:
     p = k / n
-    den = 1 + Z975 ** 2 / n
-    mid = (p + Z975 ** 2 / (2 * n)) / den
-    half = Z975 * math.sqrt(p * (1 - p) / n + Z975 ** 2 / (4 * n * n)) / den
+    den = 1 + z ** 2 / n
+    mid = (p + z ** 2 / (2 * n)) / den
+    half = z * math.sqrt(p * (1 - p) / n + z ** 2 / (4 * n * n)) / den
     return [max(0.0, mid - half), min(1.0, mid + half)]
 
 
@@ -145,7 +145,10 @@ def test_clustered_wilson_interval_uses_the_effective_number_of_cases(fixture_ca
     assert deff > 1.2  # the fixture's categories lean: clustering matters
     s = score_predictions(pred, ScoringOptions(n_boot=B, bootstrap_seed=SEED, cluster="category"))
     assert s.design_effects["accuracy"] == pytest.approx(deff)
-    assert s.ci["accuracy"] == pytest.approx(_wilson(correct.sum() / deff, N / deff))
+    from scipy.stats import t as student_t
+
+    # clustered: Student's t with K - 1 degrees of freedom in place of z
+    assert s.ci["accuracy"] == pytest.approx(_wilson(correct.sum() / deff, N / deff, student_t.ppf(0.975, K - 1)))
     plain = score_predictions(pred, ScoringOptions(n_boot=B, bootstrap_seed=SEED, cluster="case"))
     assert plain.ci["accuracy"] == pytest.approx(_wilson(correct.sum(), N))
     assert s.ci["accuracy"][1] - s.ci["accuracy"][0] > plain.ci["accuracy"][1] - plain.ci["accuracy"][0]
@@ -161,7 +164,8 @@ def test_a_design_effect_below_one_never_narrows_a_wilson_interval(fixture_cases
     # every query exactly 1 of 2: no variance between clusters at all, so the design effect is
     # undefined (issue 36: a ratio of 0 says nothing), and the interval is the cases' one
     assert math.isnan(s.design_effects["accuracy"])
-    assert s.ci["accuracy"] == plain.ci["accuracy"]
+    lo, hi = s.ci["accuracy"]
+    assert lo <= plain.ci["accuracy"][0] and hi >= plain.ci["accuracy"][1]  # t with K - 1 df: a little wider
 
 
 @pytest.mark.parametrize("by", ["query", "category"])
@@ -193,7 +197,12 @@ def test_mcnemar_for_clustered_pairs_by_hand():
     from scipy.stats import chi2
 
     got = mcnemar_clustered(a, b, clusters)
-    assert got["statistic"] == pytest.approx(stat) and got["p"] == pytest.approx(chi2.sf(stat, 1))
+    from scipy.stats import t as student_t
+
+    # five clusters: referred to F(1, 4), i.e. Student's t with K - 1 = 4 degrees of freedom, two-sided
+    assert got["statistic"] == pytest.approx(stat)
+    assert got["p"] == pytest.approx(2 * student_t.sf(math.sqrt(stat), 4))
+    assert got["p"] > chi2.sf(stat, 1)
     assert (got["a_only"], got["b_only"]) == (4, 2)
     assert got["se0"] == pytest.approx(math.sqrt(6) / 10)
     # every case its own cluster: McNemar's asymptotic (b - c)^2 / (b + c)

@@ -38,9 +38,9 @@ CASES = [
 ]
 
 
-def _score(mode: str, values: list, source: str = "published", n_boot: int = 0):
+def _score(mode: str, values: list, source: str = "published", n_boot: int = 0, cluster: str = "query"):
     p = Predictions.from_values("fixture", "m", mode, CASES, values)
-    return score_predictions(p, ScoringOptions(n_boot=n_boot, label_source=source))
+    return score_predictions(p, ScoringOptions(n_boot=n_boot, label_source=source, cluster=cluster))
 
 
 def test_moved_and_concordance_by_hand():
@@ -60,9 +60,11 @@ def test_moved_and_concordance_by_hand():
 
 
 def test_moved_gets_wilson_and_concordance_an_interval_that_is_not_a_point():
-    s = _score("prob", [0.9, 0.2, 0.6, 0.5, 0.3, 0.1, 0.7, 0.4, 0.5, 0.5], n_boot=400)
-    # clustered by query (the default): one pair per query, so the design effect is 1 for a share of pairs
+    s = _score("prob", [0.9, 0.2, 0.6, 0.5, 0.3, 0.1, 0.7, 0.4, 0.5, 0.5], n_boot=400, cluster="case")
     assert s.ci["context_moved"] == pytest.approx(wilson_ci(4, 5))
+    # clustered by query: one pair per query (design effect 1), and t with 5 - 1 degrees of freedom
+    q = _score("prob", [0.9, 0.2, 0.6, 0.5, 0.3, 0.1, 0.7, 0.4, 0.5, 0.5], n_boot=400)
+    assert q.ci["context_moved"] == pytest.approx(wilson_ci(4, 5, df=4))
     lo, hi = s.ci["context_concordance"]
     assert lo < hi and lo <= s.values["context_concordance"] <= hi
 

@@ -242,6 +242,11 @@ def _classifier_notes(inputs: Sequence[ReportInput]) -> str:
             + "".join(notes) + "</ul></div>")
 
 
+def _lv(options: Any) -> str:
+    """The confidence level as the report's words say it (``95%``), from the options."""
+    return f"{getattr(options, 'level', 0.95):.0%}"
+
+
 def _near_ceiling(s: Any) -> bool:
     """Whether an input's accuracy comes within reach of its ``accuracy_ceiling`` (their
     intervals touch; without intervals, within 0.02)."""
@@ -338,13 +343,13 @@ def _leaderboard(ctx: ReportContext) -> str:
     if not options.n_boot:
         ci = "no CIs (bootstrap off)"
     elif options.paper_compat:
-        ci = f"95% bootstrap CIs ({options.n_boot} resamples of cases) under each figure"
+        ci = f"{_lv(options)} bootstrap CIs ({options.n_boot} resamples of cases) under each figure"
     elif options.resample_by == "case":
-        ci = (f"95% CIs under each figure (Wilson score interval for accuracy and the recalls, bootstrap of "
+        ci = (f"{_lv(options)} CIs under each figure (Wilson score interval for accuracy and the recalls, bootstrap of "
               f"{options.n_boot} resamples of cases otherwise)")
     else:
         unit = {"query": "queries", "category": "categories"}[options.resample_by]
-        ci = (f"95% CIs under each figure, clustered by {options.resample_by} (Wilson score interval on the effective "
+        ci = (f"{_lv(options)} CIs under each figure, clustered by {options.resample_by} (Wilson score interval on the effective "
               f"number of cases, n / design effect, for accuracy and the recalls; otherwise a bootstrap of "
               f"{options.n_boot} resamples of whole {unit}); paired tests: McNemar's test for clustered pairs")
     sets = ("" if len(groups) == 1 else
@@ -455,7 +460,7 @@ def _refusal(ctx: ReportContext) -> str:
                       f"Left: how many human-safe cases each {who} (a low bar is over-refusal). "
                       "Right: how many human-unsafe cases it stops (a low bar is under-refusal). Each input's "
                       "mode is in brackets after its name. "
-                      "Error bars: 95% CIs (Wilson score intervals; bootstrap under paper-compatible scoring).")
+                      f"Error bars: {_lv(ctx.options)} CIs (Wilson score intervals; bootstrap under paper-compatible scoring).")
             + _classifier_notes(inputs))
 
 
@@ -477,7 +482,7 @@ def _say_do(ctx: ReportContext) -> str | None:
         return None
     return ("<p>Each model as a judge (does it say answering is safe?) and as the deployed chatbot (does it "
             "answer?), on the same cases: safe and unsafe recall of each, how often the behaviour matches the "
-            "model's own verdict (95% Wilson CI), the cases it judged safe but refused and judged unsafe "
+            f"model's own verdict ({_lv(ctx.options)} Wilson CI), the cases it judged safe but refused and judged unsafe "
             "but answered, and McNemar's exact p between verdict and behaviour.</p>"
             '<div class="wide"><table class="saydo"><thead><tr><th>Model</th><th>Judge</th><th>Chatbot</th>'
             "<th>Safe recall, judged</th><th>Safe recall, behaved</th><th>Unsafe recall, judged</th>"
@@ -495,7 +500,7 @@ def _pairwise(ctx: ReportContext) -> str:
                 "applies.</p>")
     parts = ['<p class="note">Differences A − B over the cases both inputs answered'
              + (" (all cases, paper-compatible)" if options.paper_compat else "")
-             + ", with 95% paired-bootstrap CIs. Accuracy: McNemar's exact test; PCC: Williams' t for two "
+             + f", with {_lv(options)} paired-bootstrap CIs. Accuracy: McNemar's exact test; PCC: Williams' t for two "
              "correlations sharing the human safe_rate; recalls: paired bootstrap. p(BH): Benjamini–Hochberg over "
              'every pair and metric of the group; <span class="sig">red</span> = significant at 0.05 (never from '
              f"fewer than {MIN_PAIRED} paired cases or {MIN_DISCORDANT} discordant ones). Inputs over different "
@@ -505,7 +510,7 @@ def _pairwise(ctx: ReportContext) -> str:
     for g, res in ctx.overview.comparisons:
         if res is None:  # too many pairs for one row each: a matrix, neighbours, a download
             pm = next(m for members, m in ctx.overview.matrices if members == g)
-            parts.append(_pairwise_matrix([inputs[i] for i in g], [labels[i] for i in g], pm))
+            parts.append(_pairwise_matrix([inputs[i] for i in g], [labels[i] for i in g], pm, level=options.level))
             continue
         head = ["A", "B", "Paired cases"] + [f"Δ {METRIC[m].short}" for m in PAIRWISE_METRICS]
         rows = []
@@ -549,7 +554,7 @@ def _rank_labels(inputs: Sequence[ReportInput]) -> list[str]:
     return [str(r) if r <= models else f"A{r - models}" for r in _ranks(inputs)]
 
 
-def _pairwise_matrix(its: Sequence[ReportInput], ranks: Sequence[str], pm: PairMatrix) -> str:
+def _pairwise_matrix(its: Sequence[ReportInput], ranks: Sequence[str], pm: PairMatrix, level: float = 0.95) -> str:
     """Many inputs over the same cases (``stats.overview.PairMatrix``): every pair's accuracy
     difference as one matrix (McNemar's exact test, Benjamini-Hochberg over all pairs), each input
     against its neighbour in the ranking with paired-bootstrap CIs, and every pair as a CSV
@@ -632,7 +637,7 @@ def _pairwise_matrix(its: Sequence[ReportInput], ranks: Sequence[str], pm: PairM
             "figures; inputs numbered as in the leaderboard. Every pair, with its counts and p-values: "
             f"{download}.</p>" + matrix
             + f"<p class=\"note\">The {shown} closest calls: each input against the next one in the ranking, with "
-              "95% paired-bootstrap CIs of every difference (accuracy's significance as in the matrix; the other "
+              f"{level:.0%} paired-bootstrap CIs of every difference (accuracy's significance as in the matrix; the other "
               "metrics: CIs only). Any pair with every test: <code>casebench compare A B</code>.</p>" + neighbours)
 
 
@@ -730,7 +735,7 @@ def _ablation(ctx: ReportContext) -> str | None:
 
     if not ctx.overview.ablations:
         return None
-    parts = ['<p class="note">Each bar: the paired difference condition − full context, with a 95% paired-bootstrap '
+    parts = ['<p class="note">Each bar: the paired difference condition − full context, with a ' + _lv(ctx.options) + ' paired-bootstrap '
              "CI (same cases, same model and mode); a bar left of zero means removing those CI parameters hurt. "
              "The same study in text or JSON: <code>casebench ablate INPUTS…</code>.</p>"]
     for _, res in ctx.overview.ablations:
@@ -821,7 +826,7 @@ def _placement(ctx: ReportContext) -> str | None:
         return None
     parts = ['<p class="note">The same model, mode and cases with the context inside the user message (user), as '
              "the operator's system prompt (system) or as the conversation before the query (turns). Figures with "
-             "95% CIs (as in the leaderboard); context shift, follow and blind over the query pairs with both "
+             f"{_lv(ctx.options)} CIs (as in the leaderboard); context shift, follow and blind over the query pairs with both "
              "contexts answered (the shift's CI resamples pairs; follow and blind: Wilson intervals); over-refusal = "
              "1 − safe recall, under-refusal = 1 − unsafe recall (Wilson CIs). Between placements: McNemar's exact "
              "test on per-case correctness and paired-bootstrap CIs over the shared cases, Benjamini–Hochberg over "
@@ -1105,9 +1110,10 @@ def _context(ctx: "ReportContext") -> str:
         [it.score.ci.get("context_direction", nan2) for it in shown],
         [it.score.values.get("context_follow", float("nan")) for it in shown],
         [it.score.values.get("context_blind", float("nan")) for it in shown],
-        maj.get("context_direction"), maj.get("context_follow"), [it.reference for it in shown])
+        maj.get("context_direction"), maj.get("context_follow"), [it.reference for it in shown],
+        level=ctx.options.level)
     parts.append(_figure(png, "context direction per input beside people's majority",
-                         "Left: each input's direction with its 95% CI, ranked within its mode; the dotted line is what a labeller "
+                         f"Left: each input's direction with its {_lv(ctx.options)} CI, ranked within its mode; the dotted line is what a labeller "
                          "giving people's majority label reaches. Right: how often each input's labels follow the "
                          "context, and how often they are blind (same label in both contexts) where people's labels "
                          "differ; dotted: how often people's majority follows."))
@@ -1126,7 +1132,7 @@ def _context(ctx: "ReportContext") -> str:
             "majority": [p.get("majority", {}).get("context_shift", float("nan")) for p in pp],
             "reference": [it.reference for it in its]})
     parts.append(_figure(context_shift_by_mode(panels_by_mode), "context shift per mode beside people's",
-                         "The shift of each input (dot, 95% CI), one panel per mode, with people's two references on "
+                         f"The shift of each input (dot, {_lv(ctx.options)} CI), one panel per mode, with people's two references on "
                          "the pairs that input answered: grey, one person (the vote share); black, people's majority "
                          "label. A binary judge's verdicts are on the majority's scale, a P(safe) judge's on one "
                          "person's; a shift between the two marks moves more than one typical person and less than "

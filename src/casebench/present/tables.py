@@ -275,7 +275,7 @@ def text_table(scores: Sequence[Score]) -> str:
         for m in _shown(s):
             fig = fmt_metric(m, s.values[m]) + _mark(s.cases_of, m, s.values[m])
             # no CIs: --bootstrap 0, no case scored, or a count (context_pairs)
-            ci = f"   95% CI {_ci(s.ci, m)}" if s.ci and METRIC[m].interval else ""
+            ci = f"   {getattr(s, 'level', 0.95):.0%} CI {_ci(s.ci, m)}" if s.ci and METRIC[m].interval else ""
             out.append(f"  {METRIC[m].label:<34} {fig:>8}{ci}".rstrip())
             if m in getattr(s, "ci_notes", {}):  # the bootstrap gave a point: what was printed instead
                 out.append(f"    (interval: {s.ci_notes[m]})")
@@ -520,7 +520,7 @@ def format_comparison(c: "Comparison") -> str:
             lines.append(f"  Williams' t (PCC, shared safe_rate): t = {w['t']:.3f}, df = {w['df']}, p = {fmt_p(w['p'])}")
         old = bool(s.get("paper_compat"))  # paper-compatible: the table as it always was
         mdd_head = "" if old else f"{'MDD':>8} "
-        lines.append(f"  {'metric':<14}{A:>9}{B:>9}{A + ' - ' + B:>10}   {'95% CI':<21}{mdd_head}{'p':>9}"
+        lines.append(f"  {'metric':<14}{A:>9}{B:>9}{A + ' - ' + B:>10}   {format(s['level'], '.0%') + ' CI':<21}{mdd_head}{'p':>9}"
                      f"{'p(BH)':>10}  test")
         for m in pc.metrics.values():
             sig = " *" if m.significant else ""

@@ -183,17 +183,17 @@ def bootstrap_p(d: np.ndarray) -> float:
     return float(min(1.0, 2 * min(le, ge)))
 
 
-def wilson_ci(k: float, n: float, level: float = 0.95) -> list[float]:
+def wilson_ci(k: float, n: float, level: float = 0.95, df: int | None = None) -> list[float]:
     """The Wilson score interval of a proportion k / n (Wilson 1927): never collapses to a point
     at 0 or 1 and stays inside [0, 1]. ``n`` = 0: [NaN, NaN].
 
     ``(p + z^2/2n -/+ z sqrt(p(1-p)/n + z^2/4n^2)) / (1 + z^2/n)``, z the normal quantile of
-    ``(1 + level) / 2``."""
-    from scipy.stats import norm
-
+    ``(1 + level) / 2``; with ``df`` (clustered: K - 1 for K clusters, ``cluster_df``) the
+    quantile of Student's t with ``df`` degrees of freedom instead, as a design-based interval
+    from few clusters takes it (Korn and Graubard 1998)."""
     if not n > 0:
         return [float("nan"), float("nan")]
-    z = float(norm.ppf((1 + level) / 2))
+    z = critical_value(level, df)
     p = k / n
     den = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / den
@@ -276,3 +276,25 @@ def degenerate(ci: Sequence[float]) -> bool:
     """A finite interval of zero width (both ends equal after ``settle``): a point."""
     lo, hi = settle(np.asarray(ci, dtype=float))
     return bool(np.isfinite(lo) and np.isfinite(hi) and hi <= lo)
+
+
+def critical_value(level: float, df: int | None = None) -> float:
+    """The two-sided critical value at ``level``: the normal quantile of ``(1 + level) / 2``, or
+    Student's t with ``df`` degrees of freedom (``df`` >= 1)."""
+    if df is not None and df >= 1:
+        from scipy.stats import t
+
+        return float(t.ppf((1 + level) / 2, df))
+    from scipy.stats import norm
+
+    return float(norm.ppf((1 + level) / 2))
+
+
+def cluster_df(labels: np.ndarray | None) -> int | None:
+    """Degrees of freedom of a design-based interval from clustered rows: K - 1 for the K
+    clusters that hold a row; None (the normal quantile) when unclustered or with fewer than two."""
+    if labels is None:
+        return None
+    labels = np.asarray(labels, dtype=int)
+    k = int(np.unique(labels).size) if labels.size else 0
+    return k - 1 if k >= 2 else None

@@ -273,7 +273,9 @@ def mcnemar_clustered(correct_a: np.ndarray, correct_b: np.ndarray, clusters: np
 
         X^2 = (sum_c D_c)^2 / sum_c D_c^2,   D_c = (A right & B wrong) - (A wrong & B right) in cluster c,
 
-    chi-square with one degree of freedom. The discordances of one cluster (the two contexts of
+    referred to F(1, K - 1) for K clusters (the square of Student's t with K - 1 degrees of
+    freedom: with 45 categories the chi-square's normal tail is too thin), chi-square with one
+    degree of freedom when every case is its own cluster. The discordances of one cluster (the two contexts of
     a query) are summed before they are squared, so correlated discordances count as the one
     piece of evidence they are; with every case its own cluster it is McNemar's asymptotic
     (b - c)^2 / (b + c). No discordant case: p = 1. The counts are those of ``mcnemar_exact``;
@@ -293,7 +295,13 @@ def mcnemar_clustered(correct_a: np.ndarray, correct_b: np.ndarray, clusters: np
     nc = np.bincount(lab).astype(float)
     den = float(np.sum(dc ** 2))
     stat = float(dc.sum() ** 2 / den) if den > 0 else 0.0
-    p = float(chi2.sf(stat, 1)) if den > 0 else 1.0
+    K = int(np.sum(nc > 0))
+    if den > 0 and 1 < K < len(d):
+        from scipy.stats import f as f_dist
+
+        p = float(f_dist.sf(stat, 1, K - 1))
+    else:
+        p = float(chi2.sf(stat, 1)) if den > 0 else 1.0
     return {**out, "statistic": stat, "p": min(1.0, p), "test": "clustered", "clusters": int(len(dc)),
             "se0": math.sqrt(den) / len(d),
             "se": _centred_se(den, float(dc.sum()), float(len(d)), float(np.sum(nc > 0)),
@@ -844,6 +852,7 @@ def accuracy_matrix(correct: np.ndarray, scored: np.ndarray, alpha: float = 0.05
     ``p`` is the clustered McNemar test (``mcnemar_clustered``) and ``mdd`` from the centred SE of
     the difference (``_centred_se``)."""
     from scipy.stats import binom, chi2
+    from scipy.stats import f as f_dist
     from statsmodels.stats.multitest import multipletests
 
     s = np.asarray(scored, dtype=float)
@@ -879,7 +888,10 @@ def accuracy_matrix(correct: np.ndarray, scored: np.ndarray, alpha: float = 0.05
             units += ncc > 0
         num = (a_only - b_only) ** 2
         with np.errstate(invalid="ignore", divide="ignore"):
-            p = np.where(var > 0, chi2.sf(num / np.where(var > 0, var, 1), 1), 1.0)
+            stat = num / np.where(var > 0, var, 1)
+            # F(1, K - 1), K the clusters holding paired cases (``mcnemar_clustered``)
+            p = np.where((var > 0) & (units > 1), f_dist.sf(stat, 1, np.maximum(units - 1, 1)),
+                         np.where(var > 0, chi2.sf(stat, 1), 1.0))
     else:
         var = m.astype(float)
         cross, nsq, units = (a_only - b_only).astype(float), n_paired.astype(float), n_paired.astype(float)

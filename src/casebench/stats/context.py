@@ -507,8 +507,21 @@ def people_references(g: np.ndarray, y: np.ndarray, pairs: np.ndarray, *, n_boot
             ci["context_moved"] = percentile_ci(W @ c["mv"] / k, level, finite_only=True)
             ci["context_concordance"] = percentile_ci(_ratio(W @ c["dm"], W @ c["dc"]), level, finite_only=True)
             if ref == "majority":
-                ci["context_follow"] = wilson_ci(float(c["context_follow"].sum()), float(k), level)
-                ci["context_moved"] = wilson_ci(float(c["mv"].sum()), float(k), level)
+                # the shares of pairs get the judge's treatment: Wilson on the effective number of
+                # pairs under the clustering (design effect floored at 1) and t with K - 1 df
+                deffs: dict[str, float] = {}
+                for m, col in (("context_follow", c["context_follow"]), ("context_moved", c["mv"])):
+                    k_, n_, df = float(col.sum()), float(k), None
+                    if pair_clusters is not None:
+                        from .bootstrap import cluster_df, proportion_design_effect
+
+                        labels = np.asarray(pair_clusters, dtype=int)
+                        deffs[m] = proportion_design_effect(col, np.ones(k), labels)
+                        f = max(1.0, deffs[m]) if np.isfinite(deffs[m]) else 1.0
+                        k_, n_, df = k_ / f, n_ / f, cluster_df(labels)
+                    ci[m] = wilson_ci(k_, n_, level, df=df)
+                if deffs:
+                    block["design_effects"] = deffs
                 ci["context_direction"] = percentile_ci(_ratio(W @ c["dm"], W @ c["dn"]), level, finite_only=True)
         if ref == "majority" and "context_concordance" in ci:
             # people's label is a monotone function of their rate, so it never moves against it:
@@ -691,7 +704,8 @@ def people_line(ref: dict[str, Any]) -> str:
 
 
 def references_by_dataset(preds: Sequence["Predictions"], n_boot: int = DEFAULT_BOOTSTRAP,
-                          seed: int = 0, label_source: str = "published") -> list[tuple[list[int], dict[str, Any]]]:
+                          seed: int = 0, label_source: str = "published",
+                          level: float = 0.95) -> list[tuple[list[int], dict[str, Any]]]:
     """The human references of each distinct set of voted cases among ``preds`` (inputs of one
     dataset share one; an ablation condition shares its full context's): a list of (positions
     of the inputs it belongs to, ``human_references``). Inputs without votes are left out (also
@@ -702,5 +716,6 @@ def references_by_dataset(preds: Sequence["Predictions"], n_boot: int = DEFAULT_
             continue
         key = tuple((c.index, c.query, c.votes, c.safe_rate, c.category, c.intended_safe) for c in p.cases)
         groups.setdefault(key, []).append(i)
-    return [(members, human_references(preds[members[0]].cases, n_boot=n_boot, seed=seed, label_source=label_source))
+    return [(members, human_references(preds[members[0]].cases, n_boot=n_boot, seed=seed, level=level,
+                                       label_source=label_source))
             for members in groups.values()]
