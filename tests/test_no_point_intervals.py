@@ -131,3 +131,21 @@ def test_gpt4o_binary_by_category_has_no_interval_of_zero_width(monkeypatch):
         assert all(w > 0 for _, _, w in widths), [x for x in widths if x[2] <= 0]
         if cluster == "case":
             assert notes > 0  # the fallback was needed and says so
+
+
+@needs_data
+def test_clustered_bootstrap_intervals_are_never_narrower_than_the_cases():
+    """The design-effect floor for bootstrap intervals: by query the two contexts of a query pull
+    opposite ways and the cluster bootstrap came out 0.83-0.94 times the case-level width."""
+    from casebench.published import load_published
+    from casebench.stats.metrics import METRIC
+
+    p = load_published(SHARED / "exp" / "safety_llama370B" / "output_logits.json")
+    q = score_predictions(p, ScoringOptions(n_boot=300, cluster="query"))
+    c = score_predictions(p, ScoringOptions(n_boot=300, cluster="case"))
+    checked = 0
+    for m, (lo, hi) in q.ci.items():
+        if METRIC[m].proportion is None and m in c.ci:
+            assert hi - lo >= c.ci[m][1] - c.ci[m][0] - 1e-12, m
+            checked += 1
+    assert checked >= 8

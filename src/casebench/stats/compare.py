@@ -289,7 +289,8 @@ def mcnemar_clustered(correct_a: np.ndarray, correct_b: np.ndarray, clusters: np
     out = _mcnemar_counts(a, b)
     d = a.astype(float) - b.astype(float)
     if not len(d):
-        return {**out, "statistic": 0.0, "p": 1.0, "test": "clustered", "clusters": 0, "se0": float("nan")}
+        return {**out, "statistic": 0.0, "p": 1.0, "test": "clustered", "clusters": 0, "se0": float("nan"),
+                "se": float("nan")}
     lab = cluster_labels(labels.tolist())
     dc = np.bincount(lab, weights=d)
     nc = np.bincount(lab).astype(float)

@@ -903,16 +903,20 @@ def bootstrap_ci(
 def _df(a: ScoringArrays, name: str) -> int | None:
     """The degrees of freedom of a clustered interval of ``name`` (``bootstrap.cluster_df``: K - 1
     for the K clusters its cases or pairs fall in); None when resampling cases."""
-    if a.cluster_by == "case" or a.clusters is None:
+    if a.cluster_by == "case" or a.clusters is None or METRIC[name].proportion is None:
         return None
     labels = a.clusters
     if METRIC[name].unit == "pair":
         if a.pairs is None or not len(a.pairs):
             return None
-        labels = a.clusters[a.pairs[:, 0]]
+        labels, cols = a.clusters[a.pairs[:, 0]], pair_columns(a, [name])
+    else:
+        cols = metric_columns(a, [name])
     from .bootstrap import cluster_df
 
-    return cluster_df(labels)
+    # the clusters that hold a row of the figure's denominator (a recall's: those with a case of its class)
+    rows = np.asarray(METRIC[name].proportion(cols)[1], dtype=float) > 0  # type: ignore[misc]
+    return cluster_df(labels[rows])
 
 
 def _floored(deff: float) -> float:
