@@ -177,7 +177,9 @@ def test_leaderboard_holds_the_published_figures(report, inputs):
                           "gpt-4o [score]": ("0.786", "0.581", "0.948"),
                           "llama370B [prob]": ("0.872", "0.837", "0.900")}.items():
         cells = re.findall(r"<td>([0-9.]+)<span", by_name[name])
-        assert tuple(cells[:3]) == figures, name
+        # accuracy, then people's accuracy ceiling beside it, then the recalls
+        assert (cells[0], cells[2], cells[3]) == figures, name
+        assert 0.85 < float(cells[1]) < 0.95
     assert "judge-x [binary]" in by_name
     assert re.search(r"<td>45</td>", by_name["judge-x [binary]"])
     # the 45-case run is ranked in its own case set, never among the 900-case inputs
@@ -188,9 +190,11 @@ def test_leaderboard_holds_the_published_figures(report, inputs):
     assert len(models) + len(ablated) == len(inputs) - 1 and not any("judge-x" in r for r in models + ablated)
     assert models and ablated and all(" − " in re.search(r"<b>(.*?)</b>", r).group(1) for r in ablated)
     assert not any(" − " in re.search(r"<b>(.*?)</b>", r).group(1) for r in models)
+    by_brier = "ranked by Brier score against people's vote share" in text
     for part in (models, ablated):
         accs = [float(re.findall(r"<td>([0-9.]+)<span", r)[0]) for r in part]
-        assert accs == sorted(accs, reverse=True)
+        # best accuracy first, unless accuracy reaches its ceiling (then Brier ranks, and the note says so)
+        assert accs == sorted(accs, reverse=True) or by_brier
     # its figures are from 45 cases or fewer: the recalls (fewer than 30 cases each) carry the note
     assert "†" in by_name["judge-x [binary]"] and "†" not in by_name["gpt-4o [binary]"]
 
@@ -249,7 +253,7 @@ def test_report_scores_against_votes_only_labels(exp_dir, tmp_path):
         want = score_predictions(p, ScoringOptions(n_boot=0, label_source="votes")).values
         published = score_predictions(p, ScoringOptions(n_boot=0)).values
         cells = re.findall(r"<td>([0-9.]+)</td>", rows[f"{p.model} [{p.mode}]"])
-        assert cells[2:5] == [f"{want[m]:.3f}" for m in ("accuracy", "safe_recall", "unsafe_recall")]
+        assert cells[2:6] == [f"{want[m]:.3f}" for m in ("accuracy", "accuracy_ceiling", "safe_recall", "unsafe_recall")]
         assert f"{want['accuracy']:.3f}" != f"{published['accuracy']:.3f}"
     r = CliRunner().invoke(cli, ["report", str(exp_dir / "safety_gpt-4o" / "output_binary.json"), "-o",
                                  str(tmp_path / "r.html"), "--label-source", "votes", "--paper-compat"])
