@@ -178,8 +178,10 @@ def _fm(metric: str, x: float | None) -> str:
     return _f(x, max(0, METRIC[metric].digits - 1))
 
 
-def _fp(p: float | None, floor: float | None = None) -> str:
-    return fmt_p(p, digits=3, sci_digits=1, missing="–", floor=floor)
+def _fp(p: float | None, floor: float | None = None, exact: bool = False) -> str:
+    """A p-value as the report prints it (``tables.fmt_p``: an approximate one below 1e-10 as a
+    bound, an ``exact`` one as computed)."""
+    return fmt_p(p, digits=3, sci_digits=1, missing="–", floor=floor, exact=exact)
 
 
 def _img(png: bytes, alt: str) -> str:
@@ -528,7 +530,7 @@ def _pairwise(ctx: ReportContext) -> str:
                 cls = ' class="sig"' if d.significant else ""
                 test = TEST_NAMES[d.test]
                 cells.append(f'<td{cls}>{_fm(m, d.diff)}<span class="ci">[{_fm(m, d.ci[0])}, {_fm(m, d.ci[1])}]</span>'
-                             f'<span class="ci">{test} p {_fp(d.p, d.p_floor)} · BH {_fp(d.p_adjusted, d.p_floor)}'
+                             f'<span class="ci">{test} p {_fp(d.p, d.p_floor, d.test == "mcnemar")} · BH {_fp(d.p_adjusted, d.p_floor, d.test == "mcnemar")}'
                              f' · MDD {_fm(m, d.mdd)}</span></td>')
             rows.append("<tr>" + "".join(cells) + "</tr>")
         parts.append('<div class="wide"><table class="pairwise"><thead><tr>'
@@ -570,7 +572,7 @@ def _pairwise_matrix(its: Sequence[ReportInput], ranks: Sequence[str], pm: PairM
 
     def title(i: int, j: int) -> str:  # short: a matrix of 43 inputs has 1,806 of them
         return (f"#{ranks[i]} − #{ranks[j]}: Δ acc {_fm('accuracy', mx.diff[i, j])} ({mx.n_paired[i, j]} cases), "
-                f"p {_fp(mx.p[i, j])}, BH {_fp(mx.p_adjusted[i, j])}")
+                f"p {_fp(mx.p[i, j], exact=mx.test == 'exact')}, BH {_fp(mx.p_adjusted[i, j], exact=mx.test == 'exact')}")
 
     head = "".join(f'<th title="{_e(it.name)}">{r}</th>' for r, it in zip(ranks, its))
     rows = []
@@ -606,7 +608,7 @@ def _pairwise_matrix(its: Sequence[ReportInput], ranks: Sequence[str], pm: PairM
             if m == "accuracy":
                 cls = ' class="sig"' if sig[i, j] else ""
                 extra = (f'<span class="ci">{"clustered " if mx.test == "clustered" else ""}McNemar p '
-                         f'{_fp(mx.p[i, j])} · BH {_fp(mx.p_adjusted[i, j])}</span>')
+                         f'{_fp(mx.p[i, j], exact=mx.test == "exact")} · BH {_fp(mx.p_adjusted[i, j], exact=mx.test == "exact")}</span>')
             cells.append(f'<td{cls}>{_fm(m, d.diff)}<span class="ci">[{_fm(m, d.ci[0])}, {_fm(m, d.ci[1])}]</span>'
                          f"{extra}</td>")
         nrows.append("<tr>" + "".join(cells) + "</tr>")
@@ -947,7 +949,7 @@ def _human(ctx: ReportContext) -> str | None:
         ("Safe votes in intended-safe / -unsafe contexts", f"{_f(s_share)} / {_f(u_share)} (pooled, descriptive)"),
         ("People's context effect", _people_effect_html(eff)),
         ("Test, paired over queries", f"Wilcoxon signed-rank over {paired.get('pairs')} queries (votes alone), "
-         f"p = {_fp(paired.get('p'))}; votes cluster within cases and queries, so no test pools them"),
+         f"p {'' if _fp(paired.get('p'), exact=True).startswith('<') else '= '}{_fp(paired.get('p'), exact=True)}; votes cluster within cases and queries, so no test pools them"),
         ("Categories with a significant effect", f"{sig['count']} of {sig['of']} (Wilcoxon over each category's "
          f"queries, Benjamini–Hochberg, alpha {sig['alpha']})"),
         ("Agreement (Krippendorff's alpha)", _f(agr.get("krippendorff_alpha"))),

@@ -84,6 +84,11 @@ def fmt_p(p: float | None, digits: int = 4, sci_digits: int = 2, missing: str = 
     return f"{p:.{sci_digits}e}" if p < 1e-3 else f"{p:.{digits}f}"
 
 
+def _eq(p_text: str) -> str:
+    """``= 0.0123``, or the bound itself (``< 1e-10``, ``< 0.001``) after a p's name."""
+    return p_text if p_text.startswith("<") else f"= {p_text}"
+
+
 def _bound_up(x: float) -> str:
     """``x`` rounded up to one significant digit, in plain decimals (0.0009995 -> ``0.001``)."""
     e = math.floor(math.log10(x))
@@ -514,10 +519,10 @@ def format_comparison(c: "Comparison") -> str:
         mc = pc.mcnemar
         kind = ("clustered (Durkalski 2003)" if mc.get("test") == "clustered" else "exact")
         lines.append(f"  McNemar {kind}: {A} right & {B} wrong {mc['a_only']}, {A} wrong & {B} right {mc['b_only']}, "
-                     f"p = {fmt_p(mc['p'], exact=kind == 'exact')}")
+                     f"p {_eq(fmt_p(mc['p'], exact=kind == 'exact'))}")
         if pc.williams and pc.williams.get("t") is not None:
             w = pc.williams
-            lines.append(f"  Williams' t (PCC, shared safe_rate): t = {w['t']:.3f}, df = {w['df']}, p = {fmt_p(w['p'])}")
+            lines.append(f"  Williams' t (PCC, shared safe_rate): t = {w['t']:.3f}, df = {w['df']}, p {_eq(fmt_p(w['p']))}")
         old = bool(s.get("paper_compat"))  # paper-compatible: the table as it always was
         mdd_head = "" if old else f"{'MDD':>8} "
         lines.append(f"  {'metric':<14}{A:>9}{B:>9}{A + ' - ' + B:>10}   {format(s['level'], '.0%') + ' CI':<21}{mdd_head}{'p':>9}"
@@ -582,7 +587,7 @@ def format_ablation(res: "AblationResult") -> str:
             sig = " *" if d.significant else ""
             no_mark = f"  (no mark: {d.withheld})" if d.withheld else ""
             lines.append(f"  {m:<14}{fmt_metric(m, d.diff):>9}   [{fmt_metric(m, d.ci[0])}, {fmt_metric(m, d.ci[1])}]"
-                         f"   p = {fmt_p(d.p, floor=d.p_floor)} ({d.test})   p(BH) = {fmt_p(d.p_adjusted, floor=d.p_floor)}"
+                         f"   p {_eq(fmt_p(d.p, floor=d.p_floor))} ({d.test})   p(BH) {_eq(fmt_p(d.p_adjusted, floor=d.p_floor))}"
                          f"{sig}{no_mark}")
     if not res.paper_compat:  # the paper-compatible text stays what it was (its JSON has the figures)
         lines += _ablation_context_lines(res)
@@ -633,7 +638,7 @@ def _ablation_context_lines(res: "AblationResult") -> list[str]:
             sig = " *" if d.significant else ""
             no_mark = f"  (no mark: {d.withheld})" if d.withheld else ""
             out.append(f"  {m:<18}{fmt_metric(m, d.diff):>9}   [{fmt_metric(m, d.ci[0])}, {fmt_metric(m, d.ci[1])}]"
-                       f"   p = {fmt_p(d.p)} ({d.test})   p(BH) = {fmt_p(d.p_adjusted)}{sig}{no_mark}")
+                       f"   p {_eq(fmt_p(d.p))} ({d.test})   p(BH) {_eq(fmt_p(d.p_adjusted))}{sig}{no_mark}")
     return out
 
 
@@ -700,7 +705,7 @@ def format_placements(res: "PlacementResult") -> str:
                          f"{fmt_num(sd.answered, 3)}, gap {fmt_num(sd.judged_safe - sd.answered, 3)}; agreement "
                          f"{fmt_num(sd.agreement, 3)} {_bounds(sd.agreement_ci)}; judged safe & refused "
                          f"{sd.mcnemar['a_only']}, judged unsafe & answered {sd.mcnemar['b_only']}, "
-                         f"McNemar p = {fmt_p(sd.mcnemar['p'])}")
+                         f"McNemar p {_eq(fmt_p(sd.mcnemar['p']))}")
     if res.comparison is not None:
         lines += ["", f"between placements (A - B; paired over the cases both answered; p(BH): Benjamini-Hochberg "
                       f"over all pairs and metrics, alpha {s['alpha']}):"]
@@ -709,19 +714,19 @@ def format_placements(res: "PlacementResult") -> str:
             mc = pc.mcnemar
             lines.append(f"  {a} vs {b}: {pc.n_paired} paired cases" + (f" ({pc.dropped} dropped)" if pc.dropped else "")
                          + f"; McNemar exact on correctness: {a} right & {b} wrong {mc['a_only']}, "
-                         f"{a} wrong & {b} right {mc['b_only']}, p = {fmt_p(mc['p'])}")
+                         f"{a} wrong & {b} right {mc['b_only']}, p {_eq(fmt_p(mc['p']))}")
             for m in ms:
                 d = pc.metrics.get(m)
                 if d is None:
                     continue
                 sig = " *" if d.significant else ""
                 lines.append(f"    {m:<14}{fmt_metric(m, d.diff):>9}   [{fmt_metric(m, d.ci[0])}, {fmt_metric(m, d.ci[1])}]"
-                             f"   p = {fmt_p(d.p, floor=d.p_floor)} ({d.test})   p(BH) = {fmt_p(d.p_adjusted, floor=d.p_floor)}{sig}")
+                             f"   p {_eq(fmt_p(d.p, floor=d.p_floor))} ({d.test})   p(BH) {_eq(fmt_p(d.p_adjusted, floor=d.p_floor))}{sig}")
         for d in res.shift_diffs:
             if d.pairs:
                 sig = " *" if d.significant else ""
                 lines.append(f"  context shift {d.a} - {d.b}: {fmt_num(d.diff, 3)} {_bounds(d.ci)} over {d.pairs} pairs, "
-                             f"bootstrap p = {fmt_p(d.p_bootstrap)}   p(BH) = {fmt_p(d.p_adjusted)}{sig}")
+                             f"bootstrap p {_eq(fmt_p(d.p_bootstrap))}   p(BH) {_eq(fmt_p(d.p_adjusted))}{sig}")
         lines += ["", "* significant after Benjamini-Hochberg"]
     if any(SMALL in line for line in lines[3:]):
         lines.append(f"{SMALL} from fewer than {MIN_CASES} cases (pairs, for the context figures): read with care")
