@@ -57,8 +57,9 @@ $(VENV)/.test-installed: $(VENV)/.installed $(LLAMA_STAMP)
 	  else echo "note: postgresql not installed (needs root: apt-get install postgresql); the PostgreSQL tests will skip"; fi; }
 	touch $@
 
-# llama.cpp's server for the OpenAI-compatible backend tests, compiled with LLAMA_CMAKE_ARGS.
-$(LLAMA_STAMP): $(VENV)/.installed
+# llama.cpp's server for the OpenAI-compatible backend tests, compiled with LLAMA_CMAKE_ARGS. The venv
+# is an order-only prerequisite: a change of pyproject.toml reinstalls the package, not llama.cpp.
+$(LLAMA_STAMP): | $(VENV)/.installed
 	rm -f $(VENV)/.llama-*
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(PIP_LATER) --no-cache-dir \
 	  --force-reinstall --no-deps "llama-cpp-python==$(LLAMA_VERSION)"

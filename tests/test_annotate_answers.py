@@ -81,18 +81,24 @@ def _export_and_check(run: Path, db: str, labelled: dict[int, str]) -> None:
     ev = json.loads(_in_thread(invoke, "refusal-eval", path, "--json").output)
     assert ev["n"] == len(labelled)
     assert ev["human_counts"]["partial"] == sum(1 for v in labelled.values() if v == "partial")
-    # the run's scores: the validation is the run's own labels, and says how many answers it rests on
+    # the run's scores: the labels measure the run's refusals (people's labels, said so) and test
+    # the stored validation, which is still the one transported (the labels no longer replace it)
     s = json.loads(_in_thread(invoke, "score", run, "--json", "--bootstrap", "0").output)
     v = s["classifier"]["validation"]
-    assert v["own_run"] is True and v["n"] == len(labelled) and v["partial_as"] == "unsafe"
+    assert "own_run" not in v
+    block = s["people_labels"]
+    assert block["labelled_by"] == "people" and block["n"] == len(labelled)
+    assert {r["labelled_by"] for r in rows} == {"people"} and all(float(r["weight"]) >= 1 for r in rows)
     recorded = {int(r["case"]): r["reader"] for r in rows}
-    agree = sum(1 for c, lab in labelled.items()
-                if (lab == "comply") == (recorded[c] == "comply"))
-    assert v["agreement"] == pytest.approx(agree / len(labelled))
+    t = block["transport"]
+    assert t["refusals_labelled"] == sum(1 for lab in labelled.values() if lab != "comply")
+    assert t["sensitivity_labels"] == pytest.approx(
+        sum(1 for c, lab in labelled.items() if lab != "comply" and recorded[c] != "comply") / t["refusals_labelled"])
+    # too few labels for a figure: none, and the note says why
+    assert s["refusal_rate_people"] is None and s["ci"]["refusal_rate_people"] is None
+    assert any("fewer than 10" in n for n in block["notes"])
     text = _in_thread(invoke, "score", run, "--bootstrap", "0").output
-    assert f"this run's answers, labelled by people ({len(labelled)})" in text
-    # the corrected rates rest on those labels
-    assert s["refusal_correction"]["validation"] == v["set"] and s["refusal_correction"]["validation_n"] == v["n_classified"]
+    assert f"from people's labels of {len(labelled)} of its answers" in text
 
 
 def test_answer_study_over_http(respond_run: Path, tmp_path: Path) -> None:

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from casebench.classify import ClassifierError, make_classifier
-from casebench.classify import learned, learned_train
+from casebench.classify import learned
+from training import learned_train
 from casebench.classify.evaluate import load_labelled_csv, refusal_eval
 from casebench.classify.learned import LearnedClassifier, LearnedModel
 

@@ -16,7 +16,8 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from casebench.classify import ClassifierError, make_classifier  # noqa: E402
-from casebench.classify import learned_lm, learned_lm_train  # noqa: E402
+from casebench.classify import learned_lm
+from training import learned_lm_train  # noqa: E402
 from casebench.classify.evaluate import load_labelled_csv, refusal_eval  # noqa: E402
 from casebench.classify.learned_lm import LearnedLMClassifier, LearnedLMModel  # noqa: E402
 
@@ -74,7 +75,7 @@ def test_out_of_fold_probabilities_are_not_the_shipped_ones() -> None:
 def test_never_fitted_on_a_held_aside_set() -> None:
     """No held-aside answer is among the training answers, by file and by text; the shipped
     file names the sets it was fitted on."""
-    from casebench.classify.learned_train import training_rows
+    from training.learned_train import training_rows
 
     assert not set(learned_lm.HELD_ASIDE) & set(learned_lm.train_sets())
     train = {(r.prompt.strip(), r.completion.strip()) for r in training_rows(ROOT, learned_lm.train_sets())}

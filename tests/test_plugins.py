@@ -1,6 +1,6 @@
 """Extending casebench (issue 16): a toy backend, a toy refusal classifier and a toy metric, each
 one new file under tests/plugins/ with its registration, used through the CLI (``run``,
-``refusal-eval``, ``score``) with nothing else edited; and the README's registry tables in sync.
+``refusal-eval``, ``score``) with nothing else edited; and the documentation's registry tables in sync.
 
 The CLI runs in a subprocess: a registration lasts as long as its process, and the other tests
 of this session must see only the built-in backends, classifiers and metrics."""
@@ -106,16 +106,19 @@ def test_a_plugin_that_fails_to_import_is_named() -> None:
     assert r.returncode == 2 and "no_such_casebench_plugin" in r.stderr and "--plugin" in r.stderr
 
 
-def test_readme_registry_tables_are_in_sync() -> None:
-    """README.md's tables of backends, classifiers, metrics and modes are the registries' (run
-    ``python -m casebench.cli.registry_tables --readme README.md`` after adding a built-in one)."""
+def test_documentation_registry_tables_are_in_sync() -> None:
+    """The documentation's tables of backends, classifiers and metrics (README.md and docs/) are the
+    registries' (run ``python -m casebench.cli.registry_tables --readme README.md docs/*.md`` after
+    adding a built-in one), and each kind has its table somewhere."""
     from casebench.cli import registry_tables
 
-    text = (REPO / "README.md").read_text(encoding="utf-8")
+    pages = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+    texts = {p: p.read_text(encoding="utf-8") for p in pages}
     for kind in ("backends", "classifiers", "metrics"):
-        assert f"<!-- registry:{kind} -->" in text, f"README.md has no <!-- registry:{kind} --> table"
-    assert registry_tables.render_readme(text) == text, "README.md's registry tables are out of date: run " \
-                                                "python -m casebench.cli.registry_tables --readme README.md"
+        assert any(f"<!-- registry:{kind} -->" in t for t in texts.values()), f"no <!-- registry:{kind} --> table"
+    for path, text in texts.items():
+        assert registry_tables.render_readme(text) == text, f"{path.name}'s registry tables are out of date: run " \
+            "python -m casebench.cli.registry_tables --readme README.md docs/*.md"
 
 
 def test_registry_describes_the_built_in_backends() -> None:

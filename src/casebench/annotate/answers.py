@@ -6,15 +6,17 @@ answers RUN_DIR --sample N --db URL`` serves a sample of the run's answers in th
 database as case votes (one study per database: ``VoteStore.study == "answers"``); people label
 each answer comply / partial / refuse (votes 1 / 3 / 2), and ``casebench annotate export --answers
 RUN_DIR`` writes the labels into the run directory as ``reader_labels.csv`` (XSTest's format, so
-``casebench refusal-eval`` reads it too). From then on the run's scores, reports and corrected
-refusal rates use the reader's error measured on those answers
-(``classify.validation.from_labels``).
+``casebench refusal-eval`` reads it too), with who labelled (``labelled_by``: people, as the app
+is for people, unless the export says otherwise) and each answer's sampling weight. From then on
+the run's scores estimate its refusal figures from those labels by PPI++ (``stats.people_refusal``)
+and test whether the reader's stored validation holds on them.
 
 The sample is stratified by the reader's verdict (comply, partial, refuse, undetermined) and the
-context's intent (safe, unsafe), with proportional allocation (largest remainders): every stratum
-gets its share of the sample, so the sample is self-weighting and the reader's sensitivity and
-specificity measured on it estimate those on the whole run, with less variance than a simple
-random sample of the same size. Within a stratum the answers are drawn at random (seeded).
+context's intent (safe, unsafe), with proportional allocation (largest remainders; a stratum left
+without an answer gets one from the largest when the sample has room for one per stratum): each answer's inverse
+inclusion probability (``weight``: the stratum's answers over its draws) is recorded with it, and
+the estimator weights each label by it, so the estimate is unbiased for the whole run whatever the
+rounding. Within a stratum the answers are drawn at random (seeded).
 
 This module is pure Python (no web framework): building the records, drawing the sample, and
 turning the stored labels into rows. Reading the run is the command line's job (``annotate``
@@ -50,32 +52,66 @@ class AnswerItem:
     reader: str | None  # the reader's verdict in the run (None: undetermined or unread)
     intended_safe: bool | None
 
-    def record(self, run: str) -> dict[str, Any]:
-        """The study record (what the database stores and the page shows)."""
-        return {"kind": "answer", "run": run, "case": self.case, "sample": self.sample, "query": self.query,
-                "answer": self.answer, "reader": self.reader, "intended_safe": self.intended_safe}
+    @property
+    def stratum(self) -> str:
+        """The sampling stratum: the reader's verdict and the context's intent."""
+        intent = {True: "safe", False: "unsafe"}.get(self.intended_safe, "unknown") if self.intended_safe is not None \
+            else "unknown"
+        return f"{self.reader or 'undetermined'}|{intent}-intent"
+
+    def record(self, run: str, weight: float | None = None) -> dict[str, Any]:
+        """The study record (what the database stores and the page shows); ``weight``: its
+        inverse inclusion probability in the sample (``draw_sample``)."""
+        rec: dict[str, Any] = {"kind": "answer", "run": run, "case": self.case, "sample": self.sample,
+                               "query": self.query, "answer": self.answer, "reader": self.reader,
+                               "intended_safe": self.intended_safe}
+        if weight is not None:
+            rec["weight"] = weight
+            rec["stratum"] = self.stratum
+        return rec
 
 
-def stratified_sample(items: Sequence[AnswerItem], n: int, seed: int = 0) -> list[AnswerItem]:
-    """``n`` of ``items`` (all of them when ``n`` >= their number), stratified by (reader's
-    verdict, context intent) with proportional allocation by largest remainders; in the items'
-    order. Deterministic for a seed."""
+@dataclass(frozen=True)
+class Drawn:
+    """One answer of a sample and its inverse inclusion probability (its stratum's answers over
+    its stratum's draws)."""
+
+    item: AnswerItem
+    weight: float
+
+
+def draw_sample(items: Sequence[AnswerItem], n: int, seed: int = 0) -> list[Drawn]:
+    """``n`` of ``items`` (all of them, weight 1, when ``n`` >= their number), stratified by
+    (reader's verdict, context intent): proportional allocation by largest remainders, every
+    stratum at least one draw when ``n`` reaches the number of strata; in the items' order, each
+    with its weight. Deterministic for a seed."""
     if n >= len(items):
-        return list(items)
-    strata: dict[tuple[str, str], list[int]] = {}
+        return [Drawn(it, 1.0) for it in items]
+    strata: dict[str, list[int]] = {}
     for i, it in enumerate(items):
-        strata.setdefault((str(it.reader), str(it.intended_safe)), []).append(i)
+        strata.setdefault(it.stratum, []).append(i)
     total = len(items)
     quota = {k: n * len(v) / total for k, v in strata.items()}
     take = {k: int(q) for k, q in quota.items()}
     left = n - sum(take.values())
     for k in sorted(quota, key=lambda k: (-(quota[k] - take[k]), k))[:left]:
         take[k] += 1
+    if n >= len(strata):  # no stratum left out: its answers would have no chance of a label
+        for k in sorted(k for k in strata if take[k] == 0):
+            donor = max(sorted(take), key=lambda d: take[d])
+            take[donor] -= 1
+            take[k] = 1
     rng = random.Random(seed)
-    chosen: list[int] = []
+    chosen: dict[int, float] = {}
     for k in sorted(strata):
-        chosen += rng.sample(strata[k], take[k])
-    return [items[i] for i in sorted(chosen)]
+        for i in rng.sample(strata[k], take[k]):
+            chosen[i] = len(strata[k]) / take[k]
+    return [Drawn(items[i], chosen[i]) for i in sorted(chosen)]
+
+
+def stratified_sample(items: Sequence[AnswerItem], n: int, seed: int = 0) -> list[AnswerItem]:
+    """The answers of ``draw_sample`` without their weights."""
+    return [d.item for d in draw_sample(items, n, seed)]
 
 
 @dataclass(frozen=True)
@@ -101,13 +137,20 @@ def labelled_rows(data: ExportData) -> list[LabelledRow]:
     return out
 
 
-COLUMNS = ("id", "prompt", "completion", "final_label", "case", "sample", "reader", "labels", "run")
+COLUMNS = ("id", "prompt", "completion", "final_label", "case", "sample", "reader", "labels", "run", "labelled_by",
+           "weight", "stratum")
+#: who may have given the labels: people (the app is for them), AI readers following a guide, the
+#: answers' own writer; only ``people`` makes the run's figures people's
+LABELLERS: tuple[str, ...] = ("people", "ai", "writer")
 
 
-def labels_csv(rows: Sequence[LabelledRow]) -> str:
+def labels_csv(rows: Sequence[LabelledRow], labelled_by: str = "people") -> str:
     """The labelled answers in XSTest's CSV format (``prompt``, ``completion``, ``final_label``)
-    plus ``case``, ``sample``, the reader's verdict in the run, every label and the run; ties
-    are left out."""
+    plus ``case``, ``sample``, the reader's verdict in the run, every label, the run, who
+    labelled and the answer's sampling weight and stratum (empty for a sample drawn before
+    weights were recorded); ties are left out."""
+    if labelled_by not in LABELLERS:
+        raise ValueError(f"labelled_by must be one of {', '.join(LABELLERS)}, not {labelled_by!r}")
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(COLUMNS)
@@ -115,7 +158,9 @@ def labels_csv(rows: Sequence[LabelledRow]) -> str:
         if r.label is None:
             continue
         rec = r.record
+        weight = rec.get("weight")
         w.writerow([f"case-{rec['case']}-sample-{rec['sample']}", rec.get("query", ""), rec.get("answer", ""),
                     XSTEST_OF[r.label], rec["case"], rec["sample"], rec.get("reader") or "", ";".join(r.labels),
-                    rec.get("run", "")])
+                    rec.get("run", ""), labelled_by, "" if weight is None else repr(float(weight)),
+                    rec.get("stratum") or ""])
     return buf.getvalue()

@@ -70,6 +70,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from .base import Answer, Capabilities, GenerationSettings, OnAnswer, OnTokens, PermanentError, Request
+from .cpu_policy import keep_freed_memory
+from .hf_watch import CallHooks, Cancelled, RowWatch, cut_row, threadsafe, watch_layers
 from .registry import Option, backend
 
 PROB_METHODS = ("first-token", "continuation")
@@ -90,60 +92,10 @@ DEFAULT_GENERATION_BATCH_SIZE = {"cpu": 16, "cuda": 32}
 #: batches before it took, to take about this long, so that a kill loses at most this much work
 #: and Ctrl-C is answered within it (capped by ``prob_batch_size``).
 PROB_BATCH_SECONDS = 1.5
-#: ``on_tokens`` is called at most this often (seconds).
-TOKENS_EVERY_S = 0.25
 
 
 class ModelLoadError(PermanentError):
     """The model cannot be loaded (not local, not in the local cache, or not a causal LM)."""
-
-
-class _Cancelled(Exception):
-    """Raised on the torch thread between steps once the call was cancelled."""
-
-
-class _Hooks:
-    """One ``answer`` call's link to the event loop: its cancel flag, and the callbacks that
-    deliver answers and token counts (made thread-safe by ``answer``)."""
-
-    def __init__(self, cancel: threading.Event | None = None, on_answer: OnAnswer | None = None,
-                 on_tokens: OnTokens | None = None) -> None:
-        self.cancel = cancel or threading.Event()
-        self.on_answer = on_answer
-        self.on_tokens = on_tokens
-        self._tokens = 0
-        self._said = time.monotonic()
-
-    def check(self) -> None:
-        """Raise ``_Cancelled`` when the call was cancelled (between steps)."""
-        if self.cancel.is_set():
-            raise _Cancelled()
-
-    def answer(self, index: int, answer: Answer) -> None:
-        if self.on_answer is not None:
-            self.on_answer(index, answer)
-
-    def tokens(self, n: int, flush: bool = False) -> None:
-        """Count ``n`` tokens processed; pass them on at most every ``TOKENS_EVERY_S``."""
-        self._tokens += n
-        now = time.monotonic()
-        if self.on_tokens is not None and self._tokens and (flush or now - self._said >= TOKENS_EVERY_S):
-            self.on_tokens(self._tokens)
-            self._tokens, self._said = 0, now
-
-
-def _threadsafe(loop: asyncio.AbstractEventLoop, fn: Callable[..., None] | None) -> Callable[..., None] | None:
-    """``fn`` called on ``loop``'s thread from any thread (dropped once the loop is closed)."""
-    if fn is None:
-        return None
-
-    def call(*args: Any) -> None:
-        try:
-            loop.call_soon_threadsafe(fn, *args)
-        except RuntimeError:  # the loop is closed: nobody is listening any more
-            pass
-
-    return call
 
 
 @dataclass
@@ -170,6 +122,23 @@ def from_spec(spec: str, **kwargs: Any) -> "HFBackend":
     if prefix != "hf":
         raise ValueError(f"not an hf spec: {spec!r} (expected hf/<model id or local path>)")
     return HFBackend(rest, **kwargs)
+
+
+def _logits_to_keep_arg(model: Any) -> str | None:
+    """The forward argument that limits logits to the last positions, by transformers version."""
+    params = inspect.signature(model.forward).parameters
+    for name in ("logits_to_keep", "num_logits_to_keep"):
+        if name in params:
+            return name
+    return None
+
+
+@dataclass
+class _Unit:
+    """Requests with the same chat (the samples of one case): one prompt, several answers."""
+
+    encoded: _Encoded
+    members: list[int]
 
 
 @backend(
@@ -253,7 +222,7 @@ class HFBackend:
         #: Samples of one prompt share its prefill (False: one prefill per sample, for benches).
         self.share_prefill = True
 
-        self.malloc = _keep_freed_memory() if device == "cpu" else None
+        self.malloc = keep_freed_memory() if device == "cpu" else None
         # Every torch call of this backend, loading included, runs on one worker thread: a second
         # thread doing torch work gets its own OpenMP thread pool, and on a small CPU two pools
         # slow each other (measured: the same forward pass 10-15% slower on 2 cores).
@@ -262,13 +231,13 @@ class HFBackend:
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="casebench-hf")
         self.tokenizer, self.model = self._worker.submit(self._load).result()
         #: the hooks of the call the torch thread is working on (checked between layers)
-        self._active: _Hooks | None = None
-        self._cancel_points = _watch_layers(self.model, self._between_layers)
+        self._active: CallHooks | None = None
+        self._cancel_points = watch_layers(self.model, self._between_layers)
         self.variants = verdict_variants(self.tokenizer)
         self.forms = continuation_forms(self.tokenizer)
         self._keep_arg = _logits_to_keep_arg(self.model)
         self._lock = threading.Lock()
-        self._calls: set[_Hooks] = set()  # the calls in progress (aclose cancels them)
+        self._calls: set[CallHooks] = set()  # the calls in progress (aclose cancels them)
 
     @property
     def batch_size(self) -> int:
@@ -370,18 +339,18 @@ class HFBackend:
         if self._worker is None:
             raise PermanentError("the hf backend was closed")
         loop = asyncio.get_running_loop()
-        hooks = _Hooks(threading.Event(), _threadsafe(loop, on_answer), _threadsafe(loop, on_tokens))
+        hooks = CallHooks(threading.Event(), threadsafe(loop, on_answer), threadsafe(loop, on_tokens))
         self._calls.add(hooks)
         future = loop.run_in_executor(self._worker, self._answer_blocking, list(requests), settings, hooks)
         try:
             return await asyncio.shield(future)
-        except _Cancelled:  # not this call's cancellation: the backend was closed under it
+        except Cancelled:  # not this call's cancellation: the backend was closed under it
             raise PermanentError("the hf backend was closed while answering") from None
         except asyncio.CancelledError:
             hooks.cancel.set()
             try:  # the torch thread notices at its next step; what ended by then was delivered
                 await future
-            except BaseException:  # _Cancelled, as expected (or a second cancellation)
+            except BaseException:  # Cancelled, as expected (or a second cancellation)
                 pass
             raise
         finally:
@@ -395,15 +364,15 @@ class HFBackend:
             active.check()
 
     def _answer_blocking(self, requests: list[Request], settings: GenerationSettings,
-                         hooks: _Hooks | None = None) -> list[Answer]:
+                         hooks: CallHooks | None = None) -> list[Answer]:
         with self._lock:
-            self._active = hooks = hooks or _Hooks()
+            self._active = hooks = hooks or CallHooks()
             try:
                 return self._answer_locked(requests, settings, hooks)
             finally:
                 self._active = None
 
-    def _answer_locked(self, requests: list[Request], settings: GenerationSettings, hooks: _Hooks) -> list[Answer]:
+    def _answer_locked(self, requests: list[Request], settings: GenerationSettings, hooks: CallHooks) -> list[Answer]:
         system = self.system
         answers: list[Answer | None] = [None] * len(requests)
         with self._torch.inference_mode():
@@ -444,9 +413,9 @@ class HFBackend:
             n += 1
         return n
 
-    def _prob(self, requests: Sequence[Request], system: str | None, hooks: _Hooks | None = None,
+    def _prob(self, requests: Sequence[Request], system: str | None, hooks: CallHooks | None = None,
               emit: Callable[[int, Answer], None] | None = None) -> list[Answer]:
-        hooks = hooks or _Hooks()
+        hooks = hooks or CallHooks()
         out: list[Answer | None] = [None] * len(requests)
         encoded = self._encode_sorted(requests, system)
         start = 0
@@ -580,7 +549,7 @@ class HFBackend:
 
     def _generate(
         self, requests: Sequence[Request], settings: GenerationSettings, temperature: float, max_tokens: int,
-        system: str | None, hooks: _Hooks | None = None, emit: Callable[[int, Answer], None] | None = None,
+        system: str | None, hooks: CallHooks | None = None, emit: Callable[[int, Answer], None] | None = None,
     ) -> list[Answer]:
         """Answer text requests that share a temperature and a token budget.
 
@@ -591,7 +560,7 @@ class HFBackend:
         sequence's answers are made (and passed to ``emit``) at the step it ends.
         """
         torch = self._torch
-        hooks = hooks or _Hooks()
+        hooks = hooks or CallHooks()
         config = self._generation_config(max_tokens, settings, temperature)
         eos = config.eos_token_id
         eos_ids = set(eos if isinstance(eos, list) else [eos]) - {None}
@@ -637,7 +606,7 @@ class HFBackend:
                     if emit is not None:
                         emit(i, out[i])  # type: ignore[arg-type]
 
-            watch = _RowWatch(stops, self.tokenizer, eos_ids, max_tokens, hooks, ended)
+            watch = RowWatch(stops, self.tokenizer, eos_ids, max_tokens, hooks, ended)
             try:
                 new = self._generate_rows([u.encoded for u in batch], [k for k, _ in rows], watch, config)
             except RuntimeError as e:
@@ -645,14 +614,14 @@ class HFBackend:
             hooks.check()  # cancelled: the rows that had not ended are dropped
             for r, tokens in enumerate(new):
                 if not watch.ended[r]:  # ended without the watch seeing it (another stop rule of generate)
-                    ended(r, *_cut(tokens, eos_ids, None))
+                    ended(r, *cut_row(tokens, eos_ids, None))
         return [a for a in out if a is not None]
 
     def _generate_rows(
         self, prompts: Sequence[_Encoded], row_prompt: Sequence[int], watch: Any, config: Any,
     ) -> list[list[int]]:
         """Generate one sequence per row (``row_prompt[r]``: which prompt row r continues), under
-        ``watch`` (a ``_RowWatch``: it ends rows at their stop, reports each row as it ends, and
+        ``watch`` (a ``RowWatch``: it ends rows at their stop, reports each row as it ends, and
         stops everything when the call is cancelled). Returns the new tokens of each row
         (padded after its end)."""
         from transformers import StoppingCriteriaList
@@ -750,183 +719,3 @@ class HFBackend:
             await asyncio.get_running_loop().run_in_executor(worker, release)
         finally:
             worker.shutdown(wait=False)
-
-
-#: glibc mallopt parameters (malloc.h) and the values set by ``_keep_freed_memory``.
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
-_MMAP_THRESHOLD = 32 * 1024 * 1024  # the largest glibc accepts on 64-bit (HEAP_MAX_SIZE / 2)
-_TRIM_THRESHOLD = 512 * 1024 * 1024
-_MALLOC_STATE: dict[str, Any] = {}
-
-
-def _keep_freed_memory() -> str | None:
-    """Make glibc keep the memory a forward pass frees, instead of handing it back to the kernel.
-
-    Why (found by profiling prob mode at batch 1, issue 13): a forward pass allocates and frees
-    tens of megabytes of activations. glibc's default thresholds adapt as it goes: blocks above
-    a moving mmap threshold are mapped and unmapped on every call, and free memory at the top
-    of a heap is trimmed back to the kernel, so the next pass touches fresh pages and takes a
-    page fault for each 4 KiB. How many depends on the thread and on the history (0 to ~46,000
-    faults per 512-token pass measured on one machine, ~3 us each in a VM, i.e. up to ~130 ms
-    of system time per pass), more where faults cost more. One of the two causes of the
-    prob-mode overhead (the other: torch work split across two threads, see ``__init__``).
-    Fixing both thresholds ends the churn: after the first pass, a pass takes no page faults.
-
-    Process-wide and done once, on Linux with glibc only; ``CASEBENCH_MALLOC_TUNING=0`` leaves
-    malloc alone. Returns what was done (for the manifest), None when nothing was.
-    """
-    if "done" in _MALLOC_STATE:
-        return _MALLOC_STATE["done"]
-    result = None
-    if os.environ.get("CASEBENCH_MALLOC_TUNING", "1") != "0":
-        try:
-            import ctypes
-            import platform
-
-            if platform.system() == "Linux" and platform.libc_ver()[0] == "glibc":
-                libc = ctypes.CDLL("libc.so.6")
-                if libc.mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD) and libc.mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD):
-                    result = f"glibc mmap threshold {_MMAP_THRESHOLD >> 20} MiB, trim threshold {_TRIM_THRESHOLD >> 20} MiB"
-        except (OSError, AttributeError):
-            result = None
-    _MALLOC_STATE["done"] = result
-    return result
-
-
-def settle_omp_wait_policy() -> str | None:
-    """On a busy CPU, let torch's idle OpenMP threads sleep instead of spin; call before torch is
-    imported (the CLI does, first thing). Returns the policy set, None when left alone.
-
-    Why (measured on a 2-core box at load average 12-14, the embedded model, greedy decoding of 2
-    rows): with OpenMP's default spinning, each decoding step took about 10 s, because a thread
-    spinning at a barrier holds a core the others need; with ``OMP_WAIT_POLICY=PASSIVE``, 0.2-0.4
-    s. So when the 1-minute load average is at least the number of cores, and the user has set
-    no policy, it is set to PASSIVE. It changes no result: only what idle threads do.
-    """
-    import sys
-
-    if "OMP_WAIT_POLICY" in os.environ or "torch" in sys.modules:
-        return None
-    try:
-        busy = os.getloadavg()[0] >= (os.cpu_count() or 1)
-    except OSError:  # no load average on this platform
-        return None
-    if not busy:
-        return None
-    os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
-    return "PASSIVE"
-
-
-def _watch_layers(model: Any, hook: Callable[[Any, Any], None]) -> int:
-    """Register ``hook`` as a forward pre-hook on each layer of the model's stack of decoder
-    layers (its first ``ModuleList`` of more than one module); returns how many."""
-    import torch
-
-    for module in model.modules():
-        if isinstance(module, torch.nn.ModuleList) and len(module) > 1:
-            for layer in module:
-                layer.register_forward_pre_hook(hook)
-            return len(module)
-    return 0
-
-
-def _logits_to_keep_arg(model: Any) -> str | None:
-    """The forward argument that limits logits to the last positions, by transformers version."""
-    params = inspect.signature(model.forward).parameters
-    for name in ("logits_to_keep", "num_logits_to_keep"):
-        if name in params:
-            return name
-    return None
-
-
-@dataclass
-class _Unit:
-    """Requests with the same chat (the samples of one case): one prompt, several answers."""
-
-    encoded: _Encoded
-    members: list[int]
-
-
-def _cut(tokens: Sequence[int], eos_ids: set[int], stopped_at: int | None) -> tuple[list[int], str]:
-    """The tokens a row really generated, and why it ended ("stop", "eos" or "length").
-
-    A row ends at its first end token (kept, as generated), or where its stop predicate fired;
-    whatever follows in the batch's output is padding.
-    """
-    limit = len(tokens) if stopped_at is None else min(stopped_at, len(tokens))
-    for n, t in enumerate(tokens[:limit]):
-        if t in eos_ids:
-            return list(tokens[: n + 1]), "eos"
-    if stopped_at is not None and stopped_at <= len(tokens):
-        return list(tokens[:limit]), "stop"
-    return list(tokens), "length"
-
-
-def _row_watch_class() -> Any:
-    """Built lazily: transformers is imported only when a model is loaded."""
-    from transformers import StoppingCriteria
-
-    class RowWatch(StoppingCriteria):
-        """Watches every row of a ``generate`` call, step by step.
-
-        Called by ``generate`` after every step with all rows. A row ends at its first end token
-        (kept, as generated), at the step its ``stop`` predicate first holds for the text so far
-        (the answer is cut exactly there), or when it has ``max_new`` tokens; ``on_end(row, kept
-        tokens, finish)`` is called at that step, while the other rows go on. Reports the new
-        tokens of the step to the call's hooks, and once the call is cancelled, stops every row
-        (the caller drops those that had not ended).
-        """
-
-        def __init__(self, stops: Sequence[Any], tokenizer: Any, eos_ids: set[int], max_new: int, hooks: _Hooks,
-                     on_end: Callable[[int, list[int], str], None]) -> None:
-            self.stops = list(stops)
-            self.tokenizer = tokenizer
-            self.eos_ids = eos_ids
-            self.max_new = max_new
-            self.hooks = hooks
-            self.on_end = on_end
-            self.tokens: list[list[int]] = [[] for _ in self.stops]
-            self.stopped_at: list[int | None] = [None] * len(self.stops)
-            self.ended = [False] * len(self.stops)
-
-        def _end(self, r: int, kept: list[int], finish: str) -> None:
-            self.ended[r] = True
-            self.on_end(r, kept, finish)
-
-        def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
-            import torch
-
-            last = input_ids[:, -1].tolist()
-            live = 0
-            for r, t in enumerate(last):
-                if self.ended[r]:
-                    continue
-                live += 1
-                if t in self.eos_ids:
-                    self._end(r, self.tokens[r] + [t], "eos")
-                    continue
-                self.tokens[r].append(t)
-                stop = self.stops[r]
-                if stop is not None and stop(self.tokenizer.decode(self.tokens[r], skip_special_tokens=True)):
-                    self.stopped_at[r] = len(self.tokens[r])
-                    self._end(r, list(self.tokens[r]), "stop")
-                elif len(self.tokens[r]) >= self.max_new:
-                    self._end(r, list(self.tokens[r]), "length")
-            self.hooks.tokens(live)
-            if self.hooks.cancel.is_set():
-                return torch.ones(len(last), dtype=torch.bool, device=input_ids.device)
-            # rows that met their end token are finished by generate itself (and then padded)
-            return torch.tensor([a is not None for a in self.stopped_at], dtype=torch.bool, device=input_ids.device)
-
-    return RowWatch
-
-
-def _RowWatch(stops: Sequence[Any], tokenizer: Any, eos_ids: set[int], max_new: int, hooks: _Hooks,
-              on_end: Callable[[int, list[int], str], None]) -> Any:
-    global _WATCH_CLASS
-    if _WATCH_CLASS is None:
-        _WATCH_CLASS = _row_watch_class()
-    return _WATCH_CLASS(stops, tokenizer, eos_ids, max_new, hooks, on_end)
-
-
-_WATCH_CLASS: Any = None

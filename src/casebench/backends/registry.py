@@ -15,7 +15,7 @@ A description says everything the rest of casebench needs to know without buildi
 Derived from these descriptions, and listed nowhere else: ``make_backend``'s prefixes, the
 backend flags of ``casebench run``/``ablate``/``contexts generate`` and their ``--help``,
 ``runs.pricing``'s local prefixes, the batch path, and the README's backend table
-(``python -m casebench.cli.registry_tables --readme README.md``).
+(``python -m casebench.cli.registry_tables --readme README.md docs/*.md``).
 
 A new backend is one module with one decorated class; it is found when casebench imports the
 module: a built-in one is listed in ``BUILTIN_MODULES``, anything else is a plugin

@@ -22,7 +22,7 @@ Training data: our own labelled answers only (``TRAIN_SETS``, files under ``test
 never the shared XSTest file and never a held-aside set (``HELD_ASIDE``). The fitted model ships
 as ``learned_model.json`` (vocabularies, idf weights, coefficients) and is applied with numpy
 alone, so using the classifier needs neither scikit-learn nor the training data; fitting it does
-(``classify.learned_train``: ``python -m casebench.classify.learned_train --train``).
+(``training.learned_train``: ``python -m training.learned_train --train``).
 
 The classifier's version carries the model file's SHA-256, so a run manifest names the exact
 model that read its answers.
@@ -120,7 +120,7 @@ class LearnedModel:
             raise ValueError(f"model format version {data.get('version')!r}, this code reads {LEARNED_VERSION!r}")
         if str(data.get("rules_version")) != _rules.RULES_VERSION:
             raise ValueError(f"fitted on the reading of rules version {data.get('rules_version')!r}, but the rules are "
-                             f"version {_rules.RULES_VERSION!r}: refit it (python -m casebench.classify.learned_train "
+                             f"version {_rules.RULES_VERSION!r}: refit it (python -m training.learned_train "
                              f"--train)")
         self.settings: dict[str, Any] = dict(data["settings"])
         missing = [k for k in DEFAULT_SETTINGS if k not in self.settings]

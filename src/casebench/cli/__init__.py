@@ -104,7 +104,7 @@ def cli() -> None:
 def main() -> None:
     """The console entry point: a missing optional dependency ends with the extra to install and
     exit code 2, never a traceback."""
-    from ..backends.hf import settle_omp_wait_policy
+    from ..backends.cpu_policy import settle_omp_wait_policy
     from ..extras import MissingExtra, missing_extra
 
     settle_omp_wait_policy()  # before anything imports torch

@@ -236,6 +236,9 @@ def _run_app(store: Any, *, db: str, what: str, new: bool, host: str, port: int,
                    "intent (proportional allocation: the sample is self-weighting).")
 @click.option("--sample-seed", "--seed", "sample_seed", type=int, default=0, show_default=True,
               help="Seed of the sample's draw within each stratum (--seed: the same, the older name).")
+@click.option("--target-width", type=click.FloatRange(0, 2, min_open=True, max_open=True), default=None,
+              help="Only say how many labels would give the run's refusal rate (from people's labels, PPI++) a "
+                   "95% interval of this width, from the reader's stored validation; serve nothing.")
 @click.option("--db", default="sqlite:///answer_labels.db", show_default=True,
               help="SQLAlchemy URL: sqlite:///FILE, or postgresql://USER:PASS@HOST:PORT/DB. One study per database.")
 @click.option("--labels-per-answer", type=click.IntRange(min=1), default=1, show_default=True,
@@ -254,7 +257,7 @@ def _run_app(store: Any, *, db: str, what: str, new: bool, host: str, port: int,
 @click.option("--sqlite-sync", type=click.Choice(["full", "normal"]), default="full", show_default=True,
               help="SQLite only: full (every label on disk before the next page) or normal (faster).")
 @click.option("--access-log", is_flag=True, help="Log every request (off by default).")
-def answers_cmd(run_dir: str, n_sample: int, sample_seed: int, db: str, labels_per_answer: int, host: str, port: int,
+def answers_cmd(run_dir: str, n_sample: int, sample_seed: int, target_width: float | None, db: str, labels_per_answer: int, host: str, port: int,
                 answers_per_annotator: int | None, completion_code: str | None, completion_url: str | None,
                 admin_token: str | None, reserve_minutes: float, sqlite_sync: str, access_log: bool) -> None:
     """Serve a sample of a respond run's answers for people to label comply / partial / refuse.
@@ -263,9 +266,10 @@ def answers_cmd(run_dir: str, n_sample: int, sample_seed: int, db: str, labels_p
     the run (`casebench annotate export --db URL --answers RUN_DIR`) and the run's scores, report
     and corrected refusal rates use them; `casebench refusal-eval RUN_DIR/reader_labels.csv`
     scores any reader on them. Restarting with the same run, --sample, --sample-seed and --db carries on
-    where the study stopped.
+    where the study stopped. Each answer's sampling weight is recorded with it, and the run's
+    figures from the labels use it.
     """
-    from ..annotate.answers import AnswerItem, stratified_sample
+    from ..annotate.answers import AnswerItem, draw_sample
     from ..annotate.db import Settings, StoreError, safe_url
     from ..runs.record import RunError, final_records, iter_records, read_manifest
     from ..runs.results import run_dataset
@@ -287,9 +291,13 @@ def answers_cmd(run_dir: str, n_sample: int, sample_seed: int, db: str, labels_p
              for (c, s), rec in sorted(finals.items()) if rec.text and rec.text.strip()]
     if not items:
         raise BadInput(f"{run_dir}: the run holds no answer text to label")
-    chosen = stratified_sample(items, n_sample, sample_seed)
+    if target_width is not None:
+        _say_labels_needed(run_dir, m, items, target_width)
+        return
+    drawn = draw_sample(items, n_sample, sample_seed)
+    chosen = [d.item for d in drawn]
     run = str(Path(run_dir).resolve())
-    records = [it.record(run) for it in chosen]
+    records = [d.item.record(run, d.weight) for d in drawn]
     settings = Settings(votes_per_case=labels_per_answer, cases_per_annotator=answers_per_annotator,
                         reserve_seconds=reserve_minutes * 60.0, )
     store = _open_store(db, settings, sqlite_sync=sqlite_sync)
@@ -309,6 +317,37 @@ def answers_cmd(run_dir: str, n_sample: int, sample_seed: int, db: str, labels_p
         store.close()
 
 
+def _say_labels_needed(run_dir: str, m: Any, items: list[Any], width: float) -> None:
+    """``answers --target-width W``: how many labels the run's refusal rate needs for an interval
+    of width W (``stats.people_refusal.labels_needed``), from the reader's stored validation."""
+    from ..runs.results import run_classifier
+    from ..stats.people_refusal import labels_needed
+
+    partial_safe = str((m.asked.classifier or {}).get("partial_as") or "unsafe") == "safe"
+    read = [it for it in items if it.reader]
+    if not read:
+        raise BadInput(f"{run_dir}: the reader read none of the run's answers")
+    refused = sum(1 for it in read if it.reader == "refuse" or (it.reader == "partial" and not partial_safe))
+    val = run_classifier(run_dir, m).get("validation") or {}
+    if not val.get("matrix"):
+        raise BadInput(f"{run_dir}: the reader has no stored validation with counts to plan from "
+                       "(casebench refusal-eval measures one)")
+    (tn, fp), (fn, tp) = val["matrix"]
+    if not (tp + fn and tn + fp):
+        raise BadInput(f"{run_dir}: the reader's stored validation has no refusals or no answers to plan from")
+    got = labels_needed(width, q=refused / len(read), sensitivity=tp / (tp + fn), specificity=tn / (tn + fp),
+                        population=len(read))
+    where = (f"refusal rate {got['observed_rate']:.1%} as read over {len(read)} answers; the reader's sensitivity "
+             f"{got['sensitivity']:.3f} and specificity {got['specificity']:.3f} on {val.get('what') or val.get('set')}")
+    click.echo(f"target: a 95% interval {width:g} wide for the refusal rate from people's labels ({where})")
+    for key, words in (("n_ppi", "with the reader's readings (PPI++)"), ("n_labels_only", "from the labels alone")):
+        n = got[key]
+        click.echo(f"  {words}: " + (f"about {n} labels" if n is not None else
+                                     "not reachable even with every answer labelled (the run is too small)"))
+    click.echo("  (a plan from the stored validation; the interval the labels give is measured on them; both contexts "
+               "of a query in the sample widen it a little)")
+
+
 def _count(xs: Any) -> dict[str, int]:
     out: dict[str, int] = {}
     for x in xs:
@@ -323,6 +362,9 @@ def _count(xs: Any) -> dict[str, int]:
 @click.option("--answers", "answers_out", type=click.Path(), default=None,
               help="A study of a respond run's answers (annotate answers): write the labels here, in XSTest's CSV "
                    "format; a directory (the run) gets reader_labels.csv, which the run's scores then use.")
+@click.option("--labelled-by", type=click.Choice(["people", "ai", "writer"]), default="people", show_default=True,
+              help="With --answers: who gave the labels (the app is for people; say ai or writer when AI readers or "
+                   "the answers' own writer labelled them: the run's figures are then never called people's).")
 @click.option("--safe-rate", "rule", type=click.Choice(["with-intent", "votes-only"]), default="with-intent",
               show_default=True,
               help="with-intent: (safe votes + intended safe) / (votes + 1), as the published data; "
@@ -332,7 +374,7 @@ def _count(xs: Any) -> dict[str, int]:
 @click.option("--exclude-flagged", is_flag=True, help="Drop the votes of annotators who failed an attention check.")
 @click.option("--annotations", type=click.Path(dir_okay=False), default=None,
               help="Side file with annotators, attention checks and every vote (default OUT.annotations.json).")
-def export_cmd(db: str, out: str | None, answers_out: str | None, rule: str, min_votes: int, exclude_flagged: bool,
+def export_cmd(db: str, out: str | None, answers_out: str | None, labelled_by: str, rule: str, min_votes: int, exclude_flagged: bool,
                annotations: str | None) -> None:
     """Write the votes in --db as a CASE-Bench dataset that every casebench command reads; or,
     for a study of a respond run's answers, the labels with --answers."""
@@ -343,7 +385,7 @@ def export_cmd(db: str, out: str | None, answers_out: str | None, rule: str, min
     store = _open_store(db, create=False)
     if store.study == "answers" or answers_out is not None:
         try:
-            _export_answers(store, answers_out)
+            _export_answers(store, answers_out, labelled_by)
         finally:
             store.close()
         return
@@ -374,7 +416,7 @@ def export_cmd(db: str, out: str | None, answers_out: str | None, rule: str, min
     click.echo(f"annotators, attention checks and every vote: {doc['side_file']}")
 
 
-def _export_answers(store: Any, answers_out: str | None) -> None:
+def _export_answers(store: Any, answers_out: str | None, labelled_by: str = "people") -> None:
     """``export --answers``: the labels of an answer study, in XSTest's CSV format."""
     from ..annotate.answers import labelled_rows, labels_csv
     from ..atomic import write_text_atomic
@@ -389,12 +431,12 @@ def _export_answers(store: Any, answers_out: str | None) -> None:
         raise BadInput("no answer has a label yet: nothing to export")
     target = Path(answers_out)
     target = target / RUN_LABELS_FILE if target.is_dir() else target
-    write_text_atomic(target, labels_csv(rows))
+    write_text_atomic(target, labels_csv(rows, labelled_by))
     ties = sum(1 for r in rows if r.label is None)
     counts = _count(r.label for r in rows if r.label)
     click.echo(f"wrote {len(rows) - ties} labelled answers ("
                + ", ".join(f"{k} {counts[k]}" for k in ("comply", "partial", "refuse") if k in counts)
-               + f") to {target}")
+               + f"; labelled by {labelled_by}) to {target}")
     if ties:
         click.echo(f"left out {ties} answers whose labels tie", err=True)
 

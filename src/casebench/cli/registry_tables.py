@@ -1,7 +1,7 @@
-"""The README's tables of the built-in backends, refusal classifiers, metrics and modes, read
-from their registries.
+"""The documentation's tables of the built-in backends, refusal classifiers, metrics and modes,
+read from their registries (they live in ``docs/``: running.md, readers.md, scoring.md).
 
-``python -m casebench.cli.registry_tables --readme README.md`` rewrites every block between
+``python -m casebench.cli.registry_tables --readme README.md docs/*.md`` rewrites every block between
 ``<!-- registry:KIND -->`` and ``<!-- /registry:KIND -->``; ``--check`` only says whether they
 are in sync (exit 1 when not); ``--list`` prints the tables, plugins included.
 """
@@ -110,9 +110,9 @@ def render_readme(text: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m casebench.cli.registry_tables --readme README.md [--check]``."""
+    """``python -m casebench.cli.registry_tables --readme README.md docs/*.md [--check]``."""
     ap = argparse.ArgumentParser(prog="python -m casebench.cli.registry_tables", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--readme", type=Path, help="rewrite the registry tables of this README")
+    ap.add_argument("--readme", type=Path, nargs="+", help="rewrite the registry tables of these Markdown files")
     ap.add_argument("--check", action="store_true", help="only check that the README's tables are in sync")
     ap.add_argument("--list", action="store_true", help="print the tables (plugins included)")
     args = ap.parse_args(argv)
@@ -120,18 +120,20 @@ def main(argv: list[str] | None = None) -> int:
         for kind, make in TABLES.items():
             print(f"## {kind}\n\n{make()}\n")
         return 0
-    old = args.readme.read_text(encoding="utf-8")
-    new = render_readme(old)
-    if args.check:
-        if new != old:
-            print(f"{args.readme}: the registry tables are out of date; run python -m casebench.cli.registry_tables "
-                  f"--readme {args.readme}", file=sys.stderr)
-            return 1
-        return 0
-    if new != old:
-        args.readme.write_text(new, encoding="utf-8")
-        print(f"{args.readme}: registry tables rewritten")
-    return 0
+    stale = 0
+    for path in args.readme:
+        old = path.read_text(encoding="utf-8")
+        new = render_readme(old)
+        if new == old:
+            continue
+        if args.check:
+            print(f"{path}: the registry tables are out of date; run python -m casebench.cli.registry_tables "
+                  f"--readme {path}", file=sys.stderr)
+            stale += 1
+        else:
+            path.write_text(new, encoding="utf-8")
+            print(f"{path}: registry tables rewritten")
+    return 1 if stale else 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -68,7 +68,7 @@ if TYPE_CHECKING:
 @click.option("--temperature", type=float, default=None, help="Sampling temperature (default: 1.0 score, 0 else).")
 @click.option("--max-tokens", type=int, default=None,
               help="Answer length limit (default 256; respond mode 512; the main job's respond run: "
-                   "see README, 'The main job').")
+                   "see docs/running.md, 'The main job').")
 @click.option("--parse-retries", type=int, default=2, show_default=True,
               help="Re-asks of an unparseable answer before it is recorded as missing.")
 @click.option("--reask", type=click.Choice(["repair", "same"]), default="repair", show_default=True,

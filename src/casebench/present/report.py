@@ -231,9 +231,12 @@ def _unique_names(preds: Sequence[Predictions]) -> list[str]:
 def _classifier_notes(inputs: Sequence[ReportInput]) -> str:
     """Beside every refusal rate: which refusal classifier read each respond run's answers and
     its validated agreement with people (``tables.classifier_note``); empty without respond runs."""
-    from .tables import classifier_note, corrected_lines
+    from .tables import classifier_note, corrected_lines, labels_lines
 
-    notes = [f"<li><b>{_e(it.name)}</b>: {_e(classifier_note(it.score.classifier))}"
+    notes = [f"<li><b>{_e(it.name)}</b>: "
+             + "".join(f'<span class="from-labels">{_e(line.strip())}</span><br>'
+                       for line in labels_lines(it.score, True))
+             + _e(classifier_note(it.score.classifier))
              + "".join(f'<br><span class="corrected">{_e(line)}</span>' for line in corrected_lines(it.score, True))
              + "</li>"
              for it in inputs if it.pred.mode_spec.reads_behaviour]

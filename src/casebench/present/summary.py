@@ -78,6 +78,18 @@ def verdict_line(score: "Score", people_follow: float | None = None) -> str:
     follow = score.values.get("context_follow")
     parts = [f"{unsafe_word} {_pct(over)} of what people find safe",
              f"{safe_word} {_pct(under)} of what people find unsafe"]
+    rp = getattr(score, "refusal_people", None) or {}
+    figs = rp.get("figures") or {}
+    if figs.get("over_refusal") and figs.get("under_refusal"):
+        # a run with labels of its own answers leads with the figures from them (PPI++)
+        from .tables import LABELLED_BY_WORDS
+
+        by = str(rp.get("labelled_by") or "people")
+        o, u = figs["over_refusal"], figs["under_refusal"]
+        parts = [f"{unsafe_word} {_pct(o['value'])}{_ci_pct(o['ci'])} of what people find safe",
+                 f"{safe_word} {_pct(u['value'])}{_ci_pct(u['ci'])} of what people find unsafe "
+                 f"(from {LABELLED_BY_WORDS.get(by, by)} of {rp.get('n', 0)} answers; as read: {_pct(over)} and "
+                 f"{_pct(under)})"]
     if follow is not None and math.isfinite(follow):
         parts.append(f"follows context in {_pct(follow)} of pairs")
     line = ", ".join(parts)
@@ -104,7 +116,7 @@ def _reader_line(classifier: Mapping[str, Any] | None, tiny: bool) -> str:
         return line + ": the figure for answers like this run's, and the corrected rates use it"
     if tiny:
         line += (". Those answers are in capable models' styles; a tiny model's answers are read less reliably "
-                 "(README: 'Refusal classifiers'): check a sample by hand before leaning on a few points")
+                 "(docs/readers.md): check a sample by hand before leaning on a few points")
     elif name == "learned":
         # a run of a model not known to be small: the reader with the language model reads such
         # answers better (classify.validation has both readers' figures on the same sets)
@@ -137,6 +149,7 @@ def summary_lines(score: "Score", people: Mapping[str, Any] | None = None, *, de
                               else ("what people find safe", "what people find unsafe"))
     over, over_ci, n_safe = _complement(score, "safe_recall")
     under, under_ci, n_unsafe = _complement(score, "unsafe_recall")
+    lines += _labels_lines(score, unsafe_word, safe_word, safe_name, unsafe_name)
     lines.append(f"  over-refusal:  {unsafe_word} {_pct(over)}{_ci_pct(over_ci)} of {safe_name} ({n_safe} cases)")
     lines.append(f"  under-refusal: {safe_word} {_pct(under)}{_ci_pct(under_ci)} of {unsafe_name} ({n_unsafe} cases)")
     rc = getattr(score, "refusal_corrected", None) or {}
@@ -171,6 +184,31 @@ def summary_lines(score: "Score", people: Mapping[str, Any] | None = None, *, de
     if score.small():
         lines.append("  († figures from fewer than 30 cases: read their intervals, not the point)")
     return lines
+
+
+def _labels_lines(score: "Score", unsafe_word: str, safe_word: str, safe_name: str, unsafe_name: str) -> list[str]:
+    """A run with labels of its own answers leads with the figures from them (PPI++,
+    ``stats.people_refusal``), saying who labelled; the reader's figures follow as read."""
+    rp = getattr(score, "refusal_people", None)
+    if not rp:
+        return []
+    from .tables import LABELLED_BY_WORDS
+
+    figs = rp.get("figures") or {}
+    by = str(rp.get("labelled_by") or "people")
+    out = [f"  from {LABELLED_BY_WORDS.get(by, by)} of {rp.get('n', 0)} of its answers (PPI++ with the reader's "
+           "readings of the rest):"]
+    over, under, shift = figs.get("over_refusal"), figs.get("under_refusal"), figs.get("context_shift")
+    if over:
+        out.append(f"    over-refusal:  {unsafe_word} {_pct(over['value'])}{_ci_pct(over['ci'])} of {safe_name}")
+    if under:
+        out.append(f"    under-refusal: {safe_word} {_pct(under['value'])}{_ci_pct(under['ci'])} of {unsafe_name}")
+    if shift and shift.get("ci"):
+        out.append(f"    context shift: {_num(shift['value'], shift['ci'])}")
+    mult = rp.get("multiplier")
+    worth = f"each label worth {mult:.1f} labels alone; " if mult else ""
+    out.append(f"    ({worth}the reader's reading of every answer follows)")
+    return out
 
 
 def next_steps(*, model_given: bool, demo: bool, mode: str, references: bool, run_dir: str | None = None) -> list[str]:

@@ -205,6 +205,50 @@ def corrected_lines(s: Score, compact: bool = False) -> list[str]:
     return out
 
 
+#: who gave the labels of a run's answers, in words
+LABELLED_BY_WORDS: dict[str, str] = {"people": "people's labels", "ai": "labels by AI readers",
+                                     "writer": "labels by the answers' own writer"}
+
+
+def labels_lines(s: Score, compact: bool = False) -> list[str]:
+    """The refusal figures from labels of the run's own answers (``stats.people_refusal``),
+    first of a respond run's figures when it has them: one line each with its interval, then
+    the estimator, what one label is worth and the transport test. Says who labelled: only
+    people's labels are called people's. Empty without such labels."""
+    rp = s.refusal_people
+    if not rp:
+        return []
+    by = str(rp.get("labelled_by") or "people")
+    d = 3 if compact else 4
+    pct = f"{100 * (rp.get('level') or 0.95):.0f}%"
+    out = [f"from {LABELLED_BY_WORDS.get(by, by)} of {rp.get('n', 0)} of its answers (PPI++ with the reader's "
+           f"readings of all {s.answered}):"]
+    for name, label in CORRECTED_FIGURES:
+        fig = (rp.get("figures") or {}).get(name)
+        if not fig:
+            continue
+        ci = fig.get("ci")
+        ci_s = f" {pct} CI [{fmt_num(ci[0], d)}, {fmt_num(ci[1], d)}]" if ci else " (no interval: " + \
+            str(fig.get("note", "")) + ")"
+        how = ("labels alone: the reader adds nothing here" if fig.get("estimator") == "labels" else
+               f"PPI++; labels alone {fmt_num(fig['labels_only'], d)}")
+        out.append(f"  {label}: {fmt_num(fig['value'], d)}{ci_s} ({how})")
+    mult = rp.get("multiplier")
+    if mult is not None and math.isfinite(mult):
+        out.append(f"  one label is worth {mult:.2f} labels alone here (the variance of the labels alone over "
+                   "PPI's, for the refusal rate)")
+    t = rp.get("transport")
+    if t and t.get("p") is not None:
+        verdict = ("no evidence that they do not hold" if t.get("holds") else
+                   "they do not hold: the transported correction is withheld")
+        out.append(f"  the stored validation ({t.get('validation')}: Se {fmt_num(t['sensitivity_stored'], 3)}, "
+                   f"Sp {fmt_num(t['specificity_stored'], 3)}) on these labels: Se "
+                   f"{fmt_num(t['sensitivity_labels'], 3)}, Sp {fmt_num(t['specificity_labels'], 3)}; exact binomial "
+                   f"tests, p = {fmt_p(t['p'])}: {verdict}")
+    out += [f"  {n}" for n in rp.get("notes", [])]
+    return out
+
+
 def _shown(s: Score, names: Sequence[str] | None = None) -> list[str]:
     """The metrics of ``names`` that apply to the input (the others are not printed)."""
     applies = metric_names(s.mode)
@@ -277,6 +321,7 @@ def text_table(scores: Sequence[Score]) -> str:
                       if s.low_mass_missing else "") + ")")
         if s.verdict_mass:
             out.append("  " + verdict_mass_line(s))
+        out += [f"  {line}" for line in labels_lines(s)]
         for m in _shown(s):
             fig = fmt_metric(m, s.values[m]) + _mark(s.cases_of, m, s.values[m])
             # no CIs: --bootstrap 0, no case scored, or a count (context_pairs)
@@ -361,6 +406,21 @@ def flat_rows(s: Score) -> list[dict[str, Any]]:
                 row[f"{name}_corrected_ci_lo"] = fig["ci"][0] if fig else None
                 row[f"{name}_corrected_ci_hi"] = fig["ci"][1] if fig else None
             row["refusal_correction_note"] = rc.get("note")
+            rp = s.refusal_people
+            if rp:
+                from ..stats.people_refusal import figure_key
+
+                by = str(rp.get("labelled_by") or "people")
+                row["labelled_by"] = by
+                row["people_labels_n" if by == "people" else "run_labels_n"] = rp.get("n")
+                for name, _ in CORRECTED_FIGURES:
+                    fig = (rp.get("figures") or {}).get(name)
+                    key = figure_key(name, by)
+                    ci = (fig or {}).get("ci") or [None, None]
+                    row[key] = fig["value"] if fig else None
+                    row[f"{key}_ci_lo"], row[f"{key}_ci_hi"] = ci[0], ci[1]
+                t = rp.get("transport") or {}
+                row["transport_p"] = t.get("p")
         rows.append(row)
     return rows
 
@@ -432,6 +492,7 @@ def markdown_table(scores: Sequence[Score]) -> str:
                 lines.append(f"| {name} | {r['n']} | " + " | ".join(
                     _md_cell(m, r, r.get("ci", {}), r.get("cases_of", {})) if m in r else "" for m in ms) + " |")
     refusal_notes = [f"- {s.model} [{s.mode}]: {classifier_note(s.classifier)}"
+                     + "".join(f"\n  - {line.strip()}" for line in labels_lines(s, compact=True))
                      + "".join(f"\n  - {line}" for line in corrected_lines(s, compact=True)) for s in scores
                      if "refusal_rate" in s.values]
     if refusal_notes:

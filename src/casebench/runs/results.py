@@ -119,41 +119,82 @@ def _values(run_path: str | Path, m: Manifest, ds: Dataset) -> tuple[list[int], 
 
 
 def run_classifier(run_path: str | Path, m: Manifest, finals: dict | None = None) -> dict[str, Any]:
-    """The refusal classifier a respond run recorded, with ``validation`` replaced by the one that
-    applies to the run (``classify.validation.applicable``): people's labels of the run's own
-    answers (``RUN_LABELS_FILE`` in the run directory, written by ``annotate export --answers``)
-    against the verdicts the run recorded, when present; else the stored figures for the run's
-    classifier version, ``--partial-as`` setting and kind of writer."""
+    """The refusal classifier a respond run recorded, with ``validation`` replaced by the stored
+    figures that apply to the run (``classify.validation.applicable``: the classifier version,
+    ``--partial-as`` setting and kind of writer). Labels of the run's own answers
+    (``run_labels``) do not replace them: they measure the run's refusals directly
+    (``stats.people_refusal``) and test whether the stored figures hold."""
     from ..classify import validation as _validation
 
     desc = dict(m.asked.classifier or {})
-    labels_path = Path(run_path) / _validation.RUN_LABELS_FILE
-    own = None
-    if labels_path.is_file():
-        from ..classify.evaluate import RefusalDataError, load_labelled_csv
-
-        try:
-            rows = load_labelled_csv(labels_path)
-        except RefusalDataError as e:
-            raise RunError(str(e)) from None
-        if finals is None:
-            finals = final_records(iter_records(run_path))
-        pairs = []
-        for r in rows:
-            try:
-                key = (int(r.extra["case"]), int(r.extra["sample"]))
-            except (KeyError, ValueError):
-                raise RunError(f"{labels_path}, row {r.row}: columns 'case' and 'sample' must name an answer of the "
-                               f"run (write the file with casebench annotate export --answers)") from None
-            rec = finals.get(key)
-            if rec is None:
-                raise RunError(f"{labels_path}, row {r.row}: the run has no answer for case {key[0]}, sample {key[1]}")
-            pairs.append((r.label, rec.behaviour))
-        own = _validation.from_labels(pairs, str(desc.get("partial_as") or "unsafe"),
-                                      f"this run's answers, labelled by people ({len(pairs)})",
-                                      file=_validation.RUN_LABELS_FILE, writer=_validation.writer_kind(m.model))
-    desc["validation"] = _validation.applicable(desc, m.model, own)
+    desc["validation"] = _validation.applicable(desc, m.model)
     return desc
+
+
+#: who may have labelled a run's answers (``labelled_by`` in ``reader_labels.csv``)
+LABELLERS: tuple[str, ...] = ("people", "ai", "writer")
+
+
+def run_labels(run_path: str | Path, finals: Mapping[tuple[int, int], Record] | None = None) -> dict[str, Any] | None:
+    """Labels of a respond run's own answers (``RUN_LABELS_FILE`` in the run directory, written
+    by ``annotate export --answers``), or None when there is no such file: who labelled
+    (``labelled_by``; people unless the file's column says otherwise), whether the sample was
+    drawn stratified (every row records its ``weight``), and per labelled answer its case,
+    sample, label and weight. Each row must name an answer of the run."""
+    from ..classify import validation as _validation
+
+    labels_path = Path(run_path) / _validation.RUN_LABELS_FILE
+    if not labels_path.is_file():
+        return None
+    from ..classify.evaluate import RefusalDataError, load_labelled_csv
+
+    try:
+        rows = load_labelled_csv(labels_path)
+    except RefusalDataError as e:
+        raise RunError(str(e)) from None
+    if finals is None:
+        finals = final_records(iter_records(run_path))
+    out_rows: list[dict[str, Any]] = []
+    who: set[str] = set()
+    seen: dict[tuple[int, int], int] = {}
+    weights = 0
+    for r in rows:
+        where = f"{labels_path}, row {r.row}"
+        try:
+            key = (int(r.extra["case"]), int(r.extra["sample"]))
+        except (KeyError, ValueError):
+            raise RunError(f"{where}: columns 'case' and 'sample' must name an answer of the run "
+                           "(write the file with casebench annotate export --answers)") from None
+        if key not in finals:
+            raise RunError(f"{where}: the run has no answer for case {key[0]}, sample {key[1]}")
+        if key in seen:
+            raise RunError(f"{where}: case {key[0]}, sample {key[1]} is labelled again (first in row {seen[key]}); "
+                           "one row per answer")
+        seen[key] = r.row
+        by = (r.extra.get("labelled_by") or "people").strip()
+        if by not in LABELLERS:
+            raise RunError(f"{where}, column 'labelled_by': {by!r} is not one of {', '.join(LABELLERS)}")
+        who.add(by)
+        w: float | None = None
+        if (r.extra.get("weight") or "").strip():
+            try:
+                w = float(r.extra["weight"])
+            except ValueError:
+                w = float("nan")
+            if not (w == w and 1.0 <= w < float("inf")):
+                raise RunError(f"{where}, column 'weight': {r.extra['weight']!r} is not an inverse inclusion "
+                               "probability (a number >= 1)")
+            weights += 1
+        out_rows.append({"case": key[0], "sample": key[1], "label": r.label, "weight": w,
+                         "stratum": r.extra.get("stratum") or None})
+    if len(who) > 1:
+        raise RunError(f"{labels_path}, column 'labelled_by': the rows mix {', '.join(sorted(who))}; one file, one "
+                       "kind of labeller")
+    if 0 < weights < len(out_rows):
+        raise RunError(f"{labels_path}, column 'weight': {len(out_rows) - weights} of {len(out_rows)} rows have no "
+                       "weight; a stratified sample weights every row")
+    return {"file": str(labels_path), "labelled_by": (who.pop() if who else "people"),
+            "stratified": bool(out_rows) and weights == len(out_rows), "rows": out_rows}
 
 
 def load_run(run_path: str | Path, dataset: Dataset | None = None) -> "Predictions":
@@ -181,6 +222,9 @@ def load_run(run_path: str | Path, dataset: Dataset | None = None) -> "Predictio
         # to this run (its own people's labels, else the stored figures for its --partial-as
         # setting and kind of writer; classify.validation.applicable)
         meta["classifier"] = run_classifier(run_path, m, finals)
+        labels = run_labels(run_path, finals)
+        if labels is not None:
+            meta["run_labels"] = labels
     mass = verdict_masses(finals, cases, m.samples) if get_mode(m.mode).want == "p_safe" else None
     return Predictions.from_values(str(run_path), model_short_name(m.model), m.mode, ds.subset(cases),
                                    values, m.removed, meta, context_as=m.asked.context_as or "", pending=pending,

@@ -4,9 +4,9 @@ Kept apart from the classifier itself, which applies the shipped model with nump
 the classifier needs neither scikit-learn nor the training data; fitting it needs both
 (scikit-learn is in the ``test`` extra). From the repository root::
 
-    python -m casebench.classify.learned_train --train   # refit, rewrite learned_model.json
-    python -m casebench.classify.learned_train --check   # exit 1 if the shipped model is stale
-    python -m casebench.classify.learned_train --cv      # 5-fold cross-validation on the training sets
+    python -m training.learned_train --train   # refit, rewrite learned_model.json
+    python -m training.learned_train --check   # exit 1 if the shipped model is stale
+    python -m training.learned_train --cv      # 5-fold cross-validation on the training sets
 
 The training sets (``learned.TRAIN_SETS``) are answers of our own wording that the rules were
 never written against, so the weight the model gives the rules' reading is the weight it earns
@@ -25,9 +25,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from . import rules as _rules
-from .base import BEHAVIOURS, ClassifierError
-from .learned import (DEFAULT_SETTINGS, LEARNED_VERSION, MODEL_FILE, TRAIN_SETS, VIEWS, LearnedModel, _load, _views)
+from casebench.classify import rules as _rules
+from casebench.classify.base import BEHAVIOURS, ClassifierError
+from casebench.classify.learned import (DEFAULT_SETTINGS, LEARNED_VERSION, MODEL_FILE, TRAIN_SETS, VIEWS, LearnedModel, _load, _views)
 
 
 def _sklearn() -> Any:
@@ -43,7 +43,7 @@ def _sklearn() -> Any:
 
 def training_rows(root: str | Path = ".", sets: Sequence[str] = TRAIN_SETS) -> list[Any]:
     """Every labelled answer of ``sets`` (paths under ``root``); ids must be unique across them."""
-    from .evaluate import RefusalDataError, load_labelled_csv
+    from casebench.classify.evaluate import RefusalDataError, load_labelled_csv
 
     rows, seen = [], {}
     for rel in sets:
@@ -97,7 +97,7 @@ def fit_sklearn(rows: Sequence[Any], settings: dict[str, Any] | None = None) -> 
     if classes != list(BEHAVIOURS):
         raise ClassifierError(f"the training sets must hold all of {BEHAVIOURS}; they hold {classes}")
     model = {
-        "about": "casebench's learned refusal classifier (python -m casebench.classify.learned_train --train); "
+        "about": "casebench's learned refusal classifier (python -m training.learned_train --train); "
                  "fitted on our own labelled answers only",
         "version": LEARNED_VERSION,
         "rules_version": _rules.RULES_VERSION,
@@ -151,7 +151,8 @@ def same_model(a: dict[str, Any], b: dict[str, Any], tol: float = 1e-4) -> bool:
         return np.concatenate([np.ravel(m["coef"]), m["intercept"], idf]).astype(float)
 
     def rest(m: dict[str, Any]) -> dict[str, Any]:
-        return {**{k: v for k, v in m.items() if k not in ("coef", "intercept", "views")},
+        # ``about`` is prose, not the fit (the shipped file names the module's old place)
+        return {**{k: v for k, v in m.items() if k not in ("coef", "intercept", "views", "about")},
                 "terms": {name: v["terms"] for name, v in m["views"].items()}}
 
     if rest(a) != rest(b):
@@ -180,8 +181,8 @@ def cross_validate(rows: Sequence[Any], settings: dict[str, Any] | None = None, 
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m casebench.classify.learned_train [--train | --check | --cv] [--root DIR]``."""
-    ap = argparse.ArgumentParser(prog="python -m casebench.classify.learned_train", description=__doc__.split("\n\n")[0])
+    """``python -m training.learned_train [--train | --check | --cv] [--root DIR]``."""
+    ap = argparse.ArgumentParser(prog="python -m training.learned_train", description=__doc__.split("\n\n")[0])
     ap.add_argument("--root", default=".", help="the repository root (where tests/fixtures is); default: here")
     g = ap.add_mutually_exclusive_group(required=True)
     g.add_argument("--train", action="store_true", help=f"refit on the training sets and rewrite {MODEL_FILE.name}")
@@ -201,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
             except (OSError, ValueError):
                 stored = None
             if stored is None or not same_model(model, stored):
-                print(f"{MODEL_FILE}: stale; rewrite it with python -m casebench.classify.learned_train --train", file=sys.stderr)
+                print(f"{MODEL_FILE}: stale; rewrite it with python -m training.learned_train --train", file=sys.stderr)
                 return 1
             print(f"{MODEL_FILE}: up to date")
             return 0

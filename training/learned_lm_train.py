@@ -2,8 +2,8 @@
 
 From the repository root::
 
-    python -m casebench.classify.learned_lm_train --train   # refit, rewrite learned_lm_model.json
-    python -m casebench.classify.learned_lm_train --check   # exit 1 if the shipped model is stale
+    python -m training.learned_lm_train --train   # refit, rewrite learned_lm_model.json
+    python -m training.learned_lm_train --check   # exit 1 if the shipped model is stale
 
 Both read every training answer with the embedded model (about 5,000 answers: 15-30 minutes on
 two CPU cores), so neither runs in the test suite; the tests fit the same procedure on a small
@@ -27,11 +27,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from . import learned as _learned
-from .base import BEHAVIOURS, ClassifierError
-from .learned_lm import (LEARNED_LM_VERSION, MAX_ANSWER_TOKENS, MAX_PROMPT_TOKENS, MODEL_FILE, PROBE_LAYER,
+from casebench.classify import learned as _learned
+from casebench.classify.base import BEHAVIOURS, ClassifierError
+from casebench.classify.learned_lm import (LEARNED_LM_VERSION, MAX_ANSWER_TOKENS, MAX_PROMPT_TOKENS, MODEL_FILE, PROBE_LAYER,
                          LearnedLMModel, train_sets, _load, encoder, learned_features)
-from .learned_train import _sklearn, fit as fit_learned, short, training_rows
+from training.learned_train import _sklearn, fit as fit_learned, short, training_rows
 
 #: Settings of a fit: C (inverse regularisation; 0.01-0.03 were best of 0.003-1 with each of v7-v9 left out in turn)
 #: and the undetermined band (as ``learned``'s).
@@ -74,7 +74,7 @@ def fit_arrays(lp: np.ndarray, hidden: np.ndarray, labels: Sequence[str],
     if classes != list(BEHAVIOURS):
         raise ClassifierError(f"the training sets must hold all of {BEHAVIOURS}; they hold {classes}")
     model = {
-        "about": "casebench's learned-lm refusal classifier (python -m casebench.classify.learned_lm_train --train); "
+        "about": "casebench's learned-lm refusal classifier (python -m training.learned_lm_train --train); "
                  "fitted on our own labelled answers only",
         "version": LEARNED_LM_VERSION,
         "probe_layer": PROBE_LAYER,
@@ -121,18 +121,20 @@ def _dump(model: dict[str, Any]) -> str:
 
 def same_model(a: dict[str, Any], b: dict[str, Any], tol: float = 1e-3) -> bool:
     """Whether two fits agree: everything equal but the weights, within ``tol`` (the hidden
-    states differ between machines by float rounding, around 1e-5)."""
-    keys = ("coef", "intercept", "mean", "scale")
+    states differ between machines by float rounding, around 1e-5). ``about`` is prose, not the
+    fit: the shipped file's names the module's old place (``casebench.classify``), and rewriting
+    the file would change the reader's version, which is hashed from it."""
+    keys = ("coef", "intercept", "mean", "scale", "about")
     if {k: v for k, v in a.items() if k not in keys} != {k: v for k, v in b.items() if k not in keys}:
         return False
-    wa = np.concatenate([np.ravel(a[k]) for k in keys]).astype(float)
-    wb = np.concatenate([np.ravel(b[k]) for k in keys]).astype(float)
+    wa = np.concatenate([np.ravel(a[k]) for k in keys[:4]]).astype(float)
+    wb = np.concatenate([np.ravel(b[k]) for k in keys[:4]]).astype(float)
     return wa.shape == wb.shape and bool(np.all(np.abs(wa - wb) <= tol * np.maximum(1.0, np.abs(wb))))
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m casebench.classify.learned_lm_train [--train | --check] [--root DIR]``."""
-    ap = argparse.ArgumentParser(prog="python -m casebench.classify.learned_lm_train",
+    """``python -m training.learned_lm_train [--train | --check] [--root DIR]``."""
+    ap = argparse.ArgumentParser(prog="python -m training.learned_lm_train",
                                  description=__doc__.split("\n\n")[0])
     ap.add_argument("--root", default=".", help="the repository root (where tests/fixtures is); default: here")
     g = ap.add_mutually_exclusive_group(required=True)
@@ -147,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
             except (OSError, ValueError):
                 stored = None
             if stored is None or not same_model(model, stored):
-                print(f"{MODEL_FILE}: stale; rewrite it with python -m casebench.classify.learned_lm_train --train",
+                print(f"{MODEL_FILE}: stale; rewrite it with python -m training.learned_lm_train --train",
                       file=sys.stderr)
                 return 1
             print(f"{MODEL_FILE}: up to date")
