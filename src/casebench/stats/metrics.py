@@ -329,6 +329,8 @@ def _ceiling_columns(a: ScoringArrays) -> dict[str, np.ndarray] | None:
     if a.ceiling is None:
         return None
     has = ~np.isnan(a.ceiling)
+    if not has.any():  # no individual votes (e.g. the demo set, labelled by intent): no ceiling to show
+        return None
     return {"ce": np.where(has, a.ceiling, 0.0), "cw": has.astype(float)}
 
 
