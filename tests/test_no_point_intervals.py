@@ -149,3 +149,23 @@ def test_clustered_bootstrap_intervals_are_never_narrower_than_the_cases():
             assert hi - lo >= c.ci[m][1] - c.ci[m][0] - 1e-12, m
             checked += 1
     assert checked >= 8
+
+
+def test_the_demo_sets_constant_prediction_prints_r_and_design_effects_undefined():
+    """The demo set (labelled by intent) with a chatbot that answers everything: Pearson r and
+    the design effects are undefined, in the table and in JSON, not 0.0000 [0.0000, 0.0000]."""
+    import pathlib
+
+    import casebench
+    from casebench.data import load_dataset
+    from casebench.jsonutil import json_safe
+    from casebench.present.tables import text_table
+
+    ds = load_dataset(pathlib.Path(casebench.__file__).parent / "demo" / "demo_cases.json")
+    p = Predictions.from_values("demo", "m", "respond", list(ds), [1.0] * len(ds))
+    s = score_predictions(p, ScoringOptions(n_boot=200))
+    line = next(x for x in text_table([s]).splitlines() if "Pearson r vs safe_rate" in x)
+    assert "0.0000" not in line
+    d = json_safe(s.to_dict())
+    assert d["pcc"] is None and d["design_effects"]["accuracy"] is None
+    assert "accuracy_ceiling" not in d  # no individual votes: no ceiling
