@@ -165,3 +165,17 @@ def test_every_format_carries_both_figures_and_peoples(monkeypatch):
     assert rows[0]["people_one_person_context_concordance"]
     md = _cli("score", f, "--format", "md", "--bootstrap", "100")
     assert "concordance" in md.lower() and "moved" in md.lower()
+
+
+def test_the_report_ranks_direction_within_a_mode_only():
+    from types import SimpleNamespace as NS
+
+    from casebench.present.report import _direction_order
+
+    def item(name, mode, d):
+        return NS(name=name, pred=NS(mode=mode), score=NS(values={"context_direction": d}))
+
+    items = [item("a", "binary", 0.80), item("b", "prob", 0.95), item("c", "binary", 0.83), item("d", "prob", 0.87)]
+    got = [it.name for it in _direction_order(items)]
+    # a prob judge's 0.95 is never ranked above a binary judge's 0.83: modes stay apart
+    assert got == ["c", "a", "b", "d"]
