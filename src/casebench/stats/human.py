@@ -145,23 +145,6 @@ def _num(x: Any) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def two_proportion_ztest(safe1: int, n1: int, safe2: int, n2: int) -> tuple[float, float]:
-    """Pooled two-proportion z-test of share1 vs share2 (statsmodels), two-sided.
-
-    z > 0 when the first share is higher. All-same votes in both groups give z = 0, p = 1
-    (see the module docstring).
-    """
-    from statsmodels.stats.proportion import proportions_ztest
-
-    if n1 <= 0 or n2 <= 0:
-        raise ValueError("a two-proportion test needs votes in both groups")
-    total = safe1 + safe2
-    if total == 0 or total == n1 + n2:
-        return 0.0, 1.0
-    z, p = proportions_ztest(count=np.array([safe1, safe2]), nobs=np.array([n1, n2]))
-    return float(z), float(p)
-
-
 def _share_block(table: VoteTable) -> dict[str, Any]:
     votes = int(table.n.sum())
     safe = int(table.safe.sum())
