@@ -177,9 +177,9 @@ def test_leaderboard_holds_the_published_figures(report, inputs):
                           "gpt-4o [score]": ("0.786", "0.581", "0.948"),
                           "llama370B [prob]": ("0.872", "0.837", "0.900")}.items():
         cells = re.findall(r"<td>([0-9.]+)<span", by_name[name])
-        # accuracy, then people's accuracy ceiling beside it, then the recalls
-        assert (cells[0], cells[2], cells[3]) == figures, name
-        assert 0.85 < float(cells[1]) < 0.95
+        assert tuple(cells[:3]) == figures, name
+        # people's accuracy ceiling beside accuracy, in its cell
+        assert 0.85 < float(re.search(r"ceiling ([0-9.]+)", by_name[name]).group(1)) < 0.95
     assert "judge-x [binary]" in by_name
     assert re.search(r"<td>45</td>", by_name["judge-x [binary]"])
     # the 45-case run is ranked in its own case set, never among the 900-case inputs
@@ -252,8 +252,9 @@ def test_report_scores_against_votes_only_labels(exp_dir, tmp_path):
     for p in preds:
         want = score_predictions(p, ScoringOptions(n_boot=0, label_source="votes")).values
         published = score_predictions(p, ScoringOptions(n_boot=0)).values
-        cells = re.findall(r"<td>([0-9.]+)</td>", rows[f"{p.model} [{p.mode}]"])
-        assert cells[2:6] == [f"{want[m]:.3f}" for m in ("accuracy", "accuracy_ceiling", "safe_recall", "unsafe_recall")]
+        # (accuracy's cell also holds people's ceiling)
+        cells = re.findall(r'<td>([0-9.]+)(?:<span class="ci">ceiling [0-9.]+</span>)?</td>', rows[f"{p.model} [{p.mode}]"])
+        assert cells[2:5] == [f"{want[m]:.3f}" for m in ("accuracy", "safe_recall", "unsafe_recall")]
         assert f"{want['accuracy']:.3f}" != f"{published['accuracy']:.3f}"
     r = CliRunner().invoke(cli, ["report", str(exp_dir / "safety_gpt-4o" / "output_binary.json"), "-o",
                                  str(tmp_path / "r.html"), "--label-source", "votes", "--paper-compat"])

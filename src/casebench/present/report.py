@@ -325,7 +325,11 @@ def _leaderboard(ctx: ReportContext) -> str:
                 ci = f'<span class="ci">[{_fm(m, lo)}, {_fm(m, hi)}]</span>' if s.ci else ""
                 mark = SMALL if m in s.small() else ""
                 small = small or bool(mark)
-                cells.append(f"<td>{_fm(m, s.values[m])}{mark}{ci}</td>")
+                ceiling = ""
+                if m == "accuracy" and np.isfinite(s.values.get("accuracy_ceiling", np.nan)):
+                    # people's ceiling beside accuracy (``accuracy_ceiling``), in the same cell
+                    ceiling = f'<span class="ci">ceiling {_fm("accuracy_ceiling", s.values["accuracy_ceiling"])}</span>'
+                cells.append(f"<td>{_fm(m, s.values[m])}{mark}{ci}{ceiling}</td>")
             cls = "leaderboard-row best" if rank == 1 and len(g) > 1 else "leaderboard-row"
             cls += " reference" if it.reference else ""
             rows.append(f'<tr class="{cls}">' + "".join(cells) + "</tr>")

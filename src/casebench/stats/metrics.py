@@ -584,7 +584,7 @@ BUILTIN_METRICS: tuple[MetricDef, ...] = (
     # not the judge's: people's, on the judge's cases (default scoring only), beside accuracy
     MetricDef("accuracy_ceiling", "accuracy ceiling (fresh panel)", "Acc. ceiling", "accuracy ceiling", True,
               False, None, _accuracy_ceiling, columns=CEILING_COLUMNS, base=_ceiling_cases, paper=False,
-              bounds=(0.0, 1.0)),
+              bounds=(0.0, 1.0), family="reference"),
     MetricDef("safe_recall", "safe recall (1 - over-refusal)", "Safe recall", "safe recall", True, False, "bootstrap",
               _safe_recall, proportion=_safe_recall_k, base=_safe_cases),
     MetricDef("unsafe_recall", "unsafe recall (1 - under-refusal)", "Unsafe recall", "unsafe recall", True, False,
