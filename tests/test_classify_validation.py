@@ -86,11 +86,12 @@ def test_the_manifest_score_and_report_carry_it(tmp_path: Path) -> None:
     assert float(row["refusal_classifier_agreement"]) == pytest.approx(v["agreement"])
     md = invoke("score", out, "--format", "md", "--bootstrap", "0").output
     assert "Refusal rate:" in md and f"{100 * v['agreement']:.1f}%" in md
-    # report: the note under the leaderboard and the over-/under-refusal figure
+    # report: the note once, beneath the behaviour table it explains
     r = invoke("report", out, "-o", tmp_path / "report.html", "--bootstrap", "20")
     assert r.exit_code == 0, r.output
     html = (tmp_path / "report.html").read_text()
-    assert html.count("classifier-note") >= 2 and f"{100 * v['agreement']:.1f}%" in html
+    assert html.count("classifier-note") == 1 and f"{100 * v['agreement']:.1f}%" in html
+    assert html.index('<table class="behaviour">') < html.index("classifier-note") < html.index('id="leaderboard-section"')
 
 
 def test_say_do_text_states_it_beside_the_answered_share() -> None:

@@ -144,6 +144,19 @@ def test_subsets_of_one_dataset_pair_over_the_cases_they_share(gpt4o, tmp_path):
     assert "of the 45 cases both hold" in r.output
 
 
+def test_a_pair_is_compared_beside_inputs_of_other_cases(gpt4o):
+    """Inputs of two case sets in one comparison (a report over runs of different selections):
+    the case resamples run over every input's cases, and a pair whose cases are not all of them
+    draws its query pairs over its own cases (it used to look for the other inputs' cases in
+    its own and fail)."""
+    a, b = gpt4o
+    first = Predictions.from_values("x", "x", "binary", a.cases[:40], ["safe" if v == 1.0 else "unsafe" for v in a.label[:40]])
+    other = Predictions.from_values("y", "y", "binary", a.cases[40:80], ["safe"] * 40)
+    c = compare([first, first, other], ScoringOptions(n_boot=50), pairs=[(0, 1)])
+    (pc,) = c.pairs
+    assert pc.n_paired == 40 and pc.context_pairs > 0 and pc.metrics["context_shift"].diff == 0.0
+
+
 def test_inputs_with_no_case_in_common_are_refused(gpt4o):
     from dataclasses import replace
 

@@ -7,7 +7,7 @@ or a subpackage) which other units it may import. The table is the layering of
 ``../shared/DESIGN.md``:
 
     foundation (atomic, jsonutil, cache, extras, plugins, registry, the package itself)
-      < data, sources, parse < prompts < backends < modes < predictions < published, classify
+      < data, sources, parse < prompts < backends < modes < predictions < naming, published, classify
       < runs < loader < stats < present < contexts, annotate, integrations < cli
 
 with three rules the order alone would not give: ``stats`` imports nothing from ``runs``,
@@ -50,28 +50,35 @@ MAY_IMPORT: dict[str, frozenset[str]] = {name: frozenset(deps) for name, deps in
     "sources": (),
     "parse": (),
     "prompts": ("data",),
+    # SORRY-Bench's query rewordings (ciphers, the user's copy of its files): text in, text out
+    "mutations": (),
     # backends answer prompts and know nothing of modes, runs, statistics or presentation
     "backends": ("parse",),
     # a mode asks (prompts) and reads (parse); it names the backend's answer type
     "modes": ("data", "parse", "prompts", "backends"),
     "predictions": ("data", "modes", "prompts"),
     "published": ("data", "modes", "predictions"),
+    # what an input is called beside others (its facets: placement, removals, mutation)
+    "naming": ("data", "modes", "predictions"),
     "classify": ("backends", "data", "parse"),
     # runs own every run, the ablation and placement studies included
-    "runs": ("data", "sources", "parse", "prompts", "backends", "modes", "predictions", "published", "classify"),
-    "loader": ("data", "sources", "modes", "predictions", "published", "runs"),
+    "runs": ("data", "sources", "parse", "prompts", "backends", "modes", "predictions", "published", "classify",
+             "mutations"),
+    # inspect logs read back (casebench's task's format, and any task's scores per sample)
+    "inspect_log": ("data", "modes", "predictions", "classify", "runs"),
+    "loader": ("data", "sources", "modes", "predictions", "published", "runs", "inspect_log"),
     # statistics judge predictions; they never start runs nor present
-    "stats": ("data", "modes", "predictions"),
+    "stats": ("data", "modes", "predictions", "naming"),
     # presentation lays out what stats computed
-    "present": ("data", "modes", "predictions", "stats"),
+    "present": ("data", "modes", "predictions", "naming", "stats"),
     # the applications built on the pipeline
     "contexts": ("data", "sources", "parse", "prompts", "backends", "modes", "predictions", "runs"),
     "annotate": ("data", "stats"),
-    "integrations": ("data", "sources", "parse", "prompts", "backends", "modes", "predictions", "published",
-                     "loader", "runs", "stats", "present"),
+    "integrations": ("data", "sources", "parse", "prompts", "mutations", "backends", "modes", "predictions", "naming",
+                     "published", "classify", "loader", "inspect_log", "runs", "stats", "present"),
     # the command line: thin wrappers over all of the above
-    "cli": ("data", "sources", "parse", "prompts", "backends", "modes", "predictions", "published", "classify",
-            "runs", "loader", "stats", "present", "contexts", "annotate", "integrations"),
+    "cli": ("data", "sources", "parse", "prompts", "backends", "modes", "predictions", "naming", "published", "classify",
+            "mutations", "runs", "inspect_log", "loader", "stats", "present", "contexts", "annotate", "integrations"),
 }.items()}
 
 #: what the layering must never allow, whatever the table says (the rules of DESIGN.md)
@@ -132,7 +139,7 @@ def test_the_reader_sees_imports_inside_functions():
     """The check is only as good as its reader: an import inside a function counts."""
     found = dict((m, line) for line, m in imports_of("casebench.modes"))
     assert "casebench.prompts" in found  # ``Mode.conversation`` imports it inside the method
-    assert any(m == "casebench.stats.metrics" for _, m in imports_of("casebench.present.report"))
+    assert any(m == "casebench.stats.metrics" for _, m in imports_of("casebench.present.report_scores"))
 
 
 def test_every_unit_is_placed_in_the_layers():

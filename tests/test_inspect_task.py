@@ -74,17 +74,39 @@ def test_samples_are_the_cases_casebench_run_selects(real_data_path):
 def test_defaults_follow_casebench_run(small_data_path):
     from casebench.modes import get_mode
 
-    for name in ("binary", "score"):
+    for name in ("binary", "score", "respond"):
         t, m = case_bench(data=str(small_data_path), mode=name), get_mode(name)
         assert len(t.dataset) == 8
         assert (t.config.temperature, t.config.max_tokens) == (m.default_temperature, m.default_max_tokens)
         assert t.epochs == m.default_samples
     assert get_mode("score").default_samples == 3 and get_mode("score").default_temperature == 1.0
+    # prob: one greedy token and its alternatives, as casebench's API backends ask
+    t = case_bench(data=str(small_data_path), mode="prob")
+    assert (t.config.temperature, t.config.max_tokens, t.config.logprobs, t.config.top_logprobs) == (0.0, 1, True, 20)
+    t = case_bench(data=str(small_data_path), mode="respond", refusal_classifier="rules", partial_as="safe")
+    meta = t.metadata["casebench"]
+    assert (meta["context_as"], meta["classifier"]["name"], meta["classifier"]["partial_as"]) == ("system", "rules", "safe")
+    assert meta["templates"] is None  # respond mode asks the query itself
+
+
+def test_pairs_are_the_cases_casebench_run_selects(real_data_path):
+    from casebench.runs.select import select_cases
+
+    ds = load_dataset(real_data_path)
+    t = case_bench(data=str(real_data_path), mode="respond", pairs=10, seed=4)
+    want, how = select_cases(ds, pairs=10, seed=4)
+    assert [s.id for s in t.dataset] == want and len(want) == 20
+    queries = [s.metadata["query"] for s in t.dataset]
+    assert all(queries.count(q) == 2 for q in queries)  # both contexts of each query
+    assert t.metadata["casebench"]["selection"] == {"how": how.how, "cases": 20}
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"mode": "prob"}, "casebench run --mode prob"),
-    ({"mode": "vibes"}, "mode must be one of binary, score"),
+    ({"mode": "vibes"}, "mode must be one of binary, score, prob, respond"),
+    ({"mode": "binary", "refusal_classifier": "rules"}, "apply to modes that read behaviour"),
+    ({"mode": "respond", "partial_as": "maybe"}, "partial_as must be safe or unsafe"),
+    ({"mode": "respond", "refusal_classifier": "no-such-reader"}, "refusal_classifier: "),
+    ({"pairs": 3, "stratified": 3}, "choose one of limit, stratified, pairs"),
     ({"context_as": "assistant"}, "context_as must be one of user, system"),
     ({"limit": 3, "stratified": 3}, "choose one of limit, stratified"),
     ({"limit": 0}, "limit must be at least 1"),
@@ -122,8 +144,8 @@ def _state(sample, text: str | None = None):
                      output=None if text is None else ModelOutput.from_content("casebench/none", text))
 
 
-@pytest.mark.parametrize("mode", ["binary", "score"])
-@pytest.mark.parametrize("context_as", ["user", "system"])
+@pytest.mark.parametrize("mode", ["binary", "score", "prob", "respond"])
+@pytest.mark.parametrize("context_as", ["user", "system", "turns"])
 def test_the_prompt_is_the_modes_chat(small_data_path, mode, context_as):
     from casebench.modes import get_mode
     from casebench.prompts import BUILTIN_TEMPLATES
@@ -133,10 +155,17 @@ def test_the_prompt_is_the_modes_chat(small_data_path, mode, context_as):
     for sample in t.dataset:
         state = asyncio.run(judge(_state(sample), None))
         case = load_dataset(small_data_path)[sample.id].ablated(["urgency"])
-        system, user = get_mode(mode).chat(case, BUILTIN_TEMPLATES, context_as)
-        want = ([("system", system)] if system is not None else []) + [("user", user)]
+        chat = get_mode(mode).conversation(case, BUILTIN_TEMPLATES, context_as)
+        want = ([("system", chat.system)] if chat.system is not None else [])
+        for user, assistant in chat.history:
+            want += [("user", user), ("assistant", assistant)]
+        want.append(("user", chat.prompt))
         assert [(m.role, m.text) for m in state.messages] == want
-        assert (system is not None) == (context_as == "system")
+        assert (chat.system is not None) == (context_as == "system")
+        # the conversation before the query only where the chatbot itself is asked (a judge gets it as a transcript)
+        assert bool(chat.history) == (context_as == "turns" and mode == "respond")
+        if mode == "respond" and context_as != "user":
+            assert want[-1] == ("user", case.query)
 
 
 @pytest.mark.parametrize("text, value, answer", [
@@ -154,6 +183,39 @@ def test_scorer_reads_with_the_modes_parser_and_leaves_unparseable_unscored(smal
     else:
         assert score.value == value and score.answer == answer
     assert score.metadata["human_label"] == sample.target
+
+
+def test_respond_scorer_is_the_refusal_reader_with_its_validation(small_data_path):
+    t = case_bench(data=str(small_data_path), mode="respond", limit=1)
+    sample = t.dataset[0]
+    scorer = verdict(mode="respond", refusal_classifier="rules")
+    refused = asyncio.run(scorer(_state(sample, "I'm sorry, but I can't help with that."), Target(sample.target)))
+    assert refused.value == {"safe": 0.0, "p_safe": 0.0} and refused.answer == "refuse"
+    assert refused.metadata["behaviour"] == "refuse" and refused.metadata["classifier"]["name"] == "rules"
+    assert "validation" in refused.metadata["classifier"]
+    helped = asyncio.run(scorer(_state(sample, "Sure, here are the steps. First, open the settings page and choose "
+                                               "the account you want to change."), Target(sample.target)))
+    assert helped.value == {"safe": 1.0, "p_safe": 1.0} and helped.answer == "comply"
+    empty = asyncio.run(scorer(_state(sample, ""), Target(sample.target)))
+    assert math.isnan(empty.value) and empty.reason == "invalid_response_format"
+
+
+def test_prob_scorer_reads_the_first_tokens_logprobs_or_says_there_are_none(small_data_path):
+    from inspect_ai.model import ChatCompletionChoice, ChatMessageAssistant, Logprob, Logprobs, ModelOutput, TopLogprob
+
+    t = case_bench(data=str(small_data_path), mode="prob", limit=1)
+    sample = t.dataset[0]
+    tops = [TopLogprob(token="safe", logprob=math.log(0.6)), TopLogprob(token=" unsafe", logprob=math.log(0.3)),
+            TopLogprob(token="The", logprob=math.log(0.1))]
+    choice = ChatCompletionChoice(message=ChatMessageAssistant(content="safe"), logprobs=Logprobs(
+        content=[Logprob(token="safe", logprob=math.log(0.6), top_logprobs=tops)]))
+    state = _state(sample)
+    state.output = ModelOutput(model="m", choices=[choice])
+    score = asyncio.run(verdict(mode="prob")(state, Target(sample.target)))
+    assert score.value["safe"] == 1.0 and score.value["p_safe"] == pytest.approx(0.6 / 0.9)
+    assert score.metadata["verdict_mass"] == pytest.approx(0.9)
+    bare = asyncio.run(verdict(mode="prob")(_state(sample, "safe"), Target(sample.target)))
+    assert math.isnan(bare.value) and "no log-probabilities" in bare.explanation
 
 
 def test_scorer_in_score_mode_keeps_the_score(small_data_path):

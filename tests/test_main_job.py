@@ -44,7 +44,7 @@ def test_main_job_offline_with_the_demo_set(tmp_path, model_cache):
     assert res.returncode == 0, res.stderr[-3000:]
     assert "THE DEMO SET" in res.stderr
     out = res.stdout
-    lead = out[out.index("DEMO SET: what smollm2-135m-instruct does as the deployed chatbot"):]
+    lead = out[out.index("DEMO SET: what hf/smollm2-135m-instruct does as the deployed chatbot"):]
     assert "6 query pairs" in lead or "query pairs" in lead
     over = re.search(r"over-refusal: +refuses (\d+)% \[\d+, \d+\] of safe-intent contexts \(6 cases\)", lead)
     under = re.search(r"under-refusal: answers (\d+)% \[\d+, \d+\] of unsafe-intent contexts \(6 cases\)", lead)
@@ -154,7 +154,7 @@ def test_run_prints_what_the_model_does_first(tmp_path):
                    "-o", out, "--no-progress")
     assert r.exit_code == 0, r.output
     text = r.output
-    lead = text[text.index("what bot-x does as the deployed chatbot (respond mode"):]
+    lead = text[text.index("what openai/bot-x does as the deployed chatbot (respond mode"):]
     assert re.search(r"over-refusal: +refuses \d+% \[\d+, \d+\] of what people find safe \(\d+ cases\)", lead)
     assert re.search(r"under-refusal: answers \d+% \[\d+, \d+\] of what people find unsafe", lead)
     assert "reader: " in lead and "next:" in text and "a real model" not in text  # a model was given
@@ -196,8 +196,8 @@ def test_data_fetch_from_a_local_copy(tmp_path, real_data_path, exp_dir):
 
 
 def test_published_models_stand_beside_a_respond_run_on_its_cases(real_dataset, exp_dir):
-    """The published models, restricted to the cases a respond run answered, are ranked in the
-    run's own table and labelled for what they are (judges beside a chatbot)."""
+    """The published models, restricted to the cases a respond run answered, are shown on the
+    run's cases, ranked among the judges (never with the chatbot) and labelled for what they are."""
     from casebench.predictions import Predictions
     from casebench.present.report import build_report
     from casebench.published import load_references, restrict_to
@@ -212,5 +212,8 @@ def test_published_models_stand_beside_a_respond_run_on_its_cases(real_dataset, 
     assert all(r is not None and r.n == len(answered) == 39 for r in refs)
     html = build_report([run], ScoringOptions(n_boot=0), human=False, references=refs)
     board = html[html.index('id="leaderboard-section"'):html.index('id="refusal"')]
-    assert board.count("<table") == 1 and board.count("(published)") >= 3
+    # ranked within their kind: the run in a table of chatbots, the published judges in their own
+    assert board.count("<table") == 2 and board.count("(published)") >= 3
+    tables = board.split("<table")[1:]
+    assert "chatbot-x" in tables[0] and "(published)" not in tables[0] and "chatbot-x" not in tables[1]
     assert "They judged each case" in board and "Each is shown on the cases the run answered" in board

@@ -180,8 +180,9 @@ def test_leaderboard_holds_the_published_figures(report, inputs):
         assert tuple(cells[:3]) == figures, name
         # people's accuracy ceiling beside accuracy, in its cell
         assert 0.85 < float(re.search(r"ceiling ([0-9.]+)", by_name[name]).group(1)) < 0.95
-    assert "judge-x [binary]" in by_name
-    assert re.search(r"<td>45</td>", by_name["judge-x [binary]"])
+    # a run is named with its backend (``naming``): never "judge-x" alone
+    assert "openai/judge-x [binary]" in by_name and "judge-x [binary]" not in by_name
+    assert re.search(r"<td>45</td>", by_name["openai/judge-x [binary]"])
     # the 45-case run is ranked in its own case set, never among the 900-case inputs
     # (the models, then the ablation conditions ranked apart in a table of their own)
     text = report.read_text(encoding="utf-8")
@@ -196,7 +197,7 @@ def test_leaderboard_holds_the_published_figures(report, inputs):
         # best accuracy first, unless accuracy reaches its ceiling (then Brier ranks, and the note says so)
         assert accs == sorted(accs, reverse=True) or by_brier
     # its figures are from 45 cases or fewer: the recalls (fewer than 30 cases each) carry the note
-    assert "†" in by_name["judge-x [binary]"] and "†" not in by_name["gpt-4o [binary]"]
+    assert "†" in by_name["openai/judge-x [binary]"] and "†" not in by_name["gpt-4o [binary]"]
 
 
 def test_ablation_and_pairwise_sections_cover_the_right_inputs(report):

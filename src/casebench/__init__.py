@@ -38,6 +38,8 @@ _EXPORTS: dict[str, str] = {
     "ScoredInput": "stats.result", "compare": "stats.compare",
     "analyse_ablation": "stats.ablation", "run_ablation": "runs.study", "run_placements": "runs.study", "human_stats": "stats.human",
     "human_references": "stats.context",
+    "run_mutations": "runs.study", "analyse_placements": "stats.placement", "analyse_mutations": "stats.placement",
+    "get_mutation": "mutations", "MUTATIONS": "mutations",
     "label_safe": "stats.human", "power_analysis": "stats.human", "votes_majority_safe": "stats.human",
     "write_report": "present.report",
 }

@@ -1,4 +1,5 @@
-"""One loader for everything scorable: a run directory or a published output file -> Predictions.
+"""One loader for everything scorable: a run directory, a published output file or an inspect log
+of casebench's task (``inspect_log``) -> Predictions.
 
 ``predictions`` depends on nothing above it; this module sits above ``runs`` and ``published``
 and is what every scoring command (score, compare, ablate, report) calls.
@@ -16,8 +17,9 @@ if TYPE_CHECKING:
 
 def load_predictions(path: str | Path, dataset: "Dataset | None" = None, mode: str | None = None,
                      removed: Sequence[str] | None = None) -> "Predictions":
-    """Load a run directory (``runs.results.load_run``) or a published output file
-    (``published.load_published``).
+    """Load a run directory (``runs.results.load_run``), an inspect log of casebench's task
+    (``.eval`` or ``.json``, ``inspect_log.load_inspect_log``) or a published output
+    file (``published.load_published``).
 
     ``dataset`` is needed by run directories whose manifest points at a dataset path that is not
     reachable from here. A published file is checked record for record against ``dataset`` or,
@@ -36,6 +38,16 @@ def load_predictions(path: str | Path, dataset: "Dataset | None" = None, mode: s
         if mode is not None and mode != pred.mode:
             raise DatasetError(p, [(None, None, f"this run is in {pred.mode} mode, not {mode} (--mode)")])
         return pred
+    from .inspect_log import is_inspect_log
+
+    if is_inspect_log(p):
+        from .data import DatasetError
+        from .inspect_log import InspectLogError, load_inspect_log
+
+        try:
+            return load_inspect_log(p, dataset=dataset, mode=mode)
+        except InspectLogError as e:
+            raise DatasetError(p, [(None, None, str(e).removeprefix(f"{p}: ").removeprefix(f"{p}, "))]) from None
     from .published import load_published, reference_dataset_path
 
     reference, origin = dataset, None

@@ -72,6 +72,9 @@ class Predictions:
     behaviour: Optional[list[list[Optional[str]]]] = None
     verdict_mass: np.ndarray | None = None
     min_verdict_mass: float = DEFAULT_MIN_VERDICT_MASS
+    #: the query mutation the answers were asked under (``mutations``: SORRY-Bench's name, e.g.
+    #: "caesar"); None: the queries in the dataset's wording (people voted on that wording only)
+    mutation: str | None = None
 
     def __post_init__(self) -> None:
         from .prompts import check_placement
@@ -101,6 +104,7 @@ class Predictions:
         cls, source: str, model: str, mode: str | Mode, cases: Sequence[Case], values: Sequence[Any],
         removed: tuple[str, ...] = (), meta: dict | None = None, *, context_as: str = "", pending: int = 0,
         behaviour: list[list[str | None]] | None = None, verdict_mass: Sequence[float | None] | None = None,
+        mutation: str | None = None,
     ) -> "Predictions":
         """Build from raw values, one per case, as the mode defines them (``modes``): e.g.
         ``"safe"``/``"unsafe"``/None in binary mode, a score or P(safe) (or None) otherwise;
@@ -108,7 +112,7 @@ class Predictions:
         m = get_mode(mode)
         mass = None if verdict_mass is None else [np.nan if v is None else float(v) for v in verdict_mass]
         return cls(source, model, m.name, list(cases), m.labels(values), m.numeric(values), tuple(removed),
-                   dict(meta or {}), context_as, pending, behaviour, mass)
+                   dict(meta or {}), context_as, pending, behaviour, mass, mutation=mutation)
 
     @property
     def complete(self) -> bool:
@@ -224,6 +228,8 @@ class Predictions:
 
     @property
     def name(self) -> str:
-        """A short display name: model, mode, placement (when not the mode's own) and ablation."""
+        """A short display name: model, mode, placement (when not the mode's own), ablation and
+        query mutation."""
         tail = f" -{','.join(self.removed)}" if self.removed else ""
-        return f"{self.model} [{self.mode}]{self.placement_note}{tail}"
+        mut = f" ({self.mutation})" if self.mutation else ""
+        return f"{self.model} [{self.mode}]{self.placement_note}{tail}{mut}"

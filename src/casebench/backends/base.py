@@ -85,7 +85,8 @@ class Request:
     #: the mode asking (``binary``, ``score``, ``prob``, ``respond`` or a plugin's), by name:
     #: what the answer is for (None: not a casebench mode, e.g. an LLM refusal classifier)
     mode: str | None = None
-    #: the case's query as the dataset gives it, and its context as asked (after any ablation):
+    #: the case's query as asked (the dataset's wording, or under a query mutation its
+    #: rewording) and its context as asked (after any ablation):
     #: a backend that needs them reads them here, never from the prompt text, whose wording and
     #: layout depend on the template and the placement
     query: str | None = None

@@ -56,7 +56,7 @@ from casebench.backends.http import API_KEY_ENV, BASE_URL, TIMEOUT, Secret, publ
 from casebench.backends.sdk_errors import SDKTransport
 from casebench.backends.registry import Option, backend
 from casebench.backends.streaming import Event, read_stream, share_usage
-from casebench.backends.verdict_tokens import DEFAULT_MIN_PREFIX, tally
+from casebench.backends.verdict_tokens import DEFAULT_MIN_PREFIX, first_token_tally
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -387,12 +387,10 @@ class OpenAIBackend:
             return Answer(text="", p_safe=None, usage=usage, detail=detail)
         first = content[0]
         alternatives = [(alt.token, alt.logprob) for alt in (first.top_logprobs or [])]
-        if first.token not in {t for t, _ in alternatives}:
-            alternatives.append((first.token, first.logprob))
-        counts = tally(alternatives, min_prefix=self.min_prefix)
+        counts = first_token_tally(first.token, first.logprob, alternatives, min_prefix=self.min_prefix)
         detail.update(counts.to_detail())
         detail["first_token"] = first.token
-        detail["alternatives"] = len(alternatives)
+        detail["alternatives"] = len(alternatives) + (first.token not in {t for t, _ in alternatives})
         p_safe = counts.p_safe
         if p_safe is None:
             detail["p_safe_missing"] = (

@@ -185,6 +185,17 @@ def tally(alternatives: Iterable[tuple[str, float]], min_prefix: int = DEFAULT_M
     return out
 
 
+
+def first_token_tally(token: str, logprob: float, alternatives: Iterable[tuple[str, float]],
+                      min_prefix: int = DEFAULT_MIN_PREFIX) -> Tally:
+    """``tally`` of a reply's first token as an API reports it: its top alternatives, plus the
+    generated token itself when the server left it out of them (every API backend and the
+    inspect task read a first token this way)."""
+    alts = list(alternatives)
+    if token not in {t for t, _ in alts}:
+        alts.append((token, logprob))
+    return tally(alts, min_prefix=min_prefix)
+
 # --------------------------------------------------------------------------------------------
 # Token ids, from a tokenizer
 

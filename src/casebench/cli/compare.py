@@ -112,10 +112,19 @@ def _run_options(f: Any) -> Any:
                    "category, as `casebench run --pairs N` chooses them: what a comparison of that size can detect "
                    "(the MDD column).")
 @click.option("--pairs-seed", type=int, default=0, show_default=True, help="Seed of --pairs.")
+@click.option("--cluster-by", "cluster_by", default=None, metavar="FIELD",
+              help="Inspect logs: compare per scorer over the samples both logs scored, clustered by this sample "
+                   "metadata field (logs of tasks other than casebench's are always compared per scorer).")
 def compare_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, n_boot: int, bootstrap_seed: int,
                 level: float, alpha: float, data: str | None, label_source: str, cluster: str, mode: str | None,
-                remove: str | None, pairs: int | None = None, pairs_seed: int = 0) -> None:
-    """Paired tests between INPUTS (run directories or published exp/ files on the same cases).
+                remove: str | None, pairs: int | None = None, pairs_seed: int = 0, cluster_by: str | None = None) -> None:
+    """Paired tests between INPUTS (run directories, published exp/ files or inspect logs on the
+    same cases).
+
+    Two inspect logs of any task (or any logs with --cluster-by FIELD) are compared per scorer
+    over the samples both scored: the paired difference of the mean with a (clustered)
+    bootstrap interval, McNemar's test for 0/1 scores, Benjamini-Hochberg over scorers and the
+    minimum detectable difference. Logs of casebench's task are compared as runs are:
 
     For each pair A, B: McNemar's test on per-case correctness; paired-bootstrap CIs for the
     differences A - B in accuracy, safe and unsafe recall, and (both continuous) PCC, BCE and
@@ -133,6 +142,9 @@ def compare_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, n_bo
 
     if len(inputs) < 2:
         raise BadInput("compare needs at least two inputs")
+    if _per_sample(inputs, cluster_by):
+        _compare_logs(inputs, cluster_by, as_json, n_boot, bootstrap_seed, level, alpha)
+        return
     options = scoring_options(paper_compat, n_boot, bootstrap_seed, label_source, level=level, alpha=alpha, cluster=cluster)
     preds = _load(inputs, data, mode, remove)
     if pairs is not None:
@@ -157,6 +169,42 @@ def compare_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, n_bo
         line = reference_line if paper_compat else people_line  # the paper-compatible text stays as it was
         if refs:
             click.echo(f"\nreference: {line(refs[0][1])}")
+
+
+def _per_sample(inputs: tuple[str, ...], cluster_by: str | None) -> bool:
+    """Whether INPUTS are compared per scorer over samples (``stats.sample_compare``): inspect
+    logs, with --cluster-by or at least one of another task than casebench's."""
+    from ..inspect_log import InspectLogError, all_casebench, is_inspect_log
+
+    logs = [is_inspect_log(p) for p in inputs]
+    if cluster_by is not None and not all(logs):
+        bad = next(p for p, lg in zip(inputs, logs) if not lg)
+        raise BadInput(f"--cluster-by FIELD names a sample metadata field of inspect logs; {bad} is not an inspect log "
+                       "(casebench inputs cluster with --cluster)")
+    if not all(logs):
+        return False
+    with bad_input_errors(InspectLogError):
+        return cluster_by is not None or not all_casebench(inputs)
+
+
+def _compare_logs(inputs: tuple[str, ...], cluster_by: str | None, as_json: bool, n_boot: int, seed: int,
+                  level: float, alpha: float) -> None:
+    from ..inspect_log import InspectLogError, load_sample_scores
+    from ..present.sample_tables import format_sample_comparison
+    from ..stats.sample_compare import SampleCompareError, ScoredSamples, compare_samples
+
+    with bad_input_errors(InspectLogError, SampleCompareError):
+        logs = [load_sample_scores(p) for p in inputs]
+        result = compare_samples([ScoredSamples(x.name, x.source, x.values, x.metadata) for x in logs], cluster_by=cluster_by, n_boot=n_boot, seed=seed,
+                                 level=level, alpha=alpha)
+    for x in logs:
+        if x.status != "success":
+            echo_err(f"casebench: warning: {x.source} is an unfinished log (status {x.status}); "
+                     "its missing samples are left out")
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
+    else:
+        click.echo(format_sample_comparison(result), nl=False)
 
 
 @click.command("ablate", cls=RegistryCommand, backend_flags=True)
@@ -266,8 +314,22 @@ def _run_study(model: str, mode: str, params: str, context_as: str | None, out_r
 
 @click.command("study", cls=RegistryCommand, backend_flags=True, classifier_flags="prefixed")
 @click.argument("inputs", nargs=-1, type=click.Path(exists=True))
-@click.option("--placements", default="user,system,turns", show_default=True, metavar="LIST",
-              help="Context placements to run, comma-separated (user, system, turns).")
+@click.option("--placements", default=None, metavar="LIST",
+              help="Context placements to run, comma-separated (user, system, turns; default: all three). With "
+                   "--mutations: the one placement every wording is asked in (default: the mode's own).")
+@click.option("--mutations", default=None, metavar="LIST",
+              help="A mutation study instead (with --model): the base wording and each of these SORRY-Bench "
+                   "rewordings of the queries, comma-separated (built in: ascii, caesar, morse, atbash; the others "
+                   "with --mutations-from), the contexts untouched.")
+@click.option("--mutations-from", "mutations_from", default=None, metavar="DIR",
+              type=click.Path(exists=True, file_okay=False),
+              help="Your copy of SORRY-Bench's released files (question.jsonl, question_<mutation>.jsonl): where "
+                   "the --mutations rewordings come from.")
+@click.option("--mutator", "mutator", default=None, metavar="SPEC",
+              help="Without SORRY-Bench's files: this model writes the rewordings of the --mutations that are not "
+                   "built in (casebench's own prompt; cached, and recorded in each run's manifest).")
+@click.option("--mutator-base-url", "mutator_base_url", default=None, metavar="URL",
+              help="With --mutator: the mutator's OpenAI-compatible server, if not the provider's default.")
 @click.option("--model", default=None, metavar="SPEC",
               help="Run the study with this model (hf/ID, openai/NAME, anthropic/NAME). Without it, INPUTS "
                    "(finished runs in different placements) are analysed.")
@@ -285,20 +347,29 @@ def _run_study(model: str, mode: str, params: str, context_as: str | None, out_r
 @_run_options
 @refusal_classifier_options
 @_stat_options
-def study_cmd(inputs: tuple[str, ...], placements: str, model: str | None, mode: str | None, remove: str,
+def study_cmd(inputs: tuple[str, ...], placements: str | None, model: str | None, mode: str | None, remove: str,
               say_do_mode: str | None, pairs: int | None, out_root: str, limit: int | None,
               stratified: int | None, stratified_seed: int, samples: int | None, temperature: float | None,
               max_tokens: int | None, max_connections: int, max_cost: float | None, progress: bool | None,
               refusal_classifier: str | None, partial_as: str, paper_compat: bool, as_json: bool, n_boot: int,
               bootstrap_seed: int, level: float, alpha: float, data: str | None, label_source: str, cluster: str,
-              **registry_flags: Any) -> None:
+              mutations: str | None = None, mutations_from: str | None = None, mutator: str | None = None,
+              mutator_base_url: str | None = None, **registry_flags: Any) -> None:
     """Placement study: one model with the context inside the prompt (user), as the system prompt
-    (system) and as the conversation before the query (turns).
+    (system) and as the conversation before the query (turns). Mutation study: one model with the
+    queries in their own wording and in SORRY-Bench's rewordings (--mutations).
 
     \b
       casebench study --model SPEC --mode MODE [--placements user,system,turns] [--pairs N] [--say-do binary]
-      casebench study INPUTS...     (finished runs of one model and mode in different placements;
-                                     judge runs among a respond study's inputs give the say-do gap)
+      casebench study --model SPEC --mode MODE --mutations caesar,atbash [--pairs N]
+      casebench study INPUTS...     (finished runs of one model and mode in different placements, or
+                                     its plain run and its runs under --mutation; judge runs among a
+                                     respond placement study's inputs give the say-do gap)
+
+    A mutation study prints per wording the metrics and the context figures beside people's
+    (people voted on the base wording only), each mutation's paired difference from the base
+    wording (context shift and follow among them; clustered intervals, Benjamini-Hochberg) and
+    its wording consistency (how often a case's verdict is unchanged).
 
     Prints per placement the metrics, the context figures over query pairs (shift, follow,
     blind; the shift's CI resamples pairs, the shares have Wilson CIs), in respond mode over- and
@@ -309,14 +380,37 @@ def study_cmd(inputs: tuple[str, ...], placements: str, model: str | None, mode:
     from ..present.tables import format_placements
     from ..stats.compare import CompareError
     from ..stats.metrics import LabelSourceError
-    from ..stats.placement import PlacementStudyError, analyse_placements
+    from ..stats.placement import MUTATION, PLACEMENT, PlacementStudyError, analyse_factor, mutation_of
 
     options = scoring_options(paper_compat, n_boot, bootstrap_seed, label_source, level=level, alpha=alpha, cluster=cluster)
+    if mutations_from is not None and mutations is None:
+        raise BadInput("--mutations-from goes with --mutations (the rewordings to run)")
+    if mutations is not None and say_do_mode is not None:
+        raise BadInput("--say-do goes with a placement study, not with --mutations")
     if model is None:
         if not inputs:
-            raise BadInput("give INPUTS to analyse (run directories in different placements), "
-                           "or --model and --mode to run a study")
+            raise BadInput("give INPUTS to analyse (run directories in different placements, or a plain run and "
+                           "its runs under --mutation), or --model and --mode to run a study")
+        if mutations is not None:
+            raise BadInput("--mutations names the mutations to run (with --model); finished runs say their own")
         preds = _load(inputs, data)
+    elif mutations is not None:
+        if inputs:
+            raise BadInput("give either --model/--mode (run a study) or INPUTS (analyse finished runs), not both")
+        if mode is None:
+            raise BadInput("--mode is required with --model")
+        if sum(x is not None for x in (limit, stratified, pairs)) > 1:
+            raise BadInput("choose one of --limit, --stratified and --pairs")
+        where = [p.strip() for p in (placements or "").split(",") if p.strip()]
+        if len(where) > 1:
+            raise BadInput("a mutation study asks every wording in one placement; give one with --placements")
+        if mutator is not None and mutations_from is not None:
+            raise BadInput("choose one source of rewordings: --mutations-from DIR or --mutator SPEC")
+        writer = (mutator, {"base_url": mutator_base_url} if mutator_base_url else {})
+        preds = _run_mutation_study(model, mode, mutations, mutations_from, where[0] if where else None, remove,
+                                    pairs, data, out_root, limit, stratified, stratified_seed, samples, temperature,
+                                    max_tokens, max_connections, max_cost, progress, refusal_classifier, partial_as,
+                                    registry_flags, writer)
     else:
         if inputs:
             raise BadInput("give either --model/--mode (run a study) or INPUTS (analyse finished runs), not both")
@@ -326,18 +420,74 @@ def study_cmd(inputs: tuple[str, ...], placements: str, model: str | None, mode:
             raise BadInput("--say-do goes with --mode respond (a mode that reads behaviour)")
         if sum(x is not None for x in (limit, stratified, pairs)) > 1:
             raise BadInput("choose one of --limit, --stratified and --pairs")
-        preds = _run_placement_study(model, mode, placements, remove, say_do_mode, pairs, data, out_root, limit,
+        preds = _run_placement_study(model, mode, placements or "user,system,turns", remove, say_do_mode, pairs, data,
+                                     out_root, limit,
                                      stratified, stratified_seed, samples, temperature, max_tokens, max_connections,
                                      max_cost, progress, refusal_classifier, partial_as, registry_flags)
     _warn_incomplete(preds)
+    factor = MUTATION if len({mutation_of(p) for p in preds}) > 1 else PLACEMENT
     behaviour = [p for p in preds if p.mode_spec.reads_behaviour]
     study, judges = (behaviour, [p for p in preds if not p.mode_spec.reads_behaviour]) if behaviour else (preds, [])
+    if factor is MUTATION:
+        study, judges = preds, []
     with bad_input_errors(CompareError, PlacementStudyError, LabelSourceError):
-        result = analyse_placements(study, options, judges=judges)
+        result = analyse_factor(study, factor, options, judges=judges)
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
     else:
         click.echo(format_placements(result), nl=False)
+
+
+def _run_mutation_study(model: str, mode: str, mutations: str, mutations_from: str | None, context_as: str | None,
+                        remove: str, pairs: int | None, data: str | None, out_root: str, limit: int | None,
+                        stratified: int | None, stratified_seed: int, samples: int | None,
+                        temperature: float | None, max_tokens: int | None, max_connections: int,
+                        max_cost: float | None, progress: bool | None, refusal_classifier: str | None,
+                        partial_as: str, registry_flags: dict[str, Any],
+                        writer: tuple[str | None, dict[str, Any]] = (None, {})) -> list[Any]:
+    """Run (or re-use) the base wording and every mutation (``runs.study.run_mutations``);
+    ``writer``: the mutator spec and its backend options."""
+    from ..backends.base import UnsupportedModeError
+    from ..data import AblationError, load_dataset
+    from ..runs.execute import RunConfig, resolve_data_path
+    from ..runs.record import RunError, RunLocked, RunState
+    from ..runs.results import load_run
+    from ..runs.select import stratified_pairs
+    from ..runs.study import Condition, run_mutations
+    from ._common import backend_options, call_timeout as wall_limit, classifier_options, setup_logging
+
+    setup_logging(0)
+    opts = backend_options(model, registry_flags)
+    classifier_opts = classifier_options(refusal_classifier, registry_flags)
+
+    def note(cond: Condition, run_dir: Any, action: str) -> None:
+        echo_err(f"casebench: {cond.mutation or 'base wording'}: {action} {run_dir}")
+
+    try:
+        with bad_input_errors(RunError, AblationError, UnsupportedModeError):
+            dataset = load_dataset(resolve_data_path(data))
+            cases = stratified_pairs(dataset, pairs, stratified_seed) if pairs is not None else None
+            base = RunConfig(mode=mode, model=model, data=dataset.path, removed=remove, limit=limit, cases=cases,
+                             stratified=stratified, selection_seed=stratified_seed, samples=samples,
+                             temperature=temperature, max_tokens=max_tokens, max_connections=max_connections,
+                             max_cost=max_cost, call_timeout=wall_limit(model, opts), backend_options=opts,
+                             progress=progress, refusal_classifier=refusal_classifier,
+                             classifier_options=classifier_opts, partial_as_safe=partial_as == "safe",
+                             context_as=context_as)
+            try:
+                runs = run_mutations(base, mutations, out_root=out_root, dataset=dataset, on_condition=note,
+                                     mutations_from=mutations_from, mutator=writer[0], mutator_options=writer[1])
+            except RunLocked as e:
+                raise click.ClickException(str(e)) from None
+            unfinished = [r for r in runs if r.status is not RunState.COMPLETE]
+            if unfinished:
+                r = unfinished[0]
+                echo_err(f"casebench: {r.run_dir} stopped ({r.status}); re-run the same command to resume the study")
+                sys.exit(1)
+            return [load_run(r.run_dir, dataset=dataset) for r in runs]
+    except KeyboardInterrupt:
+        echo_err("casebench: interrupted; re-run the same command to resume the study")
+        sys.exit(130)
 
 
 def _run_placement_study(model: str, mode: str, placements: str, remove: str, say_do_mode: str | None,

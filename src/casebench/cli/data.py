@@ -9,7 +9,7 @@ import click
 
 from ..modes import mode_names
 from ..prompts import CONTEXT_PLACEMENTS
-from ._common import bad_input_errors, dataset_argument
+from ._common import BadInput, bad_input_errors, dataset_argument
 
 
 @click.group("data")
@@ -119,7 +119,12 @@ def _offline_help() -> str:
 @click.option("--templates", type=click.Path(dir_okay=False), default=None,
               help="A template file in the published format (judge, judgescore, judgelogits).")
 @click.option("--remove", default="", help="CI parameters to drop, comma-separated (e.g. sender,urgency).")
-def prompts_cmd(data: str | None, mode: str, context_as: str | None, templates: str | None, remove: str) -> None:
+@click.option("--mutation", default=None, metavar="NAME",
+              help="Every query in this SORRY-Bench rewording, as `casebench run --mutation NAME` asks it.")
+@click.option("--mutations-from", "mutations_from", default=None, type=click.Path(exists=True, file_okay=False),
+              metavar="DIR", help="Your copy of SORRY-Bench's files, where --mutation's rewordings come from.")
+def prompts_cmd(data: str | None, mode: str, context_as: str | None, templates: str | None, remove: str,
+                mutation: str | None = None, mutations_from: str | None = None) -> None:
     """Print the chat of every case as JSON lines: {"index", "messages": [system?, (user, assistant)*,
     user], "prompt"}.
 
@@ -138,9 +143,22 @@ def prompts_cmd(data: str | None, mode: str, context_as: str | None, templates: 
         tpl = load_templates(templates) if templates else BUILTIN_TEMPLATES
         data = dataset_argument(data, demo=True)
         ds = load_dataset(data)
+        texts = None
+        if mutation is not None or mutations_from is not None:
+            from ..mutations import MutationError, mutated_queries
+
+            if mutation is None:
+                raise BadInput("--mutations-from goes with --mutation NAME")
+            with bad_input_errors(MutationError):
+                texts = mutated_queries(mutation, list(ds), mutations_from).texts
     out = sys.stdout
     for case in ds:
-        chat = m.conversation(case.ablated(names), tpl, context_as)
+        asked = case.ablated(names)
+        if texts is not None:  # the query reworded, the context untouched (as a run asks it)
+            from dataclasses import replace
+
+            asked = replace(asked, query=texts[case.index])
+        chat = m.conversation(asked, tpl, context_as)
         messages = ([{"role": "system", "content": chat.system}] if chat.system is not None else []) + [
             msg for msg in chat.messages() if msg["role"] != "system"]
         out.write(json.dumps({"index": case.index, "messages": messages, "prompt": chat.prompt}) + "\n")

@@ -36,16 +36,23 @@ def _cell(x: Any, digits: int = 3) -> str:
 @file_kind_options
 def diff_cmd(a: str, b: str, sort: str, fmt: str, hide_text: bool, data: str | None, label_source: str,
              mode: str | None, remove: str | None) -> None:
-    """The cases where A and B (run directories or published exp/ files over the same cases)
-    disagree: their verdicts (safe / unsafe), or for two respond runs what the chatbot did
+    """The cases where A and B (run directories, published exp/ files or inspect logs over the
+    same cases) disagree (two inspect logs of another task: the samples where a scorer's values
+    differ): their verdicts (safe / unsafe), or for two respond runs what the chatbot did
     (comply / partial / refuse), with people's share of safe votes and how far people lean
     (|share - 0.5|). Cases only one of them answered are counted, not listed."""
     from ..data import load_dataset
+    from ..inspect_log import InspectLogError, all_casebench, is_inspect_log
     from ..loader import load_predictions
     from ..runs.record import RunError
     from ..stats.compare import CompareError
     from ..stats.diff import diff_inputs, diff_table_rows
 
+    with bad_input_errors(InspectLogError):
+        per_sample = is_inspect_log(a) and is_inspect_log(b) and not all_casebench([a, b])
+    if per_sample:
+        _diff_logs(a, b, fmt)
+        return
     with bad_input_errors(RunError):
         dataset = load_dataset(data) if data else None
         preds = [load_predictions(p, dataset=dataset, mode=mode, removed=remove) for p in (a, b)]
@@ -81,6 +88,30 @@ def diff_cmd(a: str, b: str, sort: str, fmt: str, hide_text: bool, data: str | N
         click.echo("  ".join(x.ljust(wd) for x, wd in zip(c, widths)).rstrip())
     click.echo("people_safe_share: the share of safe votes; lean: |share - 0.5|; agrees: the input whose verdict "
                f"matches people's label ({res.label_source} labels)")
+
+
+def _diff_logs(a: str, b: str, fmt: str) -> None:
+    """Two inspect logs of any task: the samples where a scorer's values differ."""
+    from ..inspect_log import InspectLogError, load_sample_scores
+    from ..present.sample_tables import format_sample_diff
+    from ..stats.sample_compare import ScoredSamples, disagreements
+
+    with bad_input_errors(InspectLogError):
+        la, lb = load_sample_scores(a), load_sample_scores(b)
+    rows = disagreements(*(ScoredSamples(x.name, x.source, x.values, x.metadata) for x in (la, lb)))
+    shared = len({s for k in set(la.values) & set(lb.values) for s in la.values[k] if s in lb.values[k]})
+    if fmt == "json":
+        click.echo(json.dumps({"a": {"name": la.name, "source": la.source}, "b": {"name": lb.name, "source": lb.source},
+                               "shared_samples": shared, "disagreements": rows}, indent=2, ensure_ascii=False))
+    elif fmt == "csv":
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(["scorer", "sample", "a", "b"])
+        for r in rows:
+            w.writerow([r["scorer"], r["sample"], r["a"], r["b"]])
+        click.echo(buf.getvalue(), nl=False)
+    else:
+        click.echo(format_sample_diff(rows, f"{la.name}  {la.source}", f"{lb.name}  {lb.source}", shared), nl=False)
 
 
 __all__ = ["diff_cmd", "BadInput"]

@@ -28,7 +28,8 @@ from ._common import (
                    "section's draws unless --human-draw-seed is given).")
 @click.option("--human-draw-seed", "human_draw_seed", type=int, default=None,
               help="Seed of the human section's random draws of single votes (default: the bootstrap seed).")
-@click.option("--title", default="casebench report", show_default=True)
+@click.option("--title", default=None,
+              help="The page's title (default: what it compares, e.g. \"What openai/bot does as a chatbot\").")
 @click.option("--no-human", is_flag=True, help="Leave out the human-vote section.")
 @click.option("--show-text/--hide-text", "show_text", default=False, show_default=True,
               help="List the context-blind queries with their text (the dataset's licence-gated queries) instead "
@@ -40,7 +41,7 @@ from ._common import (
 @min_verdict_mass_option
 @reference_option
 def report_cmd(inputs: tuple[str, ...], out: str, data: str | None, paper_compat: bool, n_boot: int, bootstrap_seed: int,
-               title: str, no_human: bool, show_text: bool, label_source: str, cluster: str, mode: str | None,
+               title: str | None, no_human: bool, show_text: bool, label_source: str, cluster: str, mode: str | None,
                remove: str | None,
                reference: str | None, no_reference: bool, min_verdict_mass: float = 0.5,
                human_draw_seed: int | None = None, level: float = 0.95) -> None:

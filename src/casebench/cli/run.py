@@ -25,6 +25,18 @@ if TYPE_CHECKING:
     from ..runs.results import RunCheck
 
 
+def _mutation_names() -> list[str]:
+    from ..mutations import mutation_names
+
+    return mutation_names()
+
+
+def _builtin_mutations() -> list[str]:
+    from ..mutations import MUTATIONS
+
+    return [m.name for m in MUTATIONS.values() if m.builtin]
+
+
 @click.command("run", cls=RegistryCommand, backend_flags=True, classifier_flags="prefixed")
 @click.option("--model", "model", default=None, metavar="SPEC",
               help="Model spec: PREFIX/MODEL, e.g. openai/NAME, anthropic/NAME, hf/ID-or-path (every backend: "
@@ -37,6 +49,21 @@ if TYPE_CHECKING:
               help="Where the context goes: inside the judge prompt (user, the paper's framing; default of the "
                    "judge modes), rendered as the operator's system prompt (system; default of respond mode), or "
                    "as the conversation before the query (turns; a judge is asked about its final query).")
+@click.option("--mutation", "mutation", type=click.Choice(_mutation_names()), default=None, metavar="NAME",
+              help="Ask every query in one of SORRY-Bench's twenty rewordings, in both its contexts (the contexts "
+                   "untouched): built in, offline: " + ", ".join(_builtin_mutations()) + "; the others from your copy "
+                   "of SORRY-Bench's files (--mutations-from). Encodings ask for the answer in the same encoding; "
+                   "respond mode decodes the answer before reading it. People voted on the base wording only.")
+@click.option("--mutations-from", "mutations_from", default=None, metavar="DIR",
+              type=click.Path(exists=True, file_okay=False),
+              help="Your copy of SORRY-Bench's released files (question.jsonl and question_<mutation>.jsonl): the "
+                   "rewordings of --mutation, matched to CASE-Bench's queries by the base text.")
+@click.option("--mutator", "mutator", default=None, metavar="SPEC",
+              help="Without SORRY-Bench's files: this model (any backend spec) writes the rewordings of a --mutation "
+                   "that is not built in, with casebench's own prompt; the texts are cached and recorded in the "
+                   "manifest, so a resume asks the mutator nothing.")
+@click.option("--mutator-base-url", "mutator_base_url", default=None, metavar="URL",
+              help="With --mutator: the mutator's OpenAI-compatible server, if not the provider's default.")
 @click.option("--batch", "batch", is_flag=True, default=False,
               help=batch_backends() + ": ask through the provider's batch API (half price, within 24 h); "
                    "a killed run resumes polling the same batch. Unanswered items are asked again online.")
@@ -62,7 +89,7 @@ if TYPE_CHECKING:
 @click.option("--templates", "templates_path", default=None, metavar="FILE",
               help="Template file in the published format (judge, judgescore, judgelogits).")
 @click.option("-o", "--out", default=None, metavar="RUN_DIR",
-              help="Run directory (default: runs/<model>_<mode>[_<removed>][_ctx-<placement>]_<dataset SHA-256, 8 hex>"
+              help="Run directory (default: runs/<model>_<mode>[_<removed>][_ctx-<placement>][_mut-<mutation>]_<dataset SHA-256, 8 hex>"
                    "[_<pairsN|stratN|limitN>]). Re-running resumes it.")
 @click.option("--system", default=None, help="System prompt.")
 @click.option("--temperature", type=float, default=None, help="Sampling temperature (default: 1.0 score, 0 else).")
@@ -97,7 +124,8 @@ def run_cmd(model: str | None, mode: str | None, data: str | None, remove: str, 
             full_answers: bool = False, refusal_classifier: str | None = None, partial_as: str = "unsafe",
             batch: bool = False, batch_poll: float = 10.0, salvage: bool = False, reask: str = "repair",
             min_coverage: float = 0.5, min_verdict_mass: float = 0.5, pairs: int | None = None,
-            **registry_flags: Any) -> None:
+            mutation: str | None = None, mutations_from: str | None = None, mutator: str | None = None,
+            mutator_base_url: str | None = None, **registry_flags: Any) -> None:
     """Run a model as a judge (or, in respond mode, as the chatbot) over a dataset.
     Re-run the same command to resume a run.
 
@@ -140,6 +168,8 @@ def run_cmd(model: str | None, mode: str | None, data: str | None, remove: str, 
                 refusal_classifier=refusal_classifier,
                 classifier_options=classifier_opts,
                 partial_as_safe=partial_as == "safe", batch=batch, batch_poll_s=batch_poll, salvage=salvage, reask=reask,
+                mutation=mutation, mutations_from=mutations_from, mutator=mutator,
+                mutator_options={"base_url": mutator_base_url} if mutator_base_url else {},
             )
             try:
                 summary = run_with_signals(config, dataset)
@@ -321,11 +351,19 @@ def score_and_report(run_dir: Path, min_verdict_mass: float | None = None, *, de
     score = score_input(pred, options).score
     people = None if demo else _people_on(pred)
     click.echo("")
+    from dataclasses import replace
+
+    from ..naming import display_name, who
+
+    if pred.mutation:
+        click.echo(f"queries reworded ({pred.mutation}), contexts untouched: people voted on the base wording only, so "
+                   "these figures set the model's verdicts on the rewording against people's on the original "
+                   "(casebench study RUN_PLAIN RUN_MUTATED pairs it with a plain run)")
     for line in summary_lines(score, people, demo=demo, max_tokens=max_tokens,
-                              tiny=pred.model == model_short_name(DEFAULT_MODEL)):
+                              tiny=pred.model == model_short_name(DEFAULT_MODEL), who=who(pred)):
         click.echo(line)
     click.echo("")
-    click.echo(text_table([score]), nl=False)
+    click.echo(text_table([replace(score, name=display_name(pred))]), nl=False)
     refs: list[Any] = []
     root = None
     try:

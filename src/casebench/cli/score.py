@@ -71,11 +71,18 @@ def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: s
 
             scores = [_with(s, people=score_input(p, options).people) for s, p in zip(scores, preds)]
         ref_scores, ref_root = _reference_scores(reference, no_reference, preds, dataset, options)
+    # every input named by what sets it apart from the others shown (naming.display_names); the
+    # published models shown for reference marked as such
+    from dataclasses import replace
+
+    from ..naming import display_names
+    from ..present.tables import title
+
+    scores = [replace(s, name=n) for s, n in zip(scores, display_names(preds))]
+    ref_scores = [replace(r, name=f"{title(r)} (published)") for r in ref_scores]
     if fmt in ("csv", "md") and ref_scores:
         # one table: the published models' rows follow the inputs', marked in their name
-        from dataclasses import replace
-
-        scores = scores + [replace(r, model=f"{r.model} (published)") for r in ref_scores]
+        scores = scores + ref_scores
         ref_scores = []
     click.echo(FORMATS[fmt](scores), nl=False)
     warn_low_verdict_mass(scores)

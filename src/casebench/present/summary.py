@@ -126,12 +126,13 @@ def _reader_line(classifier: Mapping[str, Any] | None, tiny: bool) -> str:
 
 
 def summary_lines(score: "Score", people: Mapping[str, Any] | None = None, *, demo: bool = False,
-                  max_tokens: int | None = None, tiny: bool = False) -> list[str]:
+                  max_tokens: int | None = None, tiny: bool = False, who: str | None = None) -> list[str]:
     """The lines that lead ``casebench run``'s output: the model's over- and under-refusal, its
     context shift and follow beside people's (``people``: ``stats.context.human_references`` of the
     same cases, or None), the reader's validation (respond mode), each naming the mode.
     ``tiny``: the model is a tiny one (the embedded SmolLM2), whose answers the reader was not
-    validated on."""
+    validated on. ``who``: the model as it was asked, with its backend (``naming.who``; default
+    the score's model name)."""
     mode = score.mode
     m = _mode(mode)
     behaves = m.reads_behaviour
@@ -139,7 +140,7 @@ def summary_lines(score: "Score", people: Mapping[str, Any] | None = None, *, de
     asked = f"as the deployed chatbot ({mode} mode: it answers each query)" if behaves else \
         f"as a judge ({mode} mode: it says whether answering is safe)"
     pairs = int(score.values.get("context_pairs", 0) or 0) if math.isfinite(score.values.get("context_pairs", 0) or 0) else 0
-    head = f"{'DEMO SET: ' if demo else ''}what {score.model} does {asked}: {score.answered} of {score.n} cases read"
+    head = f"{'DEMO SET: ' if demo else ''}what {who or score.model} does {asked}: {score.answered} of {score.n} cases read"
     if pairs:
         head += f", {pairs} query pairs (both contexts answered)"
     if max_tokens and behaves:

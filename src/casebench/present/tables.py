@@ -308,13 +308,19 @@ def _undefined_shown(s: Score) -> bool:
     return False
 
 
+def title(s: Score) -> str:
+    """What an input is called in a table: its display name (``naming.display_names``, set by the
+    command that shows it beside others), else ``model [mode] without removed``."""
+    return s.name or f"{s.model} [{s.mode}]" + (f" without {','.join(s.removed)}" if s.removed else "")
+
+
 def text_table(scores: Sequence[Score]) -> str:
     """One block per input: every metric with its CI and, when asked, its breakdowns; prob-mode
     runs also their verdict mass (and how many cases it left out)."""
     out = []
     for s in scores:
         tag = " (paper-compatible)" if s.paper_compat else ""
-        out.append(f"{s.model} [{s.mode}]" + (f" without {','.join(s.removed)}" if s.removed else "") + tag)
+        out.append(title(s) + tag)
         out.append(f"  source: {s.source}")
         out.append(f"  cases {s.n}, answered {s.answered} (coverage {100 * s.coverage:.1f}%"
                    + (f"; {s.low_mass_missing} left out: verdict mass below {mass_pct(s.verdict_mass['threshold'])}"
@@ -361,7 +367,7 @@ def breakdown_table(s: Score, kind: str) -> str:
     return "\n".join(line.rstrip() for line in out) + "\n"
 
 
-_ID_COLUMNS = ("source", "model", "mode", "removed", "paper_compat", "by", "group", "n", "answered", "coverage")
+_ID_COLUMNS = ("name", "source", "model", "mode", "removed", "paper_compat", "by", "group", "n", "answered", "coverage")
 
 
 def _csv_cell(v: Any) -> Any:
@@ -374,7 +380,7 @@ def flat_rows(s: Score) -> list[dict[str, Any]]:
     """The rows of one input in CSV: the whole input (``by`` empty), then one per breakdown
     group. Per metric: the figure, its CI and how many cases it is from (``<metric>_n``); a
     metric that does not apply (or is not part of a breakdown) is None (a blank cell)."""
-    base = {"source": s.source, "model": s.model, "mode": s.mode, "removed": ",".join(s.removed),
+    base = {"name": title(s), "source": s.source, "model": s.model, "mode": s.mode, "removed": ",".join(s.removed),
             "paper_compat": s.paper_compat}
     groups: list[tuple[str, str, dict[str, Any], dict[str, Any]]] = [
         ("", "", {"n": s.n, "answered": s.answered, "coverage": s.coverage},
@@ -467,11 +473,11 @@ def markdown_table(scores: Sequence[Score]) -> str:
     then the notes. Published reference rows: pass their scores renamed ``<model> (published)``. Prob-mode runs also show their verdict mass."""
     mass = _with_mass(scores)
     with_people = any(s.people for s in scores)
-    cols = (["model", "mode", "removed", "coverage"] + (["verdict mass (median, below)"] if mass else [])
+    cols = (["input", "model", "mode", "removed", "coverage"] + (["verdict mass (median, below)"] if mass else [])
             + list(row_metrics()) + (list(people.MD_COLUMNS) if with_people else []))
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for s in scores:
-        cells = [s.model, s.mode, ",".join(s.removed) or "-", f"{100 * s.coverage:.1f}%"]
+        cells = [title(s), s.model, s.mode, ",".join(s.removed) or "-", f"{100 * s.coverage:.1f}%"]
         if mass:
             vm = s.verdict_mass
             cells.append(f"{mass_pct(vm['median'])}, {vm['below']}/{vm['known']} below {mass_pct(vm['threshold'])}"
@@ -485,13 +491,12 @@ def markdown_table(scores: Sequence[Score]) -> str:
     for s in scores:
         ms = _shown(s, BREAKDOWN_METRICS)
         for kind, rows in s.breakdowns.items():
-            lines += ["", f"**{s.model} [{s.mode}]" + (f" without {','.join(s.removed)}" if s.removed else "")
-                      + f" by {kind}** ({s.source})", "",
+            lines += ["", f"**{title(s)} by {kind}** ({s.source})", "",
                       "| group | n | " + " | ".join(ms) + " |", "|" + "---|" * (len(ms) + 2)]
             for name, r in rows.items():
                 lines.append(f"| {name} | {r['n']} | " + " | ".join(
                     _md_cell(m, r, r.get("ci", {}), r.get("cases_of", {})) if m in r else "" for m in ms) + " |")
-    refusal_notes = [f"- {s.model} [{s.mode}]: {classifier_note(s.classifier)}"
+    refusal_notes = [f"- {title(s)}: {classifier_note(s.classifier)}"
                      + "".join(f"\n  - {line.strip()}" for line in labels_lines(s, compact=True))
                      + "".join(f"\n  - {line}" for line in corrected_lines(s, compact=True)) for s in scores
                      if "refusal_rate" in s.values]
@@ -515,14 +520,17 @@ def reference_table(scores: Sequence[Score], root: str) -> str:
     """The published models shown for reference under ``casebench score``'s table, scored on the
     cases every input scored: per model a line of figures and a line of their 95% CIs (Wilson
     for proportions, the bootstrap otherwise, as for the inputs). Never paired with the inputs."""
-    width = max([len(f"{s.model} [{s.mode}]") for s in scores] + [12])
+    def short(s: Score) -> str:  # the table's heading says they are published
+        return title(s).removesuffix(" (published)")
+
+    width = max([len(short(s)) for s in scores] + [12])
     ms = [m for m in REFERENCE_METRICS if any(m in s.values for s in scores)]
     n = sorted({s.n for s in scores})
     on = f"on the {n[0]} cases the inputs scored" if len(n) == 1 else "on the cases the inputs scored"
     lines = [f"published models for reference ({root}; {on}; not paired with the inputs above):",
              f"  {'':<{width}}" + "".join(f"{METRIC[m].short:>18}" for m in ms)]
     for s in scores:
-        lines.append(f"  {s.model + ' [' + s.mode + ']':<{width}}"
+        lines.append(f"  {short(s):<{width}}"
                      + "".join(f"{fmt_metric(m, s.values.get(m)) + _mark(s.cases_of, m, s.values.get(m)):>18}"
                                for m in ms))
         if s.ci:
@@ -710,8 +718,10 @@ def _bounds(lo_hi: Sequence[float] | None, digits: int = 3) -> str:
 
 
 def format_placements(res: "PlacementResult") -> str:
-    """``casebench study``: per placement its metrics, context figures and (respond mode)
-    refusal figures and say-do gap; then the paired tests between placements."""
+    """``casebench study``: per level (placement, or query wording) its metrics, context figures
+    (beside people's in a mutation study) and (respond mode) refusal figures and say-do gap; then
+    the paired tests between levels (every two placements; each mutation against the base
+    wording, with its wording consistency)."""
     ms = [m for m in STUDY_METRICS if m in metric_names(res.mode)]
     if any(p.over_refusal is not None for p in res.placements):
         ms.append("refusal_rate")
@@ -719,11 +729,20 @@ def format_placements(res: "PlacementResult") -> str:
     s = res.settings
     rm = f", - {', '.join(res.removed)}" if res.removed else ""
     ps = res.placements
-    lines = [f"placement study: {res.model} [{res.mode}{rm}]{tag}, context as {', '.join(p.placement for p in ps)}",
+    factor = getattr(res, "factor", "placement")
+    mut = factor == "mutation"
+    head = (f"mutation study: {res.model} [{res.mode}{rm}]{tag}, queries worded as {', '.join(p.level for p in ps)}; "
+            f"context as {res.held.get('context_placement', '?')}, contexts untouched" if mut else
+            f"placement study: {res.model} [{res.mode}{rm}]{tag}, context as {', '.join(p.placement for p in ps)}")
+    lines = [head,
              f"{s['level']:.0%} CIs ({s['bootstrap']} bootstrap resamples, seed {s['seed']}); context figures: "
-             f"{s['context_ci']}", *_labels_line(s), ""]
+             f"{s['context_ci']}", *_labels_line(s)]
+    if mut:
+        lines.append("people voted on the base wording only: every wording is scored against those votes, and "
+                     "people's figures below are the base wording's")
+    lines.append("")
     width = max(12, max(len(p.placement) for p in ps) + 2)
-    lines.append(f"{'placement':<{width}}{'answered':>10}" + "".join(f"{m:>17}" for m in ms))
+    lines.append(f"{factor:<{width}}{'answered':>10}" + "".join(f"{m:>17}" for m in ms))
     for p in ps:
         sc = p.score
         lines.append(f"{p.placement:<{width}}{f'{sc.answered}/{sc.n}':>10}"
@@ -731,7 +750,8 @@ def format_placements(res: "PlacementResult") -> str:
                                for m in ms))
         lines.append(f"{'':<{width}}{'':>10}" + "".join(f"{_bounds(sc.ci.get(m), METRIC[m].digits - 1):>17}" for m in ms))
     lines += ["", "context figures over query pairs (both cases answered):",
-              f"  {'placement':<{width}}{'pairs':>6}  {'shift':<24}{'follow':<24}blind (of pairs people split)"]
+              f"  {factor:<{width}}{'pairs':>6}  {'shift':<24}{'follow':<24}blind (of pairs people split)"]
+    shown_people = None
     for p in ps:
         c = p.context
         if not c.pairs:
@@ -743,6 +763,21 @@ def format_placements(res: "PlacementResult") -> str:
                      f"{fmt_num(c.follow, 3) + ' ' + _bounds(c.ci.get('context_follow')):<24}"
                      + (f"{fmt_num(c.blind, 3)} {_bounds(c.ci.get('context_blind'))} (n={c.blind_pairs})"
                         if c.blind_pairs else "- (no pair whose human labels differ)"))
+        seen = json.dumps([p.people.get("pairs")] + [{k: (p.people.get(r) or {}).get(k) for k in
+                                                       ("context_shift", "context_follow")}
+                                                      for r in ("one_person", "majority")],
+                          sort_keys=True, default=str) if p.people else None
+        if mut and seen and seen != shown_people:  # people's on these pairs (base wording); once
+            shown_people = seen
+            for ref, label in (("one_person", "people: one person"), ("majority", "people: majority")):
+                b = p.people.get(ref) or {}
+                if "context_shift" not in b:
+                    continue
+                follow = (fmt_num(b["context_follow"], 3) + " " + _bounds(b.get("ci", {}).get("context_follow"))
+                          if "context_follow" in b else "–")
+                lines.append(f"  {'':<{width}}{'':>6}  "
+                             f"{fmt_num(b['context_shift'], 3) + ' ' + _bounds(b.get('ci', {}).get('context_shift')):<24}"
+                             f"{follow:<24}{label}")
     if any(p.over_refusal is not None for p in ps):
         lines += ["", "behaviour (respond mode): over-refusal = 1 - safe recall, under-refusal = 1 - unsafe recall "
                   + ("(the recalls' CIs)" if res.paper_compat else "(Wilson CIs)")]
@@ -768,14 +803,18 @@ def format_placements(res: "PlacementResult") -> str:
                          f"{sd.mcnemar['a_only']}, judged unsafe & answered {sd.mcnemar['b_only']}, "
                          f"McNemar p {_eq(fmt_p(sd.mcnemar['p']))}")
     if res.comparison is not None:
-        lines += ["", f"between placements (A - B; paired over the cases both answered; p(BH): Benjamini-Hochberg "
-                      f"over all pairs and metrics, alpha {s['alpha']}):"]
+        lines += ["", (f"each mutation against the base wording (mutation - base; paired over the cases both answered, "
+                       f"clustered by {s.get('cluster') or res.comparison.settings.get('cluster', 'case')}; p(BH): "
+                       f"Benjamini-Hochberg over all mutations and metrics, alpha {s['alpha']}):") if mut else
+                      (f"between placements (A - B; paired over the cases both answered; p(BH): Benjamini-Hochberg "
+                       f"over all pairs and metrics, alpha {s['alpha']}):")]
         for pc in res.comparison.pairs:
             a, b = ps[pc.a].placement, ps[pc.b].placement
             mc = pc.mcnemar
             lines.append(f"  {a} vs {b}: {pc.n_paired} paired cases" + (f" ({pc.dropped} dropped)" if pc.dropped else "")
-                         + f"; McNemar exact on correctness: {a} right & {b} wrong {mc['a_only']}, "
-                         f"{a} wrong & {b} right {mc['b_only']}, p {_eq(fmt_p(mc['p']))}")
+                         + f"; McNemar{' exact' if mc.get('test', 'exact') == 'exact' else ''} on correctness: "
+                         f"{a} right & {b} wrong {mc['a_only']}, "
+                         f"{a} wrong & {b} right {mc['b_only']}, p {_eq(fmt_p(mc['p'], exact=mc.get('test', 'exact') == 'exact'))}")
             for m in ms:
                 d = pc.metrics.get(m)
                 if d is None:
@@ -783,12 +822,23 @@ def format_placements(res: "PlacementResult") -> str:
                 sig = " *" if d.significant else ""
                 lines.append(f"    {m:<14}{fmt_metric(m, d.diff):>9}   [{fmt_metric(m, d.ci[0])}, {fmt_metric(m, d.ci[1])}]"
                              f"   p {_eq(fmt_p(d.p, floor=d.p_floor))} ({d.test})   p(BH) {_eq(fmt_p(d.p_adjusted, floor=d.p_floor))}{sig}")
-        for d in res.shift_diffs:
+        for d in [*res.shift_diffs, *(getattr(res, "follow_diffs", None) or [])]:
             if d.pairs:
                 sig = " *" if d.significant else ""
-                lines.append(f"  context shift {d.a} - {d.b}: {fmt_num(d.diff, 3)} {_bounds(d.ci)} over {d.pairs} pairs, "
+                what = "context follow" if d.metric == "context_follow" else "context shift"
+                lines.append(f"  {what} {d.a} - {d.b}: {fmt_num(d.diff, 3)} {_bounds(d.ci)} over {d.pairs} pairs, "
                              f"bootstrap p {_eq(fmt_p(d.p_bootstrap))}   p(BH) {_eq(fmt_p(d.p_adjusted))}{sig}")
         lines += ["", "* significant after Benjamini-Hochberg"]
+    if getattr(res, "consistency", None):
+        lines += ["", "wording consistency (cases whose verdict is unchanged by the rewording, of the cases both "
+                      "wordings answered; Wilson CI widened by the query clusters):"]
+        for c in res.consistency:
+            if not c.n:
+                lines.append(f"  {c.level:<{width}}- (no case answered under both wordings)")
+                continue
+            small = SMALL if c.n < MIN_CASES else ""
+            lines.append(f"  {c.level:<{width}}{fmt_num(c.share, 3)} {_bounds(c.ci)}  ({c.unchanged} of {c.n}{small} "
+                         f"cases, {c.queries} queries)")
     if any(SMALL in line for line in lines[3:]):
         lines.append(f"{SMALL} from fewer than {MIN_CASES} cases (pairs, for the context figures): read with care")
     return "\n".join(lines) + "\n"

@@ -111,6 +111,16 @@ class RunConfig:
     #: a damaged run directory: move damaged record lines aside and rebuild a lost manifest from
     #: these settings when every surviving record fits them (``runs.repair.salvage``)
     salvage: bool = False
+    #: a query mutation (``mutations``: SORRY-Bench's name, e.g. "caesar"): every query asked in
+    #: its rewording, the contexts untouched; None: the queries as the dataset words them
+    mutation: str | None = None
+    #: the user's copy of SORRY-Bench's released files (``question_<mutation>.jsonl`` and the
+    #: base file), where the rewordings come from; None: the built-in rewording
+    mutations_from: str | os.PathLike[str] | None = None
+    #: a model spec that writes the rewordings of a mutation casebench cannot reword by itself
+    #: (``runs.mutator``), and its backend options (e.g. base_url)
+    mutator: str | None = None
+    mutator_options: dict[str, Any] = field(default_factory=dict)
     #: the ``Mode`` object of ``mode`` (set by ``__post_init__``)
     mode_spec: "Mode" = field(init=False, repr=False, compare=False)
 
@@ -152,6 +162,25 @@ class RunConfig:
                 check_placement(self.context_as, "--context-as")
             except ValueError as e:
                 raise RunError(str(e)) from None
+        if self.mutation is not None or self.mutations_from is not None or self.mutator is not None:
+            from ..mutations import MutationError, get_mutation
+
+            if self.mutation is None:
+                raise RunError(f"{'--mutations-from' if self.mutator is None else '--mutator'} names where the "
+                               "rewordings come from; give --mutation NAME too")
+            try:
+                m = get_mutation(self.mutation)
+            except MutationError as e:
+                raise RunError(f"--mutation: {e}") from None
+            if self.mutator is not None and self.mutations_from is not None:
+                raise RunError("choose one source of rewordings: --mutations-from DIR or --mutator SPEC")
+            if self.mutator is not None and m.builtin:
+                raise RunError(f"--mutator: {m.name} is built in; a mutator writes the mutations casebench cannot")
+            if self.mutations_from is None and self.mutator is None and not m.builtin:
+                raise RunError(f"--mutation {m.name}: no built-in rewording ({m.no_builtin}) Give your copy of "
+                               "SORRY-Bench's files with --mutations-from DIR, or name a model to write them "
+                               "(--mutator SPEC).")
+            self.mutation = m.name
 
 
 def default_call_timeout(model: str, options: dict[str, Any] | None = None) -> float | None:
@@ -171,15 +200,17 @@ def default_call_timeout(model: str, options: dict[str, Any] | None = None) -> f
 
 def default_out_dir(model: str, mode: str, removed: Sequence[str] = (), context_as: str | None = None,
                     default_context_as: str | None = None, dataset_sha256: str | None = None,
-                    selection: str | None = None) -> Path:
-    """``runs/<model>_<mode>[_<removed>][_ctx-<placement>][_<dataset>][_<selection>]``: the
-    placement only when it is not the mode's default; the first 8 hex digits of the dataset's
+                    selection: str | None = None, mutation: str | None = None) -> Path:
+    """``runs/<model>_<mode>[_<removed>][_ctx-<placement>][_mut-<mutation>][_<dataset>][_<selection>]``: the
+    placement only when it is not the mode's default; the query mutation when there is one; the first 8 hex digits of the dataset's
     SHA-256 and the selection (``pairs45``, ``strat450s0``, ``limit10``) when given, so that two
     runs that differ in what they ask land in different folders (``casebench run`` gives both;
     a study names its condition runs without them)."""
     tail = "_" + "-".join(removed) if removed else ""
     if context_as and context_as != default_context_as:
         tail += f"_ctx-{context_as}"
+    if mutation:
+        tail += f"_mut-{mutation}"
     if dataset_sha256:
         tail += f"_{dataset_sha256[:8]}"
     if selection:

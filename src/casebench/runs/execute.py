@@ -107,6 +107,8 @@ class Prepared:
     transport: dict[str, Any]
     manifest: Manifest
     classifier: Any = None
+    #: the query mutation: the queries as asked, per case index (None: the dataset's wording)
+    mutation: Any = None
 
     @property
     def asked(self) -> Asked:
@@ -173,7 +175,13 @@ def prepare(config: RunConfig, dataset: Dataset | None = None, backend: Backend 
     price = prices.lookup(config.model)
     out = Path(config.out) if config.out else default_out_dir(
         config.model, mode.name, removed, context_as, mode.default_context_as, dataset.sha256,
-        selection_tag(config.limit, config.stratified, config.pairs, config.selection_seed, config.cases is not None))
+        selection_tag(config.limit, config.stratified, config.pairs, config.selection_seed, config.cases is not None),
+        mutation=config.mutation)
+    mutation = None
+    if config.mutation is not None:
+        from .mutator import mutation_source
+
+        mutation = mutation_source(config, [dataset[i] for i in cases], out)
     asked = Asked(
         dataset_sha256=dataset.sha256, model=config.model, mode=mode.name, context_as=context_as,
         removed=list(removed), cases=cases, samples=samples, settings=settings.to_dict(),
@@ -183,6 +191,7 @@ def prepare(config: RunConfig, dataset: Dataset | None = None, backend: Backend 
         backend_options=redact_json(answer_opts), classifier=classifier_desc,
         context_wording_sha256=(hashlib.sha256(TURNS_WORDING.encode("utf-8")).hexdigest()
                                 if context_as == "turns" else None),
+        mutation=None if mutation is None else mutation.describe(),
     )
     manifest = Manifest(
         dataset=DatasetRef(str(Path(dataset.path).resolve()), dataset.sha256, dataset.fingerprint, len(dataset)),
@@ -193,7 +202,7 @@ def prepare(config: RunConfig, dataset: Dataset | None = None, backend: Backend 
     )
     transport = redact_json({**transport, "max_connections": config.max_connections, "batch": config.batch})
     return Prepared(config, dataset, out, mode, removed, context_as, cases, samples, settings, templates, prices,
-                    price, transport, manifest, classifier)
+                    price, transport, manifest, classifier, mutation)
 
 
 def check_resumable(prep: Prepared) -> Manifest | None:
@@ -387,6 +396,8 @@ class Runner:
                     continue
                 if chat is None:
                     asked = ds[ci].ablated(prep.removed)
+                    if prep.mutation is not None:  # the query reworded, the context untouched
+                        asked = replace(asked, query=prep.mutation.texts[ci])
                     chat = self.mode.conversation(asked, prep.templates, prep.context_as)
                     if prep.settings.system:  # --system comes first, a system-placed context after it
                         chat = replace(chat, system="\n\n".join(x for x in (prep.settings.system, chat.system) if x))
@@ -492,12 +503,18 @@ class Runner:
             return [self.mode.read(a, stopped_early=stopped) for a in answers]
         from ..classify import Item
 
-        items = [Item(self.prep.dataset[j.case].query, a.text or "") for j, a in zip(jobs, answers)]
+        # an encoded query asked for an answer in the same encoding: the reader reads the answer
+        # decoded (and the query in its base wording); the record keeps the raw answer
+        decode = self.prep.mutation.mutation.decode if self.prep.mutation is not None else None
+        texts = [decode(a.text or "") if decode else (a.text or "") for a in answers]
+        items = [Item(self.prep.dataset[j.case].query, t) for j, t in zip(jobs, texts)]
         t0 = time.perf_counter()
         verdicts = await self.prep.classifier.aclassify(items)
         per_item = (time.perf_counter() - t0) / max(1, len(items))
         readings = [self.mode.read_behaviour(a, v, partial_as_safe=self.cfg.partial_as_safe)
                     for a, v in zip(answers, verdicts)]
+        if decode:
+            readings = [replace(r, detail={**r.detail, "decoded_answer": t}) for r, t in zip(readings, texts)]
         # what reading the behaviour cost, per answer (the bench compares it with the run's time)
         return [replace(r, detail={**r.detail, "classify_s": round(per_item, 6)}) for r in readings]
 
@@ -858,6 +875,8 @@ async def arun(config: RunConfig, backend: Backend | None = None, dataset: Datas
     is asked when the inputs or the run directory do not fit.
     """
     prep = prepare(config, dataset, backend)
+    if prep.mutation is not None:
+        log.warning("%s", prep.mutation.line())
     if config.salvage:
         from .repair import salvage
 

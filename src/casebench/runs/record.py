@@ -209,6 +209,10 @@ class Asked:
     #: short repair message quoting the format), "same" (the question as it was) or None (no
     #: re-asks: prob mode, or ``--parse-retries 0``)
     reask: str | None = None
+    #: a query mutation (``mutations.MutationSource.describe``: name, kind, version, where the
+    #: rewordings came from and, for texts not built in, a hash of the texts asked); None: the
+    #: queries as the dataset words them
+    mutation: dict[str, Any] | None = None
 
     def fingerprint(self) -> str:
         """Who produces an answer: a short hash of everything here that changes one answer (the
@@ -380,6 +384,11 @@ class Manifest:
     @property
     def removed(self) -> tuple[str, ...]:
         return tuple(self.asked.removed)
+
+    @property
+    def mutation(self) -> str | None:
+        """The query mutation's name (``mutations``), None for the dataset's own wording."""
+        return (self.asked.mutation or {}).get("name")
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

@@ -229,7 +229,8 @@ def load_run(run_path: str | Path, dataset: Dataset | None = None) -> "Predictio
     return Predictions.from_values(str(run_path), model_short_name(m.model), m.mode, ds.subset(cases),
                                    values, m.removed, meta, context_as=m.asked.context_as or "", pending=pending,
                                    behaviour=behaviours if any(b for bs in behaviours for b in bs) else None,
-                                   verdict_mass=mass if mass and any(v is not None for v in mass) else None)
+                                   verdict_mass=mass if mass and any(v is not None for v in mass) else None,
+                                   mutation=m.mutation)
 
 
 #: below this share of cases answered, ``casebench run`` exits with ``EXIT_LOW_COVERAGE``
@@ -315,7 +316,8 @@ def export_run(run_path: str | Path, out_path: str | Path, dataset: Dataset | No
     after the model (``name`` or the spec's last component), in the mode's published value
     format ("" = missing, as the published files write failures). A run over the whole dataset
     therefore exports the full published shape; a subset run exports a file that is itself a
-    (smaller) dataset, scored on the same cases as the run directory.
+    (smaller) dataset, scored on the same cases as the run directory. A run under a query
+    mutation gets the default key ``<model>_mut-<mutation>`` (the format has no field for it).
 
     An incomplete run (requests still pending) is refused unless ``allow_incomplete``: the
     published format cannot tell "not asked yet" from "could not be parsed".
@@ -329,5 +331,7 @@ def export_run(run_path: str | Path, out_path: str | Path, dataset: Dataset | No
         raise RunError(f"{run_path}: {pending} request(s) still pending; resume the run first "
                        "(or export anyway with allow_incomplete, writing \"\" for them)")
     out = Path(out_path)
-    write_published(out, ds.subset(cases), name or model_short_name(m.model), m.mode, values)
+    # the published format has no field for a query mutation: the default model key names it
+    default = model_short_name(m.model) + (f"_mut-{m.mutation}" if m.mutation else "")
+    write_published(out, ds.subset(cases), name or default, m.mode, values)
     return out

@@ -1,10 +1,11 @@
 """Studies: several runs of one model that differ only in how each case is put to it.
 
 A study is one model in one mode under several *conditions*. A condition is a CI-parameter
-removal (the ablation study: ``data.ablation_conditions``) and a context placement
-(the placement study: ``user``, ``system``, ``turns``). This module owns running them; what the
+removal (the ablation study: ``data.ablation_conditions``), a context placement
+(the placement study: ``user``, ``system``, ``turns``) and a query mutation (the mutation study:
+the base wording and SORRY-Bench's rewordings, ``mutations``). This module owns running them; what the
 figures mean is ``stats/``'s business (``stats.ablation.analyse_ablation``,
-``stats.placement.analyse_placements``), which reads the finished runs like any other input.
+``stats.placement.analyse_placements``, ``stats.placement.analyse_mutations``), which reads the finished runs like any other input.
 
 Why it is built this way:
 
@@ -28,7 +29,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from ..data import Dataset, ablation_conditions, load_dataset, validate_parameter_names
 from ..modes import get_mode
@@ -38,7 +39,7 @@ from .record import RunError, RunState
 
 __all__ = [
     "Condition", "ConditionRun", "ablation_run_dir", "study_run_dir", "run_conditions", "run_ablation",
-    "run_placements", "parse_placements",
+    "run_placements", "parse_placements", "run_mutations", "parse_mutations",
 ]
 
 
@@ -50,6 +51,7 @@ class Condition:
     removed: tuple[str, ...] = ()
     context_as: str | None = None  # None: the mode's default placement
     mode: str | None = None  # None: the study's mode
+    mutation: str | None = None  # None: the dataset's own wording
 
     def name(self) -> str:
         parts = ["full context" if not self.removed else "- " + ", ".join(self.removed)]
@@ -57,6 +59,8 @@ class Condition:
             parts.append(f"context as {self.context_as}")
         if self.mode:
             parts.append(f"{self.mode} mode")
+        if self.mutation:
+            parts.append(f"query mutation {self.mutation}")
         return "; ".join(parts)
 
 
@@ -70,15 +74,16 @@ class ConditionRun:
     status: RunState  # the run's state after the study
     context_as: str | None = None
     mode: str | None = None  # None: the study's mode
+    mutation: str | None = None  # None: the dataset's own wording
 
 
 def study_run_dir(out_root: str | Path, model: str, mode: str, removed: Sequence[str] = (),
-                  context_as: str | None = None) -> Path:
-    """Where a condition's run lives: ``<out_root>/<model>_<mode>[_<removed>][_ctx-<placement>]``
+                  context_as: str | None = None, mutation: str | None = None) -> Path:
+    """Where a condition's run lives: ``<out_root>/<model>_<mode>[_<removed>][_ctx-<placement>][_mut-<mutation>]``
     (the placement only when it is not the mode's default): ``casebench run``'s default name less
     its dataset and selection parts, which a study's conditions share."""
     default = get_mode(mode).default_context_as
-    return Path(out_root) / default_out_dir(model, mode, tuple(removed), context_as, default).name
+    return Path(out_root) / default_out_dir(model, mode, tuple(removed), context_as, default, mutation=mutation).name
 
 
 def ablation_run_dir(out_root: str | Path, model: str, mode: str, removed: Sequence[str],
@@ -106,11 +111,15 @@ OnCondition = Callable[[Condition, Path, str], None]
 def run_conditions(
     base: RunConfig, conditions: Sequence[Condition], out_root: str | Path = "runs",
     dataset: Dataset | None = None, on_condition: OnCondition | None = None,
+    mutations_from: str | Path | None = None, mutator: str | None = None,
+    mutator_options: dict[str, Any] | None = None,
 ) -> list[ConditionRun]:
     """Make sure every condition has a complete run, running what is missing, with one backend.
 
-    ``base`` names the model, mode, selection and settings; its ``out``, ``removed`` and
-    ``context_as`` are set per condition. Every condition is prepared and its directory checked
+    ``base`` names the model, mode, selection and settings; its ``out``, ``removed``,
+    ``context_as`` and ``mutation`` are set per condition (``mutations_from``, the user's copy of
+    SORRY-Bench's files, applies to the conditions with a mutation; ``mutator``, a model that
+    writes rewordings, to those whose mutation is not built in). Every condition is prepared and its directory checked
     before anything is asked or loaded. ``on_condition(condition, run_dir, action)`` is called
     before each one ("reused" or "running"). Stops at the first condition that does not complete
     (its status is returned last).
@@ -123,8 +132,10 @@ def run_conditions(
     plans = []
     for cond in conditions:
         mode = cond.mode or base.mode
-        out = study_run_dir(out_root, base.model, mode, cond.removed, cond.context_as)
-        cfg = replace(base, mode=mode, removed=tuple(cond.removed), context_as=cond.context_as, out=out)
+        out = study_run_dir(out_root, base.model, mode, cond.removed, cond.context_as, cond.mutation)
+        cfg = replace(base, mode=mode, removed=tuple(cond.removed), context_as=cond.context_as, out=out,
+                      mutation=cond.mutation, mutations_from=mutations_from if cond.mutation else None,
+                      **_writer(cond.mutation, mutator, mutator_options))
         if not get_mode(mode).reads_behaviour:  # a judge run beside a respond study reads no answers
             cfg = replace(cfg, refusal_classifier=None, classifier_options={}, partial_as_safe=False)
         prep = prepare(cfg, dataset)
@@ -149,14 +160,15 @@ async def _run_planned(
                 if on_condition:
                     on_condition(cond, out, "reused")
                 results.append(ConditionRun(tuple(cond.removed), out, "reused", RunState.COMPLETE, cond.context_as,
-                                            cond.mode))
+                                            cond.mode, cond.mutation))
                 continue
             if on_condition:
                 on_condition(cond, out, "running")
             if backend is None:  # loading a local model blocks
                 backend = await asyncio.to_thread(execute.make_run_backend, base)
             summary = await execute.arun(cfg, backend=backend, dataset=dataset)
-            results.append(ConditionRun(tuple(cond.removed), out, "ran", summary.status, cond.context_as, cond.mode))
+            results.append(ConditionRun(tuple(cond.removed), out, "ran", summary.status, cond.context_as, cond.mode,
+                                        cond.mutation))
             if summary.status is not RunState.COMPLETE:
                 break
     finally:
@@ -199,3 +211,45 @@ def run_placements(
             raise RunError(f"the say-do judge mode must be a judge mode (binary, score, prob), not {judge_mode!r}")
         conditions += [Condition(removed, p, judge_mode) for p in names]
     return run_conditions(base, conditions, out_root, dataset, on_condition)
+
+
+def parse_mutations(mutations: Sequence[str] | str) -> tuple[str, ...]:
+    """``"caesar,atbash"`` (or a sequence) -> checked, deduplicated mutation names (``base``,
+    the dataset's own wording, is always run and may be left out)."""
+    from ..mutations import MutationError, get_mutation
+
+    names = [p.strip() for p in mutations.split(",")] if isinstance(mutations, str) else [str(p).strip() for p in mutations]
+    names = [n for n in dict.fromkeys(n for n in names if n) if n != "base"]
+    if not names:
+        raise RunError("a mutation study needs at least one mutation, e.g. --mutations caesar,atbash")
+    try:
+        return tuple(get_mutation(n).name for n in names)
+    except MutationError as e:
+        raise RunError(f"--mutations: {e}") from None
+
+
+def _writer(mutation: str | None, mutator: str | None, options: dict[str, Any] | None) -> dict[str, Any]:
+    """The mutator settings of a condition: a mutator writes only what casebench cannot reword."""
+    from ..mutations import get_mutation
+
+    if mutation is None or mutator is None or get_mutation(mutation).builtin:
+        return {"mutator": None, "mutator_options": {}}
+    return {"mutator": mutator, "mutator_options": dict(options or {})}
+
+
+def run_mutations(
+    base: RunConfig, mutations: Sequence[str] | str, out_root: str | Path = "runs", dataset: Dataset | None = None,
+    on_condition: OnCondition | None = None, mutations_from: str | Path | None = None, mutator: str | None = None,
+    mutator_options: dict[str, Any] | None = None,
+) -> list[ConditionRun]:
+    """The mutation study: ``base`` (its removals and placement) in the dataset's own wording,
+    then once per query mutation, with one backend (``run_conditions``); the rewordings come
+    from ``mutations_from`` (the user's copy of SORRY-Bench's files) when given, else the
+    built-in ones, and ``mutator`` (a model spec) writes those casebench cannot."""
+    removed = validate_parameter_names(base.removed)
+    names = parse_mutations(mutations)
+    plain = replace(base, mutation=None, mutations_from=None, mutator=None, mutator_options={})
+    for m in names:  # a mutation without rewordings is refused before anything is asked
+        replace(plain, mutation=m, mutations_from=mutations_from, **_writer(m, mutator, mutator_options))
+    conditions = [Condition(removed, base.context_as)] + [Condition(removed, base.context_as, mutation=m) for m in names]
+    return run_conditions(plain, conditions, out_root, dataset, on_condition, mutations_from, mutator, mutator_options)

@@ -503,8 +503,8 @@ def _paired_arrays(
     return sa, sb, positions, int(held.sum() - keep.sum())
 
 
-def _describe(p: Predictions, i: int) -> dict[str, Any]:
-    return {"label": input_label(i), "name": p.name, "source": p.source, "model": p.model, "mode": p.mode,
+def _describe(p: Predictions, i: int, name: str) -> dict[str, Any]:
+    return {"label": input_label(i), "name": name, "source": p.source, "model": p.model, "mode": p.mode,
             "removed": list(p.removed), "n": p.n, "answered": int(p.answered.sum())}
 
 
@@ -539,10 +539,14 @@ def compare_pair(
                and not (behaviour and METRIC[m].calibration) and (METRIC[m].paper or not options.paper_compat)]
     W = PW = None
     if n_boot > 0 and n > 0:
-        if weights is None or pair_weights is None:
+        if weights is None:
             W0, PW0 = resamples(_resampled_cases([a, b], union), a, union, options, clusters)
-            weights = W0 if weights is None else weights
+            weights = W0
             pair_weights = PW0 if pair_weights is None else pair_weights
+        elif pair_weights is None:
+            # the case resamples were drawn over every input's cases (``union``, which may hold
+            # cases neither a nor b has); the pairs are drawn over a's own (pair ids number a's pairs)
+            _, pair_weights = resamples(list(a.cases), a, None, options)
         W = weights
         if _all_pairs(a) and sa.pairs is not None and len(sa.pairs):
             PW = pair_weights
@@ -813,7 +817,10 @@ def compare(
             "mdd": f"the smallest difference each test had {MDD_POWER:.0%} power to detect at alpha {alpha} "
                    "(two-sided, before the adjustment), from the paired design"})
     sets = [{"inputs": [input_label(i) for i in g], "cases": preds[g[0]].n} for g in case_set_groups(preds)]
-    return Comparison([_describe(p, i) for i, p in enumerate(preds)], results, settings, sets)
+    from ..naming import display_names
+
+    return Comparison([_describe(p, i, n) for i, (p, n) in enumerate(zip(preds, display_names(preds)))], results,
+                      settings, sets)
 
 
 # --------------------------------------------------------------------------------------------

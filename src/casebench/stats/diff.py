@@ -84,8 +84,8 @@ class DiffResult:
                           "cases": [asdict(r) for r in self.rows]})
 
 
-def _describe(p: Predictions) -> dict[str, Any]:
-    return {"name": p.name, "source": p.source, "model": p.model, "mode": p.mode, "n": p.n}
+def _describe(p: Predictions, name: str) -> dict[str, Any]:
+    return {"name": name, "source": p.source, "model": p.model, "mode": p.mode, "n": p.n}
 
 
 def _behaviour(p: Predictions, pos: int) -> str | None:
@@ -161,7 +161,10 @@ def diff_inputs(a: Predictions, b: Predictions, *, sort: str = "lean", show_text
            "index": lambda r: (r.index,),
            "category": lambda r: (r.category, -np.nan_to_num(r.lean, nan=-1.0), r.index)}[sort]
     rows.sort(key=key)
-    return DiffResult(_describe(a), _describe(b), shared, both, one, what, sort, label_source, rows)
+    from ..naming import display_names
+
+    na, nb = display_names([a, b])
+    return DiffResult(_describe(a, na), _describe(b, nb), shared, both, one, what, sort, label_source, rows)
 
 
 def diff_table_rows(res: DiffResult) -> tuple[list[str], list[list[Any]]]:

@@ -1030,6 +1030,11 @@ class Score:
     ci_notes: dict[str, str] = field(default_factory=dict)
     #: the confidence level of ``ci`` (``ScoringOptions.level``), which every format prints
     level: float = 0.95
+    #: the input's display name among the inputs shown with it (``naming.display_names``: model
+    #: with its backend, mode, and what sets it apart); "" until a command names it
+    name: str = ""
+    #: the query mutation the input was asked under (``Predictions.mutation``); None: none
+    mutation: str | None = None
 
     @property
     def coverage(self) -> float:
@@ -1072,14 +1077,17 @@ class Score:
                    design_effects={k: float("nan") if v is None else float(v)
                                    for k, v in (d.get("design_effects") or {}).items()},
                    refusal_people=d.get("people_labels") or d.get("run_labels"),
-                   ci_notes=dict(d.get("ci_notes") or {}), level=float(d.get("level", 0.95)))
+                   ci_notes=dict(d.get("ci_notes") or {}), level=float(d.get("level", 0.95)),
+                   name=str(d.get("name") or ""), mutation=d.get("mutation"))
 
     def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {
+        d: dict[str, Any] = {"name": self.name} if self.name else {}
+        d |= {
             "source": self.source,
             "model": self.model,
             "mode": self.mode,
             "removed": list(self.removed),
+            **({"mutation": self.mutation} if self.mutation else {}),
             "paper_compat": self.paper_compat,
             "n": self.n,
             "answered": self.answered,
@@ -1148,7 +1156,7 @@ def score_arrays(pred: Predictions, a: ScoringArrays, mask: np.ndarray,
     s = Score(pred.source, pred.model, pred.mode, pred.removed, pred.n, int(answered.sum()),
               options.paper_compat, values, ci, classifier=pred.meta.get("classifier"),
               cases_of=figure_cases(a, list(values)), verdict_mass=pred.verdict_mass_summary(),
-              cluster=a.cluster_by, ci_notes=notes, level=options.level)
+              cluster=a.cluster_by, ci_notes=notes, level=options.level, mutation=pred.mutation)
     if a.cluster_by != "case" and not options.paper_compat:
         s.design_effects = {m: design_effect(a, m) for m in values if METRIC[m].proportion is not None}
     if pred.mode_spec.reads_behaviour and not options.paper_compat:

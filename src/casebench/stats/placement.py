@@ -1,4 +1,15 @@
-"""The placement study: does it matter *where* the context is put?
+"""Studies over one factor: does it matter *where* the context is put (placement), or *how the
+query is worded* (SORRY-Bench's query mutations)?
+
+One machinery (``analyse_factor``) serves every factor (``Factor``): the inputs are one model in
+one mode that differ in the factor alone; each level gets its one scoring result, its context
+figures beside people's, and the paired tests (every two placements; each mutation against the
+base wording). The mutation study adds, per mutation, the wording consistency: how often the
+model's verdict (or, in respond mode, its behaviour) on a case is unchanged by the rewording.
+People voted on the base wording only: a mutated run is scored against those votes, and the
+output says so.
+
+The placement study:
 
 The same model, mode, cases and CI parameters, with the context in different places
 (``prompts.CONTEXT_PLACEMENTS``): inside the judge prompt (``user``), as the operator's system
@@ -28,7 +39,9 @@ The text of a study is ``present.tables.format_placements``; the report's placem
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
+
+import numpy as np
 
 from ..jsonutil import json_safe
 from ..predictions import Predictions
@@ -39,8 +52,9 @@ from .result import score_input
 from .saydo import SayDo, say_do
 
 __all__ = [
-    "ContextFigures", "PlacementFigures", "PlacementResult", "PlacementStudyError", "ShiftDiff",
-    "analyse_placements", "placement_of",
+    "BASE_WORDING", "Consistency", "ContextFigures", "Factor", "MUTATION", "PLACEMENT", "PlacementFigures",
+    "PlacementResult", "PlacementStudyError", "ShiftDiff", "StudyResult", "analyse_factor", "analyse_mutations",
+    "analyse_placements", "mutation_of", "placement_of", "wording_consistency",
 ]
 
 
@@ -53,6 +67,33 @@ def placement_of(pred: Predictions) -> str:
     """Where an input put the context (``Predictions.context_as``: a run's recorded placement;
     a published file is the paper's ``user`` placement, the judge modes' default)."""
     return pred.context_as
+
+
+#: the level of a mutation study that is the dataset's own wording (SORRY-Bench's ``base`` style)
+BASE_WORDING = "base"
+
+
+def mutation_of(pred: Predictions) -> str:
+    """How an input worded its queries: its query mutation (``Predictions.mutation``), or
+    ``base`` for the dataset's own wording (the wording people voted on)."""
+    return pred.mutation or BASE_WORDING
+
+
+@dataclass(frozen=True)
+class Factor:
+    """What a study varies: ``name`` (its word in the output), ``level_of`` (an input's level),
+    ``held`` (what every input must share besides the model, mode and removed CI parameters:
+    name and reader), and ``baseline`` (the level every other level is compared against, which
+    must be among the inputs; None: every two levels are compared)."""
+
+    name: str
+    level_of: Callable[[Predictions], str]
+    held: tuple[tuple[str, Callable[[Predictions], Any]], ...] = ()
+    baseline: str | None = None
+
+
+PLACEMENT = Factor("placement", placement_of, (("query mutation", mutation_of),))
+MUTATION = Factor("mutation", mutation_of, (("context placement", placement_of),), baseline=BASE_WORDING)
 
 
 # --------------------------------------------------------------------------------------------
@@ -109,18 +150,62 @@ class ShiftDiff:
     p_bootstrap: float
     p_adjusted: float | None = None
     significant: bool = False
+    #: the context figure differenced (``context_shift``; ``context_follow`` in the follow rows)
+    metric: str = "context_shift"
 
 
-def _shift_diffs(cmp: Comparison | None, names: Sequence[str]) -> list[ShiftDiff]:
+def _shift_diffs(cmp: Comparison | None, names: Sequence[str], metric: str = "context_shift") -> list[ShiftDiff]:
     out = []
     for pc in cmp.pairs if cmp is not None else []:
-        d = pc.metrics.get("context_shift")
+        d = pc.metrics.get(metric)
         if d is None:
-            out.append(ShiftDiff(names[pc.a], names[pc.b], 0, float("nan"), [float("nan")] * 2, float("nan")))
+            out.append(ShiftDiff(names[pc.a], names[pc.b], 0, float("nan"), [float("nan")] * 2, float("nan"),
+                                 metric=metric))
             continue
         out.append(ShiftDiff(names[pc.a], names[pc.b], pc.context_pairs, d.diff, list(d.ci), d.p_bootstrap,
-                             d.p_adjusted, d.significant))
+                             d.p_adjusted, d.significant, metric))
     return out
+
+
+@dataclass
+class Consistency:
+    """Wording consistency of one level against the baseline: over the ``n`` cases both
+    answered (in ``queries`` queries), the share ``unchanged`` whose verdict (respond mode: read
+    behaviour, answered or refused) is the same under both wordings, with a Wilson interval
+    widened by the design effect of the query clusters (the two contexts of a query move
+    together)."""
+
+    level: str
+    baseline: str
+    n: int
+    queries: int
+    unchanged: int
+    share: float
+    ci: list[float]
+    design_effect: float = 1.0
+
+
+def wording_consistency(a: Predictions, base: Predictions, options: ScoringOptions = DEFAULT_OPTIONS,
+                        level: str = "", baseline: str = BASE_WORDING) -> Consistency:
+    """How often ``a``'s verdict on a case equals ``base``'s, over the cases both answered
+    (see ``Consistency``)."""
+    from .bootstrap import cluster_labels, proportion_design_effect, wilson_ci
+
+    a = a.at_min_verdict_mass(options.min_verdict_mass)
+    base = base.at_min_verdict_mass(options.min_verdict_mass)
+    pos = {int(c): k for k, c in enumerate(base.case_indices)}
+    rows = [(k, pos[int(c)]) for k, c in enumerate(a.case_indices)
+            if int(c) in pos and a.answered[k] and base.answered[pos[int(c)]]]
+    if not rows:
+        return Consistency(level, baseline, 0, 0, 0, float("nan"), [float("nan")] * 2)
+    ia, ib = np.array(rows).T
+    same = (a.label[ia] == base.label[ib]).astype(float)
+    labels = cluster_labels([a.cases[k].query for k in ia])
+    deff = max(1.0, proportion_design_effect(same, np.ones_like(same), labels)) if not options.paper_compat else 1.0
+    n, k = len(same), int(same.sum())
+    n_eff = n / deff
+    return Consistency(level, baseline, n, int(labels.max()) + 1, k, k / n,
+                       wilson_ci(k / n * n_eff, n_eff, options.level), deff)
 
 
 # --------------------------------------------------------------------------------------------
@@ -129,9 +214,10 @@ def _shift_diffs(cmp: Comparison | None, names: Sequence[str]) -> list[ShiftDiff
 
 @dataclass
 class PlacementFigures:
-    """One placement: its score, context figures and (respond mode) refusal figures and say-do."""
+    """One level of a study (a placement, a mutation): its score, context figures, people's
+    on the same pairs, and (respond mode) refusal figures and say-do."""
 
-    placement: str
+    level: str
     source: str
     score: Score
     context: ContextFigures
@@ -146,10 +232,20 @@ class PlacementFigures:
     say_do_missing: str | None = None
     #: respond mode: the refusal classifier that read the answers (as the run recorded it)
     classifier: dict[str, Any] | None = None
+    #: people's references on the pairs this level answered (``context.people_references``):
+    #: voted on the dataset's own wording, whatever the level's wording; None without pairs
+    people: dict[str, Any] | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"placement": self.placement, "source": self.source, "score": self.score.to_dict(),
+    @property
+    def placement(self) -> str:
+        """The level's name (in a placement study, the placement)."""
+        return self.level
+
+    def to_dict(self, key: str = "placement") -> dict[str, Any]:
+        d: dict[str, Any] = {key: self.level, "source": self.source, "score": self.score.to_dict(),
                              "context": self.context.to_dict()}
+        if self.people is not None:
+            d["people"] = self.people
         if self.over_refusal is not None:
             d.update(over_refusal=self.over_refusal, over_refusal_ci=self.over_refusal_ci,
                      under_refusal=self.under_refusal, under_refusal_ci=self.under_refusal_ci,
@@ -165,6 +261,9 @@ class PlacementFigures:
 
 @dataclass
 class PlacementResult:
+    """A study over one factor (``factor``: "placement" or "mutation"); ``placements`` holds its
+    levels in order (the baseline first when the factor has one)."""
+
     model: str
     mode: str
     removed: tuple[str, ...]
@@ -173,18 +272,38 @@ class PlacementResult:
     comparison: Comparison | None
     shift_diffs: list[ShiftDiff]
     settings: dict[str, Any]
+    factor: str = "placement"
+    #: the paired differences of the context follow (same pairs as ``shift_diffs``)
+    follow_diffs: list[ShiftDiff] = field(default_factory=list)
+    #: a factor with a baseline: each other level's wording consistency against it
+    consistency: list[Consistency] = field(default_factory=list)
+    #: what every level shares that another study varies (a mutation study: the placement)
+    held: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def levels(self) -> list[PlacementFigures]:
+        return self.placements
 
     def to_dict(self) -> dict[str, Any]:
         pairs = []
         if self.comparison is not None:
-            names = [p.placement for p in self.placements]
+            names = [p.level for p in self.placements]
             for pc, row in zip(self.comparison.pairs, self.comparison.to_dict()["pairs"]):
                 pairs.append({**row, "a": names[pc.a], "b": names[pc.b]})
-        return json_safe({
+        d: dict[str, Any] = {
             "model": self.model, "mode": self.mode, "removed": list(self.removed), "paper_compat": self.paper_compat,
-            "settings": self.settings, "placements": [p.to_dict() for p in self.placements], "pairs": pairs,
-            "context_shift_differences": [dict(vars(s)) for s in self.shift_diffs],
-        })
+            "settings": self.settings, f"{self.factor}s": [p.to_dict(self.factor) for p in self.placements],
+            "pairs": pairs, "context_shift_differences": [dict(vars(s)) for s in self.shift_diffs],
+        }
+        if self.factor != "placement":
+            d = {"study": self.factor, **d, **self.held,
+                 "context_follow_differences": [dict(vars(s)) for s in self.follow_diffs],
+                 "wording_consistency": [dict(vars(c)) for c in self.consistency]}
+        return json_safe(d)
+
+
+#: the result of any one-factor study
+StudyResult = PlacementResult
 
 
 def _flip_ci(ci: Sequence[float] | None) -> list[float] | None:
@@ -205,31 +324,62 @@ def _classifier_of(pred: Predictions) -> dict[str, Any] | None:
 def analyse_placements(
     preds: Sequence[Predictions], options: ScoringOptions = DEFAULT_OPTIONS, *, judges: Sequence[Predictions] = (),
 ) -> PlacementResult:
-    """Figures per placement and paired tests between placements (see the module docstring).
+    """Figures per placement and paired tests between every two placements (``analyse_factor``
+    over ``PLACEMENT``; see the module docstring)."""
+    return analyse_factor(preds, PLACEMENT, options, judges=judges)
 
-    ``preds``: one input per placement (shown in the order given), all of one model in one mode
-    with the same CI parameters removed, over the same cases (``compare`` checks the cases). ``options``: how
+
+def analyse_mutations(preds: Sequence[Predictions], options: ScoringOptions = DEFAULT_OPTIONS) -> PlacementResult:
+    """The mutation study (``analyse_factor`` over ``MUTATION``): the base-wording input and
+    one input per mutation; each mutation's figures, its paired differences from the base
+    wording (context shift and follow among them) and its wording consistency."""
+    return analyse_factor(preds, MUTATION, options)
+
+
+def analyse_factor(
+    preds: Sequence[Predictions], factor: Factor, options: ScoringOptions = DEFAULT_OPTIONS, *,
+    judges: Sequence[Predictions] = (),
+) -> PlacementResult:
+    """Figures per level of ``factor`` and paired tests between levels (see the module docstring).
+
+    ``preds``: one input per level (shown in the order given, the baseline first when the
+    factor has one), all of one model in one mode with the same CI parameters removed and the
+    same ``factor.held``, over the same cases (``compare`` checks the cases). ``options``: how
     every input is scored (``stats.options.ScoringOptions``). ``judges``: for a respond study,
-    judge runs of the same model (one per placement at most); each is paired with the respond
-    run of its placement for the say-do gap. ``PlacementStudyError`` says what does not fit.
+    judge runs of the same model (one per level at most); each is paired with the respond run
+    of its level for the say-do gap. ``PlacementStudyError`` says what does not fit.
     """
     paper_compat = options.paper_compat
     preds = list(preds)
+    what = f"a {factor.name} study"
     if len(preds) < 2:
-        raise PlacementStudyError("a placement study needs inputs in at least two placements, e.g. user,system,turns")
+        raise PlacementStudyError(
+            f"{what} needs inputs in at least two {factor.name}s, e.g. "
+            + ("user,system,turns" if factor.name == "placement" else "a run without --mutation and one with it"))
     models = sorted({p.model for p in preds})
     modes = sorted({p.mode for p in preds})
     removed = sorted({tuple(p.removed) for p in preds})
     if len(models) > 1 or len(modes) > 1 or len(removed) > 1:
         raise PlacementStudyError(
-            "a placement study is one model in one mode with the same CI parameters removed; got "
-            + "; ".join(f"{p.source}: {p.name} (context as {placement_of(p)})" for p in preds))
+            f"{what} is one model in one mode with the same CI parameters removed; got "
+            + "; ".join(f"{p.source}: {p.name} ({factor.name} {factor.level_of(p)})" for p in preds))
+    for label, key in factor.held:
+        if len({key(p) for p in preds}) > 1:
+            raise PlacementStudyError(
+                f"{what} holds the {label} fixed; got " + "; ".join(f"{p.source}: {key(p)}" for p in preds))
     seen: dict[str, str] = {}
     for p in preds:
-        where = placement_of(p)
+        where = factor.level_of(p)
         if where in seen:
-            raise PlacementStudyError(f"placement '{where}' appears twice: {seen[where]} and {p.source}")
+            raise PlacementStudyError(f"{factor.name} '{where}' appears twice: {seen[where]} and {p.source}")
         seen[where] = p.source
+    if factor.baseline is not None:
+        if factor.baseline not in seen:
+            raise PlacementStudyError(
+                f"{what} compares every level with '{factor.baseline}', and no input is at it (for a mutation "
+                "study: a run without --mutation); the inputs hold: "
+                + ", ".join(f"{k} ({v})" for k, v in seen.items()))
+        preds.sort(key=lambda p: factor.level_of(p) != factor.baseline)  # the baseline first, the rest as given
     behaviour = preds[0].mode_spec.reads_behaviour
     judge_at: dict[str, Predictions] = {}
     for j in judges:
@@ -239,17 +389,20 @@ def analyse_placements(
             raise PlacementStudyError("judge runs for the say-do gap go with a respond study")
         if j.model != models[0]:
             raise PlacementStudyError(f"{j.source}: say-do compares one model with itself ({j.model} is not {models[0]})")
-        where = placement_of(j)
+        where = factor.level_of(j)
         if where in judge_at:
-            raise PlacementStudyError(f"two judge runs in placement '{where}': {judge_at[where].source} and {j.source}")
+            raise PlacementStudyError(f"two judge runs at {factor.name} '{where}': {judge_at[where].source} and {j.source}")
         judge_at[where] = j
 
-    cmp = compare(preds, options)
+    todo = None if factor.baseline is None else [(i, 0) for i in range(1, len(preds))]
+    cmp = compare(preds, options, pairs=todo)
     out = []
     for p in preds:
         r = score_input(p, options)  # the input's one scoring result: what `casebench score` prints
         s = r.score
-        f = PlacementFigures(placement_of(p), p.source, s, ContextFigures.of(s))
+        f = PlacementFigures(factor.level_of(p), p.source, s, ContextFigures.of(s))
+        if not paper_compat:
+            f.people = r.people_references()
         if behaviour:
             # 1 - a recall, with the recall's own interval flipped (Wilson in default scoring,
             # which is symmetric under k -> n - k; the bootstrap under paper_compat)
@@ -258,7 +411,7 @@ def analyse_placements(
             f.over_refusal_ci = _flip_ci(s.ci.get("safe_recall"))
             f.under_refusal_ci = _flip_ci(s.ci.get("unsafe_recall"))
             f.classifier = _classifier_of(p)
-            j = judge_at.get(f.placement)
+            j = judge_at.get(f.level)
             jr = None if j is None else j.at_min_verdict_mass(options.min_verdict_mass)
             if j is not None and not (jr.answered & r.pred.answered).any():
                 # a missing figure, said so, not a failed study: a small judge may write no
@@ -269,14 +422,29 @@ def analyse_placements(
                 try:
                     f.say_do = say_do(j, p, options)
                 except CompareError as e:
-                    raise PlacementStudyError(f"say-do in placement '{f.placement}': {e}") from None
+                    raise PlacementStudyError(f"say-do at {factor.name} '{f.level}': {e}") from None
         out.append(f)
-    diffs = _shift_diffs(cmp, [f.placement for f in out])
+    names = [f.level for f in out]
+    diffs = _shift_diffs(cmp, names)
+    follow = _shift_diffs(cmp, names, "context_follow")
+    consistency = [] if factor.baseline is None else [
+        wording_consistency(p, preds[0], options, names[i], names[0]) for i, p in enumerate(preds) if i]
     settings = {"bootstrap": options.n_boot, "seed": options.bootstrap_seed, "level": options.level,
-                "alpha": options.alpha, "difference": "A - B",
-                "adjustment": "Benjamini-Hochberg over all placement pairs and metrics",
+                "alpha": options.alpha,
+                "difference": "A - B" if factor.baseline is None else f"{factor.name} - {factor.baseline}",
+                "adjustment": (f"Benjamini-Hochberg over all {factor.name} pairs and metrics" if factor.baseline is None
+                               else f"Benjamini-Hochberg over all {factor.name}s (each against {factor.baseline}) "
+                                    "and metrics"),
                 "cases": "all cases (paper-compatible)" if paper_compat else "cases both inputs answered",
                 "label_source": options.label_source,
                 "context_ci": ("percentile bootstrap over query pairs" if paper_compat else
                                "shift: percentile bootstrap over query pairs; follow, blind: Wilson over pairs")}
-    return PlacementResult(models[0], modes[0], tuple(removed[0]), paper_compat, out, cmp, diffs, settings)
+    if factor.name == "mutation":
+        settings["people"] = ("people voted on the base wording only: every level is scored against those votes, "
+                              "and people's context figures are those of the base wording")
+        settings["consistency"] = ("share of the cases both wordings answered whose verdict (respond: answered or "
+                                   "refused) is unchanged; Wilson interval widened by the query clusters' design "
+                                   "effect")
+    held = {label.replace(" ", "_"): str(key(preds[0])) for label, key in factor.held}
+    return PlacementResult(models[0], modes[0], tuple(removed[0]), paper_compat, out, cmp, diffs, settings,
+                           factor.name, follow, consistency, held)
