@@ -170,7 +170,7 @@ def test_every_format_carries_both_figures_and_peoples(monkeypatch):
 def test_the_report_ranks_direction_within_a_mode_only():
     from types import SimpleNamespace as NS
 
-    from casebench.present.report import _direction_order
+    from casebench.present.report_studies import _direction_order
 
     def item(name, mode, d):
         return NS(name=name, pred=NS(mode=mode), score=NS(values={"context_direction": d}))
