@@ -165,7 +165,8 @@ def compare_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, n_bo
         from ..stats.context import people_line, reference_line, references_by_dataset
 
         refs = references_by_dataset(preds[:1], n_boot=options.n_boot, seed=options.bootstrap_seed,
-                                     label_source=options.label_source, level=options.level)  # the inputs hold the same cases
+                                     label_source=options.label_source, level=options.level,
+                                     cluster=options.resample_by)  # the inputs hold the same cases
         line = reference_line if paper_compat else people_line  # the paper-compatible text stays as it was
         if refs:
             click.echo(f"\nreference: {line(refs[0][1])}")

@@ -94,7 +94,8 @@ def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: s
         from ..stats.context import people_line, reference_line, references_by_dataset
 
         people = references_by_dataset(preds, n_boot=options.n_boot, seed=options.bootstrap_seed,
-                                       label_source=options.label_source, level=options.level)
+                                       label_source=options.label_source, level=options.level,
+                                       cluster=options.resample_by)
         line = reference_line if paper_compat else people_line  # the paper-compatible text stays as it was
         for members, ref in people:
             which = "" if len(people) == 1 else " (inputs " + ", ".join(str(i + 1) for i in members) + ")"

@@ -592,9 +592,14 @@ def compare_pair(
     if not options.paper_compat and sa.pairs is not None and len(sa.pairs):
         from .context import people_references
 
-        # the same people on the same pairs for both inputs: their references there
+        # the same people on the same pairs for both inputs: their references there, clustered as
+        # the comparison is (each pair in its safe-intent case's cluster: design effects, t with K - 1)
+        pc_labels = n_pc = None
+        if clustered:
+            pc_labels = cluster_labels(clusters[positions][sa.pairs[:, 0]].tolist())
+            n_pc = int(pc_labels.max()) + 1
         people = people_references(sa.g, sa.y, sa.pairs, n_boot=n_boot, seed=seed, level=level,
-                                   label_source=options.label_source)
+                                   label_source=options.label_source, pair_clusters=pc_labels, n_clusters=n_pc)
     return PairComparison(-1, -1, n, dropped, mc, wt, out, shared, a.n - shared, b.n - shared,
                           0 if sa.pairs is None else len(sa.pairs), people)
 

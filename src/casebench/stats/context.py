@@ -592,7 +592,7 @@ def score_people(a: Any, cases: Sequence["Case"], *, n_boot: int = DEFAULT_BOOTS
 
 
 def human_references(cases: Sequence["Case"], n_boot: int = DEFAULT_BOOTSTRAP, seed: int = 0,
-                     level: float = 0.95, label_source: str = "published") -> dict[str, Any]:
+                     level: float = 0.95, label_source: str = "published", cluster: str = "case") -> dict[str, Any]:
     """The human reference figures of ``cases`` (the cases with votes; see the module docstring),
     JSON-ready: ``annotator_agreement``, ``oracle_vote_agreement``, ``bce_floor``, people's two
     context references over every pair (``people_references``: ``one_person`` and ``majority``,
@@ -616,11 +616,18 @@ def human_references(cases: Sequence["Case"], n_boot: int = DEFAULT_BOOTSTRAP, s
     oracle = float(np.mean(np.maximum(k, n - k) / n))
     pairing = pair_by_query(voted)
     pairs = np.array(pairing.pairs, dtype=int).reshape(-1, 2)
+    pair_clusters = n_clusters = None
+    if cluster != "case" and len(pairs):  # as the judges' figures are clustered (``--cluster``)
+        from .bootstrap import case_clusters, cluster_labels
+
+        pair_clusters = cluster_labels(case_clusters(voted, cluster)[pairs[:, 0]].tolist())
+        n_clusters = int(pair_clusters.max()) + 1
     by_source = {}
     for source in ("published", "votes"):
         g = np.array([case_safe_rate(c, source) for c in voted], dtype=float)
         by_source[source] = people_references(g, g > SAFE_THRESHOLD, pairs, n_boot=n_boot, seed=seed, level=level,
-                                              cases=voted, label_source=source)
+                                              cases=voted, label_source=source, pair_clusters=pair_clusters,
+                                              n_clusters=n_clusters)
     people = by_source[label_source]
     h = np.array([case_safe_rate(c, label_source) for c in voted], dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -705,7 +712,7 @@ def people_line(ref: dict[str, Any]) -> str:
 
 def references_by_dataset(preds: Sequence["Predictions"], n_boot: int = DEFAULT_BOOTSTRAP,
                           seed: int = 0, label_source: str = "published",
-                          level: float = 0.95) -> list[tuple[list[int], dict[str, Any]]]:
+                          level: float = 0.95, cluster: str = "case") -> list[tuple[list[int], dict[str, Any]]]:
     """The human references of each distinct set of voted cases among ``preds`` (inputs of one
     dataset share one; an ablation condition shares its full context's): a list of (positions
     of the inputs it belongs to, ``human_references``). Inputs without votes are left out (also
@@ -717,5 +724,5 @@ def references_by_dataset(preds: Sequence["Predictions"], n_boot: int = DEFAULT_
         key = tuple((c.index, c.query, c.votes, c.safe_rate, c.category, c.intended_safe) for c in p.cases)
         groups.setdefault(key, []).append(i)
     return [(members, human_references(preds[members[0]].cases, n_boot=n_boot, seed=seed, level=level,
-                                       label_source=label_source))
+                                       label_source=label_source, cluster=cluster))
             for members in groups.values()]

@@ -342,7 +342,8 @@ def overview(
     from .context import references_by_dataset
 
     out.people = references_by_dataset(preds, n_boot=options.n_boot, seed=options.bootstrap_seed,
-                                       label_source=options.label_source, level=options.level)
+                                       label_source=options.label_source, level=options.level,
+                                       cluster=options.resample_by)
     out.ablations = [(g, analyse_ablation([preds[i] for i in g], options)) for g in ablation_groups(preds)]
     out.placements = [(g, j, analyse_placements([preds[i] for i in g], options, judges=[preds[i] for i in j]))
                       for g, j in placement_groups(preds)]
