@@ -179,3 +179,18 @@ def test_the_report_ranks_direction_within_a_mode_only():
     got = [it.name for it in _direction_order(items)]
     # a prob judge's 0.95 is never ranked above a binary judge's 0.83: modes stay apart
     assert got == ["c", "a", "b", "d"]
+
+
+def test_peoples_shares_are_clustered_as_the_judges_are():
+    """People's majority follow and moved get a design effect and t with K - 1 df under the
+    clustering, as the judge's shares do (issue 36: by category the judge's follow got one and
+    people's did not)."""
+    from casebench.stats.context import human_references
+
+    plain = human_references(CASES, n_boot=200, cluster="case")
+    by_cat = human_references(CASES, n_boot=200, cluster="category")
+    assert "design_effects" not in plain["majority"]
+    assert set(by_cat["majority"]["design_effects"]) == {"context_follow", "context_moved"}
+    lo, hi = by_cat["majority"]["ci"]["context_follow"]
+    plo, phi = plain["majority"]["ci"]["context_follow"]
+    assert lo <= plo and hi >= phi and (hi - lo) > (phi - plo)  # two categories: t with 1 df
