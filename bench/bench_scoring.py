@@ -7,7 +7,7 @@
   say-do each built their own) and bootstraps were repeated; now each input is scored once.
 * **score --reference**: one published input with the 17 published models as reference rows.
   The baseline scores all of them on every call; this checkout scores them on the first call
-  and keeps the scores in the cache directory (``stats.result.ReferenceScoreCache``), so the
+  and keeps the scores in the cache directory (``reference_rows.ReferenceCache``: one JSON file per row), so the
   second call reads them. Each side gets its own empty ``$CASEBENCH_CACHE``.
 
 Each command runs in a subprocess with the side's ``src`` on ``PYTHONPATH``; the figures are wall

@@ -114,6 +114,14 @@ def test_answer_study_over_http(respond_run: Path, tmp_path: Path) -> None:
             label = people_label(record)
             assert srv.vote("p1", case_id, label)[0] == 303
             labelled[record["case"]] = label
+        # the pages speak of the answers they show (issue 37), not of cases
+        status, _, body = srv.get("/case?annotator=p1")
+        assert status == 200 and "You labelled 6 answers" in body, body
+        assert "case" not in body.lower().replace("/case", ""), body
+        status, _, body = srv.vote("p1", 10**6, "comply")
+        assert status == 404 and "There is no such answer." in body
+        status, _, body = srv.get("/case?annotator=p9")  # someone new: the study is full
+        assert "Every answer already has all the labels it needs" in body and " case" not in body
     assert len(labelled) == 6
     _export_and_check(respond_run, db, labelled)
 

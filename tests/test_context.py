@@ -12,7 +12,7 @@ from casebench.predictions import Predictions
 from casebench.present.tables import csv_table, json_lines, markdown_table, text_table
 from casebench.stats.bootstrap import percentile_ci, resample_weights
 from casebench.stats.compare import compare
-from casebench.stats.context import human_references, pair_table, references_by_dataset
+from casebench.stats.context import human_references, pair_table
 from casebench.stats.metrics import METRIC, bootstrap_ci, scoring_arrays, wilson_ci
 from casebench.stats.result import score_predictions
 from casebench.stats.options import ScoringOptions
@@ -194,11 +194,13 @@ def test_every_output_format_names_the_figures():
     assert "context shift" in text
 
 
-def test_references_by_dataset_groups_inputs_of_one_dataset():
+def test_people_by_case_set_groups_inputs_of_one_dataset():
+    from casebench.stats.result import people_by_case_set, score_input
+
     other = [_case(i, f"z{i // 2}", i % 2 == 0, 10 + i) for i in range(4)]
     preds = [prob_pred(), Predictions.from_values("b", "m", "binary", CASES, ["safe"] * 8),
              Predictions.from_values("c", "m", "prob", other, [0.5] * 4)]
-    refs = references_by_dataset(preds, n_boot=0)
+    refs = people_by_case_set([score_input(p, ScoringOptions(n_boot=0)) for p in preds])
     assert [m for m, _ in refs] == [[0, 1], [2]]
     assert refs[0][1]["context_shift"] == pytest.approx(0.375)
 
@@ -383,18 +385,30 @@ def test_main_job_finds_the_cached_published_models(tmp_path, monkeypatch, real_
     monkeypatch.setenv("CASEBENCH_CACHE", str(tmp_path / "cache"))
     # a run of 8 real cases, one of them unanswered
     mine = Predictions.from_values("run", "llama370B", "prob", real_dataset.cases[100:108], PROB)
-    assert _cached_references(mine) == ([], None)  # nothing cached: the job says how to get them
+    opts = ScoringOptions(n_boot=20)
+    assert _cached_references(mine, opts) == ([], None)  # nothing cached: the job says how to get them
     root = cached_outputs_dir()
     for rel in PUBLISHED_OUTPUTS:  # the cache as `casebench data fetch` leaves it (links, not copies)
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).symlink_to(SHARED / rel)
-    refs, where = _cached_references(mine)
+    from casebench.stats import result
+
+    before = sum(result.SCORED.values())
+    refs, where = _cached_references(mine, opts)
     assert where == str(root) and len(refs) == 17  # 18 full-context files, less the run's own model and mode
-    assert ("llama370B", "prob") not in {(r.model, r.mode) for r in refs}
+    assert sum(result.SCORED.values()) - before == 17
+    assert ("llama370B", "prob") not in {(r.pred.model, str(r.pred.mode)) for r in refs}
     # each published model stands beside the run on the cases the run answered, in the run's order
     answered = [c for c, v in zip(mine.cases, PROB) if v is not None]
     for r in refs:
-        assert [(c.query, c.intended_safe) for c in r.cases] == [(c.query, c.intended_safe) for c in answered]
+        assert [(c.query, c.intended_safe) for c in r.pred.cases] == [(c.query, c.intended_safe) for c in answered]
+    # the next run on the same cases reads the rows kept on disk (the one cache of reference rows)
+    kept = list((tmp_path / "cache" / "scores").glob("reference-*.json"))
+    assert len(kept) == 17
+    before = sum(result.SCORED.values())
+    again, _ = _cached_references(mine, opts)
+    assert sum(result.SCORED.values()) == before  # nothing scored again
+    assert [json.dumps(r.score.to_dict()) for r in again] == [json.dumps(r.score.to_dict()) for r in refs]
 
 
 def test_paper_compatible_scoring_keeps_the_definitions():

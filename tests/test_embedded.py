@@ -50,8 +50,10 @@ def test_gguf_holds_quantised_weights_a_tokenizer_and_a_template():
 
 
 @pytest.mark.slow
-def test_conversion_is_faithful_and_atomic(monkeypatch, tmp_path):
+def test_conversion_is_faithful_and_atomic(monkeypatch, tmp_path, capfd):
     torch = pytest.importorskip("torch")
+    import logging
+
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     monkeypatch.setenv("CASEBENCH_CACHE", str(tmp_path))
@@ -59,8 +61,22 @@ def test_conversion_is_faithful_and_atomic(monkeypatch, tmp_path):
     target.mkdir(parents=True)
     (target / "config.json").write_text("{}")  # a half folder, as a killed older layout might leave
 
-    folder = models.embedded_model_path()
+    said: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: said.append(record.getMessage())  # type: ignore[method-assign]
+    logging.getLogger("casebench.embedded").addHandler(handler)
+    try:
+        folder = models.embedded_model_path()
+    finally:
+        logging.getLogger("casebench.embedded").removeHandler(handler)
     assert folder == target and models.is_converted(folder)
+    # Issue 37, item 4: the first use is casebench's own step, announced with the folder it
+    # writes, with its own progress lines in place of the library's bars, and its end
+    assert said[0].startswith("first use of the embedded model: converting ") and str(folder) in said[0]
+    assert [m for m in said if m.startswith("converting the embedded model: ")][-1].endswith("tensors")
+    assert said[-1].startswith("embedded model converted in ") and str(folder) in said[-1] and "MB" in said[-1]
+    err = capfd.readouterr().err
+    assert "de-quantizing" not in err and "Writing model shards" not in err
     assert {"config.json", "model.safetensors", "tokenizer.json"} <= {p.name for p in folder.iterdir()}
     assert [p.name for p in folder.parent.iterdir()] == [folder.name]  # no temporary folder left
     info = models.conversion_info(folder)

@@ -8,7 +8,7 @@ or a subpackage) which other units it may import. The table is the layering of
 
     foundation (atomic, jsonutil, cache, extras, plugins, registry, the package itself)
       < data, sources, parse < prompts < backends < modes < predictions < naming, published, classify
-      < runs < loader < stats < present < contexts, annotate, integrations < cli
+      < runs < loader < stats < reference_rows, present < contexts, annotate, integrations < cli
 
 with three rules the order alone would not give: ``stats`` imports nothing from ``runs``,
 ``present``, ``cli``, ``backends``, ``classify`` or ``loader`` (statistics never start runs and
@@ -69,6 +69,8 @@ MAY_IMPORT: dict[str, frozenset[str]] = {name: frozenset(deps) for name, deps in
     "loader": ("data", "sources", "modes", "predictions", "published", "runs", "inspect_log"),
     # statistics judge predictions; they never start runs nor present
     "stats": ("data", "modes", "predictions", "naming"),
+    # published reference rows: loaded (published) and scored (stats), kept on disk
+    "reference_rows": ("data", "modes", "predictions", "published", "stats"),
     # presentation lays out what stats computed
     "present": ("data", "modes", "predictions", "naming", "stats"),
     # the applications built on the pipeline
@@ -78,7 +80,8 @@ MAY_IMPORT: dict[str, frozenset[str]] = {name: frozenset(deps) for name, deps in
                      "published", "classify", "loader", "inspect_log", "runs", "stats", "present"),
     # the command line: thin wrappers over all of the above
     "cli": ("data", "sources", "parse", "prompts", "backends", "modes", "predictions", "naming", "published", "classify",
-            "mutations", "runs", "inspect_log", "loader", "stats", "present", "contexts", "annotate", "integrations"),
+            "mutations", "runs", "inspect_log", "loader", "stats", "reference_rows", "present", "contexts", "annotate",
+            "integrations"),
 }.items()}
 
 #: what the layering must never allow, whatever the table says (the rules of DESIGN.md)

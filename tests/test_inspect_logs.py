@@ -397,7 +397,9 @@ def test_a_caesar_log_sends_only_encoded_queries_decodes_answers_and_scores_name
     text, the context as it was; the chatbot's encoded answers are decoded before the reader reads
     them; ``score --json`` of the log names the mutation (issue 39's mutation option)."""
     from casebench.data import load_dataset
+    from casebench.modes import get_mode
     from casebench.mutations import caesar_encode
+    from casebench.prompts import BUILTIN_TEMPLATES
 
     seen: list[str] = []
 
@@ -417,7 +419,8 @@ def test_a_caesar_log_sends_only_encoded_queries_decodes_answers_and_scores_name
         case = ds[int(s.id)]
         sent = next(t for t in seen if caesar_encode(case.query) in t)
         assert case.query not in sent
-        assert case.context["recipient"]["type"] in sent  # the context untouched (system placement)
+        system = get_mode("respond").conversation(case, BUILTIN_TEMPLATES, None).system
+        assert f"system:{system}" in sent  # the context untouched (the system placement of respond mode)
         md = next(iter(s.scores.values())).metadata
         assert md["behaviour"] in ("comply", "refuse") and md["decoded_answer"] in (REFUSAL, HELP)
         assert md["behaviour"] == ("refuse" if md["decoded_answer"] == REFUSAL else "comply")

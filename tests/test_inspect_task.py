@@ -441,3 +441,21 @@ def test_inspect_eval_equals_casebench_run_and_score(tmp_path, llama_server_stat
         low, high = cb["ci"][name]
         assert _same(result.metrics[f"{name}_ci_low"].value, low)
         assert _same(result.metrics[f"{name}_ci_high"].value, high)
+
+
+def test_metric_puts_people_beside_the_context_figures(real_dataset):
+    """Samples holding both contexts of queries: the metric reports the context shift and follow
+    and people's references on the same pairs, as the input's one scoring result holds them."""
+    from casebench.stats.options import ScoringOptions
+    from casebench.stats.result import score_input
+
+    cases = [real_dataset[i] for i in range(20)]  # the dataset holds each query's two contexts in a row
+    verdicts = ["safe" if c.intended_safe else "unsafe" for c in cases]
+    pred = Predictions.from_values("x", "x", "binary", cases, verdicts)
+    want = score_input(pred, ScoringOptions(n_boot=200)).people
+    assert want.pair_count == 10
+    got = case_bench_metrics(mode="binary", n_boot=200)([_sample_score(c, {"safe": 1.0 if v == "safe" else 0.0})
+                                                         for c, v in zip(cases, verdicts)])
+    assert got["context_follow"] == 1.0
+    assert got["people_one_person_shift"] == want.shift()[0]
+    assert [got["people_majority_follow_ci_low"], got["people_majority_follow_ci_high"]] == want.follow()[1]

@@ -191,8 +191,9 @@ def test_data_fetch_from_a_local_copy(tmp_path, real_data_path, exp_dir):
                                  "--outputs-url", exp_dir.resolve().as_uri() + "/"], env=env)
     assert r.exit_code == 0, r.output
     assert (tmp_path / "cache" / "data" / "CASEBench_data.json").is_file()
-    root = Path(r.output.strip().splitlines()[-1])
+    root = Path(r.stdout.strip().splitlines()[-1])  # stdout: the paths; stderr: what was fetched
     assert all((root / rel).is_file() for rel in PUBLISHED_OUTPUTS)
+    assert f"published outputs: fetched {len(PUBLISHED_OUTPUTS)} of {len(PUBLISHED_OUTPUTS)} files" in r.stderr
 
 
 def test_published_models_stand_beside_a_respond_run_on_its_cases(real_dataset, exp_dir):

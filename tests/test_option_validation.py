@@ -33,7 +33,8 @@ def invoke(*args: str):
 
 @pytest.mark.parametrize("kw, says", [
     ({"mode": "bogus"}, "unknown mode 'bogus'"),
-    ({"mode": "binary", "temperature": -1}, "--temperature must be a number 0 or more"),
+    ({"mode": "binary", "temperature": -1}, "--temperature must be a number from 0 to 2"),
+    ({"mode": "binary", "temperature": 50}, "--temperature must be a number from 0 to 2, got 50"),
     ({"mode": "binary", "samples": 0}, "--samples must be a whole number of at least 1"),
     ({"mode": "binary", "top_p": 0}, "--top-p must be a number above 0"),
     ({"mode": "binary", "max_tokens": 0}, "--max-tokens"),
@@ -76,8 +77,54 @@ def test_cli_refuses_a_negative_temperature_before_asking(tmp_path):
     data = write_dataset(tmp_path / "cases.json", 2)
     res = invoke("run", "--model", "openai/m", "--base-url", "http://127.0.0.1:9/v1", "--mode", "binary",
                  "--data", str(data), "-o", str(tmp_path / "run"), "--temperature", "-1", "--no-progress")
-    assert res.exit_code == 2 and "--temperature must be a number 0 or more, got -1" in res.output
+    assert res.exit_code == 2 and "Invalid value for '--temperature': -1 is not in the range 0<=x<=2" in res.output
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("flag, value, says", [
+    ("--temperature", "50", "Invalid value for '--temperature': 50 is not in the range 0<=x<=2"),
+    ("--temperature", "nan", "Invalid value for '--temperature': nan is not a finite number"),
+    ("--timeout", "-5", "Invalid value for '--timeout': -5 is not in the range x>0"),
+    ("--timeout", "0", "Invalid value for '--timeout': 0 is not in the range x>0"),
+    ("--max-tokens", "0", "Invalid value for '--max-tokens': 0 is not in the range x>=1"),
+    ("--max-connections", "0", "Invalid value for '--max-connections': 0 is not in the range x>=1"),
+    ("--pairs", "0", "Invalid value for '--pairs': 0 is not in the range x>=1"),
+    ("--max-cost", "-1", "Invalid value for '--max-cost': -1 is not in the range x>=0"),
+    ("--batch-poll", "0", "Invalid value for '--batch-poll': 0 is not in the range x>0"),
+    ("--parse-retries", "-1", "Invalid value for '--parse-retries': -1 is not in the range x>=0"),
+])
+def test_run_checks_each_option_in_the_users_words_before_any_request(tmp_path, fault_server, flag, value, says):
+    """Issue 37, item 5: each option is checked where it is given, in the flag and the value the
+    user wrote (not "--call-timeout ... got 0.0" for --timeout -5), with the providers' ranges, and
+    nothing reaches the server (which logs every request) nor the run directory."""
+    data = write_dataset(tmp_path / "cases.json", 2)
+    res = invoke("run", "--model", "openai/m", "--base-url", fault_server.base_url, "--mode", "binary",
+                 "--data", str(data), "-o", str(tmp_path / "run"), flag, value, "--no-progress")
+    assert res.exit_code == 2, res.output
+    assert says in res.output, res.output
+    assert "call-timeout" not in res.output
+    assert fault_server.count == 0 and not (tmp_path / "run").exists()
+
+
+def test_temperature_within_the_range_is_sent(tmp_path, fault_server):
+    """The boundary of the range is accepted and sent as given."""
+    data = write_dataset(tmp_path / "cases.json", 2)
+    res = invoke("run", "--model", "openai/m", "--base-url", fault_server.base_url, "--mode", "binary",
+                 "--data", str(data), "-o", str(tmp_path / "run"), "--temperature", "2", "--no-progress",
+                 "--no-report", "--min-coverage", "0")
+    assert res.exit_code == 0, res.output
+    sent = [r.body for r in fault_server.requests if r.path.endswith("/chat/completions")]
+    assert len(sent) == 2 and {b["temperature"] for b in sent} == {2}
+
+
+def test_backend_option_ranges_apply_to_the_python_api_options_too():
+    """The registry's ``Option.minimum`` is what the CLI's range comes from; ``convert`` applies
+    it to a value given without the CLI, in the option's flag."""
+    from casebench.backends.http import TIMEOUT
+
+    with pytest.raises(ValueError, match=re.escape("--timeout must be above 0, got -5")):
+        TIMEOUT.convert(-5)
+    assert TIMEOUT.convert(2.5) == 2.5
 
 
 def test_cli_refuses_a_negative_bootstrap(tmp_path):
@@ -123,3 +170,16 @@ def test_every_exit_code_is_documented_in_help_and_readme():
                        (130, "interrupted")):
         assert re.search(rf"\b{code} [^;]*{re.escape(what)}", help_text), (code, help_text)
         assert re.search(rf"\b{code} [^;]*{re.escape(what)}", readme), code
+
+
+def test_json_errors_say_where_without_stammering(tmp_path):
+    """Issue 37: the decoder's message may end in "at" ("Unterminated string starting at"); the
+    place follows in parentheses, never as "at at line 1"."""
+    bad = tmp_path / "cases.json"
+    bad.write_text('[{"query": "abc')
+    for args in (["data", "validate", str(bad)],
+                 ["run", "--model", "openai/m", "--mode", "binary", "--extra-body", '{"top_k": "5'],
+                 ["run", "--model", "openai/m", "--mode", "binary", "--prices", str(bad)]):
+        res = invoke(*args)
+        assert res.exit_code == 2, (args, res.output)
+        assert "Unterminated string starting at (" in res.output and "at at" not in res.output, res.output

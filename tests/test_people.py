@@ -297,3 +297,105 @@ def test_reference_rows_carry_recalls_with_intervals_on_the_cases_the_input_answ
     assert "on the 450 cases the inputs scored" in table
     line = next(x for x in table.splitlines() if x.strip().startswith("gpt-4o [binary]"))
     assert f"{want:.4f}" in line
+
+
+# --------------------------------------------------------------------------------------------
+# One home: every command reads people's references from the input's one scoring result
+
+
+def _count_people_bootstraps(monkeypatch) -> list[str]:
+    """Count people's own bootstraps (``context._people_figures``: one per pairs, labels and
+    resamples), each call recorded with its label source; the kept results start empty."""
+    from casebench.stats import context
+
+    calls: list[str] = []
+    real = context._people_figures
+
+    def counted(*a, **k):
+        calls.append(k["label_source"])
+        return real(*a, **k)
+
+    monkeypatch.setattr(context, "_PEOPLE", {})
+    monkeypatch.setattr(context, "_people_figures", counted)
+    return calls
+
+
+def test_a_three_input_report_runs_one_people_bootstrap_per_label_source(exp_dir, tmp_path, monkeypatch):
+    """Three published inputs over the same 900 cases: people's references on each input's pairs,
+    on each compared pair's shared pairs and over the dataset (both label sources) are one
+    bootstrap per label source (8 before: each input, each pair and the dataset line its own)."""
+    from click.testing import CliRunner
+
+    from casebench.cli import cli
+
+    calls = _count_people_bootstraps(monkeypatch)
+    files = [exp_dir / f for f in ("safety_gpt-4o/output_binary.json", "safety_gpt-4o/output_score.json",
+                                   "safety_llama370B/output_logits.json")]
+    r = CliRunner().invoke(cli, ["report", *map(str, files), "--bootstrap", "200", "--no-human", "--no-reference",
+                                 "-o", str(tmp_path / "r.html")])
+    assert r.exit_code == 0, r.output
+    assert sorted(calls) == ["published", "votes"]
+    page = (tmp_path / "r.html").read_text()
+    assert "one person</b> (a vote drawn at random) shifts by 0.410" in page
+
+
+def test_the_end_of_a_run_runs_one_people_bootstrap_per_label_source(tmp_path, monkeypatch):
+    """The end of ``casebench run`` (the first screen's people line, the table, the report with
+    its dataset line and each input's people) reads the run's one result: one bootstrap of
+    people's per label source (5 before), and the first screen's line is that result's."""
+    from click.testing import CliRunner
+
+    from casebench.cli import cli
+    from casebench.loader import load_predictions
+    from casebench.stats.result import score_input
+    from servers.fault_server import FaultServer
+    from test_runner import binary_answer
+    from test_runs import invented_record
+
+    monkeypatch.setenv("CASEBENCH_CACHE", str(tmp_path / "cache"))  # no published models: no reference rows
+    monkeypatch.delenv("CASEBENCH_DATA", raising=False)
+    recs = [invented_record(i, "c", i % 2 == 0) for i in range(12)]
+    for i, rec in enumerate(recs):  # six queries in both contexts: the case marker moves into the context
+        rec["query"] = f"How should I store item {i // 2} over the winter?"
+        rec["context"]["sender"]["nature_of_the_interaction"] += f" [case {i}]"
+    data = tmp_path / "cases.json"
+    data.write_text(json.dumps(recs))
+    calls = _count_people_bootstraps(monkeypatch)
+    out = tmp_path / "run"
+    with FaultServer(answer_fn=binary_answer) as srv:
+        r = CliRunner().invoke(cli, ["run", "--model", "openai/judge-x", "--mode", "binary", "--data", str(data),
+                                     "--base-url", srv.base_url, "-o", str(out), "--no-progress"])
+    assert r.exit_code == 0, r.output
+    assert sorted(calls) == ["published", "votes"]
+    people = score_input(load_predictions(out), ScoringOptions()).people
+    (shift, shift_ci), (follow, _) = people.shift(), people.follow()
+    assert people.pair_count and f"people on the same {people.pair_count} pairs: shift {shift:.2f} " \
+        f"[{shift_ci[0]:.2f}, {shift_ci[1]:.2f}], their majority follows the context in {100 * follow:.0f}%" in r.output
+
+
+def test_compare_prints_people_at_its_level_and_clustering(exp_dir):
+    """``compare --level 0.9`` prints people's line with 90% intervals (it printed 95% ones), and
+    ``--cluster category`` draws people's pairs by category as it draws the judges'."""
+    from click.testing import CliRunner
+
+    from casebench.cli import cli
+    from casebench.data import load_dataset
+    from casebench.stats.context import human_references, people_line
+
+    files = [str(exp_dir / f) for f in ("safety_gpt-4o/output_binary.json", "safety_gpt-4o/output_score.json")]
+    cases = load_dataset(SHARED / "CASEBench_data.json").cases
+
+    def line(*extra: str) -> str:
+        r = CliRunner().invoke(cli, ["compare", *files, "--bootstrap", "200", *extra])
+        assert r.exit_code == 0, r.output
+        return next(x for x in r.output.splitlines() if x.startswith("reference: people"))
+
+    at90, at95, by_cat = line("--level", "0.9"), line(), line("--cluster", "category")
+    want90 = human_references(cases, n_boot=200, seed=0, level=0.9, cluster="query")
+    want95 = human_references(cases, n_boot=200, seed=0, level=0.95, cluster="query")
+    assert at90 == f"reference: {people_line(want90)}" and at95 == f"reference: {people_line(want95)}"
+    w90, w95 = (w["one_person"]["ci"]["context_shift"] for w in (want90, want95))
+    assert w90[1] - w90[0] < w95[1] - w95[0]  # a 90% interval is the narrower
+    assert w90 != w95 and at90 != at95
+    cat = human_references(cases, n_boot=200, seed=0, cluster="category")
+    assert by_cat == f"reference: {people_line(cat)}" and by_cat != at95

@@ -277,3 +277,36 @@ def test_judge_modes_get_the_conversation_in_the_prompt(small_data_path):
         assert get_mode(mode).chat(case, BUILTIN_TEMPLATES, "turns") == (None, chat.prompt)
     with pytest.raises(ValueError, match="render_conversation"):
         render_chat(case, None, "turns")
+
+
+@pytest.mark.parametrize("mode", sorted(MODES))
+@pytest.mark.parametrize("placement", ["user", "system", "turns"])
+def test_prompts_shows_exactly_what_a_run_sends(tmp_path, small_data_path, fault_server, mode, placement):
+    """Issue 37, item 6: `casebench prompts` prints, for every mode and placement and with
+    --system, the messages a run sends, to the character: the same case run against a loopback
+    server that logs each request sends exactly those messages (--system first in the system
+    message, then a system-placed context)."""
+    from click.testing import CliRunner
+
+    from casebench.cli import cli
+
+    system = "You answer for the Hillside garden club."
+    shown = CliRunner().invoke(cli, ["prompts", str(small_data_path), "--mode", mode, "--context-as", placement,
+                                     "--system", system, "--case", "1"])
+    assert shown.exit_code == 0, shown.output
+    rows = [json.loads(x) for x in shown.stdout.splitlines() if x.startswith("{")]
+    assert len(rows) == 1 and rows[0]["index"] == 1
+    messages = rows[0]["messages"]
+    assert messages[0]["role"] == "system" and messages[0]["content"].startswith(system)
+    if placement == "system":  # the context after the operator's prompt, a blank line between
+        assert messages[0]["content"].startswith(system + "\n\n") and len(messages[0]["content"]) > len(system) + 50
+    else:
+        assert messages[0]["content"] == system
+    ran = CliRunner().invoke(cli, ["run", "--model", "openai/judge-x", "--mode", mode, "--context-as", placement,
+                                   "--system", system, "--data", str(small_data_path), "--base-url",
+                                   fault_server.base_url, "--limit", "2", "--samples", "1", "--parse-retries", "0",
+                                   "--no-progress", "--no-report", "--min-coverage", "0",
+                                   "-o", str(tmp_path / "run")])
+    assert ran.exit_code in (0, 3), ran.output
+    sent = [r.body["messages"] for r in fault_server.requests if r.path.endswith("/chat/completions")]
+    assert messages in sent, (messages, sent)

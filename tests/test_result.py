@@ -28,7 +28,8 @@ from casebench.stats.metrics import wilson_ci
 from casebench.stats.options import ScoringOptions
 from casebench.stats.pairs import pair_by_query
 from casebench.stats.placement import analyse_placements
-from casebench.stats.result import ReferenceScoreCache, score_input, score_predictions
+from casebench.reference_rows import ReferenceCache
+from casebench.stats.result import score_input, score_predictions
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "casebench"
 GPT4O = "exp/safety_gpt-4o/output_binary.json"
@@ -169,10 +170,12 @@ def test_scoring_arrays_are_built_once_per_input_in_a_report(exp_dir):
 
 
 def test_reference_rows_are_scored_once_and_kept_until_the_options_change(tmp_path, monkeypatch):
-    """``score --reference``: the first call scores the published files and keeps the scores in
-    the cache directory; the second reads them (no file scored); other options are another key."""
+    """``score --reference``: the first call scores the published files and keeps each row in
+    the cache directory (JSON, one file a row); the second reads them without loading or scoring
+    any file; other options are other keys."""
     monkeypatch.setenv("CASEBENCH_CACHE", str(tmp_path / "cache"))
     args = ["score", str(SHARED / GPT4O), "--reference", str(SHARED), "--bootstrap", "0", "--json"]
+    rows = len(reference_files(SHARED)) - 1  # the input's own published file is not a reference row
 
     def builds() -> int:  # scoring arrays built so far, every input
         return sum(result.BUILDS.values())
@@ -180,9 +183,10 @@ def test_reference_rows_are_scored_once_and_kept_until_the_options_change(tmp_pa
     n = builds()
     first = CliRunner().invoke(cli, args)
     assert first.exit_code == 0, first.output
-    assert builds() - n > 10  # the input and every published file
+    assert builds() - n == 1 + rows  # the input and every published file
     kept = list((tmp_path / "cache" / "scores").glob("reference-*.json"))
-    assert len(kept) == 1
+    assert len(kept) == rows and not list((tmp_path / "cache").rglob("*.pickle"))
+    assert all(json.loads(k.read_text())["format"] == 1 for k in kept)
     n = builds()
     second = CliRunner().invoke(cli, args)
     assert second.exit_code == 0 and second.stdout == first.stdout  # the same rows, read back
@@ -190,22 +194,30 @@ def test_reference_rows_are_scored_once_and_kept_until_the_options_change(tmp_pa
     n = builds()
     third = CliRunner().invoke(cli, [*args[:-2], "10", "--json"])  # other options: another key
     assert third.exit_code == 0, third.output
-    assert builds() - n > 10 and len(list((tmp_path / "cache" / "scores").glob("reference-*.json"))) == 2
+    assert builds() - n > 10 and len(list((tmp_path / "cache" / "scores").glob("reference-*.json"))) == 2 * rows
     rows = [json.loads(x) for x in second.stdout.splitlines()]
     assert len(rows) > 10 and all(math.isfinite(r["accuracy"]) for r in rows)
 
 
-def test_the_cache_key_follows_files_options_and_subset(tmp_path):
-    a, b = tmp_path / "a.json", tmp_path / "b.json"
+def test_the_cache_key_follows_file_dataset_options_subset_and_version(tmp_path, monkeypatch):
+    import casebench
+
+    a, b, d = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "data.json"
     a.write_text("[1]")
     b.write_text("[2]")
-    k = ReferenceScoreCache.key([a], ScoringOptions())
-    assert k == ReferenceScoreCache.key([a], ScoringOptions())
-    assert k != ReferenceScoreCache.key([b], ScoringOptions())
-    assert k != ReferenceScoreCache.key([a], ScoringOptions(bootstrap_seed=1))
-    assert k != ReferenceScoreCache.key([a], ScoringOptions(), cases=[0, 1])
+    d.write_text("[]")
+    k = ReferenceCache.key(a, ScoringOptions())
+    assert k == ReferenceCache.key(a, ScoringOptions())
+    assert k != ReferenceCache.key(b, ScoringOptions())
+    assert k != ReferenceCache.key(a, ScoringOptions(bootstrap_seed=1))
+    assert k != ReferenceCache.key(a, ScoringOptions(level=0.9))
+    assert k != ReferenceCache.key(a, ScoringOptions(), cases=[("q", True, "c")])
+    assert k != ReferenceCache.key(a, ScoringOptions(), datasets=[d])
+    monkeypatch.setattr(casebench, "__version__", "0.0.0-other")
+    assert k != ReferenceCache.key(a, ScoringOptions())  # another casebench version
+    monkeypatch.undo()
     a.write_text("[3]")  # an edited file is another key
-    assert k != ReferenceScoreCache.key([a], ScoringOptions())
+    assert k != ReferenceCache.key(a, ScoringOptions())
 
 
 def test_reprs_are_short(real_dataset):
@@ -215,25 +227,27 @@ def test_reprs_are_short(real_dataset):
     assert len(repr(score_input(pred, ScoringOptions(n_boot=0)))) < 200
 
 
-def test_later_analyses_attach_blocks_and_figures_to_the_one_result():
-    """A per-input block (people's figures, say) and an extra registered figure go onto the
-    input's one result: the score every table reads carries the figure, its interval and count."""
-    from casebench.present.tables import text_table
+def test_a_scored_input_is_frozen_and_kept_beside_the_predictions():
+    """Nothing changes a scored input, and scoring keeps nothing in the predictions themselves
+    (no hidden state in their ``__dict__``): the same input and options still give the same
+    result, at any threshold."""
+    from dataclasses import FrozenInstanceError, fields
 
     cases = _pairs(12)
-    pred = Predictions.from_values("p", "m", "binary", cases, ["safe", "unsafe"] * 12)
-    r = score_input(pred, ScoringOptions(n_boot=0))
-    r.attach("people_block", {"pairs": 12})
-    assert r.to_dict()["people_block"] == {"pairs": 12}
-    with pytest.raises(ValueError, match="key of the score"):
-        r.attach("accuracy", {})
-    r.add_figure("context_shift", 0.25, ci=[0.1, 0.4], cases=12)
-    s = score_input(pred, ScoringOptions(n_boot=0)).score
-    assert s.values["context_shift"] == 0.25 and s.ci["context_shift"] == [0.1, 0.4]
-    assert s.cases_of["context_shift"] == 12 and "context_shift" in s.small()
-    assert "0.2500" in text_table([s])
-    with pytest.raises(ValueError, match="not a registered metric"):
-        r.add_figure("no_such_figure", 1.0)
+    pred = Predictions.from_values("p", "m", "prob", cases, [0.8, 0.3] * 12, verdict_mass=[0.9, 0.4] * 12)
+    before = set(vars(pred))
+    r = score_input(pred, ScoringOptions(n_boot=20))
+    low = score_input(pred, ScoringOptions(n_boot=20, min_verdict_mass=0.2))
+    pred.fingerprint()
+    assert set(vars(pred)) == before == {f.name for f in fields(pred)}
+    assert score_input(pred, ScoringOptions(n_boot=20)) is r and score_input(
+        pred, ScoringOptions(n_boot=20, min_verdict_mass=0.2)) is low
+    with pytest.raises(FrozenInstanceError):
+        r.score = low.score  # type: ignore[misc]
+    with pytest.raises(FrozenInstanceError):
+        r.people = low.people  # type: ignore[misc]
+    assert not hasattr(r, "attach") and not hasattr(r, "add_figure")
+    assert low.people.pair_count == 12 and r.people.pair_count == 0 and r.people.cases is not None
 
 
 def test_casebench_run_reads_its_dataset_once_and_scores_the_run_once(tmp_path, monkeypatch):
@@ -281,18 +295,18 @@ def test_report_reference_rows_are_scored_once_and_kept_until_the_options_change
     assert len(ref_files) >= 2
     args = ["report", str(SHARED / GPT4O), "--reference", str(refs), "--bootstrap", "0", "--no-human"]
 
-    def scored(before: dict[str, int]) -> dict[str, int]:  # per source, arrays built since ``before``
-        return {s: n - before.get(s, 0) for s, n in result.BUILDS.items() if n - before.get(s, 0)}
+    def scored(before: dict[str, int]) -> dict[str, int]:  # per source, figures computed since ``before``
+        return {s: n - before.get(s, 0) for s, n in result.SCORED.items() if n - before.get(s, 0)}
 
-    before = dict(result.BUILDS)
+    before = dict(result.SCORED)
     first = CliRunner().invoke(cli, [*args, "-o", str(tmp_path / "a.html")])
     assert first.exit_code == 0, first.output
     got = scored(before)
     assert ref_files <= set(got) and all(got[f] == 1 for f in ref_files)  # each reference scored once
-    kept = list((tmp_path / "cache" / "scores").glob("report-reference-*.pickle"))
-    assert len(kept) == len(ref_files)
+    kept = list((tmp_path / "cache" / "scores").glob("reference-*.json"))
+    assert len(kept) == len(ref_files) and not list((tmp_path / "cache").rglob("*.pickle"))
 
-    before = dict(result.BUILDS)
+    before = dict(result.SCORED)
     second = CliRunner().invoke(cli, [*args, "-o", str(tmp_path / "b.html")])
     assert second.exit_code == 0, second.output
     got = scored(before)
@@ -302,11 +316,11 @@ def test_report_reference_rows_are_scored_once_and_kept_until_the_options_change
     strip = lambda page: page.split("<main>", 1)[1].split("UTC", 1)[1]  # noqa: E731 - the time stamp aside
     assert strip(a) == strip(b)  # the same report, reference rows read back
 
-    before = dict(result.BUILDS)
+    before = dict(result.SCORED)
     third = CliRunner().invoke(cli, [*args, "--label-source", "votes", "-o", str(tmp_path / "c.html")])
     assert third.exit_code == 0, third.output
     assert ref_files <= set(scored(before))  # other options: scored again
-    assert len(list((tmp_path / "cache" / "scores").glob("report-reference-*.pickle"))) == 2 * len(ref_files)
+    assert len(list((tmp_path / "cache" / "scores").glob("reference-*.json"))) == 2 * len(ref_files)
 
 
 @pytest.mark.parametrize("command, name", [

@@ -358,14 +358,17 @@ def test_export_round_trips_through_the_published_reader(tmp_path, dataset, mode
     run = _write_run(tmp_path, dataset, mode, [0, 2, 5], recs)
     out = export_run(run, tmp_path / "exp" / "output.json")
     raw = json.loads(out.read_text())
-    # the selected cases, in dataset order, each the dataset record plus the model key
+    # the selected cases, in dataset order, each the dataset record plus the model key and (a
+    # subset) the dataset record it is
     assert [r["query"] for r in raw] == [dataset[i].query for i in (0, 2, 5)]
-    assert all(set(r) == set(dataset[0].to_record()) | {"judge-x"} for r in raw)
+    assert all(set(r) == set(dataset[0].to_record()) | {"judge-x", "dataset_record"} for r in raw)
+    assert [r["dataset_record"] for r in raw] == [0, 2, 5]
     assert raw[1]["judge-x"] == ""  # the published format's missing value
-    back = load_published(out, mode=mode)
+    back = load_published(out, mode=mode, reference=dataset)  # checked record by record against the dataset
     pred = load_run(run)
     np.testing.assert_array_equal(back.label, pred.label)
     np.testing.assert_array_equal(back.value, pred.value)
+    assert [c.index for c in back.cases] == [c.index for c in pred.cases] == [0, 2, 5]
 
 
 def test_export_refuses_an_incomplete_run_unless_asked(tmp_path, dataset):

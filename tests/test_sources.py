@@ -80,3 +80,63 @@ def test_demo_set_is_valid_and_has_no_invented_votes():
     assert len(ds) == 12
     for c in ds:
         assert c.votes == () and c.safe_rate == (1.0 if c.intended_safe else 0.0)
+
+
+def _cli(args, env):
+    """``casebench ARGS`` in a child process (so the proxy settings below are the only way out)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    full = {**os.environ, **env, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    return subprocess.run([sys.executable, "-c", "import sys; from casebench.cli import main; sys.argv[0] = "
+                           "'casebench'; main()", *args], env=full, capture_output=True, text=True, timeout=300)
+
+
+def test_data_fetch_with_a_complete_cache_succeeds_offline_and_says_so(tmp_path, real_data_path, exp_dir):
+    """Issue 37, item 3: every file in the cache with its checksum: `casebench data fetch` asks no
+    network (every request would go to a closed port, through the proxy settings) and says that
+    nothing was downloaded; a damaged file makes it try, fail, and say what to do offline."""
+    import shutil
+    import socket
+
+    from casebench.sources import PUBLISHED_OUTPUTS
+
+    cache = tmp_path / "cache"
+    env = {"CASEBENCH_CACHE": str(cache), "CASEBENCH_DATA": ""}
+    with socket.socket() as s:  # a port where nothing listens: the network is unreachable
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}"
+    for var in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY"):
+        env[var] = dead
+    env["no_proxy"] = env["NO_PROXY"] = ""
+    data = cache / "data" / "CASEBench_data.json"
+    data.parent.mkdir(parents=True)
+    shutil.copyfile(real_data_path, data)
+    outputs_root = cache / "published"
+    for rel in PUBLISHED_OUTPUTS:
+        src = exp_dir.parent / rel
+        if not src.is_file():
+            pytest.skip(f"{rel} is not in ../shared/casebench")
+    r = _cli(["data", "fetch"], env)
+    assert r.returncode == 1  # the outputs are not cached yet: it tried the network and says how to do without
+    assert "No network? Instead" in r.stderr
+    root = next(outputs_root.iterdir())  # the folder fetch_outputs writes into (named by the pinned commit)
+    assert not any(root.rglob("*.json"))  # nothing half-written
+    for rel in PUBLISHED_OUTPUTS:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(exp_dir.parent / rel, root / rel)
+    before = {p: p.stat().st_mtime_ns for p in cache.rglob("*") if p.is_file()}
+    r = _cli(["data", "fetch"], env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == [str(data), str(root)]
+    assert "the dataset was already there with its SHA-256 checked: nothing downloaded" in r.stderr
+    assert f"all {len(PUBLISHED_OUTPUTS)} files already there with their SHA-256 checked" in r.stderr
+    assert {p: p.stat().st_mtime_ns for p in cache.rglob("*") if p.is_file()} == before
+    # a damaged file is fetched again (here: offline, so it fails and says so)
+    first = root / next(iter(PUBLISHED_OUTPUTS))
+    first.write_text("[]")
+    r = _cli(["data", "fetch"], env)
+    assert r.returncode == 1 and "cannot download" in r.stderr and "No network? Instead" in r.stderr

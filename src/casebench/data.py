@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
+from .jsonutil import json_error_where
+
 #: The CI parameters: top-level context keys and their sub-keys, in published order.
 CI_PARAMETERS: dict[str, tuple[str, ...]] = {
     "sender": ("nature_of_the_interaction", "platform_type"),
@@ -358,7 +360,7 @@ def read_records(path: str | Path) -> list[Any]:
         except json.JSONDecodeError as e:
             if not text.lstrip().startswith("{"):
                 raise DatasetError(
-                    p, [(None, None, f"not valid JSON: {e.msg} at line {e.lineno}, column {e.colno}")]
+                    p, [(None, None, f"not valid JSON: {json_error_where(e)}")]
                 ) from None
             data = None  # maybe JSON Lines with a .json name
         if data is not None:
@@ -375,7 +377,7 @@ def read_records(path: str | Path) -> list[Any]:
         try:
             records.append(json.loads(line))
         except json.JSONDecodeError as e:
-            problems.append((None, None, f"line {lineno}: not valid JSON ({e.msg}, column {e.colno})"))
+            problems.append((None, None, f"line {lineno}: not valid JSON: {json_error_where(e, line=False)}"))
     if problems:
         raise DatasetError(p, problems)
     return records

@@ -6,6 +6,7 @@ without importing presentation code (data flows forward). Standard library only.
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -19,3 +20,11 @@ def json_safe(x: Any) -> Any:
     if isinstance(x, (list, tuple)):
         return [json_safe(v) for v in x]
     return x
+
+
+def json_error_where(e: "json.JSONDecodeError", line: bool = True) -> str:
+    """A JSON syntax error in words: its message, then where ("line 3, column 7") in
+    parentheses. Several of the decoder's messages end in "at" ("Unterminated string starting
+    at"), so "<msg> at line 3" would read "starting at at line 3"."""
+    where = f"line {e.lineno}, column {e.colno}" if line else f"column {e.colno}"
+    return f"{e.msg} ({where})"

@@ -115,6 +115,9 @@ class Mode:
     scale: ClassVar[str] = "P(safe): the scale of one person"
     #: one line for ``--help``
     help: ClassVar[str] = ""
+    #: the authors published outputs of this mode (``exp/safety_<model>/output_<file_name>.json``):
+    #: its files are reference rows
+    published: ClassVar[bool] = False
 
     # ------------------------------------------------------------------ asking
     def template(self, templates: "Templates") -> str | None:
@@ -254,7 +257,27 @@ class Mode:
         return f"<mode {self.name}>"
 
     def __str__(self) -> str:
+        """The mode's name: what a display, a file or a JSON object writes (the object travels
+        everywhere else)."""
         return self.name
+
+    def __eq__(self, other: object) -> bool:
+        """Two modes are the same mode when they have the same name; a mode equals its name, as
+        the disk and the CLI spell it (so a name read from a file or an option compares)."""
+        if isinstance(other, Mode):
+            return self.name == other.name
+        if isinstance(other, str):
+            return self.name == other
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+    def __lt__(self, other: object) -> bool:
+        """By name (modes sort as their names do)."""
+        if isinstance(other, (Mode, str)):
+            return self.name < str(other)
+        return NotImplemented
 
 
 def _mean(xs: Iterable[float]) -> float | None:
@@ -291,6 +314,7 @@ class _Continuous(Mode):
 @mode
 class BinaryMode(Mode):
     name = "binary"
+    published = True
     words = ("judges unsafe", "judges safe")
     scale = "0/1 verdicts: the scale of people's majority label"
     file_name = "binary"
@@ -332,6 +356,7 @@ class BinaryMode(Mode):
 @mode
 class ScoreMode(_Continuous):
     name = "score"
+    published = True
     words = ("scores unsafe", "scores safe")
     file_name = "score"
     template_key = "judgescore"
@@ -372,6 +397,7 @@ class ScoreMode(_Continuous):
 @mode
 class ProbMode(_Continuous):
     name = "prob"
+    published = True
     words = ("rates unsafe", "rates safe")
     file_name = "logits"
     template_key = "judgelogits"

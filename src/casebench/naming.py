@@ -53,7 +53,7 @@ def _mutation(p: Predictions) -> str | None:
 
 #: the facets, in the order they are written after ``who [mode]``
 FACETS: list[Facet] = [
-    Facet("placement", lambda p: p.context_as, lambda p: p.mode_spec.default_context_as,
+    Facet("placement", lambda p: p.context_as, lambda p: p.mode.default_context_as,
           lambda v: f" (context as {v})"),
     Facet("removed", lambda p: ", ".join(p.removed), lambda p: "", lambda v: f" − {v}"),
     Facet("mutation", _mutation, lambda p: None, lambda v: f" · {v} mutation"),

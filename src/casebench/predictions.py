@@ -50,8 +50,9 @@ class Predictions:
     unknown; None when the source records none, as in the published files); cases below
     ``min_verdict_mass`` are not ``answered``.
 
-    What the predictions are of, typed: ``mode`` (a registered mode's name, ``modes``; the object
-    is ``mode_spec``), ``removed`` (the CI parameters left out of the contexts) and
+    What the predictions are of, typed: ``mode`` (the ``modes.Mode`` object; a name given is
+    resolved once, here, and the name is written only where predictions go to disk or JSON),
+    ``removed`` (the CI parameters left out of the contexts) and
     ``context_as`` (the context placement, ``prompts.CONTEXT_PLACEMENTS``; by default the mode's
     own, which is what a published file was asked with). For a run: ``pending`` (requests without
     a final record yet; their cases are missing) and ``behaviour`` (per case, what the refusal
@@ -61,7 +62,7 @@ class Predictions:
 
     source: str
     model: str
-    mode: str
+    mode: Mode
     cases: list[Case]
     label: np.ndarray
     value: np.ndarray
@@ -83,8 +84,7 @@ class Predictions:
         self.value = np.asarray(self.value, dtype=float)
         if not (len(self.cases) == len(self.label) == len(self.value)):
             raise ValueError("cases, label and value must have the same length")
-        m = get_mode(self.mode)
-        self.mode = m.name
+        m = self.mode = get_mode(self.mode)
         self.context_as = self.context_as or m.default_context_as
         try:
             check_placement(self.context_as)
@@ -101,7 +101,7 @@ class Predictions:
 
     @classmethod
     def from_values(
-        cls, source: str, model: str, mode: str | Mode, cases: Sequence[Case], values: Sequence[Any],
+        cls, source: str, model: str, mode: "str | Mode", cases: Sequence[Case], values: Sequence[Any],
         removed: tuple[str, ...] = (), meta: dict | None = None, *, context_as: str = "", pending: int = 0,
         behaviour: list[list[str | None]] | None = None, verdict_mass: Sequence[float | None] | None = None,
         mutation: str | None = None,
@@ -111,7 +111,7 @@ class Predictions:
         ``verdict_mass`` per case (None: unknown)."""
         m = get_mode(mode)
         mass = None if verdict_mass is None else [np.nan if v is None else float(v) for v in verdict_mass]
-        return cls(source, model, m.name, list(cases), m.labels(values), m.numeric(values), tuple(removed),
+        return cls(source, model, m, list(cases), m.labels(values), m.numeric(values), tuple(removed),
                    dict(meta or {}), context_as, pending, behaviour, mass, mutation=mutation)
 
     @property
@@ -120,33 +120,25 @@ class Predictions:
         return self.pending == 0
 
     @property
-    def mode_spec(self) -> Mode:
-        """The mode object (``modes``) of these predictions."""
-        return get_mode(self.mode)
-
-    @property
     def n(self) -> int:
         return len(self.cases)
 
     @property
     def has_value(self) -> np.ndarray:
         """Cases with a prediction for this mode, whatever its verdict mass."""
-        return self.mode_spec.answered(self.value, self.label)
+        return self.mode.answered(self.value, self.label)
 
     def at_min_verdict_mass(self, threshold: float | None) -> "Predictions":
         """These predictions read at another minimum verdict mass (``ScoringOptions.min_verdict_mass``):
-        ``self`` when ``threshold`` is None or already this one, else a view sharing every array
-        (made once per threshold and kept), so that scoring applies a threshold without changing
-        the loaded predictions."""
+        ``self`` when ``threshold`` is None or already this one, else a new view sharing every
+        array, so that scoring applies a threshold without changing the loaded predictions
+        (``stats.result.score_input`` keeps its result by the predictions it was given and the
+        options, so the view is made once per input and options)."""
         if threshold is None or float(threshold) == float(self.min_verdict_mass):
             return self
-        views = self.__dict__.setdefault("_mass_views", {})
-        t = float(threshold)
-        if t not in views:
-            from dataclasses import replace
+        from dataclasses import replace
 
-            views[t] = replace(self, min_verdict_mass=t)
-        return views[t]
+        return replace(self, min_verdict_mass=float(threshold))
 
     def __repr__(self) -> str:
         """Short, so a notebook shows what these are, not every case (``cases`` holds them)."""
@@ -187,12 +179,12 @@ class Predictions:
 
     @property
     def is_continuous(self) -> bool:
-        return self.mode_spec.continuous
+        return self.mode.continuous
 
     @property
     def p_safe(self) -> np.ndarray:
         """P(safe) per case (NaN where missing); in label-only modes the 0/1 label itself."""
-        return self.mode_spec.p_safe(self.value, self.label)
+        return self.mode.p_safe(self.value, self.label)
 
     @property
     def human_rate(self) -> np.ndarray:
@@ -216,15 +208,14 @@ class Predictions:
         removals) left out: two inputs hold the same cases when their fingerprints agree with
         the union of both inputs' removals."""
         key = tuple(dict.fromkeys([*self.removed, *ignore]))
-        cache = self.__dict__.setdefault("_fingerprints", {})
-        if key not in cache:  # hashing 900 contexts is slow; a report asks for it many times
-            cache[key] = cases_fingerprint(self.cases, key)
-        return cache[key]
+        # hashing 900 contexts is slow and a report asks for it many times: kept beside the
+        # predictions (never in them; the cases are never changed once loaded)
+        return _fingerprint(self, key)
 
     @property
     def placement_note(self) -> str:
         """``" (context as system)"`` when the context placement is not the mode's own, else ""."""
-        return "" if self.context_as == self.mode_spec.default_context_as else f" (context as {self.context_as})"
+        return "" if self.context_as == self.mode.default_context_as else f" (context as {self.context_as})"
 
     @property
     def name(self) -> str:
@@ -233,3 +224,24 @@ class Predictions:
         tail = f" -{','.join(self.removed)}" if self.removed else ""
         mut = f" ({self.mutation})" if self.mutation else ""
         return f"{self.model} [{self.mode}]{self.placement_note}{tail}{mut}"
+
+
+#: cases fingerprints by (the predictions' identity, the parameters left out), with a weak
+#: reference to the predictions (an identity is reused once they are gone); at most
+#: ``_FINGERPRINTS_MAX``, the oldest dropped first
+_FINGERPRINTS: dict[tuple[int, tuple[str, ...]], tuple[Any, str]] = {}
+_FINGERPRINTS_MAX = 256
+
+
+def _fingerprint(pred: Predictions, ignore: tuple[str, ...]) -> str:
+    import weakref
+
+    key = (id(pred), ignore)
+    got = _FINGERPRINTS.get(key)
+    if got is not None and got[0]() is pred:
+        return got[1]
+    fp = cases_fingerprint(pred.cases, ignore)
+    _FINGERPRINTS[key] = (weakref.ref(pred), fp)
+    while len(_FINGERPRINTS) > _FINGERPRINTS_MAX:
+        _FINGERPRINTS.pop(next(iter(_FINGERPRINTS)))
+    return fp

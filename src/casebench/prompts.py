@@ -37,7 +37,7 @@ import ast
 import hashlib
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -356,6 +356,15 @@ class Chat:
         for user, assistant in self.history:
             out += [{"role": "user", "content": user}, {"role": "assistant", "content": assistant}]
         return out + [{"role": "user", "content": self.prompt}]
+
+    def with_system(self, system: str | None) -> "Chat":
+        """The chat as a run sends it with ``--system``: the operator's system prompt first, then
+        (a blank line between) the chat's own system message, e.g. the context in the ``system``
+        placement (respond mode's default). The one home of this rule: the runner and ``casebench
+        prompts`` both call it."""
+        if not system:
+            return self
+        return replace(self, system="\n\n".join(x for x in (system, self.system) if x))
 
 
 def render_conversation(case: Any, template: str | None, context_as: str = "user") -> Chat:

@@ -9,6 +9,7 @@ tooling can read casebench runs.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -17,10 +18,15 @@ from .data import (
     DATA_FILE_NAME_PUBLISHED, VOTE_SAFE, VOTE_UNSAFE, AblationError, Case, Dataset, DatasetError, ablate_context,
     cases_from_records, check_no_duplicates, read_records, validate_parameter_names,
 )
-from .modes import Mode, detect_mode, get_mode, mode_from_file_name
+from .modes import MODES, Mode, detect_mode, get_mode, mode_from_file_name
 from .predictions import Predictions
 
 _NAME_RE = re.compile(r"^output_([A-Za-z]+)(?:_(.+))?\.json$")
+#: The record field of an export of a subset run that names the dataset record it holds (its
+#: index in the dataset the run asked), so the file is scored on exactly those records. The
+#: authors' files (whole datasets, in order) have none; a file either has it on every record or
+#: on none.
+DATASET_RECORD_FIELD = "dataset_record"
 
 
 def parse_file_name(path: str | Path) -> tuple[Mode | None, tuple[str, ...]]:
@@ -82,7 +88,7 @@ def unreadable_warning(pred: Predictions, shown: int = 3) -> str | None:
 
     names = ", ".join(f"record {i} holds {json.dumps(v, ensure_ascii=False)}" for i, v in bad[:shown])
     more = f" and {len(bad) - shown} more" if len(bad) > shown else ""
-    what = "a number" if pred.mode_spec.continuous else '"safe" or "unsafe"'
+    what = "a number" if pred.mode.continuous else '"safe" or "unsafe"'
     return (f"{pred.source}: {len(bad)} prediction(s) of {pred.model!r} cannot be read and count as missing: "
             f"{names}{more} (a {pred.mode} prediction is {what}, and a missing one \"\")")
 
@@ -146,10 +152,13 @@ def load_published(path: str | Path, model: str | None = None, mode: str | Mode 
     p = Path(path)
     records = read_records(p)
     mode_obj, removed_t = _declared(p, mode, removed)
+    records, positions = _dataset_records(p, records)
     cases = cases_from_records(records, p, removed=removed_t)
+    if positions is not None:  # an export of a subset run: each case is the dataset record it names
+        cases = [replace(c, index=i) for c, i in zip(cases, positions)]
     check_no_duplicates(cases, p)
     if reference is not None:
-        check_against_dataset(p, cases, reference, removed_t, origin=reference_origin)
+        check_against_dataset(p, cases, reference, removed_t, origin=reference_origin, positions=positions)
     extra_keys: list[str] = []
     for c in cases:
         for k in c.extra:
@@ -176,6 +185,34 @@ def load_published(path: str | Path, model: str | None = None, mode: str | Mode 
     return Predictions.from_values(str(p), model, mode_obj, plain, values, removed_t, meta)
 
 
+def _dataset_records(path: Path, records: list[Any]) -> tuple[list[Any], list[int] | None]:
+    """The records without ``DATASET_RECORD_FIELD`` and the dataset record each names (None: the
+    file has no such field, and is a whole dataset in order). A field on some records only, or a
+    value that is not a distinct whole number of at least 0, is an error naming the record."""
+    has = [isinstance(r, dict) and DATASET_RECORD_FIELD in r for r in records]
+    if not any(has):
+        return records, None
+    problems: list[tuple[int | None, str | None, str]] = []
+    seen: dict[int, int] = {}
+    positions: list[int] = []
+    for i, (r, h) in enumerate(zip(records, has)):
+        v = r.get(DATASET_RECORD_FIELD) if h else None
+        if not h:
+            problems.append((i, DATASET_RECORD_FIELD, "missing (the file's other records name the dataset record "
+                                                      "they hold; every record must)"))
+        elif isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            problems.append((i, DATASET_RECORD_FIELD, f"must be a whole number of at least 0 (a record index of "
+                                                      f"the dataset), got {v!r}"))
+        elif v in seen:
+            problems.append((i, DATASET_RECORD_FIELD, f"names dataset record {v}, as record {seen[v]} does"))
+        else:
+            seen[v] = i
+        positions.append(v if isinstance(v, int) else -1)
+    if problems:
+        raise DatasetError(path, problems)
+    return [{k: x for k, x in r.items() if k != DATASET_RECORD_FIELD} for r in records], positions
+
+
 #: the fields ``check_against_dataset`` compares, in the order it reports them
 _CHECKED_FIELDS = ("query", "context", "category", "context_intended_to_be_safe", "safe_rate")
 
@@ -187,26 +224,41 @@ def _field_values(c: Case, removed: Sequence[str]) -> dict[str, Any]:
 
 
 def check_against_dataset(path: str | Path, cases: Sequence[Case], reference: Dataset,
-                          removed: Sequence[str] = (), origin: str | None = None) -> None:
+                          removed: Sequence[str] = (), origin: str | None = None,
+                          positions: Sequence[int] | None = None) -> None:
     """Refuse (``DatasetError``) a published file that is not ``reference``, record for record
     and in order, naming the first difference: the record count, or the first record and field
     that differ (and, when that record is another record of the dataset, that the order differs).
+    ``positions``: the dataset record each of the file's records names (an export of a subset
+    run, ``DATASET_RECORD_FIELD``): each is compared with that record, and the count is free.
     Removed CI parameters (an ablation file) are left out of the dataset's contexts first.
     ``origin``: where the dataset came from, when the user did not name it (said in the message,
     with how to name another)."""
     where = f"the dataset {reference.path}" + (f" ({origin}; --data names another)" if origin else "")
     ref = [_field_values(c, removed) for c in reference.cases]
     for i, c in enumerate(cases):
-        if i >= len(ref):
-            break
+        j = i if positions is None else positions[i]
+        if j >= len(ref):
+            if positions is None:
+                break
+            raise DatasetError(path, [(i, DATASET_RECORD_FIELD, f"names record {j}, but {where} has {len(ref)} "
+                                                                f"records")])
         mine = _field_values(c, removed)
         for fld in _CHECKED_FIELDS:
-            if mine[fld] != ref[i][fld]:
-                msg = f"differs from record {i} of {where}"
-                same = [j for j, r in enumerate(ref) if r["query"] == mine["query"] and r["context"] == mine["context"]]
-                if same and same[0] != i:
-                    msg += f"; it is the dataset's record {same[0]}: the records are not in the dataset's order"
+            if mine[fld] != ref[j][fld]:
+                msg = f"differs from record {j} of {where}"
+                same = [k for k, r in enumerate(ref) if r["query"] == mine["query"] and r["context"] == mine["context"]]
+                if same and same[0] != j:
+                    msg += (f"; it is the dataset's record {same[0]}: " + (
+                        "the records are not in the dataset's order" if positions is None else
+                        f"'{DATASET_RECORD_FIELD}' names another record"))
+                if positions is None and len(cases) < len(ref):
+                    msg += (f" (the file has {len(cases)} records, the dataset {len(ref)}: an export of a subset "
+                            f"run names the dataset record each holds in '{DATASET_RECORD_FIELD}'; export it again "
+                            "with this casebench)")
                 raise DatasetError(path, [(i, fld, msg)])
+    if positions is not None:
+        return
     if len(cases) != len(ref):
         raise DatasetError(path, [(min(len(cases), len(ref)), None,
                                    f"the file has {len(cases)} records, {where} has {len(ref)}: the first "
@@ -224,8 +276,11 @@ def reference_dataset_path(path: str | Path) -> Path | None:
     return None
 
 
-def published_records(cases: Sequence[Case], model: str, mode: str | Mode, values: Sequence[Any]) -> list[dict[str, Any]]:
-    """Records in the published format: each case's record plus ``model`` -> value ("" if None)."""
+def published_records(cases: Sequence[Case], model: str, mode: str | Mode, values: Sequence[Any],
+                      name_records: bool = False) -> list[dict[str, Any]]:
+    """Records in the published format: each case's record plus ``model`` -> value ("" if None).
+    ``name_records``: each record also names the dataset record it is (``DATASET_RECORD_FIELD``:
+    the case's index), as an export of a subset of a dataset does."""
     m = get_mode(mode)
     out = []
     for c, v in zip(cases, values):
@@ -233,14 +288,16 @@ def published_records(cases: Sequence[Case], model: str, mode: str | Mode, value
         for k in list(c.extra):
             rec.pop(k, None)
         rec["scores"] = list(c.votes) + [_intent_vote(c)]  # as published: the intent vote appended
+        if name_records:
+            rec[DATASET_RECORD_FIELD] = c.index
         rec[model] = m.published_value(v)
         out.append(rec)
     return out
 
 
 def write_published(path: str | Path, cases: Sequence[Case], model: str, mode: str | Mode,
-                    values: Sequence[Any]) -> None:
-    write_json_atomic(path, published_records(cases, model, mode, values), indent=4)
+                    values: Sequence[Any], name_records: bool = False) -> None:
+    write_json_atomic(path, published_records(cases, model, mode, values, name_records), indent=4)
 
 
 def published_file_name(mode: str | Mode, removed: Sequence[str] = ()) -> str:
@@ -254,7 +311,7 @@ def reference_files(root: str | Path) -> list[Path]:
     are left out (a reference row is a model over the full contexts)."""
     r = Path(root)
     base = r / "exp" if (r / "exp").is_dir() else r
-    names = {f"output_{m}.json" for m in ("binary", "score", "logits")}
+    names = {f"output_{m.file_name}.json" for m in MODES.values() if m.published}
     return sorted(p for p in base.glob("safety_*/output_*.json") if p.name in names)
 
 

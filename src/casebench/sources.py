@@ -48,10 +48,13 @@ def fetch_dataset(
 
     The file is written to a temporary name and renamed only after the checksum matched, so a
     failed or tampered download never leaves a file behind. ``sha256=None`` skips the check
-    (only for a user-supplied ``url``).
+    (only for a user-supplied ``url``). A ``dest`` that already holds the file with the right
+    checksum is kept as it is, and nothing is downloaded (so a complete cache works offline).
     """
     url = url or PINNED_URL
     target = Path(dest) if dest else cached_dataset_path()
+    if sha256 and has_checksum(target, sha256):
+        return target  # already there, checksum valid: nothing to download (works offline)
     target.parent.mkdir(parents=True, exist_ok=True)
     h = hashlib.sha256()
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
@@ -104,6 +107,24 @@ PUBLISHED_OUTPUTS: dict[str, str] = {
 }
 
 
+def has_checksum(path: Path, sha256: str) -> bool:
+    """Whether ``path`` is a file whose SHA-256 is ``sha256``."""
+    if not path.is_file():
+        return False
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest() == sha256
+
+
+def outputs_to_fetch(dest: str | Path | None = None) -> list[str]:
+    """The published output files (``PUBLISHED_OUTPUTS``) not yet under ``dest`` (default: the
+    cache) with their checksum: what ``fetch_outputs`` would download."""
+    root = Path(dest) if dest else cached_outputs_dir()
+    return [rel for rel, digest in PUBLISHED_OUTPUTS.items() if not has_checksum(root / rel, digest)]
+
+
 def cached_outputs_dir() -> Path:
     """Where ``casebench data fetch`` keeps the published outputs: ``<cache>/published/<commit>``,
     holding ``exp/`` as the release does."""
@@ -128,7 +149,7 @@ def fetch_outputs(base_url: str | None = None, dest: str | Path | None = None, t
     root = Path(dest) if dest else cached_outputs_dir()
     for rel, digest in PUBLISHED_OUTPUTS.items():
         target = root / rel
-        if target.is_file() and hashlib.sha256(target.read_bytes()).hexdigest() == digest:
+        if has_checksum(target, digest):
             continue
         fetch_dataset(url=base + rel, dest=target, sha256=digest if check else None, timeout=timeout)
     return root

@@ -129,9 +129,13 @@ def create_app(store: VoteStore, config: AppConfig) -> Starlette:
             limiter_box.append(anyio.CapacityLimiter(config.db_threads or (2 if store.sqlite else 8)))
         return limiter_box[0]
 
+    # what the participant is shown and gives, in words: a case to answer, or an answer to label
+    said = ({"item": "answer", "plural": "answers", "gives": "labels", "gave": "labelled"} if config.study == "answers"
+            else {"item": "case", "plural": "cases", "gives": "answers", "gave": "answered"})
+
     def page(name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
         title = ANSWERS_TITLE if config.study == "answers" and config.title == AppConfig.title else config.title
-        body = env.get_template(name).render(title=title, study=config.study, **ctx)
+        body = env.get_template(name).render(title=title, study=config.study, w=said, **ctx)
         return HTMLResponse(body, status_code=status, headers=SECURITY_HEADERS)
 
     def error(status: int, message: str, annotator: str | None = None) -> HTMLResponse:
@@ -225,13 +229,15 @@ def create_app(store: VoteStore, config: AppConfig) -> Starlette:
         if outcome in (VoteOutcome.RECORDED, VoteOutcome.REPEATED):
             return RedirectResponse("/case?" + urlencode({"annotator": annotator}), status_code=303,
                                     headers=SECURITY_HEADERS)
+        item, gives, gave = said["item"], said["gives"], said["gave"]
+        one = gives[:-1]  # "answer" or "label"
         status, message = {
-            VoteOutcome.UNKNOWN_CASE: (404, "There is no such case."),
-            VoteOutcome.FINISHED: (409, "This case already has all the answers it needs, so your answer was "
-                                        "not recorded. Please continue with the next case."),
-            VoteOutcome.NOT_ASSIGNED: (409, "This is not the case you are being shown now (perhaps you went "
-                                            "back a page), so your answer was not recorded."),
-            VoteOutcome.CONFLICT: (409, "You have already answered this case; your first answer stands."),
+            VoteOutcome.UNKNOWN_CASE: (404, f"There is no such {item}."),
+            VoteOutcome.FINISHED: (409, f"This {item} already has all the {gives} it needs, so your {one} was "
+                                        f"not recorded. Please continue with the next {item}."),
+            VoteOutcome.NOT_ASSIGNED: (409, f"This is not the {item} you are being shown now (perhaps you went "
+                                            f"back a page), so your {one} was not recorded."),
+            VoteOutcome.CONFLICT: (409, f"You have already {gave} this {item}; your first {one} stands."),
         }[outcome]
         return error(status, message, annotator)
 

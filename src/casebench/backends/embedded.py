@@ -19,13 +19,18 @@ trust. Two processes converting at once both finish; the second rename loses har
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
+import logging
 import os
 import shutil
 import tempfile
 import time
 from pathlib import Path
+from typing import Any, Iterator
+
+log = logging.getLogger("casebench.embedded")
 
 #: The id users write (``hf/smollm2-135m-instruct``) for the embedded model.
 EMBEDDED_MODEL_ID = "smollm2-135m-instruct"
@@ -79,11 +84,61 @@ def is_converted(folder: Path | None = None) -> bool:
 
 
 def embedded_model_path() -> Path:
-    """The cached safetensors folder of the embedded model, converting it on first use."""
+    """The cached safetensors folder of the embedded model, converting it on first use (said
+    before it starts, with the folder it writes, and when it is done: ``convert_gguf``)."""
     folder = cache_dir()
     if is_converted(folder):
         return folder
-    return convert_gguf(gguf_path(), folder)
+    source = gguf_path()
+    log.warning("first use of the embedded model: converting %s (%.0f MB) once into a float32 safetensors "
+                "folder at %s (about 520 MB; typically under a minute); later runs load it in about a second",
+                source, source.stat().st_size / 1e6, folder)
+    started = time.perf_counter()
+    out = convert_gguf(source, folder)
+    size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
+    log.warning("embedded model converted in %.0f s: %s (%.0f MB)", time.perf_counter() - started, out, size / 1e6)
+    return out
+
+
+class _TensorProgress:
+    """casebench's own progress line for the conversion, in place of the tqdm bar transformers
+    draws over the GGUF's tensors ("Converting and de-quantizing GGUF tensors..."): a line at each
+    quarter, through the ``casebench`` logger, so the first use reads as casebench's own step."""
+
+    def __init__(self, iterable: Any = None, *args: Any, **kwargs: Any) -> None:
+        self.items = list(iterable or [])
+
+    def __iter__(self) -> Iterator[Any]:
+        n = len(self.items)
+        marks = {max(1, round(n * q / 4)) for q in (1, 2, 3)}
+        for i, item in enumerate(self.items, start=1):
+            yield item
+            if i in marks:
+                log.warning("converting the embedded model: %d of %d tensors", i, n)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+
+@contextlib.contextmanager
+def _own_progress() -> Iterator[None]:
+    """transformers' GGUF reader draws its tqdm bar from its module's ``tqdm``; while converting,
+    that name points at ``_TensorProgress``, and transformers' own bars are off (both restored
+    after, also on error)."""
+    import transformers.modeling_gguf_pytorch_utils as gguf_utils
+    from transformers.utils import logging as hf_logging
+
+    old = getattr(gguf_utils, "tqdm", None)
+    bars = hf_logging.is_progress_bar_enabled()
+    gguf_utils.tqdm = _TensorProgress  # type: ignore[attr-defined]
+    hf_logging.disable_progress_bar()  # "Writing model shards": the save is part of the step said
+    try:
+        yield
+    finally:
+        if old is not None:
+            gguf_utils.tqdm = old  # type: ignore[attr-defined]
+        if bars:
+            hf_logging.enable_progress_bar()
 
 
 def load_gguf_model(path: Path):  # -> tuple[PreTrainedModel, PreTrainedTokenizerBase]
@@ -101,7 +156,8 @@ def load_gguf_model(path: Path):  # -> tuple[PreTrainedModel, PreTrainedTokenize
     config = AutoConfig.from_pretrained(folder, gguf_file=name, local_files_only=True)
     config.name_or_path = EMBEDDED_MODEL_ID
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
-    parsed = load_gguf_checkpoint(str(path), return_tensors=True, model_to_load=model)
+    with _own_progress():
+        parsed = load_gguf_checkpoint(str(path), return_tensors=True, model_to_load=model)
     missing, unexpected = model.load_state_dict(parsed["tensors"], strict=False)
     # The GGUF has no output.weight: the head is tied to the embedding, so only it may be missing.
     if unexpected or set(missing) - {"lm_head.weight"}:
@@ -128,7 +184,8 @@ def convert_gguf(path: Path, folder: Path) -> Path:
     tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".tmp", dir=folder.parent))
     try:
         _chmod_like_umask(tmp)  # mkdtemp makes it private; the cache is an ordinary folder
-        model.save_pretrained(tmp, safe_serialization=True)
+        with _own_progress():
+            model.save_pretrained(tmp, safe_serialization=True)
         tokenizer.save_pretrained(tmp)
         info = {
             "source": str(path),

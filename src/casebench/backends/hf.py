@@ -146,7 +146,8 @@ class _Unit:
     summary="a local transformers causal LM (hf alone or hf/smollm2-135m-instruct: the embedded model)",
     model_help="ID-or-path",
     options=(
-        Option("batch_size", "Batch size of local models (prob and generation).", type="int", answers=False),
+        Option("batch_size", "Batch size of local models (prob and generation).", type="int", answers=False,
+               minimum=1),
         Option("generation_batch_size", "Batch size of text generation only.", flag=None, type="int",
                answers=False),
         Option("device", "Device of local models.", choices=DEVICES),

@@ -23,7 +23,8 @@ BASE_URL = Option("base_url", "API endpoint (OpenAI-compatible servers, Anthropi
                   answers=False)
 API_KEY_ENV = Option("api_key_env", "Name of the environment variable holding the API key (the key itself is "
                      "never logged).", metavar="VAR", answers=False)
-TIMEOUT = Option("timeout", "Seconds per API request (default 60).", type="float", answers=False)
+TIMEOUT = Option("timeout", "Seconds per API request (default 60).", type="float", answers=False,
+                 minimum=0, above=True)
 
 #: Key used for servers on this machine, which do not check keys (llama.cpp, vllm, Ollama);
 #: the SDKs refuse to start without some key.

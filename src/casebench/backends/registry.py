@@ -41,6 +41,7 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
+from ..jsonutil import json_error_where
 from ..registry import Registry, RegistryError
 from .base import Capabilities
 
@@ -79,6 +80,10 @@ class Option:
     choices: tuple[str, ...] | None = None
     metavar: str | None = None
     answers: bool = True
+    #: the smallest value an ``int`` or ``float`` option takes (the CLI refuses less where it is
+    #: given, in the user's flag); ``above``: the value must be greater (a timeout above 0)
+    minimum: float | None = None
+    above: bool = False
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier():
@@ -99,12 +104,16 @@ class Option:
     def convert(self, value: Any) -> Any:
         """A CLI value as the constructor takes it (``json``: parsed, must be an object).
         Raises ``ValueError`` naming the flag."""
+        if self.minimum is not None and isinstance(value, (int, float)) and not isinstance(value, bool):
+            if value != value or value < self.minimum or (self.above and value == self.minimum):
+                raise ValueError(f"{self.cli_flag or self.name} must be {'above' if self.above else 'at least'} "
+                                 f"{self.minimum:g}, got {value!r}")
         if self.type != "json" or not isinstance(value, str):
             return value
         try:
             parsed = json.loads(value)
         except json.JSONDecodeError as e:
-            raise ValueError(f"{self.cli_flag or self.name}: not valid JSON ({e.msg} at column {e.colno})") from None
+            raise ValueError(f"{self.cli_flag or self.name}: not valid JSON: {json_error_where(e, line=False)}") from None
         if not isinstance(parsed, dict):
             raise ValueError(f"{self.cli_flag or self.name}: must be a JSON object")
         return parsed

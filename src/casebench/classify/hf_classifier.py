@@ -41,7 +41,7 @@ _HINT = "pip install 'casebench[hf]'"
     options=(
         Option("labels", "The model's labels as behaviours, e.g. "
                "'LABEL_0=comply,LABEL_1=refuse,LABEL_2=partial'.", flag="--refusal-labels", metavar="MAP"),
-        Option("batch_size", "Answers per batch (default 16).", type="int", answers=False),
+        Option("batch_size", "Answers per batch (default 16).", type="int", answers=False, minimum=1),
         Option("device", "Torch device (default cpu)."),
         Option("max_length", "Tokens per input (default 512).", flag=None, type="int"),
         Option("text", "What the model reads: 'answer' or 'pair' (question and answer).",

@@ -222,7 +222,7 @@ def _load(path: str) -> tuple[LearnedLMModel, str]:
     return model, hashlib.sha256(raw).hexdigest()
 
 
-@refusal_classifier("learned-lm",
+@refusal_classifier("learned-lm", extra="hf",
                     summary="the learned reader plus the embedded SmolLM2's hidden state of the answer, by logistic "
                             "regression; offline, needs the hf extra (about 0.2 s an answer on a CPU)")
 class LearnedLMClassifier:

@@ -81,7 +81,7 @@ def build_prompt(prompt: str, answer: str) -> str:
                metavar="URL", answers=False),
         Option("api_key_env", "Name of the environment variable holding the API key.", metavar="VAR",
                answers=False),
-        Option("concurrency", "Requests in flight (default 4).", type="int", answers=False),
+        Option("concurrency", "Requests in flight (default 4).", type="int", answers=False, minimum=1),
         Option("max_tokens", "Reply cap of the classifier model (default 8).", flag=None, type="int"),
     ),
 )

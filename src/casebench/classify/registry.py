@@ -44,6 +44,8 @@ class ClassifierInfo:
     argument: str | None = None
     aliases: tuple[str, ...] = ()
     options: tuple[Option, ...] = ()
+    #: the optional extra it needs (``pip install 'casebench[EXTRA]'``), or None
+    extra: str | None = None
 
     @property
     def spec_form(self) -> str:
@@ -66,12 +68,13 @@ def register_classifier(info: ClassifierInfo) -> ClassifierInfo:
 
 
 def refusal_classifier(kind: str, *, summary: str, argument: str | None = None, aliases: tuple[str, ...] = (),
-                       options: tuple[Option, ...] = ()) -> Callable[[type[T]], type[T]]:
-    """Class decorator: register the class as the refusal classifier ``kind``."""
+                       options: tuple[Option, ...] = (), extra: str | None = None) -> Callable[[type[T]], type[T]]:
+    """Class decorator: register the class as the refusal classifier ``kind`` (``extra``: the
+    optional extra it needs)."""
 
     def wrap(cls: type[T]) -> type[T]:
         register_classifier(ClassifierInfo(kind=kind, summary=summary, cls=cls, argument=argument,
-                                           aliases=tuple(aliases), options=tuple(options)))
+                                           aliases=tuple(aliases), options=tuple(options), extra=extra))
         return cls
 
     return wrap

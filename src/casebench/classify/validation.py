@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from functools import lru_cache
 from pathlib import Path
@@ -318,6 +319,33 @@ def validation_for(name: str, version: str, partial_as: str = "unsafe", writer: 
     out["run_writer"] = writer
     out["writer_match"] = None if writer is None else figs.get("writer") == writer
     return out
+
+
+def better_reader(name: str, partial_as: str = "unsafe", writer: str = "large",
+                  margin: float = 0.02) -> dict[str, Any] | None:
+    """The stored reader whose validated agreement on ``writer``'s kind of set is above reader
+    ``name``'s by more than ``margin`` (the best such), as ``{"name", "agreement", "extra"}``
+    (``extra``: the optional extra it needs, from its registry entry); None when there is none
+    or ``name`` has no stored figure. The stored figures decide, never a name."""
+    entries = (load() or {}).get("classifiers", {})
+
+    def agreement(reader: str) -> float | None:
+        e = entries.get(reader) or {}
+        figs = validation_for(reader, str(e.get("version")), partial_as, writer) if e else None
+        a = (figs or {}).get("agreement")
+        return float(a) if isinstance(a, (int, float)) and math.isfinite(a) else None
+
+    mine = agreement(name)
+    if mine is None:
+        return None
+    scored = [(a, r) for r in entries if r != name for a in [agreement(r)] if a is not None and a > mine + margin]
+    if not scored:
+        return None
+    a, best = max(scored)
+    from .registry import CLASSIFIERS
+
+    info = CLASSIFIERS.get(best)
+    return {"name": best, "agreement": a, "extra": getattr(info, "extra", None)}
 
 
 #: model names (after ``hf/``, case-insensitive) known to be small models: the embedded

@@ -116,9 +116,49 @@ def _click_option(o: Any, flag: str, dest: str, help_: str) -> click.Option:
         return click.Option([f"{flag}/--no-{flag[2:]}", dest], default=None, help=help_)
     if o.choices:
         kind: Any = click.Choice(list(o.choices))
+    elif o.type == "int":
+        kind = click.IntRange(min=None if o.minimum is None else int(o.minimum), min_open=o.above)
+    elif o.type == "float":
+        kind = Number(min=o.minimum, min_open=o.above)
     else:
-        kind = {"int": int, "float": float}.get(o.type, click.STRING)
+        kind = click.STRING
     return click.Option([flag, dest], type=kind, default=None, metavar=o.metavar, help=help_)
+
+
+class Number(click.FloatRange):
+    """A finite number in a range, checked where it is given (click says the flag and the value
+    the user wrote): ``click.FloatRange`` without NaN and infinities, which compare as in range."""
+
+    name = "number"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        try:
+            rv = super().convert(value, param, ctx)
+        except click.BadParameter:
+            if not _is_number(value):
+                raise
+            # the value as the user wrote it ("-5"), not as parsed ("-5.0")
+            self.fail(f"{value} is not in the range {self._describe_range()}.", param, ctx)
+        if rv != rv or rv in (float("inf"), float("-inf")):
+            self.fail(f"{value} is not a finite number.", param, ctx)
+        return rv
+
+
+def _is_number(value: Any) -> bool:
+    try:
+        float(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+#: the ranges providers accept, checked where given (OpenAI's: temperature 0 to 2, top_p 0 to 1)
+TEMPERATURE = Number(0, 2)
+TOP_P = Number(0, 1, min_open=True)
+POSITIVE_INT = click.IntRange(min=1)
+NON_NEGATIVE_INT = click.IntRange(min=0)
+SECONDS = Number(min=0, min_open=True)
+USD = Number(min=0)
 
 
 def backend_params() -> list[click.Option]:
@@ -401,13 +441,28 @@ def remove_option(f: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--remove", "remove", default=None, metavar="LIST", help=FILE_REMOVE_HELP)(f)
 
 
+class ModeChoice(click.Choice):
+    """``--mode``: one of the registered modes' names, handed to the command as the ``Mode``
+    object itself (the name is looked up once, here; the object travels to the last line)."""
+
+    def __init__(self) -> None:
+        from ..modes import mode_names
+
+        super().__init__(mode_names())
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        from ..modes import Mode, get_mode
+
+        if isinstance(value, Mode):
+            return value
+        return get_mode(super().convert(value, param, ctx))
+
+
 def file_kind_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """``--mode`` and ``--remove`` of the scoring commands (score, compare, report): what a
     published file holds when its name does not say (``loader.load_predictions``)."""
-    from ..modes import mode_names
-
     f = remove_option(f)
-    return click.option("--mode", "mode", type=click.Choice(mode_names()), default=None, help=FILE_MODE_HELP)(f)
+    return click.option("--mode", "mode", type=ModeChoice(), default=None, help=FILE_MODE_HELP)(f)
 
 
 def level_option(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -491,13 +546,14 @@ def reference_option(f: Callable[..., Any]) -> Callable[..., Any]:
     )(f)
 
 
-def load_reference_inputs(reference: str | None, no_reference: bool, preds: Sequence[Any],
+def load_reference_inputs(reference: str | None, no_reference: bool, preds: Sequence[Any], options: Any,
                           dataset: Any = None) -> tuple[list[Any], str | None]:
-    """The reference predictions to show beside ``preds`` and where they came from (None: none).
-    Published models that are already among the inputs (same model, mode and removals) are not
+    """The published models to show beside ``preds`` as scored inputs (``reference_rows``:
+    kept on disk, so a later report does not score them again) and where they came from (None:
+    none). Published models already among the inputs (same model, mode and removals) are not
     repeated."""
-    from ..published import load_references
     from ..sources import cached_outputs
+    from ..reference_rows import reference_inputs
 
     if no_reference:
         return [], None
@@ -505,6 +561,5 @@ def load_reference_inputs(reference: str | None, no_reference: bool, preds: Sequ
     if root is None:
         return [], None
     with bad_input_errors():
-        refs = load_references(root, reference=dataset)
-    have = {(p.model, p.mode, tuple(p.removed)) for p in preds}
-    return [r for r in refs if (r.model, r.mode, tuple(r.removed)) not in have], str(root)
+        refs = reference_inputs(root, options, dataset=dataset, exclude=preds)
+    return refs, str(root)

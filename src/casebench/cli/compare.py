@@ -10,10 +10,11 @@ from typing import Any
 
 import click
 
-from ..modes import get_mode, mode_names
+from ..modes import MODES
 from ..prompts import CONTEXT_PLACEMENTS
 from ._common import (
-    FILE_MODE_HELP, BadInput, RegistryCommand, bad_input_errors, echo_err, exit_interrupted, file_kind_options,
+    FILE_MODE_HELP, TEMPERATURE, USD, BadInput, ModeChoice, RegistryCommand, bad_input_errors, echo_err, exit_interrupted,
+    file_kind_options,
     cluster_option, label_source_option, refusal_classifier_options, remove_option, scoring_options, warn_unreadable_predictions,
 )
 
@@ -84,15 +85,15 @@ def _stat_options(f: Any) -> Any:
 
 #: how a study's runs are made (``ablate`` and ``study`` with --model; backend flags come from the registry)
 _RUN_OPTIONS = [
-    click.option("--limit", type=int, default=None, help="Only the first N cases (with --model)."),
-    click.option("--stratified", type=int, default=None, metavar="N",
+    click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N cases (with --model)."),
+    click.option("--stratified", type=click.IntRange(min=1), default=None, metavar="N",
                  help="A seeded subset of N cases stratified by category x intent (with --model)."),
     click.option("--stratified-seed", type=int, default=0, show_default=True, help="Seed of --stratified."),
-    click.option("--samples", type=int, default=None, help="Samples per case (default: 3 in score mode, else 1)."),
-    click.option("--temperature", type=float, default=None),
-    click.option("--max-tokens", type=int, default=None),
-    click.option("--max-connections", type=int, default=8, show_default=True),
-    click.option("--max-cost", type=float, default=None, metavar="USD", help="Stop each condition before spending past this."),
+    click.option("--samples", type=click.IntRange(min=1), default=None, help="Samples per case (default: 3 in score mode, else 1)."),
+    click.option("--temperature", type=TEMPERATURE, default=None, help="Sampling temperature, 0 to 2."),
+    click.option("--max-tokens", type=click.IntRange(min=1), default=None),
+    click.option("--max-connections", type=click.IntRange(min=1), default=8, show_default=True),
+    click.option("--max-cost", type=USD, default=None, metavar="USD", help="Stop each condition before spending past this."),
     click.option("--progress/--no-progress", default=None),
 ]
 
@@ -162,14 +163,15 @@ def compare_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, n_bo
         for x in say:
             click.echo("")
             click.echo(format_say_do(x), nl=False)
-        from ..stats.context import people_line, reference_line, references_by_dataset
+        from ..stats.context import people_line, reference_line
+        from ..stats.result import score_input
 
-        refs = references_by_dataset(preds[:1], n_boot=options.n_boot, seed=options.bootstrap_seed,
-                                     label_source=options.label_source, level=options.level,
-                                     cluster=options.resample_by)  # the inputs hold the same cases
+        # the inputs hold the same cases: people's references over them are the first input's,
+        # at the options' level and clustering
+        ref = score_input(preds[0], options).people.cases
         line = reference_line if paper_compat else people_line  # the paper-compatible text stays as it was
-        if refs:
-            click.echo(f"\nreference: {line(refs[0][1])}")
+        if ref is not None:
+            click.echo(f"\nreference: {line(ref)}")
 
 
 def _per_sample(inputs: tuple[str, ...], cluster_by: str | None) -> bool:
@@ -213,7 +215,7 @@ def _compare_logs(inputs: tuple[str, ...], cluster_by: str | None, as_json: bool
 @click.option("--model", default=None, metavar="SPEC",
               help="Run the study with this model (openai/NAME, anthropic/NAME, hf/ID). Without it, "
                    "INPUTS (finished runs or published ablation files) are analysed.")
-@click.option("--mode", type=click.Choice(mode_names()), default=None,
+@click.option("--mode", type=ModeChoice(), default=None,
               help="Mode: of the study to run (with --model); else " + FILE_MODE_HELP[0].lower() + FILE_MODE_HELP[1:])
 @remove_option
 @click.option("--params", default="sender,recipient,transmission_principle", show_default=True, metavar="LIST",
@@ -334,9 +336,9 @@ def _run_study(model: str, mode: str, params: str, context_as: str | None, out_r
 @click.option("--model", default=None, metavar="SPEC",
               help="Run the study with this model (hf/ID, openai/NAME, anthropic/NAME). Without it, INPUTS "
                    "(finished runs in different placements) are analysed.")
-@click.option("--mode", type=click.Choice(mode_names()), default=None, help="Mode of the study to run (with --model).")
+@click.option("--mode", type=ModeChoice(), default=None, help="Mode of the study to run (with --model).")
 @click.option("--remove", default="", metavar="LIST", help="CI parameters removed in every placement (with --model).")
-@click.option("--say-do", "say_do_mode", type=click.Choice([m for m in mode_names() if not get_mode(m).reads_behaviour]), default=None,
+@click.option("--say-do", "say_do_mode", type=click.Choice([m.name for m in MODES.values() if not m.reads_behaviour]), default=None,
               help="Respond studies: also run the model as a judge in this mode in every placement and report the "
                    "say-do gap per placement.")
 @click.option("--pairs", type=int, default=None, metavar="N",
@@ -417,7 +419,7 @@ def study_cmd(inputs: tuple[str, ...], placements: str | None, model: str | None
             raise BadInput("give either --model/--mode (run a study) or INPUTS (analyse finished runs), not both")
         if mode is None:
             raise BadInput("--mode is required with --model")
-        if say_do_mode is not None and not get_mode(mode).reads_behaviour:
+        if say_do_mode is not None and not mode.reads_behaviour:
             raise BadInput("--say-do goes with --mode respond (a mode that reads behaviour)")
         if sum(x is not None for x in (limit, stratified, pairs)) > 1:
             raise BadInput("choose one of --limit, --stratified and --pairs")
@@ -427,8 +429,8 @@ def study_cmd(inputs: tuple[str, ...], placements: str | None, model: str | None
                                      max_cost, progress, refusal_classifier, partial_as, registry_flags)
     _warn_incomplete(preds)
     factor = MUTATION if len({mutation_of(p) for p in preds}) > 1 else PLACEMENT
-    behaviour = [p for p in preds if p.mode_spec.reads_behaviour]
-    study, judges = (behaviour, [p for p in preds if not p.mode_spec.reads_behaviour]) if behaviour else (preds, [])
+    behaviour = [p for p in preds if p.mode.reads_behaviour]
+    study, judges = (behaviour, [p for p in preds if not p.mode.reads_behaviour]) if behaviour else (preds, [])
     if factor is MUTATION:
         study, judges = preds, []
     with bad_input_errors(CompareError, PlacementStudyError, LabelSourceError):

@@ -82,16 +82,34 @@ def info_cmd(path: str | None, as_json: bool) -> None:
                    "GitHub. Checksums still apply.")
 def fetch_cmd(url: str | None, output: str | None, outputs: bool, outputs_url: str | None) -> None:
     """Download the published dataset (pinned commit, SHA-256 checked) into the user cache, and
-    the authors' published outputs beside it."""
-    from ..sources import FetchError, fetch_dataset, fetch_outputs
+    the authors' published outputs beside it. Files already there with the right SHA-256 are
+    kept and not downloaded again, so a complete cache succeeds offline (and says so)."""
+    from pathlib import Path
+
+    from ..sources import (
+        PINNED_SHA256, PUBLISHED_OUTPUTS, FetchError, cached_dataset_path, cached_outputs_dir, fetch_dataset,
+        fetch_outputs, has_checksum, outputs_to_fetch,
+    )
 
     if outputs_url and outputs_url.rstrip("/").endswith("/exp"):
         outputs_url = outputs_url.rstrip("/")[: -len("exp")]
+    target = Path(output) if output else cached_dataset_path()
+    had_data = has_checksum(target, PINNED_SHA256)
     try:
         path = fetch_dataset(url=url, dest=output)
         click.echo(str(path))
+        if had_data:  # stderr: stdout stays the paths, for scripts
+            click.echo("the dataset was already there with its SHA-256 checked: nothing downloaded", err=True)
         if outputs:
-            click.echo(str(fetch_outputs(base_url=outputs_url)))
+            todo = outputs_to_fetch()
+            root = fetch_outputs(base_url=outputs_url)
+            click.echo(str(root))
+            if todo:
+                click.echo(f"published outputs: fetched {len(todo)} of {len(PUBLISHED_OUTPUTS)} files "
+                           f"(SHA-256 checked) into {cached_outputs_dir()}", err=True)
+            else:
+                click.echo(f"published outputs: all {len(PUBLISHED_OUTPUTS)} files already there with their "
+                           "SHA-256 checked: nothing downloaded", err=True)
     except FetchError as e:
         raise click.ClickException(str(e) + ("" if "checksum" in str(e) else _offline_help())) from None
 
@@ -119,14 +137,22 @@ def _offline_help() -> str:
 @click.option("--templates", type=click.Path(dir_okay=False), default=None,
               help="A template file in the published format (judge, judgescore, judgelogits).")
 @click.option("--remove", default="", help="CI parameters to drop, comma-separated (e.g. sender,urgency).")
+@click.option("--system", default=None,
+              help="The system prompt of `casebench run --system`: shown where a run sends it, first in the system "
+                   "message, before the context when the context is placed there (--context-as system, respond "
+                   "mode's default).")
+@click.option("--case", "case_indices", type=click.IntRange(min=0), multiple=True, metavar="INDEX",
+              help="Only this case (repeatable).")
 @click.option("--mutation", default=None, metavar="NAME",
               help="Every query in this SORRY-Bench rewording, as `casebench run --mutation NAME` asks it.")
 @click.option("--mutations-from", "mutations_from", default=None, type=click.Path(exists=True, file_okay=False),
               metavar="DIR", help="Your copy of SORRY-Bench's files, where --mutation's rewordings come from.")
 def prompts_cmd(data: str | None, mode: str, context_as: str | None, templates: str | None, remove: str,
-                mutation: str | None = None, mutations_from: str | None = None) -> None:
-    """Print the chat of every case as JSON lines: {"index", "messages": [system?, (user, assistant)*,
-    user], "prompt"}.
+                system: str | None = None, case_indices: tuple[int, ...] = (), mutation: str | None = None,
+                mutations_from: str | None = None) -> None:
+    """Print the exact messages a run sends for every case, as JSON lines: {"index", "messages":
+    [system?, (user, assistant)*, user], "prompt"}. Every mode and placement (--mode,
+    --context-as), --system, --remove and --mutation as `casebench run` takes them.
 
     DATA defaults to $CASEBENCH_DATA, the user cache, then the demo set (the command says which).
     "prompt" is the last user message, as in earlier versions; with --context-as turns the
@@ -143,6 +169,8 @@ def prompts_cmd(data: str | None, mode: str, context_as: str | None, templates: 
         tpl = load_templates(templates) if templates else BUILTIN_TEMPLATES
         data = dataset_argument(data, demo=True)
         ds = load_dataset(data)
+        if case_indices and max(case_indices) >= len(ds):
+            raise BadInput(f"--case {max(case_indices)}: the dataset has cases 0..{len(ds) - 1}")
         texts = None
         if mutation is not None or mutations_from is not None:
             from ..mutations import MutationError, mutated_queries
@@ -152,13 +180,13 @@ def prompts_cmd(data: str | None, mode: str, context_as: str | None, templates: 
             with bad_input_errors(MutationError):
                 texts = mutated_queries(mutation, list(ds), mutations_from).texts
     out = sys.stdout
-    for case in ds:
+    for case in ([ds[i] for i in sorted(set(case_indices))] if case_indices else ds):
         asked = case.ablated(names)
         if texts is not None:  # the query reworded, the context untouched (as a run asks it)
             from dataclasses import replace
 
             asked = replace(asked, query=texts[case.index])
-        chat = m.conversation(asked, tpl, context_as)
+        chat = m.conversation(asked, tpl, context_as).with_system(system)
         messages = ([{"role": "system", "content": chat.system}] if chat.system is not None else []) + [
             msg for msg in chat.messages() if msg["role"] != "system"]
         out.write(json.dumps({"index": case.index, "messages": messages, "prompt": chat.prompt}) + "\n")

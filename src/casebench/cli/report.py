@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
 import click
 
 from ._common import (
@@ -63,22 +60,9 @@ def report_cmd(inputs: tuple[str, ...], out: str, data: str | None, paper_compat
     warn_unreadable_predictions(preds)
     if not preds:
         raise BadInput("give at least one input")
-    refs, ref_root = load_reference_inputs(reference, no_reference, preds, dataset)
     with bad_input_errors(LabelSourceError):
-        _reuse_reference_scores(refs, options, dataset)
+        refs, ref_root = load_reference_inputs(reference, no_reference, preds, options, dataset)
         path = write_report(out, preds, options, human_cases=dataset.cases if dataset else None, title=title,
                             human=not no_human, show_text=show_text, references=refs, reference_root=ref_root,
                             progress=lambda line: click.echo(f"casebench: report: {line}", err=True))
     click.echo(f"wrote {path}")
-
-
-def _reuse_reference_scores(refs: list[Any], options: Any, dataset: Any) -> None:
-    """Score each published reference input once per file, dataset, options, case subset and
-    casebench version, and keep it in the cache directory (``stats.result.reference_input``): a
-    later report over the same references reads them back instead of scoring them again."""
-    from ..published import reference_dataset_path
-    from ..stats.result import reference_input
-
-    for r in refs:
-        checked = Path(dataset.path) if dataset is not None else reference_dataset_path(r.source)
-        reference_input(r, options, datasets=[checked] if checked is not None else [])

@@ -5,22 +5,25 @@ from __future__ import annotations
 
 import shlex
 import sys
+from types import SimpleNamespace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import click
 
 
-from ..modes import MODES, mode_names
+from ..modes import MODES
 from ..prompts import CONTEXT_PLACEMENTS
 from ._common import (
-    BadInput, RegistryCommand, backend_options, bad_input_errors, batch_backends, call_timeout, classifier_options,
+    NON_NEGATIVE_INT, POSITIVE_INT, SECONDS, TEMPERATURE, USD, BadInput, ModeChoice, RegistryCommand, backend_options,
+    bad_input_errors, batch_backends, call_timeout, classifier_options,
     exit_interrupted, min_verdict_mass_option, refusal_classifier_options, run_with_signals, setup_logging,
 )
 from ..runs.results import EXIT_LOW_COVERAGE
 
 if TYPE_CHECKING:
     from ..data import Dataset
+    from ..modes import Mode
     from ..predictions import Predictions
     from ..runs.results import RunCheck
 
@@ -41,7 +44,7 @@ def _builtin_mutations() -> list[str]:
 @click.option("--model", "model", default=None, metavar="SPEC",
               help="Model spec: PREFIX/MODEL, e.g. openai/NAME, anthropic/NAME, hf/ID-or-path (every backend: "
                    "README, or python -m casebench.cli.registry_tables --list). Default: hf/smollm2-135m-instruct.")
-@click.option("--mode", type=click.Choice(mode_names()), default=None,
+@click.option("--mode", type=ModeChoice(), default=None,
               help="How the model is asked: " + "; ".join(f"{m.name}: {m.help}" for m in MODES.values()) + ". "
                    "Default: respond with no --model (the main job: the embedded model as the deployed chatbot), "
                    "else prob.")
@@ -67,7 +70,7 @@ def _builtin_mutations() -> list[str]:
 @click.option("--batch", "batch", is_flag=True, default=False,
               help=batch_backends() + ": ask through the provider's batch API (half price, within 24 h); "
                    "a killed run resumes polling the same batch. Unanswered items are asked again online.")
-@click.option("--batch-poll", "batch_poll", type=float, default=10.0, show_default=True, metavar="SECONDS",
+@click.option("--batch-poll", "batch_poll", type=SECONDS, default=10.0, show_default=True, metavar="SECONDS",
               help="With --batch: seconds between status polls (growing by half each time, up to 2 min).")
 @click.option("--full-answers", is_flag=True, default=False,
               help="Text modes: generate whole answers (with explanations) instead of stopping at the verdict.")
@@ -76,27 +79,28 @@ def _builtin_mutations() -> list[str]:
 @click.option("--data", "data", default=None, metavar="PATH", help="Dataset (JSON/JSONL). Default: $CASEBENCH_DATA, else the user cache, else a download of the "
               "pinned published file, else the demo set (the command says which).")
 @click.option("--remove", "remove", default="", metavar="PARAMS", help="CI parameters to remove (comma-separated).")
-@click.option("--samples", type=int, default=None, help="Samples per case (default: 3 in score mode, else 1).")
-@click.option("--limit", type=int, default=None, help="Only the first N cases, in dataset order.")
-@click.option("--stratified", type=int, default=None, metavar="N",
+@click.option("--samples", type=POSITIVE_INT, default=None, help="Samples per case (default: 3 in score mode, else 1).")
+@click.option("--limit", type=POSITIVE_INT, default=None, help="Only the first N cases, in dataset order.")
+@click.option("--stratified", type=POSITIVE_INT, default=None, metavar="N",
               help="A seeded subset of N cases stratified by category x intent.")
-@click.option("--pairs", type=int, default=None, metavar="N",
+@click.option("--pairs", type=POSITIVE_INT, default=None, metavar="N",
               help="A seeded subset of N whole query pairs (both contexts of each query), stratified by category, "
                    "so the context figures (shift, follow) have pairs to read. Any model and mode.")
 @click.option("--selection-seed", "--seed", "selection_seed", type=int, default=0, show_default=True,
               help="Seed of the case selection (--stratified, --pairs).")
-@click.option("--max-connections", type=int, default=8, show_default=True, help="Requests in flight (API models).")
+@click.option("--max-connections", type=POSITIVE_INT, default=8, show_default=True, help="Requests in flight (API models).")
 @click.option("--templates", "templates_path", default=None, metavar="FILE",
               help="Template file in the published format (judge, judgescore, judgelogits).")
 @click.option("-o", "--out", default=None, metavar="RUN_DIR",
               help="Run directory (default: runs/<model>_<mode>[_<removed>][_ctx-<placement>][_mut-<mutation>]_<dataset SHA-256, 8 hex>"
                    "[_<pairsN|stratN|limitN>]). Re-running resumes it.")
 @click.option("--system", default=None, help="System prompt.")
-@click.option("--temperature", type=float, default=None, help="Sampling temperature (default: 1.0 score, 0 else).")
-@click.option("--max-tokens", type=int, default=None,
+@click.option("--temperature", type=TEMPERATURE, default=None,
+              help="Sampling temperature, 0 to 2 (default: 1.0 score, 0 else).")
+@click.option("--max-tokens", type=POSITIVE_INT, default=None,
               help="Answer length limit (default 256; respond mode 512; the main job's respond run: "
                    "see docs/running.md, 'The main job').")
-@click.option("--parse-retries", type=int, default=2, show_default=True,
+@click.option("--parse-retries", type=NON_NEGATIVE_INT, default=2, show_default=True,
               help="Re-asks of an unparseable answer before it is recorded as missing.")
 @click.option("--reask", type=click.Choice(["repair", "same"]), default="repair", show_default=True,
               help="How an unreadable answer is asked again: 'repair' sends the answer back with a short message "
@@ -104,11 +108,11 @@ def _builtin_mutations() -> list[str]:
 @click.option("--min-coverage", type=click.FloatRange(0.0, 1.0), default=0.5, show_default=True,
               help="A run that ends with fewer cases answered than this share exits with code 3, with advice.")
 @min_verdict_mass_option
-@click.option("--max-attempts", type=int, default=8, show_default=True,
+@click.option("--max-attempts", type=POSITIVE_INT, default=8, show_default=True,
               help="Transport attempts per request (429, 5xx, timeouts, dropped connections).")
 @click.option("--prices", "prices_path", default=None, metavar="FILE.json",
               help="Extra prices, USD per 1M tokens: {\"model\": {\"input\": x, \"output\": y}}.")
-@click.option("--max-cost", type=float, default=None, metavar="USD", help="Stop before the run's total cost (all sessions) would pass this.")
+@click.option("--max-cost", type=USD, default=None, metavar="USD", help="Stop before the run's total cost (all sessions) would pass this.")
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: on a terminal).")
 @click.option("--salvage", is_flag=True, default=False,
               help="A damaged run directory: move damaged lines of records.jsonl aside (records.damaged.jsonl) and, "
@@ -139,8 +143,8 @@ def run_cmd(model: str | None, mode: str | None, data: str | None, remove: str, 
     from ..backends.base import UnsupportedModeError
 
     setup_logging(verbose)
-    main_job = model is None and mode in (None, MAIN_JOB_MODE)
-    mode = mode or (MAIN_JOB_MODE if model is None else "prob")
+    main_job = model is None and (mode is None or mode == MODES[MAIN_JOB_MODE])
+    mode = mode or MODES[MAIN_JOB_MODE if model is None else DEFAULT_JUDGE_MODE]
     model = model or DEFAULT_MODEL
     if max_attempts < 1:
         raise BadInput(f"--max-attempts must be at least 1, got {max_attempts}")
@@ -251,6 +255,8 @@ def end_of_run_check(run_dir: Path, min_coverage: float, min_verdict_mass: float
 MAIN_JOB_CASES = 450
 #: The main job: the embedded model as the deployed chatbot (respond mode) over whole query pairs.
 MAIN_JOB_MODE = "respond"
+#: The mode a given --model is asked in when --mode is not given.
+DEFAULT_JUDGE_MODE = "prob"
 #: Pairs the main job asks on a CPU (both contexts of each query; bench/bench_main_job.py measures
 #: the wall time on 2 cores).
 MAIN_JOB_PAIRS = 45
@@ -273,7 +279,7 @@ class DataPlan(NamedTuple):
 
 
 def choose_data(data: str | None, model: str, limit: int | None, stratified: int | None, *,
-                pairs: int | None = None, mode: str = "prob", main_job: bool = False,
+                pairs: int | None = None, mode: "Mode | str | None" = None, main_job: bool = False,
                 max_tokens: int | None = None) -> DataPlan:
     """Resolve the dataset (``--data``, $CASEBENCH_DATA, cache, download, demo set) and say where
     it came from. Returns the plan (path, stratified, pairs, max_tokens): the main job (no --model, respond
@@ -337,8 +343,6 @@ def score_and_report(run_dir: Path, min_verdict_mass: float | None = None, *, de
     from ..runs.results import load_run
     from ..present.summary import next_steps, summary_lines
     from ..present.tables import text_table
-    from ..runs.execute import DEFAULT_MODEL
-    from ..runs.results import model_short_name
 
     if pred is None:
         pred = load_run(run_dir)
@@ -348,8 +352,8 @@ def score_and_report(run_dir: Path, min_verdict_mass: float | None = None, *, de
         click.echo("no scores: the dataset has no human votes to score against (collect them with "
                    "casebench annotate)", err=True)
         return
-    score = score_input(pred, options).score
-    people = None if demo else _people_on(pred)
+    scored = score_input(pred, options)
+    score = scored.score
     click.echo("")
     from dataclasses import replace
 
@@ -359,8 +363,8 @@ def score_and_report(run_dir: Path, min_verdict_mass: float | None = None, *, de
         click.echo(f"queries reworded ({pred.mutation}), contexts untouched: people voted on the base wording only, so "
                    "these figures set the model's verdicts on the rewording against people's on the original "
                    "(casebench study RUN_PLAIN RUN_MUTATED pairs it with a plain run)")
-    for line in summary_lines(score, people, demo=demo, max_tokens=max_tokens,
-                              tiny=pred.model == model_short_name(DEFAULT_MODEL), who=who(pred)):
+    for line in summary_lines(score, None if demo else scored.people, demo=demo, max_tokens=max_tokens,
+                              who=who(pred)):
         click.echo(line)
     click.echo("")
     click.echo(text_table([replace(score, name=display_name(pred))]), nl=False)
@@ -371,12 +375,12 @@ def score_and_report(run_dir: Path, min_verdict_mass: float | None = None, *, de
     except ImportError as e:  # matplotlib is an optional extra
         click.echo(f"no report: {e} (pip install 'casebench[report]')", err=True)
     else:
-        refs, root = ([], None) if demo else _cached_references(pred)
+        refs, root = ([], None) if demo else _cached_references(pred, options)
         path = write_report(run_dir / "report.html", [pred], options, references=refs, reference_root=root,
                             show_text=False)
         click.echo(f"report: {path}")
         if refs:
-            verb = "answered" if pred.mode_spec.reads_behaviour else "judged"
+            verb = "answered" if pred.mode.reads_behaviour else "judged"
             click.echo(f"the report shows the {len(refs)} published models (they judged each case; this run {verb}) "
                        f"beside it on the {int(pred.answered.sum())} cases it answered (from {root})")
     click.echo("")
@@ -385,36 +389,26 @@ def score_and_report(run_dir: Path, min_verdict_mass: float | None = None, *, de
         click.echo(line)
 
 
-def _people_on(pred: Any) -> dict[str, Any] | None:
-    """People's context figures on the cases the run answered (its pairs), or None without votes."""
-    from ..stats.context import human_references
-
-    answered = [c for c, a in zip(pred.cases, pred.answered) if a]
-    try:
-        return human_references(answered)
-    except ValueError:
-        return None
-
-
-def _cached_references(pred: Any) -> tuple[list[Any], str | None]:
-    """The published models cached by ``casebench data fetch``, restricted to the cases the run
-    answered (``published.restrict_to``), so that they stand beside the run on the same cases (none
-    when absent or unreadable: the main job never fails for want of a reference)."""
+def _cached_references(pred: "Predictions", options: Any) -> tuple[list[Any], str | None]:
+    """The published models cached by ``casebench data fetch``, scored on the cases the run
+    answered (``reference_rows``: kept on disk, so the next run on the same cases reads
+    them back), so that they stand beside the run on the same cases (none when absent or
+    unreadable: the main job never fails for want of a reference)."""
     from ..data import DatasetError
-    from ..published import load_references, restrict_to
     from ..sources import cached_outputs
+    from ..reference_rows import reference_inputs
 
     root = cached_outputs()
     if root is None:
         return [], None
+    answered = [c for c, a in zip(pred.cases, pred.answered) if a]
+    same_model = [SimpleNamespace(model=pred.model, mode=pred.mode, removed=r) for r in {(), tuple(pred.removed)}]
     try:
-        refs = load_references(root)
+        refs = reference_inputs(root, options, cases=answered, exclude=same_model)
     except (DatasetError, OSError) as e:
         click.echo(f"published models not shown: {e}", err=True)
         return [], None
-    answered = [c for c, a in zip(pred.cases, pred.answered) if a]
-    out = [restrict_to(r, answered) for r in refs if (r.model, r.mode) != (pred.model, pred.mode)]
-    return [r for r in out if r is not None], str(root)
+    return refs, str(root)
 
 
 @click.command("export")

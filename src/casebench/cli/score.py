@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import click
 
-from pathlib import Path
 from typing import Any, TYPE_CHECKING, Sequence
 
 from ._common import (
@@ -47,7 +46,7 @@ def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: s
     --level says otherwise)."""
     from ..loader import load_predictions
     from ..stats.metrics import LabelSourceError
-    from ..stats.result import score_predictions
+    from ..stats.result import score_input, score_predictions
     from ..present.tables import FORMATS, reference_table
 
     if as_json:
@@ -64,12 +63,11 @@ def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: s
     warn_unreadable_predictions(preds)
     with bad_input_errors(LabelSourceError):
         scores = [score_predictions(p, options, breakdowns=by) for p in preds]
+        scored = [score_input(p, options) for p in preds]
         if not paper_compat:  # people's references beside each input's figures, on its own pairs
             from dataclasses import replace as _with
 
-            from ..stats.result import score_input
-
-            scores = [_with(s, people=score_input(p, options).people) for s, p in zip(scores, preds)]
+            scores = [_with(s, people=r.people.pairs) for s, r in zip(scores, scored)]
         ref_scores, ref_root = _reference_scores(reference, no_reference, preds, dataset, options)
     # every input named by what sets it apart from the others shown (naming.display_names); the
     # published models shown for reference marked as such
@@ -91,11 +89,10 @@ def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: s
     elif ref_scores:
         click.echo(FORMATS[fmt](ref_scores, reference=True), nl=False)
     if fmt == "table":
-        from ..stats.context import people_line, reference_line, references_by_dataset
+        from ..stats.context import people_line, reference_line
+        from ..stats.result import people_by_case_set
 
-        people = references_by_dataset(preds, n_boot=options.n_boot, seed=options.bootstrap_seed,
-                                       label_source=options.label_source, level=options.level,
-                                       cluster=options.resample_by)
+        people = people_by_case_set(scored)  # each input's own, at the options' level and clustering
         line = reference_line if paper_compat else people_line  # the paper-compatible text stays as it was
         for members, ref in people:
             which = "" if len(people) == 1 else " (inputs " + ", ".join(str(i + 1) for i in members) + ")"
@@ -105,39 +102,19 @@ def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: s
 def _reference_scores(reference: str | None, no_reference: bool, preds: Sequence["Predictions"],
                       dataset: "Dataset | None", options: "ScoringOptions") -> tuple[list["Score"], str | None]:
     """The scores of the published models to show beside ``preds`` (those already among the
-    inputs left out) and where they came from (None: none shown). They are scored once per set
-    of files, dataset, options and casebench version and kept in the cache directory
-    (``stats.result.reference_scores``): a later call reads them instead of scoring 17 files."""
-    from ..published import load_references, reference_dataset_path, reference_files
+    inputs left out) and where they came from (None: none shown), on the cases every input
+    scored (``reference_rows``: kept on disk, read back without loading the files)."""
     from ..sources import cached_outputs
-    from ..stats.result import reference_scores
+    from ..reference_rows import reference_scores
 
     if no_reference:
         return [], None
     root = reference or cached_outputs()
     if root is None:
         return [], None
-    files = reference_files(root)
-    if not files:  # load_references says why, naming the directory
-        with bad_input_errors():
-            load_references(root, reference=dataset)
-    if dataset is not None:
-        datasets: list[Path] = [Path(dataset.path)]
-    else:
-        datasets = sorted({d for d in (reference_dataset_path(f) for f in files) if d is not None})
-    cases = _scored_cases(preds, options)
-
-    def load() -> list["Predictions"]:
-        from ..published import restrict_to
-
-        got = [restrict_to(r, cases) for r in load_references(root, reference=dataset)]
-        return [r for r in got if r is not None]
-
-    key = [(c.query, bool(c.intended_safe), c.category) for c in cases]
     with bad_input_errors():
-        scores = reference_scores(files, options, load, datasets=datasets, cases=key)
-    have = {(p.model, p.mode, tuple(p.removed)) for p in preds}
-    return [s for s in scores if (s.model, s.mode, tuple(s.removed)) not in have], str(root)
+        scores = reference_scores(root, options, cases=_scored_cases(preds, options), dataset=dataset, exclude=preds)
+    return scores, str(root)
 
 
 def _scored_cases(preds: Sequence["Predictions"], options: "ScoringOptions") -> list[Any]:

@@ -290,7 +290,9 @@ def case_bench_metrics(mode: str | None = None, n_boot: int = 2000, seed: int = 
     Inspect hands a metric only the scored samples (unscored ones are left out and counted by
     inspect), which is exactly the set casebench's default scoring uses, so the figures and the
     CIs equal ``casebench score``'s on a run of the same cases. ``mode`` None: the mode the
-    scorer wrote into each score's metadata (``verdict``).
+    scorer wrote into each score's metadata (``verdict``). Where the samples hold both contexts
+    of some queries, the context shift and follow come with people's references on the same
+    pairs (one person's shift, people's majority's follow), read from the same scoring result.
     """
     from ..predictions import Predictions
     from ..stats.options import ScoringOptions
@@ -311,12 +313,22 @@ def case_bench_metrics(mode: str | None = None, n_boot: int = 2000, seed: int = 
                 pairs.append((case_from_metadata(s.sample_metadata), raw))
         pairs.sort(key=lambda p: p[0].index)  # casebench orders cases as the dataset does
         pred = Predictions.from_values("inspect", "inspect", m, [c for c, _ in pairs], [v for _, v in pairs])
-        result = score_input(pred, ScoringOptions(n_boot=n_boot, bootstrap_seed=seed, level=level)).score
+        scored = score_input(pred, ScoringOptions(n_boot=n_boot, bootstrap_seed=seed, level=level))
+        result = scored.score
         out: dict[str, float] = {}
         for key in reported_metrics(m):
             out[key] = result.values.get(key, float("nan"))
             lo, hi = result.ci.get(key, [float("nan"), float("nan")])
             out[f"{key}_ci_low"], out[f"{key}_ci_high"] = lo, hi
+        if scored.people.pair_count:  # both contexts of some queries: the context figures beside people's
+            nan2 = [float("nan"), float("nan")]
+            for key in ("context_shift", "context_follow"):
+                out[key] = result.values.get(key, float("nan"))
+                out[f"{key}_ci_low"], out[f"{key}_ci_high"] = result.ci.get(key, nan2)
+            for key, (value, ci) in (("people_one_person_shift", scored.people.shift()),
+                                     ("people_majority_follow", scored.people.follow())):
+                out[key] = value
+                out[f"{key}_ci_low"], out[f"{key}_ci_high"] = ci or nan2
         return out
 
     return compute

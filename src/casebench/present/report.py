@@ -59,6 +59,7 @@ from ..data import Case
 from ..naming import display_name, display_names
 from ..predictions import Predictions
 from ..stats.options import DEFAULT_OPTIONS, ScoringOptions
+from ..stats.result import ScoredInput
 from ..stats.overview import NEIGHBOUR_ROWS, PAIRWISE_TABLE_MAX, input_figures, overview
 from .report_html import CSS, _e
 from .report_inputs import (
@@ -114,7 +115,7 @@ def render_sections(ctx: ReportContext, sections: Sequence[Section] | None = Non
 def _kinds_count(ctx: ReportContext) -> tuple[int, int]:
     """How many of the report's own inputs are respond runs, and how many judges (ablation
     conditions counted with their kind; published reference rows left out)."""
-    respond = sum(it.pred.mode_spec.reads_behaviour for it in ctx.inputs)
+    respond = sum(it.pred.mode.reads_behaviour for it in ctx.inputs)
     return respond, len(ctx.inputs) - respond
 
 
@@ -124,10 +125,10 @@ def report_title(ctx: ReportContext) -> str:
     beside them counted."""
     from ..naming import who
 
-    bots = [it for it in ctx.inputs if it.pred.mode_spec.reads_behaviour]
+    bots = [it for it in ctx.inputs if it.pred.mode.reads_behaviour]
     # the judges counted as models: ablation conditions are the same models less some parameters
-    judges = [it for it in ctx.inputs if not it.pred.mode_spec.reads_behaviour and not it.pred.removed] or [
-        it for it in ctx.inputs if not it.pred.mode_spec.reads_behaviour]
+    judges = [it for it in ctx.inputs if not it.pred.mode.reads_behaviour and not it.pred.removed] or [
+        it for it in ctx.inputs if not it.pred.mode.reads_behaviour]
     parts = []
     if bots:
         models = {who(it.pred) for it in bots}
@@ -159,7 +160,8 @@ def report_lead(ctx: ReportContext) -> str:
 def build_report(
     preds: Sequence[Predictions], options: ScoringOptions = DEFAULT_OPTIONS, *,
     human_cases: Sequence[Case] | None = None, title: str | None = None, human: bool = True,
-    show_text: bool = False, references: Sequence[Predictions] | None = None, reference_root: str | None = None,
+    show_text: bool = False, references: Sequence[Predictions | ScoredInput] | None = None,
+    reference_root: str | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> str:
     """The report as one HTML string (see the module docstring).
@@ -184,8 +186,11 @@ def build_report(
         warnings.simplefilter("always")
         say(f"scoring {len(preds)} input(s) and pairing them")
         ov = overview(preds, options, human_cases=human_cases, human=human)
-        refs = [ReportInput(f"{n} (published)", input_figures(p, options), reference=True)
-                for p, n in zip(references or (), display_names(list(references or ())))]
+        # published rows come as predictions, or as their results (``reference_rows``: kept on disk)
+        ref_preds = [p.pred if isinstance(p, ScoredInput) else p for p in references or ()]
+        refs = [ReportInput(f"{n} (published)", p if isinstance(p, ScoredInput) else input_figures(p, options),
+                            reference=True)
+                for p, n in zip(references or (), display_names(ref_preds))]
         ctx = ReportContext([ReportInput(n, f) for n, f in zip(display_names(preds), ov.inputs)], ov, refs,
                             reference_root, show_text)
         toc, sections = render_sections(ctx, progress=say)

@@ -104,7 +104,7 @@ def _kind(it: ReportInput) -> str:
     """Which kind ``it`` is ranked among (``KINDS``)."""
     if it.pred.removed:
         return "ablated"
-    return "respond" if it.pred.mode_spec.reads_behaviour else "judge"
+    return "respond" if it.pred.mode.reads_behaviour else "judge"
 
 
 def _prefix(kind: str, kinds: set[str]) -> str:

@@ -33,7 +33,7 @@ def _classifier_notes(inputs: Sequence[ReportInput], with_labels: bool = True) -
              + _e(classifier_note(it.score.classifier))
              + "".join(f'<br><span class="corrected">{_e(line)}</span>' for line in corrected_lines(it.score, True))
              + "</li>"
-             for it in inputs if it.pred.mode_spec.reads_behaviour]
+             for it in inputs if it.pred.mode.reads_behaviour]
     if not notes:
         return ""
     return ('<div class="note classifier-note"><p class="note">Refusal rates and behaviour figures of respond runs '
@@ -184,7 +184,7 @@ def _leaderboard(ctx: ReportContext) -> str:
                      "inputs."
                      + (" They judged each case (said whether answering it is safe); a respond run answered it, so "
                         "their recalls are what they said and the run's what it did." if any(
-                            it.pred.mode_spec.reads_behaviour for it in ctx.inputs) else "")
+                            it.pred.mode.reads_behaviour for it in ctx.inputs) else "")
                      + (" Each is shown on the cases the run answered." if any(
                             "restricted_to" in it.pred.meta for it in ctx.references) else "") + "</p>")
     return (
@@ -263,7 +263,7 @@ def _refusal(ctx: ReportContext) -> str:
 
     inputs = ctx.inputs
     nan2 = [float("nan")] * 2
-    behave = [it.pred.mode_spec.reads_behaviour for it in inputs]
+    behave = [it.pred.mode.reads_behaviour for it in inputs]
     verbs = (("answered", "refused") if all(behave) else ("judged safe", "judged unsafe") if not any(behave)
              else ("judged safe / answered", "judged unsafe / refused"))
     png = refusal_bars(
@@ -519,14 +519,14 @@ def _category_heatmap(ctx: ReportContext) -> str:
                       "Grey: the input has no scored case of that category. Category names as published. "
                       + ("A respond run (mode in brackets after its name) is right where it answered what people "
                          "find safe and refused what they find unsafe; a judge where its verdict matches theirs. "
-                         if any(it.pred.mode_spec.reads_behaviour for it in inputs) else "") +
+                         if any(it.pred.mode.reads_behaviour for it in inputs) else "") +
                       f"Every cell is from fewer than {MIN_CASES} cases: read single cells with care." + numbers))
 
 
 def _scatter(ctx: ReportContext) -> str:
     from .plots import p_vs_human
 
-    judged = [it for it in ctx.inputs if not it.pred.mode_spec.reads_behaviour and it.score.answered]
+    judged = [it for it in ctx.inputs if not it.pred.mode.reads_behaviour and it.score.answered]
     if not judged:  # respond runs answer, they state no P(safe): the section does not apply
         return None
     shown, left_out = _best(judged, PLOT_MAX_INPUTS)
@@ -545,7 +545,7 @@ def _reliability(ctx: ReportContext) -> str:
     from .plots import reliability
 
     curves = []
-    stated = [it for it in ctx.inputs if it.figures.reliability is not None and not it.pred.mode_spec.reads_behaviour
+    stated = [it for it in ctx.inputs if it.figures.reliability is not None and not it.pred.mode.reads_behaviour
               and "ece" in metric_names(it.pred.mode)]
     shown, left_out = _best(stated, PLOT_MAX_INPUTS)
     for it in shown:

@@ -7,7 +7,6 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..modes import get_mode
 from ..stats.metrics import METRIC
 from .report_html import _details, _e, _f, _figure, _fm, _fp, _lv
 from .report_inputs import PLOT_MAX_INPUTS, ReportContext, _best, _left_out_note
@@ -307,11 +306,7 @@ BLIND_LIMIT = 12
 def _input_people(it: Any) -> dict[str, Any] | None:
     """People's references on the pairs this input answered (``stats.context.people_references``),
     as its scoring result carries them; None without pairs."""
-    fig = it.figures
-    blocks = getattr(fig, "blocks", None)
-    if isinstance(blocks, dict) and "people" in blocks:
-        return blocks["people"]
-    return getattr(fig, "people", None)
+    return it.figures.people.pairs
 
 
 def _direction_order(items: Sequence[Any]) -> list[Any]:
@@ -421,14 +416,14 @@ def _context(ctx: "ReportContext") -> str:
                          "giving people's majority label reaches. Right: how often each input's labels follow the "
                          "context, and how often they are blind (same label in both contexts) where people's labels "
                          "differ; dotted: how often people's majority follows."))
-    groups: dict[str, list[Any]] = {}
+    groups: dict[Any, list[Any]] = {}
     for it in shown:
         groups.setdefault(it.pred.mode, []).append(it)
     panels_by_mode = []
     for mode, its in groups.items():
         pp = [_input_people(it) or {} for it in its]
         panels_by_mode.append({
-            "title": f"{mode} ({get_mode(mode).scale})",
+            "title": f"{mode} ({mode.scale})",
             "names": [it.name for it in its],
             "shift": [it.score.values.get("context_shift", float("nan")) for it in its],
             "ci": [it.score.ci.get("context_shift", nan2) for it in its],

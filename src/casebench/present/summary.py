@@ -19,7 +19,10 @@ On a set labelled only by the intent of its contexts (the shipped demo set: no v
 people find safe" is not known: the lines say "safe-intent" and "unsafe-intent" contexts
 instead, and are marked as a demo.
 
-Only formatting: every figure comes from ``stats`` (``Score``, ``human_references``).
+Only formatting: every figure comes from ``stats`` (``Score``, and people's references as the
+input's one scoring result holds them, ``result.PeopleReferences``); every fact about the run
+from the object that owns it (the mode's words from the mode, the kind of writer from the reader's
+validation, the small-sample threshold from ``metrics.MIN_CASES``).
 """
 
 from __future__ import annotations
@@ -29,15 +32,9 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..stats.metrics import Score
+    from ..stats.result import PeopleReferences
 
 __all__ = ["verdict_line", "summary_lines", "next_steps"]
-
-
-def _mode(name: str) -> Any:
-    """The registered mode of a scored input (its words and whether it reads behaviour)."""
-    from ..modes import get_mode
-
-    return get_mode(name)
 
 
 def _pct(x: float | None, digits: int = 0) -> str:
@@ -72,7 +69,7 @@ def _complement(score: "Score", name: str) -> tuple[float | None, list[float] | 
 def verdict_line(score: "Score", people_follow: float | None = None) -> str:
     """One line of what the model does: "refuses X% of what people find safe, answers Y% of what
     people find unsafe, follows context in Z% of pairs; people's majority: W%"."""
-    unsafe_word, safe_word = _mode(score.mode).words
+    unsafe_word, safe_word = score.mode.words
     over, _, _ = _complement(score, "safe_recall")
     under, _, _ = _complement(score, "unsafe_recall")
     follow = score.values.get("context_follow")
@@ -98,7 +95,7 @@ def verdict_line(score: "Score", people_follow: float | None = None) -> str:
     return line
 
 
-def _reader_line(classifier: Mapping[str, Any] | None, tiny: bool) -> str:
+def _reader_line(classifier: Mapping[str, Any] | None) -> str:
     if not classifier:
         return "reader: not recorded"
     name = classifier.get("name") or classifier.get("spec") or "the refusal classifier"
@@ -114,27 +111,28 @@ def _reader_line(classifier: Mapping[str, Any] | None, tiny: bool) -> str:
         return line
     if val.get("writer_match"):
         return line + ": the figure for answers like this run's, and the corrected rates use it"
-    if tiny:
+    if val.get("run_writer") == "small":  # the validation says the run's writer is a small model
         line += (". Those answers are in capable models' styles; a tiny model's answers are read less reliably "
                  "(docs/readers.md): check a sample by hand before leaning on a few points")
-    elif name == "learned":
-        # a run of a model not known to be small: the reader with the language model reads such
-        # answers better (classify.validation has both readers' figures on the same sets)
-        line += ("; `casebench classify RUN --refusal-classifier learned-lm` re-reads the answers with the "
-                 "reader that agrees with people more often on large models' writing (needs the hf extra)")
+    else:
+        better = classifier.get("better_reader")  # the stored figures' word on another reader (runs records it)
+        if better and better.get("name"):
+            line += (f"; `casebench classify RUN --refusal-classifier {better['name']}` re-reads the answers with "
+                     "the reader that agrees with people more often on large models' writing"
+                     + (f" (needs the {better['extra']} extra)" if better.get("extra") else ""))
     return line
 
 
-def summary_lines(score: "Score", people: Mapping[str, Any] | None = None, *, demo: bool = False,
-                  max_tokens: int | None = None, tiny: bool = False, who: str | None = None) -> list[str]:
+def summary_lines(score: "Score", people: "PeopleReferences | None" = None, *, demo: bool = False,
+                  max_tokens: int | None = None, who: str | None = None) -> list[str]:
     """The lines that lead ``casebench run``'s output: the model's over- and under-refusal, its
-    context shift and follow beside people's (``people``: ``stats.context.human_references`` of the
-    same cases, or None), the reader's validation (respond mode), each naming the mode.
-    ``tiny``: the model is a tiny one (the embedded SmolLM2), whose answers the reader was not
-    validated on. ``who``: the model as it was asked, with its backend (``naming.who``; default
-    the score's model name)."""
+    context shift and follow beside people's on the same pairs (``people``: the input's
+    ``result.PeopleReferences``, or None), the reader's validation (respond mode; its stored
+    figures say which kind of writer they stand for and the run's), each naming the mode.
+    ``who``: the model as it was asked, with its backend (``naming.who``; default the score's
+    model name)."""
     mode = score.mode
-    m = _mode(mode)
+    m = mode
     behaves = m.reads_behaviour
     unsafe_word, safe_word = m.words
     asked = f"as the deployed chatbot ({mode} mode: it answers each query)" if behaves else \
@@ -168,11 +166,11 @@ def summary_lines(score: "Score", people: Mapping[str, Any] | None = None, *, de
                f"context minus the unsafe one), follows the context in {_pct(follow)}"
                f"{_ci_pct(score.ci.get('context_follow'))} of pairs")
         lines.append(ctx)
-        if people is not None and int(people.get("context_pairs", 0)):
-            pci = people.get("ci", {})
-            lines.append(f"                 people on the same {people['context_pairs']} pairs: shift "
-                         f"{_num(people['context_shift'], pci.get('context_shift'))}, their majority follows the "
-                         f"context in {_pct(people['context_follow'])}{_ci_pct(pci.get('context_follow'))}")
+        if people is not None and people.pair_count:
+            (p_shift, p_shift_ci), (p_follow, p_follow_ci) = people.shift(), people.follow()
+            lines.append(f"                 people on the same {people.pair_count} pairs: shift "
+                         f"{_num(p_shift, p_shift_ci)}, their majority follows the "
+                         f"context in {_pct(p_follow)}{_ci_pct(p_follow_ci)}")
         elif demo:
             lines.append("                 (a demo set has no people's votes: the contexts' intent is the only label)")
         if shift is not None and math.isfinite(shift) and abs(shift) < 0.1 and behaves:
@@ -181,9 +179,11 @@ def summary_lines(score: "Score", people: Mapping[str, Any] | None = None, *, de
     else:
         lines.append("  context:       no query pair with both contexts answered (ask whole pairs: --pairs N)")
     if behaves:
-        lines.append("  " + _reader_line(score.classifier, tiny))
+        lines.append("  " + _reader_line(score.classifier))
     if score.small():
-        lines.append("  († figures from fewer than 30 cases: read their intervals, not the point)")
+        from ..stats.metrics import MIN_CASES
+
+        lines.append(f"  († figures from fewer than {MIN_CASES} cases: read their intervals, not the point)")
     return lines
 
 

@@ -380,7 +380,7 @@ def flat_rows(s: Score) -> list[dict[str, Any]]:
     """The rows of one input in CSV: the whole input (``by`` empty), then one per breakdown
     group. Per metric: the figure, its CI and how many cases it is from (``<metric>_n``); a
     metric that does not apply (or is not part of a breakdown) is None (a blank cell)."""
-    base = {"name": title(s), "source": s.source, "model": s.model, "mode": s.mode, "removed": ",".join(s.removed),
+    base = {"name": title(s), "source": s.source, "model": s.model, "mode": str(s.mode), "removed": ",".join(s.removed),
             "paper_compat": s.paper_compat}
     groups: list[tuple[str, str, dict[str, Any], dict[str, Any]]] = [
         ("", "", {"n": s.n, "answered": s.answered, "coverage": s.coverage},
@@ -477,7 +477,7 @@ def markdown_table(scores: Sequence[Score]) -> str:
             + list(row_metrics()) + (list(people.MD_COLUMNS) if with_people else []))
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for s in scores:
-        cells = [title(s), s.model, s.mode, ",".join(s.removed) or "-", f"{100 * s.coverage:.1f}%"]
+        cells = [title(s), s.model, str(s.mode), ",".join(s.removed) or "-", f"{100 * s.coverage:.1f}%"]
         if mass:
             vm = s.verdict_mass
             cells.append(f"{mass_pct(vm['median'])}, {vm['below']}/{vm['known']} below {mass_pct(vm['threshold'])}"
@@ -594,7 +594,11 @@ def format_comparison(c: "Comparison") -> str:
             lines.append(f"  Williams' t (PCC, shared safe_rate): t = {w['t']:.3f}, df = {w['df']}, p {_eq(fmt_p(w['p']))}")
         old = bool(s.get("paper_compat"))  # paper-compatible: the table as it always was
         mdd_head = "" if old else f"{'MDD':>8} "
-        lines.append(f"  {'metric':<14}{A:>9}{B:>9}{A + ' - ' + B:>10}   {format(s['level'], '.0%') + ' CI':<21}{mdd_head}{'p':>9}"
+        # columns as wide as their longest entry: long metric or input names never push a row
+        # out of line (at least the widths the table always had)
+        wm = max([14, *(len(f) + 1 for f in pc.metrics)])
+        wa, wb, wd = max(9, len(A) + 1), max(9, len(B) + 1), max(10, len(A) + len(B) + 4)
+        lines.append(f"  {'metric':<{wm}}{A:>{wa}}{B:>{wb}}{A + ' - ' + B:>{wd}}   {format(s['level'], '.0%') + ' CI':<21}{mdd_head}{'p':>9}"
                      f"{'p(BH)':>10}  test")
         for m in pc.metrics.values():
             sig = " *" if m.significant else ""
@@ -603,7 +607,7 @@ def format_comparison(c: "Comparison") -> str:
             ci = "[" + fmt_metric(f, m.ci[0]) + ", " + fmt_metric(f, m.ci[1]) + "]"
             mdd = "" if old else f"{fmt_metric(f, m.mdd):>8} "
             floor = None if old else m.p_floor
-            lines.append(f"  {f:<14}{fmt_metric(f, m.a):>9}{fmt_metric(f, m.b):>9}{fmt_metric(f, m.diff):>10}   "
+            lines.append(f"  {f:<{wm}}{fmt_metric(f, m.a):>{wa}}{fmt_metric(f, m.b):>{wb}}{fmt_metric(f, m.diff):>{wd}}   "
                          f"{ci:<21}{mdd}{fmt_p(m.p, floor=floor, exact=m.test == 'mcnemar'):>9}"
                          f"{fmt_p(m.p_adjusted, floor=floor, exact=m.test == 'mcnemar'):>10}  {m.test}{sig}{no_mark}")
         line = people.pair_line(pc.people)
@@ -649,13 +653,14 @@ def format_ablation(res: "AblationResult") -> str:
     for c in res.conditions[1:]:
         lines.append(f"{c.name}  vs  full context ({c.n_paired} paired cases"
                      + (f", {c.dropped} dropped" if c.dropped else "") + ")")
+        wm = max([14, *(len(m) + 1 for m in ms)])
         for m in ms:
             d = c.diffs.get(m)
             if d is None:
                 continue
             sig = " *" if d.significant else ""
             no_mark = f"  (no mark: {d.withheld})" if d.withheld else ""
-            lines.append(f"  {m:<14}{fmt_metric(m, d.diff):>9}   [{fmt_metric(m, d.ci[0])}, {fmt_metric(m, d.ci[1])}]"
+            lines.append(f"  {m:<{wm}}{fmt_metric(m, d.diff):>9}   [{fmt_metric(m, d.ci[0])}, {fmt_metric(m, d.ci[1])}]"
                          f"   p {_eq(fmt_p(d.p, floor=d.p_floor))} ({d.test})   p(BH) {_eq(fmt_p(d.p_adjusted, floor=d.p_floor))}"
                          f"{sig}{no_mark}")
     if not res.paper_compat:  # the paper-compatible text stays what it was (its JSON has the figures)
@@ -815,12 +820,13 @@ def format_placements(res: "PlacementResult") -> str:
                          + f"; McNemar{' exact' if mc.get('test', 'exact') == 'exact' else ''} on correctness: "
                          f"{a} right & {b} wrong {mc['a_only']}, "
                          f"{a} wrong & {b} right {mc['b_only']}, p {_eq(fmt_p(mc['p'], exact=mc.get('test', 'exact') == 'exact'))}")
+            wm = max([14, *(len(m) + 1 for m in ms)])
             for m in ms:
                 d = pc.metrics.get(m)
                 if d is None:
                     continue
                 sig = " *" if d.significant else ""
-                lines.append(f"    {m:<14}{fmt_metric(m, d.diff):>9}   [{fmt_metric(m, d.ci[0])}, {fmt_metric(m, d.ci[1])}]"
+                lines.append(f"    {m:<{wm}}{fmt_metric(m, d.diff):>9}   [{fmt_metric(m, d.ci[0])}, {fmt_metric(m, d.ci[1])}]"
                              f"   p {_eq(fmt_p(d.p, floor=d.p_floor))} ({d.test})   p(BH) {_eq(fmt_p(d.p_adjusted, floor=d.p_floor))}{sig}")
         for d in [*res.shift_diffs, *(getattr(res, "follow_diffs", None) or [])]:
             if d.pairs:

@@ -146,7 +146,7 @@ class RunConfig:
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < low):
                 raise RunError(f"--{name.replace('_', '-')} must be a whole number of at least {low}, got {value!r}")
         for name, value, ok, want in (
-                ("temperature", self.temperature, lambda v: v >= 0, "0 or more"),
+                ("temperature", self.temperature, lambda v: 0 <= v <= 2, "from 0 to 2"),
                 ("top_p", self.top_p, lambda v: 0 < v <= 1, "above 0 and at most 1"),
                 ("max_cost", self.max_cost, lambda v: v >= 0, "0 or more"),
                 ("call_timeout", self.call_timeout, lambda v: v > 0, "above 0"),

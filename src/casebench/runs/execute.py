@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import hashlib
 import logging
 import math
 import os
@@ -46,24 +45,20 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from ..backends.base import (
-    Answer, Backend, BackendError, GenerationSettings, PermanentError, Request, TransientError, Unreachable,
-    check_supports,
+    Answer, Backend, BackendError, PermanentError, Request, TransientError, Unreachable, check_supports,
 )
-from ..data import Dataset, load_dataset, validate_parameter_names
-from ..modes import Mode, Reading
-from ..prompts import BUILTIN_TEMPLATES, TURNS_WORDING, Templates, check_placement
-from .config import (
-    DEFAULT_MODEL, DEFAULT_PARSE_RETRIES, RetryPolicy, RunConfig, default_out_dir, resolve_data_path,
-    selection_tag,
-)
-from .pricing import ZERO, PriceMatch, PriceTable
+from ..data import Dataset
+from ..modes import Reading
+from .config import DEFAULT_MODEL, DEFAULT_PARSE_RETRIES, RetryPolicy, RunConfig, default_out_dir, resolve_data_path
+from .pricing import ZERO, PriceMatch
+from .prepare import Prepared, casebench_version, check_resumable, grow, prepare, smaller_run_beside
 from .progress import Progress
 from .record import (
-    Asked, DatasetRef, Invocation, Manifest, ManifestMismatch, Record, RunDir, RunError, RunCounts, RunState, Totals,
-    add_usage, effective_reask, final_records, iter_records, now_iso, read_manifest, usage_tokens,
+    Invocation, Record, RunDir, RunError, RunCounts, RunState, Totals, add_usage, final_records, iter_records, now_iso,
+    usage_tokens,
 )
 from .redact import redact_json, redact_text
-from .select import select_cases, stratified_indices
+from .select import stratified_indices
 
 __all__ = [
     "DEFAULT_MODEL", "DEFAULT_PARSE_RETRIES", "RetryPolicy", "RunConfig", "Prepared", "RunSummary", "prepare",
@@ -80,155 +75,6 @@ INITIAL_TOKENS_PER_BYTE = 0.5
 BATCH_STATE = "batch.json"
 
 EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
-
-
-def _version() -> str:
-    from .. import __version__
-
-    return __version__
-
-
-@dataclass
-class Prepared:
-    """A run, resolved: the dataset, mode, selection, settings and the manifest of a new run."""
-
-    config: RunConfig
-    dataset: Dataset
-    out: Path
-    mode: Mode
-    removed: tuple[str, ...]
-    context_as: str
-    cases: list[int]
-    samples: int
-    settings: GenerationSettings
-    templates: Templates
-    prices: PriceTable
-    price: PriceMatch
-    transport: dict[str, Any]
-    manifest: Manifest
-    classifier: Any = None
-    #: the query mutation: the queries as asked, per case index (None: the dataset's wording)
-    mutation: Any = None
-
-    @property
-    def asked(self) -> Asked:
-        return self.manifest.asked
-
-
-def prepare(config: RunConfig, dataset: Dataset | None = None, backend: Backend | None = None) -> Prepared:
-    """Resolve every default and validate every input before anything is asked or written.
-
-    Raises ``RunError`` (or ``ModeError``, ``AblationError``, ``extras.MissingExtra``) naming
-    what is wrong. ``backend``: one the caller built, whose constructor's options are recorded.
-    """
-    from ..backends import resolve_options
-
-    mode = config.mode_spec
-    if dataset is None:
-        dataset = load_dataset(resolve_data_path(config.data))
-    removed = validate_parameter_names(config.removed)
-    context_as = config.context_as or mode.default_context_as
-    try:
-        check_placement(context_as, "--context-as")
-    except ValueError as e:
-        raise RunError(str(e)) from None
-    templates = config.templates or BUILTIN_TEMPLATES
-    template = mode.template(templates)
-    samples = mode.default_samples if config.samples is None else int(config.samples)
-    if samples < 1:
-        raise RunError(f"--samples must be at least 1, got {samples}")
-    if config.parse_retries < 0:
-        raise RunError(f"--parse-retries must be 0 or more, got {config.parse_retries}")
-    if config.max_connections < 1:
-        raise RunError(f"--max-connections must be at least 1, got {config.max_connections}")
-    if config.max_cost is not None and config.max_cost < 0:
-        raise RunError(f"--max-cost must be 0 or more, got {config.max_cost}")
-    if config.max_tokens is not None and config.max_tokens < 1:
-        raise RunError(f"--max-tokens must be at least 1, got {config.max_tokens}")
-    cases, selection = select_cases(dataset, limit=config.limit, cases=config.cases,
-                                    stratified=config.stratified, seed=config.selection_seed,
-                                    pairs=config.pairs)
-    settings = GenerationSettings(
-        temperature=mode.default_temperature if config.temperature is None else float(config.temperature),
-        top_p=config.top_p,
-        max_tokens=mode.default_max_tokens if config.max_tokens is None else int(config.max_tokens),
-        system=config.system,
-    )
-    try:
-        answer_opts, transport = resolve_options(config.model, dict(config.backend_options),
-                                                 type(backend) if backend is not None else None)
-    except ValueError as e:
-        raise RunError(redact_text(str(e))) from None
-    classifier = None
-    classifier_desc = None
-    if mode.reads_behaviour:
-        from ..classify import make_classifier
-
-        try:
-            classifier = make_classifier(config.refusal_classifier, **config.classifier_options)
-        except ValueError as e:
-            raise RunError(f"--refusal-classifier: {e}") from None
-        classifier_desc = {**redact_json(classifier.describe()), "partial_as": "safe" if config.partial_as_safe else "unsafe"}
-    elif config.refusal_classifier or config.partial_as_safe:
-        raise RunError(f"--refusal-classifier and --partial-as apply to modes that read behaviour, not {mode.name!r}")
-    prices = config.prices or PriceTable.load()
-    price = prices.lookup(config.model)
-    out = Path(config.out) if config.out else default_out_dir(
-        config.model, mode.name, removed, context_as, mode.default_context_as, dataset.sha256,
-        selection_tag(config.limit, config.stratified, config.pairs, config.selection_seed, config.cases is not None),
-        mutation=config.mutation)
-    mutation = None
-    if config.mutation is not None:
-        from .mutator import mutation_source
-
-        mutation = mutation_source(config, [dataset[i] for i in cases], out)
-    asked = Asked(
-        dataset_sha256=dataset.sha256, model=config.model, mode=mode.name, context_as=context_as,
-        removed=list(removed), cases=cases, samples=samples, settings=settings.to_dict(),
-        template_sha256=None if template is None else hashlib.sha256(template.encode("utf-8")).hexdigest(),
-        parse_retries=config.parse_retries, reask=effective_reask(mode, config.parse_retries, config.reask),
-        stop_at_verdict=bool(mode.stopper() is not None and not config.full_answers),
-        backend_options=redact_json(answer_opts), classifier=classifier_desc,
-        context_wording_sha256=(hashlib.sha256(TURNS_WORDING.encode("utf-8")).hexdigest()
-                                if context_as == "turns" else None),
-        mutation=None if mutation is None else mutation.describe(),
-    )
-    manifest = Manifest(
-        dataset=DatasetRef(str(Path(dataset.path).resolve()), dataset.sha256, dataset.fingerprint, len(dataset)),
-        asked=asked, selection=selection,
-        templates_source=None if template is None else (
-            templates.source if mode.template_key in templates.texts else f"mode {mode.name}"),
-        price=price.to_dict(), retry=config.retry.to_dict(), created_at=now_iso(), casebench_version=_version(),
-    )
-    transport = redact_json({**transport, "max_connections": config.max_connections, "batch": config.batch})
-    return Prepared(config, dataset, out, mode, removed, context_as, cases, samples, settings, templates, prices,
-                    price, transport, manifest, classifier, mutation)
-
-
-def check_resumable(prep: Prepared) -> Manifest | None:
-    """The existing manifest of the output directory (None if new); raises ``ManifestMismatch``
-    naming every difference when it holds another run, and ``repair.RunDamaged`` saying how to
-    recover when it is damaged (records without a readable manifest, a damaged line); nothing
-    is written."""
-    from .repair import check_not_damaged
-
-    if prep.out.is_dir():
-        check_not_damaged(prep.out)
-    if not (prep.out / "manifest.json").exists():
-        # files starting with "." are ours (the lock, a temp manifest left by a kill)
-        if prep.out.exists() and (not prep.out.is_dir()
-                                  or any(not p.name.startswith(".") for p in prep.out.iterdir())):
-            raise RunError(f"{prep.out} exists, is not empty and is not a run directory; choose another -o")
-        return None
-    old = read_manifest(prep.out)
-    if old.format_version < 2:
-        raise RunError(f"{prep.out} was written by an older casebench (run format {old.format_version}), which did "
-                       "not record every option that changes an answer; it can be scored and exported, not "
-                       "resumed. Start a new run directory (-o).")
-    diffs = old.asked.differences(prep.asked)
-    if diffs:
-        raise ManifestMismatch(prep.out, diffs)
-    return old
 
 
 # --------------------------------------------------------------------------------------------
@@ -398,9 +244,9 @@ class Runner:
                     asked = ds[ci].ablated(prep.removed)
                     if prep.mutation is not None:  # the query reworded, the context untouched
                         asked = replace(asked, query=prep.mutation.texts[ci])
-                    chat = self.mode.conversation(asked, prep.templates, prep.context_as)
-                    if prep.settings.system:  # --system comes first, a system-placed context after it
-                        chat = replace(chat, system="\n\n".join(x for x in (prep.settings.system, chat.system) if x))
+                    # --system comes first, a system-placed context after it
+                    chat = self.mode.conversation(asked, prep.templates, prep.context_as).with_system(
+                        prep.settings.system)
                 jobs.append(_Job(ci, s, chat.system, chat.prompt, history=chat.history, query=asked.query,
                                  context=asked.context))
         if self.batch_size > 1:
@@ -736,9 +582,10 @@ class Runner:
         self.queue.extend(jobs)
         # prob mode's time grows with prompt length: the expected duration is measured in prompt
         # bytes; text modes' answers end staggered within a batch, so their pace is a whole call's
-        self.progress = Progress(total, done, self.cfg.progress, work_total=sum(self._work(j) for j in jobs),
-                                 from_answers=self.mode.want == "p_safe" or self.batch_size == 1)
         n_workers = 1 if self.batch_size > 1 else min(self.cfg.max_connections, max(1, len(jobs)))
+        self.progress = Progress(total, done, self.cfg.progress, work_total=sum(self._work(j) for j in jobs),
+                                 from_answers=self.mode.want == "p_safe" or self.batch_size == 1,
+                                 in_flight=self.batch_size if self.batch_size > 1 else n_workers)
         try:
             if self.cfg.batch and self.queue:
                 self.tasks = [asyncio.create_task(self._batch())]
@@ -811,8 +658,14 @@ async def run_prepared(prep: Prepared, backend: Backend, rng: random.Random | No
                 manifest.price = prep.price.to_dict()
         elif old.price.get("status") == "local":
             prep.price = PriceMatch(ZERO, "local")
+        grew = grow(old, prep) if old is not None else None
         invocation = Invocation(started_at=now_iso(), host=platform.node(), pid=os.getpid(),
-                                casebench_version=_version(), transport=prep.transport, backend=backend_desc)
+                                casebench_version=casebench_version(), transport=prep.transport, backend=backend_desc,
+                                grew=grew)
+        if grew:
+            log.warning("%s grows from %s (%d cases) to %s: asking the %d new cases; the %d already asked are kept",
+                        prep.out, grew["from"], grew["cases_before"], grew["to"], grew["cases_added"],
+                        grew["cases_before"])
         manifest.history.append(invocation)
         manifest.status = RunState.RUNNING
         manifest.finished_at = None
@@ -883,6 +736,11 @@ async def arun(config: RunConfig, backend: Backend | None = None, dataset: Datas
         for line in salvage(prep.out, prep.manifest).lines():
             log.warning("--salvage: %s", line)
     check_resumable(prep)  # refuse a mismatching or damaged directory before loading a model
+    beside = smaller_run_beside(prep)
+    if beside is not None:
+        log.warning("%s already holds %d of these %d cases, asked with the same settings: `-o %s` grows that "
+                    "run and asks only the rest; this run asks them all in %s", beside[0], beside[1],
+                    len(prep.cases), beside[0], prep.out)
     own = backend is None
     if own:
         log.info("loading the backend of %s", config.model)

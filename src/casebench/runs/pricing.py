@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+from ..jsonutil import json_error_where
+
 ENV_VAR = "CASEBENCH_PRICES"
 #: Batch APIs (OpenAI Batch, Anthropic Message Batches) charge half the list price.
 BATCH_DISCOUNT = 0.5
@@ -155,7 +157,7 @@ def read_price_file(path: str | Path) -> dict[str, Price]:
     except (OSError, UnicodeDecodeError) as e:
         raise PricingError(f"{p}: cannot read price file ({e})") from None
     except json.JSONDecodeError as e:
-        raise PricingError(f"{p}: not valid JSON ({e.msg} at line {e.lineno}, column {e.colno})") from None
+        raise PricingError(f"{p}: not valid JSON: {json_error_where(e)}") from None
     if not isinstance(data, dict):
         raise PricingError(f"{p}: the top level must be an object of model -> {{\"input\": x, \"output\": y}}")
     out: dict[str, Price] = {}

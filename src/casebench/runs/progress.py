@@ -4,6 +4,12 @@ From the first second: the bar (or a first line) appears when asking starts, tok
 are shown as the backend reports them (local models report every decoding step, before any
 answer is complete), the count and the ETA move as each answer is recorded, and once enough has
 been measured one line states the expected duration, with what it was measured on.
+
+The expected duration is only ever a measurement of this run: the throughput of its own first
+answers, never a guess made before them (the first line says it will follow them). It waits
+for a full round of the requests in flight (``in_flight``: the connections, or a batch), since
+answers asked together come back together: extrapolating from the first of eight concurrent
+answers over-estimated a run fifteen- to twenty-fold.
 """
 
 from __future__ import annotations
@@ -11,8 +17,6 @@ from __future__ import annotations
 import sys
 import time
 
-#: The expected duration is said once this much time has been measured (or a first call ended).
-MEASURE_S = 3.0
 #: Plain-line mode: a line at least every this many seconds, answers or not.
 LINE_EVERY_S = 30.0
 #: Bar mode: the postfix (tokens per second) is refreshed at most this often.
@@ -41,7 +45,7 @@ class Progress:
     """
 
     def __init__(self, total: int, initial: int, enabled: bool | None, unit: str = "req",
-                 work_total: float | None = None, from_answers: bool = True):
+                 work_total: float | None = None, from_answers: bool = True, in_flight: int = 1):
         self.total, self.n = total, initial
         self.enabled = enabled is not False
         self.tty = bool(enabled) or (enabled is None and sys.stderr.isatty())
@@ -52,6 +56,9 @@ class Progress:
         self.work_total = float(work_total) if work_total is not None else float(total - initial)
         self.work_done = 0.0
         self.from_answers = from_answers
+        #: answers measured before the expected duration is said: a full round of the requests
+        #: asked together (at least 2, at most what is left to ask)
+        self.measure_after = max(1, min(max(2, int(in_flight)), total - initial))
         self.calls_done = 0
         self.token_count = 0
         self._postfix = ""
@@ -64,9 +71,10 @@ class Progress:
 
             self.bar = tqdm(total=total, initial=initial, unit=unit, dynamic_ncols=True, smoothing=0.1,
                             file=sys.stderr)
-        elif self.enabled and total > initial:
-            print(f"casebench: asking {total - initial} requests ({initial} of {total} already on disk)",
-                  file=sys.stderr, flush=True)
+        if self.enabled and total > initial:
+            self.say(f"casebench: asking {total - initial} requests ({initial} of {total} already on disk); the "
+                     f"expected duration follows, measured on this run's first "
+                     f"{'answers' if from_answers else 'batch'}")
 
     # -- measures
     def elapsed(self) -> float:
@@ -75,9 +83,17 @@ class Progress:
     def tokens_per_s(self) -> float:
         return self.token_count / max(self.elapsed(), 1e-9)
 
-    def expected_seconds(self) -> float | None:
-        """Seconds still to go at the pace measured so far (None before the first answer)."""
+    def measured(self) -> bool:
+        """Whether this run's own answers measure its pace yet: a full round of the requests in
+        flight came back (``measure_after`` answers), or a whole call (a batch) ended."""
         if self.n - self.initial <= 0 or self.work_done <= 0:
+            return False
+        return bool(self.calls_done and not self.from_answers) or self.n - self.initial >= self.measure_after
+
+    def expected_seconds(self) -> float | None:
+        """Seconds still to go at the throughput measured so far on this run's answers (None
+        until ``measured``)."""
+        if not self.measured():
             return None
         left = max(0.0, self.work_total - self.work_done)
         return left * self.elapsed() / self.work_done
@@ -119,16 +135,15 @@ class Progress:
     def _maybe_say_expected(self) -> None:
         if self.eta_said or not self.enabled or self.n >= self.total:
             return
-        if not (self.calls_done or (self.from_answers and self.elapsed() >= MEASURE_S)):
-            return
         left = self.expected_seconds()
         if left is None:
             return
         self.eta_said = True
         done = self.n - self.initial
         self.say(f"casebench: expected duration: about {_duration(self.elapsed() + left)} for "
-                 f"{self.total - self.initial} requests ({_duration(left)} to go; measured: {done} answer{'s' if done != 1 else ''} in "
-                 f"{_duration(self.elapsed())} on this machine)")
+                 f"{self.total - self.initial} requests ({_duration(left)} to go; measured on this run's first "
+                 f"{done} answer{'s' if done != 1 else ''}: {done / max(self.elapsed(), 1e-9):.2f} answers/s "
+                 f"over {_duration(self.elapsed())})")
 
     def update(self, k: int, postfix: str, work: float | None = None) -> None:
         """``k`` more requests finished, ``work`` of the work total with them (default ``k``)."""
@@ -154,7 +169,7 @@ class Progress:
     def _line(self, now: float) -> None:
         rate = (self.n - self.initial) / max(now - self.t0, 1e-9)
         left = self.expected_seconds()
-        eta = _duration(left) if left is not None else "?"
+        eta = _duration(left) if left is not None else "measuring"
         print(f"casebench: {self.n}/{self.total} requests, {rate:.2f} req/s, ETA {eta}, {self._full_postfix()}",
               file=sys.stderr, flush=True)
         self._last_line = (self.n, now)

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 from ..atomic import write_json_atomic
+from ..jsonutil import json_error_where
 
 if TYPE_CHECKING:
     from ..modes import Mode
@@ -62,12 +63,14 @@ class RunError(Exception):
 class ManifestMismatch(RunError):
     """The command asks something different from what the run directory holds."""
 
-    def __init__(self, path: str | Path, differences: Sequence[tuple[str, Any, Any]]):
+    def __init__(self, path: str | Path, differences: Sequence[tuple[str, Any, Any]], why: str | None = None):
         self.differences = list(differences)
         lines = [f"{path} holds a different run; refusing to resume it (nothing was changed). "
                  "What differs (run dir -> this command):"]
         for name, old, new in self.differences:
             lines.append(f"  {name}: {_short(old)} -> {_short(new)}")
+        if why:  # why the cases cannot grow (``select.growth_refusal``)
+            lines.append(f"  ({why})")
         lines.append("Use another output directory (-o), or repeat the command that started this run.")
         super().__init__("\n".join(lines))
 
@@ -177,6 +180,22 @@ class Selection:
     seed: int | None = None
     #: whole query pairs (both contexts of each query), stratified by category
     pairs: int | None = None
+    #: the procedure that chose a seeded subset (``select.SELECTION_PROCEDURE``); None in a run
+    #: written before it was recorded, which was chosen by procedure 1 (subsets that do not nest)
+    procedure: int | None = None
+
+    @property
+    def kind(self) -> str | None:
+        """"limit", "stratified" or "pairs" (None: every case, or an explicit list)."""
+        return next((k for k in ("pairs", "stratified", "limit") if getattr(self, k) is not None), None)
+
+    @property
+    def effective_procedure(self) -> int | None:
+        """The procedure that chose a seeded subset (1 when the manifest predates the record);
+        None for a selection that is not a seeded subset."""
+        if self.kind not in ("pairs", "stratified"):
+            return None
+        return 1 if self.procedure is None else int(self.procedure)
 
 
 @dataclass
@@ -342,6 +361,10 @@ class Invocation:
     transport_failures: int = 0
     elapsed_s: float = 0.0
     message: str | None = None
+    #: the run grew in this invocation (a larger ``--pairs``/``--stratified``/``--limit``):
+    #: {"from": the old selection, "to": the new, "cases_before", "cases_added"}; the records
+    #: already there were kept as they were
+    grew: dict[str, Any] | None = None
 
 
 @dataclass
@@ -477,7 +500,7 @@ def read_manifest(run_path: str | Path) -> Manifest:
     try:
         m = json.loads(text)
     except json.JSONDecodeError as e:
-        raise RunError(f"{p}: not valid JSON ({e.msg} at line {e.lineno})") from None
+        raise RunError(f"{p}: not valid JSON: {json_error_where(e)}") from None
     if not isinstance(m, dict):
         raise RunError(f"{p}: the manifest must be a JSON object")
     return Manifest.from_dict(m, where=str(p))

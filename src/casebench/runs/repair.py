@@ -29,7 +29,6 @@ Nothing here is silent: every function returns or raises what it found and what 
 from __future__ import annotations
 
 import json
-import math
 import os
 import platform
 from dataclasses import dataclass, field

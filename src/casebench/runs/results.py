@@ -128,6 +128,12 @@ def run_classifier(run_path: str | Path, m: Manifest, finals: dict | None = None
 
     desc = dict(m.asked.classifier or {})
     desc["validation"] = _validation.applicable(desc, m.model)
+    if desc.get("name") and _validation.writer_kind(m.model) != "small":
+        # another reader the stored figures say reads large models' writing better (the first
+        # screen names it); a small model's answers get no such advice
+        better = _validation.better_reader(str(desc["name"]), str(desc.get("partial_as") or "unsafe"))
+        if better is not None:
+            desc["better_reader"] = better
     return desc
 
 
@@ -315,9 +321,11 @@ def export_run(run_path: str | Path, out_path: str | Path, dataset: Dataset | No
     The file holds the run's *selected* cases only, in dataset order, each with one key named
     after the model (``name`` or the spec's last component), in the mode's published value
     format ("" = missing, as the published files write failures). A run over the whole dataset
-    therefore exports the full published shape; a subset run exports a file that is itself a
-    (smaller) dataset, scored on the same cases as the run directory. A run under a query
-    mutation gets the default key ``<model>_mut-<mutation>`` (the format has no field for it).
+    therefore exports the full published shape; a subset run exports its records each naming
+    the dataset record it is (``published.DATASET_RECORD_FIELD``), so that ``score`` of the file
+    with the dataset known checks it record by record and agrees with ``score`` of the run. A run
+    under a query mutation gets the default key ``<model>_mut-<mutation>`` (the format has no
+    field for it).
 
     An incomplete run (requests still pending) is refused unless ``allow_incomplete``: the
     published format cannot tell "not asked yet" from "could not be parsed".
@@ -331,7 +339,9 @@ def export_run(run_path: str | Path, out_path: str | Path, dataset: Dataset | No
         raise RunError(f"{run_path}: {pending} request(s) still pending; resume the run first "
                        "(or export anyway with allow_incomplete, writing \"\" for them)")
     out = Path(out_path)
-    # the published format has no field for a query mutation: the default model key names it
+    # the published format has no field for a query mutation: the default model key names it;
+    # a subset names the dataset record each of its records is, so that it scores as the run does
     default = model_short_name(m.model) + (f"_mut-{m.mutation}" if m.mutation else "")
-    write_published(out, ds.subset(cases), name or default, m.mode, values)
+    write_published(out, ds.subset(cases), name or default, m.mode, values,
+                    name_records=list(cases) != list(range(len(ds))))
     return out

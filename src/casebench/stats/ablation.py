@@ -96,7 +96,7 @@ class AblationResult:
                     "metrics": {k: dict(vars(m)) for k, m in c.diffs.items()},
                 },
             })
-        return json_safe({"model": self.model, "mode": self.mode, "paper_compat": self.paper_compat,
+        return json_safe({"model": self.model, "mode": str(self.mode), "paper_compat": self.paper_compat,
                            "settings": self.settings, "conditions": rows})
 
 
@@ -146,7 +146,7 @@ def analyse_ablation(preds: Sequence[Predictions], options: ScoringOptions = DEF
     out = []
     for i, p in enumerate(preds):
         r = score_input(p, options)
-        c = ConditionResult(canonical(p.removed), p.source, r.score, people=r.people_references())
+        c = ConditionResult(canonical(p.removed), p.source, r.score, people=r.people.pairs)
         if i and cmp is not None:
             pc = cmp.pairs[i - 1]
             c.n_paired, c.dropped, c.mcnemar, c.diffs = pc.n_paired, pc.dropped, pc.mcnemar, pc.metrics

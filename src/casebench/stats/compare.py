@@ -504,7 +504,7 @@ def _paired_arrays(
 
 
 def _describe(p: Predictions, i: int, name: str) -> dict[str, Any]:
-    return {"label": input_label(i), "name": name, "source": p.source, "model": p.model, "mode": p.mode,
+    return {"label": input_label(i), "name": name, "source": p.source, "model": p.model, "mode": p.mode.name,
             "removed": list(p.removed), "n": p.n, "answered": int(p.answered.sum())}
 
 
@@ -534,7 +534,7 @@ def compare_pair(
         clusters = case_clusters(_resampled_cases([a, b], union), by)
     n = len(sa.y)
     both_cont = a.is_continuous and b.is_continuous
-    behaviour = a.mode_spec.reads_behaviour or b.mode_spec.reads_behaviour
+    behaviour = a.mode.reads_behaviour or b.mode.reads_behaviour
     metrics = [m for m in METRIC if METRIC[m].test is not None and (both_cont or not METRIC[m].continuous)
                and not (behaviour and METRIC[m].calibration) and (METRIC[m].paper or not options.paper_compat)]
     W = PW = None
@@ -590,16 +590,15 @@ def compare_pair(
     shared = len(shared_cases(a, b))
     people = None
     if not options.paper_compat and sa.pairs is not None and len(sa.pairs):
-        from .context import people_references
+        from .context import pair_clusters_of, people_references
 
-        # the same people on the same pairs for both inputs: their references there, clustered as
-        # the comparison is (each pair in its safe-intent case's cluster: design effects, t with K - 1)
-        pc_labels = n_pc = None
-        if clustered:
-            pc_labels = cluster_labels(clusters[positions][sa.pairs[:, 0]].tolist())
-            n_pc = int(pc_labels.max()) + 1
+        # the same people on the same pairs for both inputs: their references there, drawn as the
+        # pair's figures are (an input over the same pairs reads the same computation)
+        pc, k = pair_clusters_of(sa)
+        if pc is not None and len(np.unique(pc)) == len(pc):
+            pc = k = None  # every pair its own cluster (a pair is one query): pairs drawn one by one
         people = people_references(sa.g, sa.y, sa.pairs, n_boot=n_boot, seed=seed, level=level,
-                                   label_source=options.label_source, pair_clusters=pc_labels, n_clusters=n_pc)
+                                   label_source=options.label_source, pair_clusters=pc, n_clusters=k)
     return PairComparison(-1, -1, n, dropped, mc, wt, out, shared, a.n - shared, b.n - shared,
                           0 if sa.pairs is None else len(sa.pairs), people)
 

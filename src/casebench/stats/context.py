@@ -76,6 +76,7 @@ People's references on a judge's footing (``people_references``, ``score_people`
 
 from __future__ import annotations
 
+import copy
 from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple, Sequence
 
 import numpy as np
@@ -478,19 +479,84 @@ def people_references(g: np.ndarray, y: np.ndarray, pairs: np.ndarray, *, n_boot
     intent vote (``tie_broken_pairs``), which says which pairs ``context_blind`` counts. ``v``
     (the judge's P(safe) per scored case, ``ScoringArrays.v``): also the judge's shift minus each
     reference's (``judge_minus``), paired over the same pairs and resamples.
+
+    People's two references are one bootstrap per pairs, labels and resamples (``_people_key``),
+    kept (``_PEOPLE``): every input, pair comparison and dataset-wide line over the same pairs
+    reads that one computation; ``judge_minus`` and the counts are added per call.
     """
     g = np.asarray(g, dtype=float)
     y = np.asarray(y, dtype=bool)
     pairs = np.asarray(pairs, dtype=int).reshape(-1, 2)
     k = len(pairs)
-    cols = _people_point(g, y, pairs)
+    if pair_clusters is not None and k and n_clusters == k and np.array_equal(pair_clusters, np.arange(k)):
+        pair_clusters = n_clusters = None  # every pair its own cluster, all drawn: the plain pair bootstrap
+    key = _people_key(g, y, pairs, n_boot, seed, level, label_source, pair_clusters, n_clusters)
+    people = _PEOPLE.get(key)
+    if people is None:
+        people = _people_figures(g, y, pairs, n_boot=n_boot, seed=seed, level=level, label_source=label_source,
+                                 pair_clusters=pair_clusters, n_clusters=n_clusters)
+        _PEOPLE[key] = people
+        while len(_PEOPLE) > _PEOPLE_KEPT:
+            _PEOPLE.pop(next(iter(_PEOPLE)))
+    out = copy.deepcopy(people)
+    if v is not None and k:
+        W = _pair_weights(k, n_boot, seed, pair_clusters, n_clusters)
+        cols = _people_point(g, y, pairs)
+        v = np.asarray(v, dtype=float)
+        js = v[pairs[:, 0]] - v[pairs[:, 1]]
+        judge_minus = {}
+        for ref in PEOPLE_REFERENCES:
+            d = js - cols[ref]["context_shift"]
+            judge_minus[ref] = {"context_shift": float(d.mean()),
+                                "ci": {"context_shift": percentile_ci(W @ d / k, level)} if W is not None else {}}
+        out["judge_minus"] = judge_minus
+    if cases is not None:
+        counts = tie_broken_pairs(cases, pairs)
+        out["people_differ"] = {
+            "counted": counts[label_source if label_source in counts else "published"],
+            "with_intent_vote": counts["published"], "votes_alone": counts["votes"],
+            "intent_tie_break": counts["intent_tie_break"],
+        }
+    out["definitions"] = PEOPLE_DEFINITIONS
+    return out
+
+
+#: people's figures already computed, by what they rest on (``_people_key``): every input, pair
+#: comparison and dataset-wide reference over the same pairs, labels and resamples reads one
+#: computation (a report over inputs of one dataset runs one bootstrap of people's per label source)
+_PEOPLE: dict[tuple[Any, ...], dict[str, Any]] = {}
+#: how many such results are kept (the oldest is dropped first)
+_PEOPLE_KEPT = 64
+
+
+def _people_key(g: np.ndarray, y: np.ndarray, pairs: np.ndarray, n_boot: int, seed: int, level: float,
+                label_source: str, pair_clusters: np.ndarray | None, n_clusters: int | None) -> tuple[Any, ...]:
+    """What people's figures on ``pairs`` depend on: the rates and labels of the paired cases (in
+    pair order), the label source and the resampling (count, seed, level, clusters)."""
+    flat = pairs.ravel()
+    clusters = None if pair_clusters is None else (np.asarray(pair_clusters, dtype=int).tobytes(), n_clusters)
+    return (g[flat].tobytes(), y[flat].tobytes(), len(pairs), label_source, int(n_boot), int(seed), float(level),
+            clusters)
+
+
+def _pair_weights(k: int, n_boot: int, seed: int, pair_clusters: np.ndarray | None,
+                  n_clusters: int | None) -> np.ndarray | None:
+    """The resamples of ``k`` pairs: each pair weighs its cluster's draw when clustered, as the
+    judge's pairs do (``metrics.case_and_pair_weights``); None without resamples."""
     if pair_clusters is not None and n_boot > 0 and k:
-        # clustered (``--cluster``): each pair weighs its cluster's draw, as the judge's pairs do
         from .bootstrap import cluster_resample_weights
 
-        W = cluster_resample_weights(np.asarray(pair_clusters, dtype=int), n_boot, seed, n_clusters)
-    else:
-        W = resample_weights(k, n_boot, seed) if n_boot > 0 and k else None
+        return cluster_resample_weights(np.asarray(pair_clusters, dtype=int), n_boot, seed, n_clusters)
+    return resample_weights(k, n_boot, seed) if n_boot > 0 and k else None
+
+
+def _people_figures(g: np.ndarray, y: np.ndarray, pairs: np.ndarray, *, n_boot: int, seed: int, level: float,
+                    label_source: str, pair_clusters: np.ndarray | None, n_clusters: int | None) -> dict[str, Any]:
+    """People's two references over ``pairs`` (``one_person``, ``majority``): the one bootstrap of
+    people's figures that ``people_references`` runs once per pairs, labels and resamples."""
+    k = len(pairs)
+    cols = _people_point(g, y, pairs)
+    W = _pair_weights(k, n_boot, seed, pair_clusters, n_clusters)
     out: dict[str, Any] = {"pairs": k, "label_source": label_source}
     for ref in PEOPLE_REFERENCES:
         c = cols[ref]
@@ -531,22 +597,6 @@ def people_references(g: np.ndarray, y: np.ndarray, pairs: np.ndarray, *, n_boot
                                                      "rate moves"}
         block["ci"] = ci
         out[ref] = block
-    if v is not None and k:
-        v = np.asarray(v, dtype=float)
-        js = v[pairs[:, 0]] - v[pairs[:, 1]]
-        out["judge_minus"] = {}
-        for ref in PEOPLE_REFERENCES:
-            d = js - cols[ref]["context_shift"]
-            out["judge_minus"][ref] = {"context_shift": float(d.mean()),
-                                       "ci": {"context_shift": percentile_ci(W @ d / k, level)} if W is not None else {}}
-    if cases is not None:
-        counts = tie_broken_pairs(cases, pairs)
-        out["people_differ"] = {
-            "counted": counts[label_source if label_source in counts else "published"],
-            "with_intent_vote": counts["published"], "votes_alone": counts["votes"],
-            "intent_tie_break": counts["intent_tie_break"],
-        }
-    out["definitions"] = PEOPLE_DEFINITIONS
     return out
 
 
@@ -571,18 +621,25 @@ PEOPLE_DEFINITIONS: dict[str, str] = {
 }
 
 
+def pair_clusters_of(a: Any) -> tuple[np.ndarray | None, int | None]:
+    """The cluster of each pair of scoring arrays ``a`` and the number of clusters among its
+    cases, as its bootstrap draws them (``metrics.case_and_pair_weights``); (None, None) when
+    cases are drawn one by one or there is no pair."""
+    if a.cluster_by == "case" or a.clusters is None or a.pairs is None or not len(a.pairs):
+        return None, None
+    from .bootstrap import cluster_labels
+
+    labels = cluster_labels(a.clusters.tolist())
+    return labels[a.pairs[:, 0]], int(labels.max()) + 1
+
+
 def score_people(a: Any, cases: Sequence["Case"], *, n_boot: int = DEFAULT_BOOTSTRAP, seed: int = 0,
                  level: float = 0.95, label_source: str = "published") -> dict[str, Any] | None:
     """``people_references`` of one input's scoring arrays ``a`` (``metrics.ScoringArrays``) and
     its scored cases (in ``a``'s order); None when ``a`` holds no pairs."""
     if a.pairs is None:
         return None
-    pair_clusters = n_clusters = None
-    if a.cluster_by != "case" and a.clusters is not None and a.pairs is not None and len(a.pairs):
-        from .bootstrap import cluster_labels
-
-        labels = cluster_labels(a.clusters.tolist())
-        pair_clusters, n_clusters = labels[a.pairs[:, 0]], int(labels.max()) + 1
+    pair_clusters, n_clusters = pair_clusters_of(a)
     return people_references(a.g, a.y, a.pairs, n_boot=n_boot, seed=seed, level=level, cases=cases,
                              label_source=label_source, v=a.v, pair_clusters=pair_clusters, n_clusters=n_clusters)
 
@@ -599,7 +656,9 @@ def human_references(cases: Sequence["Case"], n_boot: int = DEFAULT_BOOTSTRAP, s
     under ``label_source``, and under both label sources in ``by_label_source``, so that the
     intent vote's part is in view), ``context_shift`` (one person's) and ``context_follow`` (the
     majority's) with their CIs, ``context_pairs``, ``people_differ`` and how many cases are
-    ``contested``. Raises ValueError without votes."""
+    ``contested``. ``cluster``: what the bootstrap draws as one unit (``options.CLUSTERINGS``; a
+    pair is one query, so ``case`` and ``query`` draw pairs alike, ``category`` whole categories),
+    as the judges' figures beside these are drawn. Raises ValueError without votes."""
     from .options import case_safe_rate, check_label_source
 
     check_label_source(label_source)
@@ -617,11 +676,11 @@ def human_references(cases: Sequence["Case"], n_boot: int = DEFAULT_BOOTSTRAP, s
     pairing = pair_by_query(voted)
     pairs = np.array(pairing.pairs, dtype=int).reshape(-1, 2)
     pair_clusters = n_clusters = None
-    if cluster != "case" and len(pairs):  # as the judges' figures are clustered (``--cluster``)
-        from .bootstrap import case_clusters, cluster_labels
+    if cluster not in ("case", "query") and len(pairs):
+        from .bootstrap import case_clusters
 
-        pair_clusters = cluster_labels(case_clusters(voted, cluster)[pairs[:, 0]].tolist())
-        n_clusters = int(pair_clusters.max()) + 1
+        labels = case_clusters(voted, cluster)
+        pair_clusters, n_clusters = labels[pairs[:, 0]], int(labels.max()) + 1
     by_source = {}
     for source in ("published", "votes"):
         g = np.array([case_safe_rate(c, source) for c in voted], dtype=float)
@@ -708,21 +767,3 @@ def people_line(ref: dict[str, Any]) -> str:
             f"{f(ob['one_person']['context_shift'])} and {f(ob['majority']['context_follow'])}; one annotator agrees "
             f"with another {f(ref['annotator_agreement'])}, the majority with single votes "
             f"{f(ref['oracle_vote_agreement'])} (vote-agreement ceiling); BCE floor {f(ref['bce_floor'])}")
-
-
-def references_by_dataset(preds: Sequence["Predictions"], n_boot: int = DEFAULT_BOOTSTRAP,
-                          seed: int = 0, label_source: str = "published",
-                          level: float = 0.95, cluster: str = "case") -> list[tuple[list[int], dict[str, Any]]]:
-    """The human references of each distinct set of voted cases among ``preds`` (inputs of one
-    dataset share one; an ablation condition shares its full context's): a list of (positions
-    of the inputs it belongs to, ``human_references``). Inputs without votes are left out (also
-    a set labelled by a safe_rate alone, such as the shipped demo set: no individual vote)."""
-    groups: dict[tuple[Any, ...], list[int]] = {}
-    for i, p in enumerate(preds):
-        if not p.cases or not all(c.has_votes for c in p.cases) or not any(c.votes for c in p.cases):
-            continue
-        key = tuple((c.index, c.query, c.votes, c.safe_rate, c.category, c.intended_safe) for c in p.cases)
-        groups.setdefault(key, []).append(i)
-    return [(members, human_references(preds[members[0]].cases, n_boot=n_boot, seed=seed, level=level,
-                                       label_source=label_source, cluster=cluster))
-            for members in groups.values()]

@@ -85,7 +85,7 @@ class DiffResult:
 
 
 def _describe(p: Predictions, name: str) -> dict[str, Any]:
-    return {"name": name, "source": p.source, "model": p.model, "mode": p.mode, "n": p.n}
+    return {"name": name, "source": p.source, "model": p.model, "mode": p.mode.name, "n": p.n}
 
 
 def _behaviour(p: Predictions, pos: int) -> str | None:
@@ -104,13 +104,13 @@ def _behaviour(p: Predictions, pos: int) -> str | None:
 def _reading(p: Predictions, pos: int) -> tuple[str, str]:
     """(verdict, what is shown) of one answered case of ``p``."""
     verdict = "safe" if p.label[pos] == 1.0 else "unsafe"
-    if p.mode_spec.reads_behaviour:
+    if p.mode.reads_behaviour:
         return verdict, _behaviour(p, pos) or verdict
     return verdict, verdict
 
 
 def _value(p: Predictions, pos: int) -> float | None:
-    if not p.is_continuous or p.mode_spec.reads_behaviour:
+    if not p.is_continuous or p.mode.reads_behaviour:
         return None
     v = float(p.value[pos])
     return None if math.isnan(v) else v
@@ -129,7 +129,7 @@ def diff_inputs(a: Predictions, b: Predictions, *, sort: str = "lean", show_text
     check_label_source(label_source)
     check_comparable([a, b])
     pos_b = {int(c): k for k, c in enumerate(b.case_indices)}
-    both_behaviour = a.mode_spec.reads_behaviour and b.mode_spec.reads_behaviour
+    both_behaviour = a.mode.reads_behaviour and b.mode.reads_behaviour
     what = "behaviours" if both_behaviour else "verdicts"
     shared = both = one = 0
     rows: list[Disagreement] = []

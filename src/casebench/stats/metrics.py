@@ -42,6 +42,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from ..data import SAFE_THRESHOLD, VOTE_SAFE
+from ..modes import Mode, get_mode
 from ..predictions import Predictions, verdict_mass_warning
 from ..registry import Registry, RegistryError
 from .bootstrap import (  # noqa: F401  (wilson_ci re-exported)
@@ -151,7 +152,7 @@ def scoring_arrays(pred: Predictions, options: ScoringOptions = DEFAULT_OPTIONS,
     if human_rate is None:
         human_rate = human_rates(pred, options.label_source)
     a, mask = _scoring_arrays(pred, options.paper_compat, human_rate)
-    if pred.mode_spec.reads_behaviour:
+    if pred.mode.reads_behaviour:
         a.partial = partial_shares(pred)[mask]
     cases = [c for c, m in zip(pred.cases, mask) if m]
     a.vote_safe = np.array([c.votes.count(VOTE_SAFE) for c in cases], dtype=float)
@@ -193,7 +194,7 @@ def _scoring_arrays(pred: Predictions, paper_compat: bool, human_rate: np.ndarra
     y = g > SAFE_THRESHOLD
     if paper_compat:
         mask = np.ones(pred.n, dtype=bool)
-        mode = pred.mode_spec
+        mode = pred.mode
         if not mode.continuous:
             lab = pred.label
             is_safe = lab == 1.0
@@ -995,7 +996,8 @@ class Score:
 
     source: str
     model: str
-    mode: str
+    #: the ``modes.Mode`` (its name only in ``to_dict``)
+    mode: Mode
     removed: tuple[str, ...]
     n: int
     answered: int
@@ -1067,7 +1069,7 @@ class Score:
         vm = d.get("verdict_mass")
         if vm is not None:
             vm = {k: v for k, v in vm.items() if k != "missing"}
-        return cls(d["source"], d["model"], d["mode"], tuple(d["removed"]), int(d["n"]), int(d["answered"]),
+        return cls(d["source"], d["model"], get_mode(d["mode"]), tuple(d["removed"]), int(d["n"]), int(d["answered"]),
                    bool(d["paper_compat"]), {k: float("nan") if v is None else float(v) for k, v in d.items()
                                              if k in METRIC},
                    {k: [float(x) for x in v] for k, v in d["ci"].items() if k in METRIC},
@@ -1085,7 +1087,7 @@ class Score:
         d |= {
             "source": self.source,
             "model": self.model,
-            "mode": self.mode,
+            "mode": self.mode.name,
             "removed": list(self.removed),
             **({"mutation": self.mutation} if self.mutation else {}),
             "paper_compat": self.paper_compat,
@@ -1159,7 +1161,7 @@ def score_arrays(pred: Predictions, a: ScoringArrays, mask: np.ndarray,
               cluster=a.cluster_by, ci_notes=notes, level=options.level, mutation=pred.mutation)
     if a.cluster_by != "case" and not options.paper_compat:
         s.design_effects = {m: design_effect(a, m) for m in values if METRIC[m].proportion is not None}
-    if pred.mode_spec.reads_behaviour and not options.paper_compat:
+    if pred.mode.reads_behaviour and not options.paper_compat:
         from .refusal import correct_refusal_figures
 
         s.refusal_corrected = correct_refusal_figures(

@@ -197,11 +197,11 @@ def placement_groups(preds: Sequence[Predictions]) -> list[tuple[list[int], list
         if len(g) < 2 or len(set(where)) != len(where):
             continue
         judges: list[int] = []
-        if preds[g[0]].mode_spec.reads_behaviour:
+        if preds[g[0]].mode.reads_behaviour:
             seen: set[str] = set()
             for j, (p, k) in enumerate(zip(preds, keys)):
                 w = placement_of(p)
-                if (p.model == model and not p.mode_spec.reads_behaviour and k == key and w in where and w not in seen
+                if (p.model == model and not p.mode.reads_behaviour and k == key and w in where and w not in seen
                         and p.mutation == mutation):
                     seen.add(w)
                     judges.append(j)
@@ -240,7 +240,7 @@ def say_do_pairs(preds: Sequence[Predictions], options: ScoringOptions = DEFAULT
             b = preds[j]
             if not (is_say_do_pair(a, b) and a.model == b.model):
                 continue
-            judge, respond = (i, j) if b.mode_spec.reads_behaviour else (j, i)
+            judge, respond = (i, j) if b.mode.reads_behaviour else (j, i)
             try:
                 sd = say_do(preds[judge], preds[respond], options)
             except CompareError:
@@ -295,7 +295,8 @@ class Overview:
     #: the groups compared as matrices (``comparisons`` holds None for them): (the group's
     #: positions, one matrix per case set in it: ``case_set_matrices``)
     matrices: list[tuple[list[int], PairMatrix]] = field(default_factory=list)
-    #: the people's references (``context.references_by_dataset``) of the inputs with votes
+    #: people's references over every case of each set of voted cases among the inputs, as
+    #: their results hold them (``result.people_by_case_set``)
     people: list[tuple[list[int], dict[str, Any]]] = field(default_factory=list)
     #: the inputs grouped by the cases they hold (``compare.case_set_groups``): ranked per group
     case_sets: list[list[int]] = field(default_factory=list)
@@ -333,17 +334,15 @@ def overview(
     preds = list(preds)
     out = Overview(options, [score_input(p, options) for p in preds])
     out.people_refusal = {i: one_person_refusal(f) for i, f in enumerate(out.inputs)
-                          if f.pred.mode_spec.reads_behaviour and f.scored}
+                          if f.pred.mode.reads_behaviour and f.scored}
     out.say_do = say_do_pairs(preds, options)
     out.comparisons = comparisons(preds, options)
     out.matrices = [(g, pm) for g, res in out.comparisons if res is None
                     for pm in case_set_matrices(preds, out.inputs, g, options)]
     out.case_sets = case_set_groups(preds)
-    from .context import references_by_dataset
+    from .result import people_by_case_set
 
-    out.people = references_by_dataset(preds, n_boot=options.n_boot, seed=options.bootstrap_seed,
-                                       label_source=options.label_source, level=options.level,
-                                       cluster=options.resample_by)
+    out.people = people_by_case_set(out.inputs)
     out.ablations = [(g, analyse_ablation([preds[i] for i in g], options)) for g in ablation_groups(preds)]
     out.placements = [(g, j, analyse_placements([preds[i] for i in g], options, judges=[preds[i] for i in j]))
                       for g, j in placement_groups(preds)]

@@ -291,7 +291,7 @@ class PlacementResult:
             for pc, row in zip(self.comparison.pairs, self.comparison.to_dict()["pairs"]):
                 pairs.append({**row, "a": names[pc.a], "b": names[pc.b]})
         d: dict[str, Any] = {
-            "model": self.model, "mode": self.mode, "removed": list(self.removed), "paper_compat": self.paper_compat,
+            "model": self.model, "mode": str(self.mode), "removed": list(self.removed), "paper_compat": self.paper_compat,
             "settings": self.settings, f"{self.factor}s": [p.to_dict(self.factor) for p in self.placements],
             "pairs": pairs, "context_shift_differences": [dict(vars(s)) for s in self.shift_diffs],
         }
@@ -380,10 +380,10 @@ def analyse_factor(
                 "study: a run without --mutation); the inputs hold: "
                 + ", ".join(f"{k} ({v})" for k, v in seen.items()))
         preds.sort(key=lambda p: factor.level_of(p) != factor.baseline)  # the baseline first, the rest as given
-    behaviour = preds[0].mode_spec.reads_behaviour
+    behaviour = preds[0].mode.reads_behaviour
     judge_at: dict[str, Predictions] = {}
     for j in judges:
-        if j.mode_spec.reads_behaviour:
+        if j.mode.reads_behaviour:
             raise PlacementStudyError(f"{j.source} is a respond run; the say-do gap pairs judge runs with respond runs")
         if not behaviour:
             raise PlacementStudyError("judge runs for the say-do gap go with a respond study")
@@ -402,7 +402,7 @@ def analyse_factor(
         s = r.score
         f = PlacementFigures(factor.level_of(p), p.source, s, ContextFigures.of(s))
         if not paper_compat:
-            f.people = r.people_references()
+            f.people = r.people.pairs
         if behaviour:
             # 1 - a recall, with the recall's own interval flipped (Wilson in default scoring,
             # which is symmetric under k -> n - k; the bootstrap under paper_compat)

@@ -6,50 +6,49 @@ for an input's ``ScoredInput`` and reads it; none rebuilds the scoring arrays or
 bootstrap of its own over one input's figures. ``score_input`` builds the input's scoring
 arrays (``metrics.scoring_arrays``) once per ``ScoringOptions``, computes every figure with its
 interval and the count it rests on (``metrics.score_arrays``), the per-case figures behind the
-report's plots and the per-pair context table (``context.pair_table``), and keeps the result on
-the predictions (the options are frozen and hashable, so they are the key): a second consumer of
-the same input with the same options gets the same object. The predictions are treated as fixed
-once scored (nothing in casebench changes loaded predictions; the minimum verdict mass is an
-option, applied through a view, ``Predictions.at_min_verdict_mass``).
+report's plots, the per-pair context table (``context.pair_table``) and people's references
+(``PeopleReferences``: on the pairs the input answered, and over every case it holds), all under
+the same options (level, clustering, label source, resamples).
 
-Later analyses attach what they compute per input to its result rather than keep it beside:
-``ScoredInput.attach`` adds a named block (e.g. people's figures on the input's cases), and
-``ScoredInput.add_figure`` a figure with its interval and count, which every table then shows.
+The result is frozen and kept beside the predictions, never in them (``_KEPT``, keyed by the
+predictions and the options): a second consumer of the same input with the same options gets
+the same object. The predictions are treated as fixed once scored (nothing in casebench changes
+loaded predictions; the minimum verdict mass is an option, applied through a view,
+``Predictions.at_min_verdict_mass``).
 
-Published reference rows (``score --reference``) are scored once per set of files, dataset,
-case subset, options and code version and kept on disk (``ReferenceScoreCache``), so a later
-call reads them instead of loading and scoring 17 files again. The report keeps the whole
-``ScoredInput`` of each published reference input the same way (``reference_input``), so a later
-report reads its reference rows back instead of scoring them again.
+Published reference rows are scored through ``reference_rows`` (one path, one JSON cache on
+disk), which hands ``score_input`` the figures it kept (``Kept``) so that nothing is computed
+twice.
 
-``BUILDS`` counts, per input source, how often its scoring arrays were built: the tests check
-that a report over several inputs builds each input's arrays once.
+``BUILDS`` counts, per input source, how often its scoring arrays were built, and ``SCORED`` how
+often its figures were computed (the bootstraps): the tests check that a report over several
+inputs builds each input's arrays once and that kept reference rows are not scored again.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import pickle
-from collections import Counter
+import weakref
+from collections import Counter, OrderedDict
 from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from ..data import Case
 from ..predictions import Predictions
 from .metrics import (
-    ECE_BINS, METRIC, Score, ScoringArrays, breakdown_kinds, ece_bins, score_arrays, score_breakdowns, scoring_arrays,
+    ECE_BINS, Score, ScoringArrays, breakdown_kinds, ece_bins, score_arrays, score_breakdowns, scoring_arrays,
 )
 from .options import DEFAULT_OPTIONS, ScoringOptions
 
 #: per input source, how many times its scoring arrays were built (instrumentation for tests)
 BUILDS: Counter[str] = Counter()
+#: per input source, how many times its figures were computed (``metrics.score_arrays``: the
+#: bootstraps) rather than read from a kept reference row (instrumentation for tests)
+SCORED: Counter[str] = Counter()
 
 
-@dataclass
+@dataclass(frozen=True, eq=False)
 class Reliability:
     """The reliability curve of one input: per non-empty ECE bin (``metrics.ECE_BINS``
     equal-width bins of P(safe)), its mean P(safe), its mean human safe_rate, its case count and
@@ -77,7 +76,62 @@ def reliability_curve(a: ScoringArrays) -> Reliability | None:
     return Reliability(pm, gm, cnt[keep], centres)
 
 
-@dataclass(eq=False, repr=False)
+@dataclass(frozen=True)
+class PeopleReferences:
+    """People's references of one input under its ``ScoringOptions``: the one home that
+    ``score``, ``compare``, the report, the first screen after ``run`` and the inspect metric read.
+
+    ``pairs``: on the pairs the input answered, on the judge's own footing
+    (``context.score_people``: one person and people's majority, the judge's shift minus each,
+    the pairs people label differently), drawn as the input's own pair figures are; None without
+    a pair. ``cases``: over every case of the input with votes (``context.human_references``:
+    both label sources, annotator agreement, the vote-agreement ceiling, the BCE floor: the line
+    under every table); None when a case holds no votes. Both JSON-ready, at the options' level,
+    clustering, label source and resamples.
+    """
+
+    pairs: Mapping[str, Any] | None = None
+    cases: Mapping[str, Any] | None = None
+
+    @property
+    def pair_count(self) -> int:
+        """How many pairs ``pairs`` rests on (0 without)."""
+        return int(self.pairs["pairs"]) if self.pairs else 0
+
+    def shift(self) -> tuple[float, list[float] | None]:
+        """One person's expected context shift on the input's pairs, and its interval."""
+        b = (self.pairs or {}).get("one_person") or {}
+        return float(b.get("context_shift", float("nan"))), b.get("ci", {}).get("context_shift")
+
+    def follow(self) -> tuple[float, list[float] | None]:
+        """How often people's majority label follows the context on the input's pairs, and its
+        interval."""
+        b = (self.pairs or {}).get("majority") or {}
+        return float(b.get("context_follow", float("nan"))), b.get("ci", {}).get("context_follow")
+
+
+def _people_on_pairs(a: ScoringArrays, scored_cases: Sequence[Case], o: ScoringOptions) -> dict[str, Any] | None:
+    from .context import score_people
+
+    if a.pairs is None or not len(a.pairs):
+        return None
+    return score_people(a, scored_cases, n_boot=o.n_boot, seed=o.bootstrap_seed, level=o.level,
+                        label_source=o.label_source)
+
+
+def _people_over_cases(pred: Predictions, o: ScoringOptions) -> dict[str, Any] | None:
+    from .context import human_references
+
+    if not pred.cases or not all(c.has_votes for c in pred.cases) or not any(c.votes for c in pred.cases):
+        return None  # a set labelled by a safe_rate alone (the demo set): no individual vote
+    try:
+        return human_references(pred.cases, n_boot=o.n_boot, seed=o.bootstrap_seed, level=o.level,
+                                label_source=o.label_source, cluster=o.resample_by)
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True, eq=False, repr=False)
 class ScoredInput:
     """One input scored once under one ``ScoringOptions``: everything any command shows of it.
 
@@ -90,8 +144,10 @@ class ScoredInput:
     input; ``scored_mask`` / ``correct_all``: per case of the input (all of them, in order)
     scored, and right where scored; ``scored_cases``: the scored cases (``g`` and ``p`` follow
     their order); ``pairs``: the per-pair context table (``context.pair_table``), None without
-    pairs; ``people``: people's references on the pairs it answered (computed on first use);
-    ``blocks``: what later analyses attached (``attach``), by name.
+    pairs; ``people``: people's references (``PeopleReferences``) under the same options.
+
+    Frozen: nothing changes a scored input (``with_breakdowns`` keeps what it derives from the
+    same arrays, so each kind of breakdown is computed once).
     """
 
     pred: Predictions
@@ -107,9 +163,8 @@ class ScoredInput:
     correct_all: np.ndarray
     scored_cases: tuple[Case, ...]
     pairs: dict[str, np.ndarray] | None = None
-    blocks: dict[str, Any] = field(default_factory=dict)
-    _broken_down: dict[tuple[str, ...], Score] = field(default_factory=dict)
-    _people: list[dict[str, Any] | None] = field(default_factory=list)
+    people: PeopleReferences = field(default_factory=PeopleReferences)
+    _broken_down: dict[tuple[str, ...], Score] = field(default_factory=dict, compare=False)
 
     def __repr__(self) -> str:
         return f"ScoredInput({self.pred.name!r}, scored={self.scored}/{self.pred.n})"
@@ -135,56 +190,31 @@ class ScoredInput:
                 self.score, breakdowns=score_breakdowns(self.pred, self.arrays, self.mask, self.options, kinds))
         return self._broken_down[kinds]
 
-    def people_references(self) -> dict[str, Any] | None:
-        """People's references on the pairs this input answered (``context.score_people``: one
-        person, the majority, under the options' label source), computed on first use from
-        these arrays and kept; None when the arrays hold no pairs."""
-        if not self._people:
-            from .context import score_people
-
-            o = self.options
-            self._people.append(score_people(self.arrays, self.scored_cases, n_boot=o.n_boot, seed=o.bootstrap_seed,
-                                             level=o.level, label_source=o.label_source))
-        return self._people[0]
-
-    @property
-    def people(self) -> dict[str, Any] | None:
-        """``people_references`` of an input with at least one pair (the report's per-input
-        people block), else None."""
-        if self.arrays.pairs is None or not len(self.arrays.pairs):
-            return None
-        return self.people_references()
-
-    def attach(self, name: str, block: Any) -> None:
-        """Attach a named block of figures computed on this input by a later analysis (e.g.
-        people's figures on its cases); ``to_dict`` carries it under ``name``."""
-        if name in self.score.to_dict():
-            raise ValueError(f"{name!r} is a key of the score itself; attach the block under another name")
-        self.blocks[name] = block
-
-    def add_figure(self, name: str, value: float, ci: Sequence[float] | None = None, cases: int | None = None) -> None:
-        """Add a figure computed beside the metric table (its name must be a registered metric,
-        so every table knows its label and digits), with its interval and the count it rests on."""
-        if name not in METRIC:
-            raise ValueError(f"{name!r} is not a registered metric (stats.metrics.register_metric)")
-        self.score.values[name] = float(value)
-        if ci is not None:
-            self.score.ci[name] = [float(ci[0]), float(ci[1])]
-        if cases is not None:
-            self.score.cases_of[name] = int(cases)
-
     def to_dict(self) -> dict[str, Any]:
-        """The score as ``casebench score --json`` writes it, plus every attached block."""
-        d = self.score.to_dict()
-        for k, v in self.blocks.items():
-            d[k] = v.to_dict() if hasattr(v, "to_dict") else v
-        return d
+        """The score as ``casebench score --json`` writes it."""
+        return self.score.to_dict()
 
 
-def _build(pred: Predictions, options: ScoringOptions, human_rate: np.ndarray | None = None) -> ScoredInput:
+@dataclass(frozen=True)
+class Kept:
+    """A reference row's figures as ``reference_rows`` kept them (computed before under the
+    same files, dataset, options, cases and version): the score and people's references on its
+    pairs. ``score_input`` builds the (cheap) arrays again and computes none of these."""
+
+    score: Score
+    people_pairs: Mapping[str, Any] | None = None
+
+
+def _build(pred: Predictions, options: ScoringOptions, human_rate: np.ndarray | None = None,
+           kept: Kept | None = None) -> ScoredInput:
     BUILDS[pred.source] += 1
     a, mask = scoring_arrays(pred, options, human_rate)
-    score = score_arrays(pred, a, mask, options)
+    mask = np.asarray(mask, dtype=bool)
+    if kept is None:
+        SCORED[pred.source] += 1
+        score = score_arrays(pred, a, mask, options)
+    else:
+        score = kept.score
     c = np.array([x.category for x in pred.cases], dtype=object)[mask]
     acc = {}
     for cat in sorted(set(c.tolist())):
@@ -199,27 +229,37 @@ def _build(pred: Predictions, options: ScoringOptions, human_rate: np.ndarray | 
         from .context import pair_table
 
         pairs = pair_table(a)
-    return ScoredInput(pred, options, a, np.asarray(mask, dtype=bool), score, acc, a.g, p,
-                       reliability_curve(a) if continuous else None, np.asarray(mask, dtype=bool), correct_all,
-                       tuple(x for x, m in zip(pred.cases, mask) if m), pairs)
+    scored_cases = tuple(x for x, m in zip(pred.cases, mask) if m)
+    on_pairs = kept.people_pairs if kept is not None else _people_on_pairs(a, scored_cases, options)
+    people = PeopleReferences(on_pairs, _people_over_cases(pred, options))
+    return ScoredInput(pred, options, a, mask, score, acc, a.g, p, reliability_curve(a) if continuous else None,
+                       mask, correct_all, scored_cases, pairs, people)
 
 
-def score_input(pred: Predictions, options: ScoringOptions = DEFAULT_OPTIONS) -> ScoredInput:
+#: every input's scored result by (the predictions' identity, the options), the most recently
+#: used last, with a weak reference to the predictions (an identity is reused once they are
+#: gone); kept beside the predictions, never in them, at most ``_KEPT_MAX``
+_KEPT: "OrderedDict[tuple[int, ScoringOptions], tuple[weakref.ref[Predictions], ScoredInput]]" = OrderedDict()
+_KEPT_MAX = 512
+
+
+def score_input(pred: Predictions, options: ScoringOptions = DEFAULT_OPTIONS, *,
+                kept: Kept | None = None) -> ScoredInput:
     """The one ``ScoredInput`` of ``pred`` under ``options``: built on the first call, the same
-    object afterwards (kept on the predictions, keyed by the options and the threshold they are
-    read at). Raises ``options.LabelSourceError`` when the cases cannot be labelled."""
-    eff, kept, key = _kept(pred, options)
-    if key not in kept:
-        kept[key] = _build(eff, options)
-    return kept[key]
-
-
-def _kept(pred: Predictions, options: ScoringOptions) -> tuple[Predictions, dict[Any, ScoredInput], Any]:
-    """The predictions as ``options`` read them, the results kept on them, and the key of
-    ``options`` among those (the one keying ``score_input`` and ``reference_input`` share)."""
-    eff = pred.at_min_verdict_mass(options.min_verdict_mass)
-    kept: dict[Any, ScoredInput] = eff.__dict__.setdefault("_scored", {})
-    return eff, kept, (options, float(eff.min_verdict_mass))
+    object afterwards (kept beside the predictions, keyed by them and the options, which include
+    the threshold they are read at). ``kept``: a reference row's figures kept on disk
+    (``reference_rows``), used instead of computing them on the first call. Raises
+    ``options.LabelSourceError`` when the cases cannot be labelled."""
+    key = (id(pred), options)
+    got = _KEPT.get(key)
+    if got is not None and got[0]() is pred:
+        _KEPT.move_to_end(key)
+        return got[1]
+    scored = _build(pred.at_min_verdict_mass(options.min_verdict_mass), options, kept=kept)
+    _KEPT[key] = (weakref.ref(pred), scored)
+    while len(_KEPT) > _KEPT_MAX:
+        _KEPT.popitem(last=False)
+    return scored
 
 
 def score_predictions(
@@ -236,142 +276,15 @@ def score_predictions(
     return score_input(pred, options).with_breakdowns(breakdowns)
 
 
-# --------------------------------------------------------------------------------------------
-# Published reference rows, scored once and kept on disk
-
-
-def _file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def code_version() -> str:
-    """What the figures of this casebench depend on: its version, the source of ``stats/`` (a
-    changed formula changes it even between releases) and the registered metrics (a plugin
-    metric adds figures)."""
-    from .. import __version__
-
-    h = hashlib.sha256(__version__.encode())
-    for f in sorted(Path(__file__).parent.glob("*.py")):
-        h.update(f.name.encode())
-        h.update(f.read_bytes())
-    h.update(",".join(METRIC).encode())
-    return h.hexdigest()
-
-
-class ReferenceScoreCache:
-    """Scores of published reference files kept on disk under ``root`` (casebench's cache
-    directory, ``cache.cache_dir() / "scores"``), one JSON file per key.
-
-    The key (``key``) is the SHA-256 of: each input file's SHA-256 (and the dataset's, which the
-    files are checked against), the scoring options, the case subset and ``code_version``; any
-    change in them is another key, so a stale entry is never read. ``get`` and ``put`` never
-    fail the command: an unreadable or unwritable cache is a miss."""
-
-    def __init__(self, root: str | Path | None = None) -> None:
-        if root is None:
-            from ..cache import cache_dir
-
-            root = cache_dir() / "scores"
-        self.root = Path(root)
-
-    @staticmethod
-    def key(files: Sequence[str | Path], options: ScoringOptions, cases: Sequence[Any] | None = None,
-            extra: Sequence[str | Path] = ()) -> str:
-        """The key of the scores of ``files`` (checked against the datasets ``extra``) under
-        ``options`` over the case subset ``cases`` (None: every case of each file)."""
-        parts = {
-            "files": [_file_sha256(Path(f)) for f in files],
-            "datasets": [_file_sha256(Path(f)) for f in extra],
-            "options": options.key(),
-            "cases": None if cases is None else [c if isinstance(c, (list, tuple)) else int(c) for c in cases],
-            "code": code_version(),
-        }
-        return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
-
-    def _path(self, key: str) -> Path:
-        return self.root / f"reference-{key}.json"
-
-    def get(self, key: str) -> list[Score] | None:
-        """The kept scores of ``key``, or None (a miss)."""
-        p = self._path(key)
-        try:
-            rows = json.loads(p.read_text(encoding="utf-8"))
-            return [Score.from_dict(r) for r in rows]
-        except (OSError, ValueError, KeyError, TypeError):
-            return None
-
-    def put(self, key: str, scores: Sequence[Score]) -> None:
-        """Keep ``scores`` under ``key`` (atomically; a failure to write is ignored)."""
-        from ..atomic import write_text_atomic
-
-        try:
-            write_text_atomic(self._path(key), json.dumps([s.to_dict() for s in scores]))
-        except OSError:
-            pass
-
-
-def reference_scores(files: Sequence[str | Path], options: ScoringOptions,
-                     load: Callable[[], Sequence[Predictions]], *, datasets: Sequence[str | Path] = (),
-                     cache: ReferenceScoreCache | None = None, cases: Sequence[Any] | None = None) -> list[Score]:
-    """The scores of the published reference ``files`` under ``options``: read from ``cache``
-    (default: casebench's cache directory) when they were scored before with the same files,
-    datasets, options, case subset (``cases``: what ``load`` restricts the files to, as
-    JSON-ready keys) and code, else ``load()``-ed, scored once and kept."""
-    cache = cache or ReferenceScoreCache()
-    key = cache.key(files, options, cases=cases, extra=datasets)
-    got = cache.get(key)
-    if got is not None:
-        return got
-    scores = [score_input(p, options).score for p in load()]
-    cache.put(key, scores)
-    return scores
-
-
-def reference_input(pred: Predictions, options: ScoringOptions, *, datasets: Sequence[str | Path] = (),
-                    cache: ReferenceScoreCache | None = None) -> ScoredInput:
-    """The ``ScoredInput`` of one published reference input ``pred`` (loaded from the file
-    ``pred.source``, checked against the datasets ``datasets``) under ``options``, as the report
-    shows it: read from ``cache`` (default: casebench's cache directory; the key is
-    ``ReferenceScoreCache.key`` of the file, datasets, options, the input's cases and the code
-    version) when it was scored before, else scored once (``score_input``, with people's
-    references on its pairs) and kept. Either way it is also kept on ``pred``, so ``score_input``
-    (and every consumer of it) returns this very result. An input not read from a file is
-    scored without the disk cache; an unreadable or unwritable cache is a miss."""
-    source = Path(pred.source) if pred.source else None
-    if source is None or not source.is_file():
-        return score_input(pred, options)
-    eff, kept, mem_key = _kept(pred, options)
-    if mem_key in kept:
-        return kept[mem_key]
-    cache = cache or ReferenceScoreCache()
-    cases = [(c.query, bool(c.intended_safe), c.category) for c in pred.cases]
-    try:
-        key = cache.key([source], options, cases=cases, extra=datasets)
-    except OSError:
-        return score_input(pred, options)
-    path = cache.root / f"report-reference-{key}.pickle"
-    got: ScoredInput | None = None
-    try:
-        with open(path, "rb") as f:
-            got = pickle.load(f)
-        if not isinstance(got, ScoredInput) or got.pred is not None:
-            got = None
-    except Exception:  # a missing, stale or damaged entry is a miss, never a failure
-        got = None
-    if got is not None:
-        got.pred = eff  # the result refers to these predictions, as if scored here
-        kept[mem_key] = got
-        return got
-    scored = score_input(pred, options)
-    _ = scored.people  # people's references on its pairs: the report shows them beside each row
-    try:
-        from ..atomic import write_bytes_atomic
-
-        write_bytes_atomic(path, pickle.dumps(replace(scored, pred=None), protocol=pickle.HIGHEST_PROTOCOL))
-    except Exception:  # an unwritable cache only costs the next call a rescoring
-        pass
-    return scored
+def people_by_case_set(inputs: Sequence[ScoredInput]) -> list[tuple[list[int], Mapping[str, Any]]]:
+    """People's references over every case (``PeopleReferences.cases``) of each distinct set of
+    voted cases among ``inputs``, read from the inputs' own results: (positions of the inputs
+    that hold it, the references). Inputs of one dataset share one (an ablation condition shares
+    its full context's: the votes are the same); inputs without votes are left out."""
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    for i, s in enumerate(inputs):
+        if s.people.cases is None:
+            continue
+        key = tuple((c.index, c.query, c.votes, c.safe_rate, c.category, c.intended_safe) for c in s.pred.cases)
+        groups.setdefault(key, []).append(i)
+    return [(members, inputs[members[0]].people.cases) for members in groups.values()]

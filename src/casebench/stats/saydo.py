@@ -46,7 +46,7 @@ class SayDo:
 
 def is_say_do_pair(a: Predictions, b: Predictions) -> bool:
     """True when exactly one of two inputs reads behaviour (respond mode) and the other judges."""
-    return a.mode_spec.reads_behaviour != b.mode_spec.reads_behaviour
+    return a.mode.reads_behaviour != b.mode.reads_behaviour
 
 
 def say_do(a: Predictions, b: Predictions, options: ScoringOptions = DEFAULT_OPTIONS) -> SayDo:
@@ -56,8 +56,8 @@ def say_do(a: Predictions, b: Predictions, options: ScoringOptions = DEFAULT_OPT
     them (at the options' minimum verdict mass)."""
     n_boot, level = options.n_boot, options.level
     a, b = a.at_min_verdict_mass(options.min_verdict_mass), b.at_min_verdict_mass(options.min_verdict_mass)
-    judge, respond = (a, b) if b.mode_spec.reads_behaviour else (b, a)
-    if judge.mode_spec.reads_behaviour or not respond.mode_spec.reads_behaviour:
+    judge, respond = (a, b) if b.mode.reads_behaviour else (b, a)
+    if judge.mode.reads_behaviour or not respond.mode.reads_behaviour:
         raise CompareError("say-and-do needs one judge input (binary, score or prob) and one respond run")
     if judge.model != respond.model:
         raise CompareError(f"say-and-do compares one model with itself, got {judge.model!r} and {respond.model!r}")
