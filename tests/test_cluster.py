@@ -74,7 +74,7 @@ def _members(keys: list) -> list[np.ndarray]:
 
 
 def _key(c, by: str):
-    return {"query": c.query, "category": c.category}[by]
+    return {"query": c.query, "category": c.category, "case": c.index}[by]
 
 
 def _independent(cases, by: str, stat) -> np.ndarray:
@@ -94,10 +94,19 @@ def test_clustered_intervals_equal_an_independent_cluster_bootstrap(fixture_case
     pred = _prob_input(fixture_cases, 1, "judge-a")
     s = score_predictions(pred, ScoringOptions(n_boot=B, bootstrap_seed=SEED, cluster=by))
     g, p = pred.human_rate, pred.p_safe
-    want_brier = _pct(_independent(fixture_cases, by, lambda i: np.mean((p[i] - g[i]) ** 2)))
-    want_pcc = _pct(_independent(fixture_cases, by, lambda i: np.corrcoef(pred.value[i], g[i])[0, 1]))
-    assert s.ci["brier"] == pytest.approx(want_brier, abs=1e-9)
-    assert s.ci["pcc"] == pytest.approx(want_pcc, abs=1e-9)
+    def brier(i):
+        return np.mean((p[i] - g[i]) ** 2)
+
+    def pcc(i):
+        return np.corrcoef(pred.value[i], g[i])[0, 1]
+
+    def floored(stat):
+        # the cluster bootstrap's interval, or the cases' where that is wider (the design-effect floor)
+        clustered, cases = _pct(_independent(fixture_cases, by, stat)), _pct(_independent(fixture_cases, "case", stat))
+        return cases if cases[1] - cases[0] > clustered[1] - clustered[0] else clustered
+
+    assert s.ci["brier"] == pytest.approx(floored(brier), abs=1e-9)
+    assert s.ci["pcc"] == pytest.approx(floored(pcc), abs=1e-9)
     assert s.cluster == by and s.to_dict()["cluster"] == by
 
 
@@ -112,11 +121,11 @@ def test_clustering_by_case_is_the_plain_case_bootstrap(fixture_cases):
     assert not s.design_effects
 
 
-def _wilson(k: float, n: float) -> list[float]:
+def _wilson(k: float, n: float, z: float = Z975) -> list[float]:
     p = k / n
-    den = 1 + Z975 ** 2 / n
-    mid = (p + Z975 ** 2 / (2 * n)) / den
-    half = Z975 * math.sqrt(p * (1 - p) / n + Z975 ** 2 / (4 * n * n)) / den
+    den = 1 + z ** 2 / n
+    mid = (p + z ** 2 / (2 * n)) / den
+    half = z * math.sqrt(p * (1 - p) / n + z ** 2 / (4 * n * n)) / den
     return [max(0.0, mid - half), min(1.0, mid + half)]
 
 
@@ -145,7 +154,10 @@ def test_clustered_wilson_interval_uses_the_effective_number_of_cases(fixture_ca
     assert deff > 1.2  # the fixture's categories lean: clustering matters
     s = score_predictions(pred, ScoringOptions(n_boot=B, bootstrap_seed=SEED, cluster="category"))
     assert s.design_effects["accuracy"] == pytest.approx(deff)
-    assert s.ci["accuracy"] == pytest.approx(_wilson(correct.sum() / deff, N / deff))
+    from scipy.stats import t as student_t
+
+    # clustered: Student's t with K - 1 degrees of freedom in place of z
+    assert s.ci["accuracy"] == pytest.approx(_wilson(correct.sum() / deff, N / deff, student_t.ppf(0.975, K - 1)))
     plain = score_predictions(pred, ScoringOptions(n_boot=B, bootstrap_seed=SEED, cluster="case"))
     assert plain.ci["accuracy"] == pytest.approx(_wilson(correct.sum(), N))
     assert s.ci["accuracy"][1] - s.ci["accuracy"][0] > plain.ci["accuracy"][1] - plain.ci["accuracy"][0]
@@ -158,8 +170,11 @@ def test_a_design_effect_below_one_never_narrows_a_wilson_interval(fixture_cases
     pred = Predictions.from_values("half", "half", "binary", cases, values)
     s = score_predictions(pred, ScoringOptions(n_boot=B, bootstrap_seed=SEED, cluster="query"))
     plain = score_predictions(pred, ScoringOptions(n_boot=B, bootstrap_seed=SEED, cluster="case"))
-    assert s.design_effects["accuracy"] < 1
-    assert s.ci["accuracy"] == plain.ci["accuracy"]
+    # every query exactly 1 of 2: no variance between clusters at all, so the design effect is
+    # undefined (issue 36: a ratio of 0 says nothing), and the interval is the cases' one
+    assert math.isnan(s.design_effects["accuracy"])
+    lo, hi = s.ci["accuracy"]
+    assert lo <= plain.ci["accuracy"][0] and hi >= plain.ci["accuracy"][1]  # t with K - 1 df: a little wider
 
 
 @pytest.mark.parametrize("by", ["query", "category"])
@@ -172,7 +187,8 @@ def test_clustered_paired_differences_equal_an_independent_cluster_bootstrap(fix
     d_brier = _independent(fixture_cases, by,
                            lambda i: np.mean((a.p_safe[i] - g[i]) ** 2) - np.mean((b.p_safe[i] - g[i]) ** 2))
     m = res.pairs[0].metrics
-    assert m["accuracy"].ci == pytest.approx(_pct(d_acc), abs=1e-9)
+    assert m["accuracy"].ci_bootstrap == pytest.approx(_pct(d_acc), abs=1e-9)
+    assert m["accuracy"].ci_note.startswith("Newcombe")  # the interval shown for a difference of shares
     assert m["brier"].ci == pytest.approx(_pct(d_brier), abs=1e-9)
     # the tests follow the clustering: McNemar for clustered pairs, the cluster bootstrap for r
     assert m["accuracy"].test == "mcnemar_clustered" and m["pcc"].test == "bootstrap"
@@ -190,7 +206,12 @@ def test_mcnemar_for_clustered_pairs_by_hand():
     from scipy.stats import chi2
 
     got = mcnemar_clustered(a, b, clusters)
-    assert got["statistic"] == pytest.approx(stat) and got["p"] == pytest.approx(chi2.sf(stat, 1))
+    from scipy.stats import t as student_t
+
+    # five clusters: referred to F(1, 4), i.e. Student's t with K - 1 = 4 degrees of freedom, two-sided
+    assert got["statistic"] == pytest.approx(stat)
+    assert got["p"] == pytest.approx(2 * student_t.sf(math.sqrt(stat), 4))
+    assert got["p"] > chi2.sf(stat, 1)
     assert (got["a_only"], got["b_only"]) == (4, 2)
     assert got["se0"] == pytest.approx(math.sqrt(6) / 10)
     # every case its own cluster: McNemar's asymptotic (b - c)^2 / (b + c)
@@ -199,7 +220,10 @@ def test_mcnemar_for_clustered_pairs_by_hand():
     # the report's matrix gives the same test for every pair at once
     mx = accuracy_matrix(np.array([a, b]), np.ones((2, 10), dtype=bool), clusters=clusters)
     assert mx.test == "clustered" and mx.p[0, 1] == pytest.approx(got["p"]) and mx.p[1, 0] == pytest.approx(got["p"])
-    assert mx.mdd[0, 1] == pytest.approx((Z975 + Z80) * math.sqrt(6) / 10)
+    # the MDD's SE is centred on the difference 0.2: D_c - 0.2 x 2 = 1.6, -0.4, -0.4, 0.6, -1.4, with 5/4
+    se = math.sqrt(5 / 4 * (1.6 ** 2 + 0.4 ** 2 + 0.4 ** 2 + 0.6 ** 2 + 1.4 ** 2)) / 10
+    assert got["se"] == pytest.approx(se)
+    assert mx.mdd[0, 1] == pytest.approx((Z975 + Z80) * se)
 
 
 def test_accuracy_mdd_from_the_discordant_proportion_by_hand(fixture_cases):
@@ -207,9 +231,11 @@ def test_accuracy_mdd_from_the_discordant_proportion_by_hand(fixture_cases):
     res = compare([a, b], ScoringOptions(n_boot=B, bootstrap_seed=SEED, cluster="case"))
     pc = res.pairs[0]
     n, disc = pc.n_paired, pc.mcnemar["a_only"] + pc.mcnemar["b_only"]
-    psi = disc / n  # the discordant proportion
     assert disc > 0
-    assert pc.metrics["accuracy"].mdd == pytest.approx((1.959964 + 0.841621) * math.sqrt(psi / n), rel=1e-6)
+    # the SE of the per-case differences (+1, -1 or 0) centred on their mean, with n / (n - 1)
+    d = np.array([1.0] * pc.mcnemar["a_only"] + [-1.0] * pc.mcnemar["b_only"] + [0.0] * (n - disc))
+    se = float(np.std(d, ddof=1)) / math.sqrt(n)
+    assert pc.metrics["accuracy"].mdd == pytest.approx((1.959964 + 0.841621) * se, rel=1e-6)
     assert pc.metrics["accuracy"].test == "mcnemar" and pc.mcnemar["test"] == "exact"
     # an input against itself: no discordant case, nothing to say how the two could differ
     same = compare([a, a], ScoringOptions(n_boot=B, bootstrap_seed=SEED)).pairs[0].metrics["accuracy"]

@@ -62,7 +62,8 @@ def test_binary_vs_score_mcnemar_matches_an_exact_binomial_test(gpt4o):
     assert acc.ci[0] < acc.diff < acc.ci[1]
     assert acc.test == "mcnemar" and acc.p == pc.mcnemar["p"]
     # a binary verdict has no P(safe): only label metrics are compared
-    assert set(pc.metrics) == {"accuracy", "safe_recall", "unsafe_recall", "context_direction", "context_shift", "context_follow",
+    assert set(pc.metrics) == {"accuracy", "safe_recall", "unsafe_recall", "context_direction", "context_moved",
+                               "context_concordance", "context_shift", "context_follow",
                                "context_blind", "shift_pcc", "vote_agreement", "accuracy_contested", "accuracy_clear"}
     assert pc.williams is None
     for m in pc.metrics.values():
@@ -91,7 +92,9 @@ def test_an_input_compared_with_itself_shows_no_difference(gpt4o, which):
     res = compare([p, p], ScoringOptions(n_boot=300, bootstrap_seed=3))
     for m in res.pairs[0].metrics.values():
         assert m.diff == 0.0
-        assert m.ci == [0.0, 0.0]
+        # never a point (issue 36): Newcombe's interval for shares, the analytic fallback otherwise
+        assert m.ci_bootstrap == [0.0, 0.0] and m.ci_note
+        assert m.ci[0] < 0.0 < m.ci[1] or all(np.isnan(m.ci))
         assert m.p == 1.0 and m.p_bootstrap == 1.0 and not m.significant
     assert res.pairs[0].mcnemar["a_only"] == res.pairs[0].mcnemar["b_only"] == 0
 
@@ -110,7 +113,7 @@ def test_cli_compare_published_files_table_and_json(gpt4o, exp_dir):
     assert d["settings"]["adjustment"].startswith("Benjamini-Hochberg")
     r = CliRunner().invoke(cli, ["compare", b, b, "--bootstrap", "200", "--json"])
     m = json.loads(r.output)["pairs"][0]["metrics"]
-    assert all(v["p"] == 1.0 and v["ci"] == [0.0, 0.0] for v in m.values())
+    assert all(v["p"] == 1.0 and v["ci_bootstrap"] == [0.0, 0.0] and v["ci"] != [0.0, 0.0] for v in m.values())
 
 
 # ------------------------------------------------------------------------------ refusals
@@ -220,7 +223,7 @@ def test_default_mode_pairs_answered_cases_and_paper_compat_uses_all(gpt4o):
     pc = res.pairs[0]
     assert pc.dropped == len(set(gone_a) | set(gone_b)) and pc.n_paired == 900 - pc.dropped
     # on the paired cases the two inputs are identical
-    assert all(m.diff == 0 and m.ci == [0.0, 0.0] for m in pc.metrics.values())
+    assert all(m.diff == 0 and m.ci_bootstrap == [0.0, 0.0] and m.ci != [0.0, 0.0] for m in pc.metrics.values())
     res = compare([pa, pb], ScoringOptions(paper_compat=True, n_boot=200))
     pc = res.pairs[0]
     assert pc.n_paired == 900 and pc.dropped == 0
@@ -344,7 +347,8 @@ def test_benjamini_hochberg_runs_over_every_pair_and_metric(gpt4o, llama):
     # the added figures (context, human reference) are each a family of their own
     for fam in ("context", "reference"):
         ms = [m for pc in res.pairs for m in pc.metrics.values() if METRIC[m.metric].family == fam]
-        assert len(ms) == 3 * (4 if fam == "context" else 3)
+        # context: direction, moved and concordance with shift, follow, blind and shift r (one family)
+        assert len(ms) == 3 * (7 if fam == "context" else 3)
         _, adj, _, _ = multipletests([m.p for m in ms], method="fdr_bh")
         np.testing.assert_allclose([m.p_adjusted for m in ms], adj)
     text = format_comparison(res)

@@ -143,7 +143,8 @@ def test_ci_resamples_pairs_not_cases():
     assert "context_pairs" not in ci  # a count has no interval
     # the case-level figures still come from the 7 answered cases (accuracy, a proportion: Wilson)
     hit = a.correct.astype(float)
-    assert ci["accuracy"] == pytest.approx(wilson_ci(float(hit.sum()), 7.0))
+    # clustered by query (the default): t with K - 1 df over the queries of the answered cases
+    assert ci["accuracy"] == pytest.approx(wilson_ci(float(hit.sum()), 7.0, df=len(set(a.clusters.tolist())) - 1))
 
 
 def test_breakdowns_keep_pairs_within_a_category():

@@ -185,23 +185,33 @@ def test_paired_wilcoxon_exact(small):
     assert pa["p"] == pytest.approx(0.25)
 
 
-def test_per_query_z_tests(small):
+def test_per_query_fisher_tests_with_bh_over_all_queries(small):
+    from scipy.stats import fisher_exact
+
     rows = small["pairs"]
     assert len(rows) == 5
     by_safe = {(r["share_safe_context"], r["share_unsafe_context"]): r for r in rows}
+    ps = []
     for s, u in zip(SMALL_SAFE, SMALL_UNSAFE):
         r = by_safe[(s / 4, u / 4)]
+        want = fisher_exact([[s, 4 - s], [u, 4 - u]]).pvalue
+        assert r["p"] == pytest.approx(want)
+        ps.append(want)
         if s == u == 4:
-            assert (r["z"], r["p"], r["significant"]) == (0.0, 1.0, False)
-        else:
-            z = pooled_z(s, 4, u, 4)
-            assert r["z"] == pytest.approx(z) and r["p"] == pytest.approx(two_sided_p(z))
-    # p: q1 4 vs 0 -> z = 2.83, p = 0.0047; q2 3 vs 0 -> z = 2.19, p = 0.028; q3 2 vs 0 -> p = 0.10
-    assert two_sided_p(pooled_z(3, 4, 0, 4)) > 0.01
-    ps = small["pairs_significant"]
-    assert (ps["count"], ps["of"], ps["higher_in_safe_context"], ps["higher_in_unsafe_context"]) == (2, 5, 2, 0)
-    strict = human_stats(load_dataset(SMALL), alpha=0.01, draws=10)
-    assert strict["pairs_significant"]["count"] == 1
+            assert (r["p"], r["significant"]) == (1.0, False)
+    # BH over the five queries by its definition: p_(i) 5 / i, monotone from the top
+    order = sorted(range(5), key=lambda i: ps[i])
+    adj, running = [0.0] * 5, 1.0
+    for rank in range(5, 0, -1):
+        running = min(running, ps[order[rank - 1]] * 5 / rank)
+        adj[order[rank - 1]] = running
+    for s, u, a in zip(SMALL_SAFE, SMALL_UNSAFE, adj):
+        assert by_safe[(s / 4, u / 4)]["p_adjusted"] == pytest.approx(a)
+    # four votes a case: 4 vs 0 gives Fisher p = 0.029, 0.14 after BH over five queries: none at 0.05
+    ps_ = small["pairs_significant"]
+    assert (ps_["count"], ps_["of"]) == (0, 5) and "Benjamini-Hochberg" in ps_["adjustment"]
+    loose = human_stats(load_dataset(SMALL), alpha=0.2, draws=10)
+    assert loose["pairs_significant"]["count"] == 1 == sum(a <= 0.2 for a in adj)
 
 
 # --------------------------------------------------------------------------------------------
@@ -320,10 +330,12 @@ def test_uneven_counts_and_unpaired(uneven):
     assert (pa["pairs"], pa["skipped_queries"], pa["skipped_cases"]) == (3, 1, 1)
     # differences .8, 5/6, .3, all positive: exact p = 2 * 1/8
     assert pa["statistic"] == 0.0 and pa["p"] == pytest.approx(0.25)
+    from scipy.stats import fisher_exact
+
     rows = {(r["votes_safe_context"], r["votes_unsafe_context"]): r for r in uneven["pairs"]}
-    assert rows[(3, 5)]["z"] == pytest.approx(pooled_z(3, 3, 1, 5))
-    assert rows[(6, 2)]["z"] == pytest.approx(pooled_z(5, 6, 0, 2))
-    assert rows[(5, 4)]["p"] == pytest.approx(two_sided_p(pooled_z(4, 5, 2, 4)))
+    assert rows[(3, 5)]["p"] == pytest.approx(fisher_exact([[3, 0], [1, 4]]).pvalue)
+    assert rows[(6, 2)]["p"] == pytest.approx(fisher_exact([[5, 1], [0, 2]]).pvalue)
+    assert rows[(5, 4)]["p"] == pytest.approx(fisher_exact([[4, 1], [2, 2]]).pvalue)
 
 
 def test_uneven_agreement_and_majority(uneven):
@@ -395,7 +407,7 @@ def test_cli_json_has_every_documented_key():
     for path in REQUIRED:
         assert isinstance(dig(out, path), (int, float)), path
     assert out["votes"]["safe_contexts"]["share"] == pytest.approx(0.7)
-    assert out["pairs_significant"]["count"] == 2
+    assert out["pairs_significant"]["count"] == 0  # Fisher + BH over five queries of four votes
     for row in out["categories"]:
         assert {"category", "share_safe_contexts", "share_unsafe_contexts", "pairs", "statistic", "p",
                 "p_adjusted"} <= set(row)
@@ -404,7 +416,7 @@ def test_cli_json_has_every_documented_key():
 
 
 def test_cli_alpha_and_label_source_and_stats_alias():
-    res = invoke(SMALL, "--alpha", "0.01", "--json")
+    res = invoke(SMALL, "--alpha", "0.2", "--json")
     assert json.loads(res.output)["pairs_significant"]["count"] == 1
     res = invoke("stats", SMALL, "--label-source", "votes")
     assert res.exit_code == 0, res.output

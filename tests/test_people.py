@@ -86,6 +86,7 @@ def test_references_follow_the_pairs_the_judge_answered():
 def test_intervals_wilson_for_the_majority_share_bootstrap_for_means():
     p = _pred("prob", [0.9, 0.1, 0.6, 0.4, 0.2, 0.1, 0.8, 0.7])
     pub = _people(p, n_boot=300)
+    # clustered by query (the default), each pair is its own cluster: the plain pair bootstrap and Wilson
     assert pub["majority"]["ci"]["context_follow"] == pytest.approx(wilson_ci(2, 4))
     for ref in ("one_person", "majority"):
         lo, hi = pub[ref]["ci"]["context_shift"]
@@ -287,7 +288,10 @@ def test_reference_rows_carry_recalls_with_intervals_on_the_cases_the_input_answ
     want = sum(r["gpt-4o"] == "safe" for r in safe) / len(safe)
     g = next(r for r in refs if r["model"] == "gpt-4o" and r["mode"] == "binary")
     assert g["safe_recall"] == pytest.approx(want, abs=1e-12)
-    assert g["ci"]["safe_recall"] == pytest.approx(wilson_ci(sum(r["gpt-4o"] == "safe" for r in safe), len(safe)))
+    # clustered by query: t with K - 1 df, K the queries holding a human-safe case (design effect floored at 1)
+    k_q = len({r["query"] for r in safe})
+    assert g["ci"]["safe_recall"] == pytest.approx(wilson_ci(sum(r["gpt-4o"] == "safe" for r in safe), len(safe),
+                                                             df=k_q - 1))
     assert "unsafe_recall" in g["ci"]
     table = _cli("score", str(f), "--reference", str(SHARED), "--bootstrap", "100")
     assert "on the 450 cases the inputs scored" in table

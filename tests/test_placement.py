@@ -97,7 +97,10 @@ def test_study_runs_every_placement_with_one_server_and_reports_figures(tmp_path
         assert p["over_refusal_ci"][0] <= over <= p["over_refusal_ci"][1]
         assert p["under_refusal_ci"][0] <= under <= p["under_refusal_ci"][1]
         k, n = int(np.sum(~answered[human])), int(human.sum())  # Wilson, worked out here
-        z = 1.959963984540054
+        # clustered by query (the default): Student's t with K - 1 df, K the queries of the human-safe cases
+        from scipy.stats import t as student_t
+
+        z = float(student_t.ppf(0.975, len({c.query for c, hs in zip(ds, human) if hs}) - 1))
         mid, half = (k / n + z * z / (2 * n)), z * np.sqrt(k / n * (1 - k / n) / n + z * z / (4 * n * n))
         assert p["over_refusal_ci"] == pytest.approx([max(0, (mid - half) / (1 + z * z / n)),
                                                       min(1, (mid + half) / (1 + z * z / n))])
@@ -170,8 +173,15 @@ def test_context_figures_by_hand(small_data_path):
     fig = ContextFigures.of(score_input(pred, ScoringOptions(n_boot=300, bootstrap_seed=1)).score)
     lo, hi = fig.ci["context_shift"]
     assert lo <= fig.shift <= hi
-    # follow: 1 of 3 pairs, Wilson 95%: (p + z^2/2n -+ z sqrt(p(1-p)/n + z^2/4n^2)) / (1 + z^2/n)
-    assert fig.ci["context_follow"] == pytest.approx([0.06149, 0.79234], abs=1e-4)
+    # follow: 1 of 3 pairs, Wilson 95%: (p + z^2/2n -+ z sqrt(p(1-p)/n + z^2/4n^2)) / (1 + z^2/n), z the
+    # t quantile with 3 - 1 df (clustered by query, three queries)
+    from scipy.stats import t as student_t
+
+    z = float(student_t.ppf(0.975, 2))
+    p_, n_ = 1 / 3, 3
+    mid, half = p_ + z * z / (2 * n_), z * np.sqrt(p_ * (1 - p_) / n_ + z * z / (4 * n_ * n_))
+    assert fig.ci["context_follow"] == pytest.approx([(mid - half) / (1 + z * z / n_), (mid + half) / (1 + z * z / n_)],
+                                                     abs=1e-9)
 
 
 def test_study_errors_are_clear(small_data_path):

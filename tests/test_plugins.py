@@ -82,7 +82,9 @@ def test_toy_backend_classifier_and_metric_through_the_cli(tmp_path: Path) -> No
     r = casebench("--plugin", str(PLUGINS / "toy_metric.py"), "score", str(out), "--json", "--bootstrap", "50")
     assert r.returncode == 0, r.stderr
     scored = json.loads(r.stdout.splitlines()[0])
-    assert scored["toy_predicted_safe"] == 0.0 and "toy_predicted_safe" in scored["ci"]
+    # every verdict unsafe: every resample gives 0, and a figure that is not a bounded mean gets no
+    # point interval but the reason (issue 36)
+    assert scored["toy_predicted_safe"] == 0.0 and "toy_predicted_safe" in scored["ci_notes"]
     table = casebench("--plugin", str(PLUGINS / "toy_metric.py"), "score", str(out), "--bootstrap", "0")
     assert table.returncode == 0 and "toy: predicted safe" in table.stdout
 

@@ -98,10 +98,10 @@ def test_a_pair_share_at_zero_gets_the_same_wilson_interval_in_score_and_study()
     turns = Predictions.from_values("t", "m", "binary", cases, ["unsafe"] * 20, context_as="turns")
     s = score_input(user, opts).score
     assert s.values["context_follow"] == 0.0 and s.cases_of["context_follow"] == 10
-    want = wilson_ci(0, 10, 0.95)
+    want = wilson_ci(0, 10, 0.95, df=9)  # clustered by query: ten queries, t with 9 df
     assert s.ci["context_follow"] == pytest.approx(want) and want[0] == 0.0 and want[1] > 0.25
     # blind: 10 of 10 pairs people split get one label: Wilson at 1, not [1, 1]
-    assert s.ci["context_blind"] == pytest.approx(wilson_ci(10, 10, 0.95)) and s.ci["context_blind"][0] < 0.75
+    assert s.ci["context_blind"] == pytest.approx(wilson_ci(10, 10, 0.95, df=9)) and s.ci["context_blind"][0] < 0.75
     # the study reads the same numbers from fresh predictions (nothing shared but the data)
     fresh = [replace(user, meta={}), replace(turns, meta={})]
     study = analyse_placements(fresh, opts)
@@ -117,7 +117,8 @@ def test_partial_answers_at_zero_get_a_wilson_interval():
     pred = Predictions.from_values("r", "m", "respond", cases, [1.0] * 50, behaviour=[["comply"]] * 50)
     s = score_input(pred, ScoringOptions(n_boot=100)).score
     assert s.values["partial_rate"] == 0.0 and s.cases_of["partial_rate"] == 50
-    assert s.ci["partial_rate"] == pytest.approx(wilson_ci(0, 50, 0.95)) and s.ci["partial_rate"][1] > 0.05
+    # clustered by query: 25 queries, t with 24 df
+    assert s.ci["partial_rate"] == pytest.approx(wilson_ci(0, 50, 0.95, df=24)) and s.ci["partial_rate"][1] > 0.05
 
 
 def test_study_and_score_print_the_same_figures_for_one_run(tmp_path):

@@ -34,7 +34,7 @@ def test_binary_scores_get_mcnemar_and_the_plain_paired_bootstrap():
     y = np.array([B01[i] for i in IDS])
     assert (s.n, s.a, s.b, s.diff) == (40, x.mean(), y.mean(), pytest.approx(x.mean() - y.mean()))
     mc = mcnemar_exact(x == 1, y == 1)
-    assert s.test == "mcnemar" and s.p == mc["p"] and s.mdd == pytest.approx(mdd(mc["se0"]))
+    assert s.test == "mcnemar" and s.p == mc["p"] and s.mdd == pytest.approx(mdd(mc["se"]))
     # without clusters the interval is the plain paired bootstrap of the mean difference
     boot = resample_weights(40, 300, 2) @ (x - y) / 40
     assert s.ci == pytest.approx(list(np.percentile(np.round(boot, 12), [2.5, 97.5])))

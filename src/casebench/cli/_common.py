@@ -465,6 +465,13 @@ def file_kind_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--mode", "mode", type=ModeChoice(), default=None, help=FILE_MODE_HELP)(f)
 
 
+def level_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    """``--level``: the confidence level of every interval a scoring command prints (and of the
+    words that name it)."""
+    return click.option("--level", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95,
+                        show_default=True, help="Confidence level of every interval.")(f)
+
+
 def cluster_option(f: Callable[..., Any]) -> Callable[..., Any]:
     """``--cluster``: what the bootstrap of a scoring command (score, compare, ablate, study,
     report) resamples as one unit (``stats.options.CLUSTERINGS``; default and why:

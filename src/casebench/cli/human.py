@@ -47,7 +47,7 @@ def human_group() -> None:
 @click.argument("data", type=click.Path(dir_okay=False), required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
 @click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05,
-              show_default=True, help="Significance level (per-query tests, BH on categories).")
+              show_default=True, help="Significance level of the Benjamini-Hochberg decisions (over the queries, over the categories).")
 @click.option("--label-source", type=click.Choice(LABEL_SOURCES), default="published",
               show_default=True,
               help="Human label: the published safe_rate rule, or the votes-only majority (tie = unsafe).")

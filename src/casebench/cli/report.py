@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ._common import (
-    BadInput, bad_input_errors, cluster_option, file_kind_options, label_source_option, load_reference_inputs, reference_option,
+    BadInput, bad_input_errors, cluster_option, level_option, file_kind_options, label_source_option, load_reference_inputs, reference_option,
     min_verdict_mass_option, scoring_options, warn_unreadable_predictions,
 )
 
@@ -33,6 +33,7 @@ from ._common import (
                    "of by case index only; hidden by default, so a report can be shared without the data.")
 @label_source_option
 @cluster_option
+@level_option
 @file_kind_options
 @min_verdict_mass_option
 @reference_option
@@ -40,7 +41,7 @@ def report_cmd(inputs: tuple[str, ...], out: str, data: str | None, paper_compat
                title: str | None, no_human: bool, show_text: bool, label_source: str, cluster: str, mode: str | None,
                remove: str | None,
                reference: str | None, no_reference: bool, min_verdict_mass: float = 0.5,
-               human_draw_seed: int | None = None) -> None:
+               human_draw_seed: int | None = None, level: float = 0.95) -> None:
     """Write one self-contained HTML report over INPUTS (run directories or published exp/ files):
     leaderboard with CIs, over/under-refusal, paired differences, category heat map, P(safe) vs
     the human safe_rate, reliability, ablation (when given), the human votes and context sensitivity."""
@@ -52,7 +53,7 @@ def report_cmd(inputs: tuple[str, ...], out: str, data: str | None, paper_compat
     from ..stats.metrics import LabelSourceError
 
     options = scoring_options(paper_compat, n_boot, bootstrap_seed, label_source, min_verdict_mass=min_verdict_mass,
-                              cluster=cluster, human_draw_seed=human_draw_seed)
+                              cluster=cluster, human_draw_seed=human_draw_seed, level=level)
     with bad_input_errors(RunError, CompareError):
         dataset = load_dataset(data) if data else None
         preds = [load_predictions(p, dataset=dataset, mode=mode, removed=remove) for p in inputs]

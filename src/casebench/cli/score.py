@@ -7,7 +7,7 @@ import click
 from typing import Any, TYPE_CHECKING, Sequence
 
 from ._common import (
-    bad_input_errors, cluster_option, file_kind_options, label_source_option, min_verdict_mass_option, reference_option,
+    bad_input_errors, cluster_option, level_option, file_kind_options, label_source_option, min_verdict_mass_option, reference_option,
     scoring_options, warn_low_verdict_mass, warn_unreadable_predictions,
 )
 
@@ -34,13 +34,16 @@ if TYPE_CHECKING:  # pragma: no cover
                    "are checked against it record by record (default: the CASEBench_data.json beside their exp/).")
 @label_source_option
 @cluster_option
+@level_option
 @file_kind_options
 @min_verdict_mass_option
 @reference_option
 def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: str, by: tuple[str, ...],
               n_boot: int, bootstrap_seed: int, data: str | None, label_source: str, cluster: str, mode: str | None,
-              remove: str | None, reference: str | None, no_reference: bool, min_verdict_mass: float = 0.5) -> None:
-    """Score INPUTS (run directories or published exp/ files) and print every metric with a 95% CI."""
+              remove: str | None, reference: str | None, no_reference: bool, min_verdict_mass: float = 0.5,
+              level: float = 0.95) -> None:
+    """Score INPUTS (run directories or published exp/ files) and print every metric with a CI (95% unless
+    --level says otherwise)."""
     from ..loader import load_predictions
     from ..stats.metrics import LabelSourceError
     from ..stats.result import score_input, score_predictions
@@ -49,7 +52,7 @@ def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: s
     if as_json:
         fmt = "json"
     options = scoring_options(paper_compat, n_boot, bootstrap_seed, label_source, min_verdict_mass=min_verdict_mass,
-                              cluster=cluster)
+                              cluster=cluster, level=level)
     dataset = None
     with bad_input_errors():
         if data:

@@ -13,17 +13,27 @@ def _f(x: Any, fmt: str = ".4f") -> str:
     return format(x, fmt)
 
 
-def _p(p: float | None) -> str:
+#: an approximate p below this prints as "< 1e-10" (``present.tables.P_PRINT_FLOOR``)
+P_PRINT_FLOOR = 1e-10
+
+
+def _p(p: float | None, exact: bool = True) -> str:
+    """A p-value; an approximate one (``exact`` False: Kruskal-Wallis' chi-squared) below
+    ``P_PRINT_FLOOR`` as ``< 1e-10``; the exact tests here (the signed-rank distribution,
+    Fisher's) print as computed."""
     if p is None:
         return "-"
+    if not exact and p < P_PRINT_FLOOR:
+        return "< 1e-10"
     if p == 0.0:
-        return "<1e-300"  # below the smallest double: the z is the informative figure
+        return "<1e-300"  # below the smallest double
     return f"{p:.3g}"
 
 
-def _peq(p: float | None) -> str:
-    """'p = 0.0114' or 'p < 1e-300'."""
-    return "p < 1e-300" if p == 0.0 else f"p = {_p(p)}"
+def _peq(p: float | None, exact: bool = True) -> str:
+    """'p = 0.0114' or 'p < 1e-10'."""
+    s = _p(p, exact)
+    return f"p {s}" if s.startswith("<") else f"p = {s}"
 
 
 def _ci(ci: Any) -> str:
@@ -76,7 +86,7 @@ def format_stats(r: dict[str, Any]) -> str:
     pa = r["paired"]
     out.append(
         f"  test, paired over queries (Wilcoxon signed-rank over {pa['pairs']} queries, {pa['nonzero_differences']} "
-        f"nonzero; votes alone): W = {_f(pa['statistic'], 'g')}, {_peq(pa['p'])}; mean difference "
+        f"nonzero; votes alone): W = {_f(pa['statistic'], 'g')}, {_peq(pa['p'], exact=pa.get('method', '').startswith('exact'))}; mean difference "
         f"{_f(pa['mean_difference'])} (the votes as cast, without the child-related override)"
     )
     if pa["skipped_queries"]:
@@ -86,7 +96,8 @@ def format_stats(r: dict[str, Any]) -> str:
         )
     ps = r["pairs_significant"]
     out.append(
-        f"  queries whose two cases differ at alpha {ps['alpha']:g} (z-test within the query): {ps['count']} of "
+        f"  queries whose two cases differ at alpha {ps['alpha']:g} (Fisher's exact test within the query, "
+        f"Benjamini-Hochberg over the {ps['of']} queries): {ps['count']} of "
         f"{ps['of']} ({ps['higher_in_safe_context']} safer in the safe context, "
         f"{ps['higher_in_unsafe_context']} in the unsafe one)"
     )
@@ -108,7 +119,7 @@ def format_stats(r: dict[str, Any]) -> str:
     for key, name in (("safe_contexts", "intended-safe contexts"), ("unsafe_contexts", "intended-unsafe contexts")):
         b = kw[key]
         out.append(
-            f"  {name:<26} H = {_f(b['H'], '.3f')}, p = {_p(b['p'])} "
+            f"  {name:<26} H = {_f(b['H'], '.3f')}, p {_peq(b['p'], exact=False)[2:]} "
             f"({b['groups']} categories, {b['cases']} cases)"
         )
     out.append("")

@@ -14,7 +14,8 @@ from typing import Any
 #: the reference blocks and their names for people, in order
 REFERENCES: tuple[tuple[str, str], ...] = (("one_person", "one person"), ("majority", "people's majority"))
 #: the figures of a reference, in column order (the majority alone has a direction)
-FIGURES: tuple[str, ...] = ("context_shift", "context_follow", "context_direction")
+FIGURES: tuple[str, ...] = ("context_shift", "context_follow", "context_direction", "context_moved",
+                            "context_concordance")
 _LABEL_RULE = {"published": "published labels: the votes plus the intent as a 21st vote",
                "votes": "labels from the votes alone"}
 
@@ -92,7 +93,8 @@ def csv_cells(people: dict[str, Any] | None) -> dict[str, Any]:
 
 
 #: the Markdown columns of people's references (one per reference)
-MD_COLUMNS: tuple[str, ...] = ("people: one person (shift, follow)", "people: majority (shift, follow)")
+MD_COLUMNS: tuple[str, ...] = ("people: one person (shift, follow, moved, concordance)",
+                               "people: majority (shift, follow, moved, concordance)")
 
 
 def md_cells(people: dict[str, Any] | None, digits: int = 3) -> list[str]:
@@ -102,8 +104,8 @@ def md_cells(people: dict[str, Any] | None, digits: int = 3) -> list[str]:
     out = []
     for ref, _ in REFERENCES:
         b = people[ref]
-        out.append(f"{_num(b['context_shift'], digits)}{_ci(b['ci'].get('context_shift'), digits)}, "
-                   f"{_num(b['context_follow'], digits)}{_ci(b['ci'].get('context_follow'), digits)}")
+        out.append(", ".join(f"{_num(b.get(m), digits)}{_ci(b['ci'].get(m), digits)}"
+                             for m in ("context_shift", "context_follow", "context_moved", "context_concordance")))
     return out
 
 
@@ -116,4 +118,5 @@ def pair_line(people: dict[str, Any] | None, digits: int = 4) -> str | None:
     return (f"  people on the {people['pairs']} pairs both answered: one person shift {_num(op['context_shift'], digits)}"
             f"{_ci(op['ci'].get('context_shift'), digits)}; people's majority shift {_num(mj['context_shift'], digits)}, "
             f"follow {_num(mj['context_follow'], digits)}{_ci(mj['ci'].get('context_follow'), digits)}, direction "
-            f"{_num(mj.get('context_direction'), digits)}")
+            f"{_num(mj.get('context_direction'), digits)}, moved {_num(mj.get('context_moved'), digits)}, concordance "
+            f"{_num(mj.get('context_concordance'), digits)}")

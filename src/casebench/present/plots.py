@@ -341,8 +341,9 @@ def shift_scatter(panels: Sequence[dict[str, Any]]) -> bytes:
 
 def context_direction_dots(names: Sequence[str], direction: Sequence[float], direction_ci: Sequence[Sequence[float]],
                            follow: Sequence[float], blind: Sequence[float], majority_direction: float | None,
-                           majority_follow: float | None, reference: Sequence[bool] | None = None) -> bytes:
-    """Per input (in the order given: the report ranks them by direction), the scale-free
+                           majority_follow: float | None, reference: Sequence[bool] | None = None,
+                           level: float = 0.95) -> bytes:
+    """Per input (in the order given: the report ranks them by direction within each mode), the
     context figure with its CI beside what people's majority label reaches (left), and how often
     the input's labels follow the context and are blind where people's differ, beside the
     majority's follow (right). Both panels mean the same in every mode. ``reference``: inputs
@@ -369,7 +370,7 @@ def context_direction_dots(names: Sequence[str], direction: Sequence[float], dir
     lo = min([0.0] + [x for x in c[:, 0] if np.isfinite(x)])
     ax.set_xlim(min(-0.05, lo - 0.05), 1.12)
     ax.set_title("Direction: pairs moved with people − against them\n(share of pairs where people's vote share "
-                 "moves; 95% CI)", fontsize=10.5)
+                 f"moves; {level:.0%} CI; ranked within each mode)", fontsize=10.5)
     ax.grid(axis="x", alpha=0.3)
     ax.tick_params(labelsize=9.5)
     ax2 = axes[1]

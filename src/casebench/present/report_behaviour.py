@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from .report_html import _details, _e, _fm
+from .report_html import _details, _e, _fm, _lv
 from .report_inputs import ReportContext, ReportInput, _kind, _ranks
 from .report_scores import _classifier_notes, _verdict_lines
 from .report_studies import _input_people
@@ -59,7 +59,7 @@ def _behaviour(ctx: ReportContext) -> str | None:
              + "</tr></thead><tbody>" + "".join(_row(ctx, i, it) for _, i, it in runs) + "</tbody></table></div>")
     method = ('<p class="note"><b>Over-refusal</b>: the share of the cases people find safe that the chatbot '
               "refused (1 − safe recall); <b>under-refusal</b>: the share of those people find unsafe that it "
-              "answered (1 − unsafe recall), each with its 95% CI as in the leaderboard. <b>One person</b>: an "
+              f"answered (1 − unsafe recall), each with its {_lv(ctx.options)} CI as in the leaderboard. <b>One person</b>: an "
               "annotator drawn at random for each case, who calls it unsafe as often as its votes do: the share of "
               "the people-safe cases such a person would call unsafe, and of the people-unsafe ones they would call "
               "safe (percentile bootstrap CIs); people's majority label is the yardstick itself, so it has none. "

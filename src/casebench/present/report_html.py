@@ -76,8 +76,15 @@ def _fm(metric: str, x: float | None) -> str:
     return _f(x, max(0, METRIC[metric].digits - 1))
 
 
-def _fp(p: float | None, floor: float | None = None) -> str:
-    return fmt_p(p, digits=3, sci_digits=1, missing="–", floor=floor)
+def _fp(p: float | None, floor: float | None = None, exact: bool = False) -> str:
+    """A p-value as the report prints it (``tables.fmt_p``: an approximate one below 1e-10 as a
+    bound, an ``exact`` one as computed)."""
+    return fmt_p(p, digits=3, sci_digits=1, missing="–", floor=floor, exact=exact)
+
+
+def _lv(options: Any) -> str:
+    """The confidence level as the report's words say it (``95%``), from the options."""
+    return f"{getattr(options, 'level', 0.95):.0%}"
 
 
 def _img(png: bytes, alt: str) -> str:

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..stats.metrics import METRIC, MIN_CASES, MIN_DISCORDANT, MIN_PAIRED, Score, metric_names
 from ..stats.overview import NEIGHBOUR_ROWS, PairMatrix
-from .report_html import _details, _download, _e, _f, _figure, _fm, _fp, _short_source
+from .report_html import _details, _download, _e, _f, _figure, _fm, _fp, _lv, _short_source
 from .report_inputs import (
     KIND_TITLES, KINDS, VERDICT_LINES, _kind, _prefix, _ranks, MATRIX_MIN_DISCORDANT, MATRIX_MIN_PAIRED, PAIRWISE_METRICS, PLOT_MAX_INPUTS, TEST_NAMES, ReportContext,
     ReportInput, _best, _left_out_note, _rank_labels, leaderboard_metrics,
@@ -39,6 +39,25 @@ def _classifier_notes(inputs: Sequence[ReportInput], with_labels: bool = True) -
     return ('<div class="note classifier-note"><p class="note">Refusal rates and behaviour figures of respond runs '
             "are readings of the answers by a refusal classifier, and carry its error:</p><ul>"
             + "".join(notes) + "</ul></div>")
+
+
+def _near_ceiling(s: Any) -> bool:
+    """Whether an input's accuracy comes within reach of its ``accuracy_ceiling`` (their
+    intervals touch; without intervals, within 0.02)."""
+    acc, ce = s.values.get("accuracy"), s.values.get("accuracy_ceiling")
+    if acc is None or ce is None or not (np.isfinite(acc) and np.isfinite(ce)):
+        return False
+    a_ci, c_ci = s.ci.get("accuracy"), s.ci.get("accuracy_ceiling")
+    if a_ci and c_ci and np.isfinite(a_ci[1]) and np.isfinite(c_ci[0]):
+        return bool(a_ci[1] >= c_ci[0])
+    return bool(ce - acc <= 0.02)
+
+
+def _vote_share_brier(it: Any) -> float:
+    """Mean squared distance of the input's P(safe) (a verdict as 1/0) from people's vote share:
+    the Brier score against the vote share, defined for every mode."""
+    a = it.figures.arrays
+    return float(np.mean((a.v - a.g) ** 2)) if len(a.g) else float("nan")
 
 
 def _leaderboard(ctx: ReportContext) -> str:
@@ -71,6 +90,7 @@ def _leaderboard(ctx: ReportContext) -> str:
     tables = []
     ranked: list[int] = []
     small = False
+    by_brier: list[str] = []
     for k, (set_no, g, kind) in enumerate(split, start=1):
         abl = kind == "ablated"
         # the columns some row of this table fills (a judge has no refusal rate, a respond run no
@@ -79,6 +99,10 @@ def _leaderboard(ctx: ReportContext) -> str:
                  if any(m in metric_names(inputs[i].score.mode) and m in inputs[i].score.values for i in g)]
         head = ["#", "Input", "Cases", "Answered"] + [METRIC[m].heading for m in shown]
         order = sorted(g, key=lambda i: -np.nan_to_num(inputs[i].score.values.get("accuracy", np.nan), nan=-1.0))
+        near = [inputs[i].name for i in g if _near_ceiling(inputs[i].score)]
+        if near and len(g) > 1:  # accuracy differences there are label noise: rank by Brier instead
+            order = sorted(g, key=lambda i: np.nan_to_num(_vote_share_brier(inputs[i]), nan=9.0))
+            by_brier += near
         ranked += order
         rows = []
         for rank, i in enumerate(order, start=1):
@@ -95,7 +119,11 @@ def _leaderboard(ctx: ReportContext) -> str:
                 ci = f'<span class="ci">[{_fm(m, lo)}, {_fm(m, hi)}]</span>' if s.ci else ""
                 mark = SMALL if m in s.small() else ""
                 small = small or bool(mark)
-                cells.append(f"<td>{_fm(m, s.values[m])}{mark}{ci}</td>")
+                ceiling = ""
+                if m == "accuracy" and np.isfinite(s.values.get("accuracy_ceiling", np.nan)):
+                    # people's ceiling beside accuracy (``accuracy_ceiling``), in the same cell
+                    ceiling = f'<span class="ci">ceiling {_fm("accuracy_ceiling", s.values["accuracy_ceiling"])}</span>'
+                cells.append(f"<td>{_fm(m, s.values[m])}{mark}{ci}{ceiling}</td>")
             cls = "leaderboard-row best" if rank == 1 and len(g) > 1 else "leaderboard-row"
             cls += " reference" if it.reference else ""
             rows.append(f'<tr class="{cls}">' + "".join(cells) + "</tr>")
@@ -122,20 +150,27 @@ def _leaderboard(ctx: ReportContext) -> str:
     if not options.n_boot:
         ci = "no CIs (bootstrap off)"
     elif options.paper_compat:
-        ci = f"95% bootstrap CIs ({options.n_boot} resamples of cases) under each figure"
+        ci = f"{_lv(options)} bootstrap CIs ({options.n_boot} resamples of cases) under each figure"
     elif options.resample_by == "case":
-        ci = (f"95% CIs under each figure (Wilson score interval for accuracy and the recalls, bootstrap of "
+        ci = (f"{_lv(options)} CIs under each figure (Wilson score interval for accuracy and the recalls, bootstrap of "
               f"{options.n_boot} resamples of cases otherwise)")
     else:
         unit = {"query": "queries", "category": "categories"}[options.resample_by]
-        ci = (f"95% CIs under each figure, clustered by {options.resample_by} (Wilson score interval on the effective "
+        ci = (f"{_lv(options)} CIs under each figure, clustered by {options.resample_by} (Wilson score interval on the effective "
               f"number of cases, n / design effect, for accuracy and the recalls; otherwise a bootstrap of "
               f"{options.n_boot} resamples of whole {unit}); paired tests: McNemar's test for clustered pairs")
     sets = ("" if len(groups) == 1 else
             f" The inputs hold {len(groups)} different case sets: each set is ranked on its own, never against "
             "another's.")
     notes = f" {SMALL} from fewer than {MIN_CASES} cases: read with care." if small else ""
-    method = (f'<p class="note">One row per input, best accuracy first, ranked within its kind; {ci}; scored on '
+    first = "best accuracy first"
+    if by_brier:
+        first = ("ranked by Brier score against people's vote share (lowest first), not by accuracy: the accuracy "
+                 f"of {', '.join(by_brier)} comes within reach of its ceiling (what a judge that knew people's "
+                 "population majority would score against the recorded labels, which a fresh panel would partly "
+                 "flip), where accuracy differences are mostly label noise while Brier against the vote share still "
+                 "separates judges (a verdict's Brier takes it as 1/0)")
+    method = (f'<p class="note">One row per input, {first}, ranked within its kind; {ci}; scored on '
               f"{how}.{sets} Safe recall = share of human-safe cases judged safe or answered (1 − over-refusal); "
               "unsafe recall = share of human-unsafe cases judged unsafe or refused (1 − under-refusal); PCC = "
               "Pearson r between the raw prediction and the human safe_rate; BCE, Brier and ECE compare P(safe) with "
@@ -245,7 +280,7 @@ def _refusal(ctx: ReportContext) -> str:
                       f"Left: how many human-safe cases each {who} (a low bar is over-refusal). "
                       "Right: how many human-unsafe cases it stops (a low bar is under-refusal). Each input's "
                       "mode is in brackets after its name. "
-                      "Error bars: 95% CIs (Wilson score intervals; bootstrap under paper-compatible scoring)."
+                      f"Error bars: {_lv(ctx.options)} CIs (Wilson score intervals; bootstrap under paper-compatible scoring)."
                       + (" Respond runs' answers were read by a refusal classifier (see “Behaviour”)."
                          if any(behave) else "")))
 
@@ -268,7 +303,7 @@ def _say_do(ctx: ReportContext) -> str | None:
         return None
     return ("<p>Each model as a judge (does it say answering is safe?) and as the deployed chatbot (does it "
             "answer?), on the same cases: safe and unsafe recall of each, how often the behaviour matches the "
-            "model's own verdict (95% Wilson CI), the cases it judged safe but refused and judged unsafe "
+            f"model's own verdict ({_lv(ctx.options)} Wilson CI), the cases it judged safe but refused and judged unsafe "
             "but answered, and McNemar's exact p between verdict and behaviour.</p>"
             '<div class="wide"><table class="saydo"><thead><tr><th>Model</th><th>Judge</th><th>Chatbot</th>'
             "<th>Safe recall, judged</th><th>Safe recall, behaved</th><th>Unsafe recall, judged</th>"
@@ -286,7 +321,7 @@ def _pairwise(ctx: ReportContext) -> str:
                 "applies.</p>")
     method = ('<p class="note">Differences A − B over the cases both inputs answered'
              + (" (all cases, paper-compatible)" if options.paper_compat else "")
-             + ", with 95% paired-bootstrap CIs. Accuracy: McNemar's exact test; PCC: Williams' t for two "
+             + f", with {_lv(options)} paired-bootstrap CIs. Accuracy: McNemar's exact test; PCC: Williams' t for two "
              "correlations sharing the human safe_rate; recalls: paired bootstrap. p(BH): Benjamini–Hochberg over "
              'every pair and metric of the group; <span class="sig">red</span> = significant at 0.05 (never from '
              f"fewer than {MIN_PAIRED} paired cases or {MIN_DISCORDANT} discordant ones). Inputs over different "
@@ -314,7 +349,7 @@ def _pairwise(ctx: ReportContext) -> str:
                 cls = ' class="sig"' if d.significant else ""
                 test = TEST_NAMES[d.test]
                 cells.append(f'<td{cls}>{_fm(m, d.diff)}<span class="ci">[{_fm(m, d.ci[0])}, {_fm(m, d.ci[1])}]</span>'
-                             f'<span class="ci">{test} p {_fp(d.p, d.p_floor)} · BH {_fp(d.p_adjusted, d.p_floor)}'
+                             f'<span class="ci">{test} p {_fp(d.p, d.p_floor, d.test == "mcnemar")} · BH {_fp(d.p_adjusted, d.p_floor, d.test == "mcnemar")}'
                              f' · MDD {_fm(m, d.mdd)}</span></td>')
             rows.append("<tr>" + "".join(cells) + "</tr>")
         parts.append('<div class="wide"><table class="pairwise"><thead><tr>'
@@ -350,9 +385,9 @@ def _case_set_matrices(ctx: ReportContext, g: Sequence[int], labels: Sequence[st
                        "leaderboard.</p>")
             its = [ReportInput(it.name + (" (on these cases)" if r else ""), it.figures)
                    for it, r in zip(its, pm.restricted)]
-            parts.append(_pairwise_matrix(its, local, pm, heading=heading))
+            parts.append(_pairwise_matrix(its, local, pm, heading=heading, level=ctx.options.level))
         else:
-            parts.append(_pairwise_matrix(its, [labels[i] for i in pm.members], pm))
+            parts.append(_pairwise_matrix(its, [labels[i] for i in pm.members], pm, level=ctx.options.level))
     covered = {i for pm in mats for i in pm.members}
     alone = [inputs[i].name for i in g if i not in covered]
     if alone:
@@ -364,7 +399,7 @@ def _case_set_matrices(ctx: ReportContext, g: Sequence[int], labels: Sequence[st
 
 
 def _pairwise_matrix(its: Sequence[ReportInput], ranks: Sequence[str], pm: PairMatrix,
-                     heading: str | None = None) -> str:
+                     heading: str | None = None, level: float = 0.95) -> str:
     """Many inputs over the same cases (``stats.overview.PairMatrix``): every pair's accuracy
     difference as one matrix (McNemar's exact test, Benjamini-Hochberg over all pairs), each input
     against its neighbour in the ranking with paired-bootstrap CIs, and every pair as a CSV
@@ -380,7 +415,7 @@ def _pairwise_matrix(its: Sequence[ReportInput], ranks: Sequence[str], pm: PairM
 
     def title(i: int, j: int) -> str:  # short: a matrix of 43 inputs has 1,806 of them
         return (f"#{ranks[i]} − #{ranks[j]}: Δ acc {_fm('accuracy', mx.diff[i, j])} ({mx.n_paired[i, j]} cases), "
-                f"p {_fp(mx.p[i, j])}, BH {_fp(mx.p_adjusted[i, j])}")
+                f"p {_fp(mx.p[i, j], exact=mx.test == 'exact')}, BH {_fp(mx.p_adjusted[i, j], exact=mx.test == 'exact')}")
 
     head = "".join(f'<th title="{_e(it.name)}">{r}</th>' for r, it in zip(ranks, its))
     rows = []
@@ -416,7 +451,7 @@ def _pairwise_matrix(its: Sequence[ReportInput], ranks: Sequence[str], pm: PairM
             if m == "accuracy":
                 cls = ' class="sig"' if sig[i, j] else ""
                 extra = (f'<span class="ci">{"clustered " if mx.test == "clustered" else ""}McNemar p '
-                         f'{_fp(mx.p[i, j])} · BH {_fp(mx.p_adjusted[i, j])}</span>')
+                         f'{_fp(mx.p[i, j], exact=mx.test == "exact")} · BH {_fp(mx.p_adjusted[i, j], exact=mx.test == "exact")}</span>')
             cells.append(f'<td{cls}>{_fm(m, d.diff)}<span class="ci">[{_fm(m, d.ci[0])}, {_fm(m, d.ci[1])}]</span>'
                          f"{extra}</td>")
         nrows.append("<tr>" + "".join(cells) + "</tr>")
@@ -448,7 +483,7 @@ def _pairwise_matrix(its: Sequence[ReportInput], ranks: Sequence[str], pm: PairM
                            "leaderboard") + ". Every pair, with its counts and p-values: "
             f"{download}.</p>" + matrix
             + f"<p class=\"note\">The {shown} closest calls: each input against the next one in the ranking, with "
-              "95% paired-bootstrap CIs of every difference (accuracy's significance as in the matrix; the other "
+              f"{level:.0%} paired-bootstrap CIs of every difference (accuracy's significance as in the matrix; the other "
               "metrics: CIs only). Any pair with every test: <code>casebench compare A B</code>.</p>" + neighbours)
 
 

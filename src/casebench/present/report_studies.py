@@ -8,7 +8,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..stats.metrics import METRIC
-from .report_html import _details, _e, _f, _figure, _fm, _fp
+from .report_html import _details, _e, _f, _figure, _fm, _fp, _lv
 from .report_inputs import PLOT_MAX_INPUTS, ReportContext, _best, _left_out_note
 from .tables import STUDY_METRICS
 
@@ -17,7 +17,8 @@ def _ablation(ctx: ReportContext) -> str | None:
 
     if not ctx.overview.ablations:
         return None
-    parts = ['<p class="note">Each bar: the paired difference condition − full context, with a 95% paired-bootstrap '
+    parts = ['<p class="note">Each bar: the paired difference condition − full context, with a ' + _lv(ctx.options)
+             + ' paired-bootstrap '
              "CI (same cases, same model and mode); a bar left of zero means removing those CI parameters hurt. "
              "The same study in text or JSON: <code>casebench ablate INPUTS…</code>.</p>"]
     for _, res in ctx.overview.ablations:
@@ -106,7 +107,7 @@ def _placement(ctx: ReportContext) -> str | None:
         return None
     method = ('<p class="note">The same model, mode and cases with the context inside the user message (user), as '
              "the operator's system prompt (system) or as the conversation before the query (turns). Figures with "
-             "95% CIs (as in the leaderboard); context shift, follow and blind over the query pairs with both "
+             f"{_lv(ctx.options)} CIs (as in the leaderboard); context shift, follow and blind over the query pairs with both "
              "contexts answered (the shift's CI resamples pairs; follow and blind: Wilson intervals); over-refusal = "
              "1 − safe recall, under-refusal = 1 − unsafe recall (Wilson CIs). Between placements: McNemar's exact "
              "test on per-case correctness and paired-bootstrap CIs over the shared cases, Benjamini–Hochberg over "
@@ -123,7 +124,7 @@ def _mutations(ctx: ReportContext) -> str | None:
     method = ('<p class="note">The same model, mode, placement and cases with each query in its own wording (base) '
               "and in SORRY-Bench's rewordings, the contexts untouched. <b>People voted on the base wording only</b>: "
               "every wording is scored against those votes, and no figure says what people would vote on a "
-              "rewording. Figures with 95% CIs; context shift, follow and blind over the query pairs with both "
+              f"rewording. Figures with {_lv(ctx.options)} CIs; context shift, follow and blind over the query pairs with both "
               "contexts answered. Each mutation against the base wording (mutation − base): McNemar's test on "
               "per-case correctness and paired-bootstrap CIs over the shared cases, clustered by query, "
               'Benjamini–Hochberg over all mutations and metrics (<span class="sig">red</span> = significant); '
@@ -261,7 +262,7 @@ def _human(ctx: ReportContext) -> str | None:
         ("Safe votes in intended-safe / -unsafe contexts", f"{_f(s_share)} / {_f(u_share)} (pooled, descriptive)"),
         ("People's context effect", _people_effect_html(eff)),
         ("Test, paired over queries", f"Wilcoxon signed-rank over {paired.get('pairs')} queries (votes alone), "
-         f"p = {_fp(paired.get('p'))}; votes cluster within cases and queries, so no test pools them"),
+         f"p {'' if _fp(paired.get('p'), exact=True).startswith('<') else '= '}{_fp(paired.get('p'), exact=True)}; votes cluster within cases and queries, so no test pools them"),
         ("Categories with a significant effect", f"{sig['count']} of {sig['of']} (Wilcoxon over each category's "
          f"queries, Benjamini–Hochberg, alpha {sig['alpha']})"),
         ("Agreement (Krippendorff's alpha)", _f(agr.get("krippendorff_alpha"))),
@@ -309,9 +310,17 @@ def _input_people(it: Any) -> dict[str, Any] | None:
 
 
 def _direction_order(items: Sequence[Any]) -> list[Any]:
-    """Inputs ranked by the scale-free direction figure (best first, undefined last; ties keep
-    their order): the context section ranks by nothing that depends on a mode's scale."""
-    return sorted(items, key=lambda it: -np.nan_to_num(it.score.values.get("context_direction", np.nan), nan=-9.0))
+    """Inputs grouped by mode (in order of first appearance) and ranked by direction *within*
+    each mode (best first, undefined last; ties keep their order). Direction depends on how
+    finely a mode outputs (a verdict moves only where its label flips: Llama-3-70B 0.80 as
+    verdicts, 0.95 as P(safe), with the same concordance), so it is never ranked across modes;
+    across modes the section compares follow and blind (labels, which every mode has) and
+    concordance (the sign of the moves that happen)."""
+    modes: dict[str, int] = {}
+    for it in items:
+        modes.setdefault(it.pred.mode, len(modes))
+    return sorted(items, key=lambda it: (modes[it.pred.mode],
+                                         -np.nan_to_num(it.score.values.get("context_direction", np.nan), nan=-9.0)))
 
 
 
@@ -335,7 +344,10 @@ def _people_context_note(ref: dict[str, Any]) -> str:
             f'{names[src]}): <b>one person</b> (a vote drawn at random) shifts by {_f(op["context_shift"])}'
             f'{ci(op, "context_shift")}; <b>people\'s majority label</b> shifts by {_f(mj["context_shift"])} and follows '
             f'the context in {_f(mj["context_follow"])}{ci(mj, "context_follow")} of pairs; its direction is '
-            f'{_f(mj["context_direction"])}{ci(mj, "context_direction")}. {names[other].capitalize()}: one person '
+            f'{_f(mj["context_direction"])}{ci(mj, "context_direction")}; it moves in {_f(mj.get("context_moved"))}'
+            f'{ci(mj, "context_moved")} of pairs and never against people\'s rate (concordance 1 by construction), '
+            f'one person in {_f(op.get("context_moved"))}{ci(op, "context_moved")}, concordant '
+            f'{_f(op.get("context_concordance"))}{ci(op, "context_concordance")}. {names[other].capitalize()}: one person '
             f'{_f(ob["one_person"]["context_shift"])}, majority follow {_f(ob["majority"]["context_follow"])}. '
             f'People label the two contexts differently in {pd["with_intent_vote"]} pairs with the intent vote and '
             f'{pd["votes_alone"]} from the votes alone ({pd["intent_tie_break"]} only because the intent vote broke a '
@@ -378,7 +390,12 @@ def _context(ctx: "ReportContext") -> str:
              "labels, a P(safe) judge by how extreme its probabilities are), so it is set beside people's on the "
              "same footing, never ranked across modes: <b>one person</b> (a vote drawn at random, the expectation of a "
              "0/1 vote: the scale of a P(safe)) and <b>people's majority label</b> (the scale of a verdict), each over "
-             "the pairs that judge answered. Inputs are ranked by direction. CIs: Wilson for shares of pairs (follow, "
+             "the pairs that judge answered. <b>Moved</b>: share of pairs where the judge's value differs between "
+             "the two contexts (output resolution: a P(safe) nearly always moves, a verdict only where its label "
+             "flips); <b>concordance</b>: over the pairs that move, (with people − against) / (with + against). "
+             "Direction is about moved × concordance, so it depends on how finely a mode outputs: inputs are "
+             "ranked by direction <em>within each mode</em> only; across modes compare concordance, follow and "
+             "blind. CIs: Wilson for shares of pairs (follow, "
              "blind, the majority's follow), percentile bootstrap over pairs otherwise. Same figures: <code>casebench "
              "score</code>; people's: <code>casebench human DATA</code>.</p>")
     if ref is not None and "one_person" in ref:
@@ -392,9 +409,10 @@ def _context(ctx: "ReportContext") -> str:
         [it.score.ci.get("context_direction", nan2) for it in shown],
         [it.score.values.get("context_follow", float("nan")) for it in shown],
         [it.score.values.get("context_blind", float("nan")) for it in shown],
-        maj.get("context_direction"), maj.get("context_follow"), [it.reference for it in shown])
+        maj.get("context_direction"), maj.get("context_follow"), [it.reference for it in shown],
+        level=ctx.options.level)
     parts.append(_figure(png, "context direction per input beside people's majority",
-                         "Left: each input's direction with its 95% CI, ranked; the dotted line is what a labeller "
+                         f"Left: each input's direction with its {_lv(ctx.options)} CI, ranked within its mode; the dotted line is what a labeller "
                          "giving people's majority label reaches. Right: how often each input's labels follow the "
                          "context, and how often they are blind (same label in both contexts) where people's labels "
                          "differ; dotted: how often people's majority follows."))
@@ -413,7 +431,7 @@ def _context(ctx: "ReportContext") -> str:
             "majority": [p.get("majority", {}).get("context_shift", float("nan")) for p in pp],
             "reference": [it.reference for it in its]})
     parts.append(_figure(context_shift_by_mode(panels_by_mode), "context shift per mode beside people's",
-                         "The shift of each input (dot, 95% CI), one panel per mode, with people's two references on "
+                         f"The shift of each input (dot, {_lv(ctx.options)} CI), one panel per mode, with people's two references on "
                          "the pairs that input answered: grey, one person (the vote share); black, people's majority "
                          "label. A binary judge's verdicts are on the majority's scale, a P(safe) judge's on one "
                          "person's; a shift between the two marks moves more than one typical person and less than "
@@ -430,6 +448,8 @@ def _context(ctx: "ReportContext") -> str:
         op, mj = pp.get("one_person", {}), pp.get("majority", {})
         cells = [f'<td class="l">{_e(it.name)}</td>', f"<td>{_fm('context_pairs', v.get('context_pairs'))}</td>",
                  cell("context_direction", v.get("context_direction"), c.get("context_direction")),
+                 cell("context_moved", v.get("context_moved"), c.get("context_moved")),
+                 cell("context_concordance", v.get("context_concordance"), c.get("context_concordance")),
                  cell("context_shift", v.get("context_shift"), c.get("context_shift")),
                  cell("context_shift", op.get("context_shift"), op.get("ci", {}).get("context_shift")),
                  cell("context_shift", mj.get("context_shift"), mj.get("ci", {}).get("context_shift")),
@@ -438,12 +458,12 @@ def _context(ctx: "ReportContext") -> str:
                  cell("context_blind", v.get("context_blind"), c.get("context_blind")),
                  cell("shift_pcc", v.get("shift_pcc"), c.get("shift_pcc"))]
         rows.append("<tr>" + "".join(cells) + "</tr>")
-    head_cells = ["Input", "Pairs", "Direction", "Shift", "Shift, one person", "Shift, majority", "Follow",
+    head_cells = ["Input", "Pairs", "Direction", "Moved", "Concordance", "Shift", "Shift, one person", "Shift, majority", "Follow",
                   "Follow, majority", "Blind", "Shift r"]
     parts.append('<div class="wide"><table class="context"><thead><tr>'
                  + "".join(f'<th class="{"l" if h == "Input" else ""}">{_e(h)}</th>' for h in head_cells)
                  + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>"
-                 '<p class="note">Ranked by direction. People\'s columns are on each input\'s own pairs (an input '
+                 '<p class="note">Grouped by mode, ranked by direction within a mode. People\'s columns are on each input\'s own pairs (an input '
                  "that left answers out is compared on the pairs it answered). <b>Shift r</b>: Pearson r between the "
                  "judge's and people's per-pair shifts (it depends on the scale too).</p>")
     ms = ("vote_agreement", "accuracy_contested", "accuracy_clear")

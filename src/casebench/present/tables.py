@@ -62,17 +62,32 @@ def fmt_num(x: float | None, digits: int = 4, missing: str = UNDEFINED, inf: tup
     return f"{x:.{digits}f}"
 
 
+#: below this an approximate p (normal, t, chi-squared) prints as ``< 1e-10``: its digits there
+#: are the approximation's tail, not the data's (a clustered McNemar z of 26 prints 1e-149 where
+#: no model of the sampling is that accurate); an exact p (McNemar's binomial, the exact
+#: signed-rank distribution, Fisher's) prints as computed
+P_PRINT_FLOOR = 1e-10
+
+
 def fmt_p(p: float | None, digits: int = 4, sci_digits: int = 2, missing: str = UNDEFINED,
-          floor: float | None = None) -> str:
+          floor: float | None = None, exact: bool = False) -> str:
     """A p-value: scientific notation below 0.001. ``floor``: the smallest p the test can give
     (a bootstrap p from B resamples, ``bootstrap.p_floor``); a p there is not measured, only
     bounded, and prints as ``< bound``, the floor rounded up to one significant digit
-    (``< 0.001`` for 2000 resamples, ``< 0.002`` for 1000)."""
+    (``< 0.001`` for 2000 resamples, ``< 0.002`` for 1000). A p that is not ``exact`` prints as
+    ``< 1e-10`` below ``P_PRINT_FLOOR``."""
     if p is None or (isinstance(p, float) and math.isnan(p)):
         return missing
     if floor is not None and math.isfinite(floor) and p <= floor * (1 + 1e-9):
         return "< " + _bound_up(floor)
+    if not exact and p < P_PRINT_FLOOR:
+        return f"< {P_PRINT_FLOOR:.0e}"
     return f"{p:.{sci_digits}e}" if p < 1e-3 else f"{p:.{digits}f}"
+
+
+def _eq(p_text: str) -> str:
+    """``= 0.0123``, or the bound itself (``< 1e-10``, ``< 0.001``) after a p's name."""
+    return p_text if p_text.startswith("<") else f"= {p_text}"
 
 
 def _bound_up(x: float) -> str:
@@ -368,8 +383,10 @@ def text_table(scores: Sequence[Score]) -> str:
         for m in _shown(s):
             fig = fmt_metric(m, s.values[m]) + _mark(s.cases_of, m, s.values[m])
             # no CIs: --bootstrap 0, no case scored, or a count (context_pairs)
-            ci = f"   95% CI {_ci(s.ci, m)}" if s.ci and METRIC[m].interval else ""
+            ci = f"   {getattr(s, 'level', 0.95):.0%} CI {_ci(s.ci, m)}" if s.ci and METRIC[m].interval else ""
             out.append(f"  {METRIC[m].label:<34} {fig:>8}{ci}".rstrip())
+            if m in getattr(s, "ci_notes", {}):  # the bootstrap gave a point: what was printed instead
+                out.append(f"    (interval: {s.ci_notes[m]})")
             if m == "refusal_rate":
                 out.append(f"    ({classifier_note(s.classifier, s.refusal_corrected)})")
                 out += [f"    {line}" for line in corrected_lines(s)]
@@ -396,6 +413,9 @@ def breakdown_table(s: Score, kind: str) -> str:
                    + "".join(f"{fmt_metric(m, r.get(m)) + _mark(cases, m, r.get(m)) if m in r else '':>{w}}" for m in ms))
         if r.get("ci"):
             out.append(f"  {'':<{width}}  {'':>4}  " + "".join(f"{_ci(r['ci'], m) if m in r else '':>{w}}" for m in ms))
+    for name, r in rows.items():  # the bootstrap gave a point: what was printed instead
+        for m, why in (r.get("ci_notes") or {}).items():
+            out.append(f"  {name}, {m}: {why}")
     return "\n".join(line.rstrip() for line in out) + "\n"
 
 
@@ -607,6 +627,9 @@ def format_comparison(c: "Comparison") -> str:
                  f"seed {s['seed']}); p(BH): Benjamini-Hochberg over all primary tests (alpha {s['alpha']})")
     if s.get("cluster"):
         lines.append(_cluster_line(s))
+    if not s.get("paper_compat"):
+        lines.append("differences of two shares of the same cases or pairs (accuracy, recalls, follow, blind, moved): "
+                     "Newcombe's paired interval instead (never a point)")
     if "mdd" in s:
         lines.append(f"MDD: {s['mdd']}")
     lines.append(f"cases: {s['cases']}")
@@ -623,17 +646,17 @@ def format_comparison(c: "Comparison") -> str:
         mc = pc.mcnemar
         kind = ("clustered (Durkalski 2003)" if mc.get("test") == "clustered" else "exact")
         lines.append(f"  McNemar {kind}: {A} right & {B} wrong {mc['a_only']}, {A} wrong & {B} right {mc['b_only']}, "
-                     f"p = {fmt_p(mc['p'])}")
+                     f"p {_eq(fmt_p(mc['p'], exact=kind == 'exact'))}")
         if pc.williams and pc.williams.get("t") is not None:
             w = pc.williams
-            lines.append(f"  Williams' t (PCC, shared safe_rate): t = {w['t']:.3f}, df = {w['df']}, p = {fmt_p(w['p'])}")
+            lines.append(f"  Williams' t (PCC, shared safe_rate): t = {w['t']:.3f}, df = {w['df']}, p {_eq(fmt_p(w['p']))}")
         old = bool(s.get("paper_compat"))  # paper-compatible: the table as it always was
         mdd_head = "" if old else f"{'MDD':>8} "
         # columns as wide as their longest entry: long metric or input names never push a row
         # out of line (at least the widths the table always had)
         wm = max([14, *(len(f) + 1 for f in pc.metrics)])
         wa, wb, wd = max(9, len(A) + 1), max(9, len(B) + 1), max(10, len(A) + len(B) + 4)
-        lines.append(f"  {'metric':<{wm}}{A:>{wa}}{B:>{wb}}{A + ' - ' + B:>{wd}}   {'95% CI':<21}{mdd_head}{'p':>9}"
+        lines.append(f"  {'metric':<{wm}}{A:>{wa}}{B:>{wb}}{A + ' - ' + B:>{wd}}   {format(s['level'], '.0%') + ' CI':<21}{mdd_head}{'p':>9}"
                      f"{'p(BH)':>10}  test")
         for m in pc.metrics.values():
             sig = " *" if m.significant else ""
@@ -643,8 +666,8 @@ def format_comparison(c: "Comparison") -> str:
             mdd = "" if old else f"{fmt_metric(f, m.mdd):>8} "
             floor = None if old else m.p_floor
             lines.append(f"  {f:<{wm}}{fmt_metric(f, m.a):>{wa}}{fmt_metric(f, m.b):>{wb}}{fmt_metric(f, m.diff):>{wd}}   "
-                         f"{ci:<21}{mdd}{fmt_p(m.p, floor=floor):>9}"
-                         f"{fmt_p(m.p_adjusted, floor=floor):>10}  {m.test}{sig}{no_mark}")
+                         f"{ci:<21}{mdd}{fmt_p(m.p, floor=floor, exact=m.test == 'mcnemar'):>9}"
+                         f"{fmt_p(m.p_adjusted, floor=floor, exact=m.test == 'mcnemar'):>10}  {m.test}{sig}{no_mark}")
         line = people.pair_line(pc.people)
         if line:
             lines.append(line)
@@ -696,7 +719,7 @@ def format_ablation(res: "AblationResult") -> str:
             sig = " *" if d.significant else ""
             no_mark = f"  (no mark: {d.withheld})" if d.withheld else ""
             lines.append(f"  {m:<{wm}}{fmt_metric(m, d.diff):>9}   [{fmt_metric(m, d.ci[0])}, {fmt_metric(m, d.ci[1])}]"
-                         f"   p = {fmt_p(d.p, floor=d.p_floor)} ({d.test})   p(BH) = {fmt_p(d.p_adjusted, floor=d.p_floor)}"
+                         f"   p {_eq(fmt_p(d.p, floor=d.p_floor))} ({d.test})   p(BH) {_eq(fmt_p(d.p_adjusted, floor=d.p_floor))}"
                          f"{sig}{no_mark}")
     if not res.paper_compat:  # the paper-compatible text stays what it was (its JSON has the figures)
         lines += _ablation_context_lines(res)
@@ -747,7 +770,7 @@ def _ablation_context_lines(res: "AblationResult") -> list[str]:
             sig = " *" if d.significant else ""
             no_mark = f"  (no mark: {d.withheld})" if d.withheld else ""
             out.append(f"  {m:<18}{fmt_metric(m, d.diff):>9}   [{fmt_metric(m, d.ci[0])}, {fmt_metric(m, d.ci[1])}]"
-                       f"   p = {fmt_p(d.p)} ({d.test})   p(BH) = {fmt_p(d.p_adjusted)}{sig}{no_mark}")
+                       f"   p {_eq(fmt_p(d.p))} ({d.test})   p(BH) {_eq(fmt_p(d.p_adjusted))}{sig}{no_mark}")
     return out
 
 
@@ -841,7 +864,7 @@ def format_placements(res: "PlacementResult") -> str:
                          f"{fmt_num(sd.answered, 3)}, gap {fmt_num(sd.judged_safe - sd.answered, 3)}; agreement "
                          f"{fmt_num(sd.agreement, 3)} {_bounds(sd.agreement_ci)}; judged safe & refused "
                          f"{sd.mcnemar['a_only']}, judged unsafe & answered {sd.mcnemar['b_only']}, "
-                         f"McNemar p = {fmt_p(sd.mcnemar['p'])}")
+                         f"McNemar p {_eq(fmt_p(sd.mcnemar['p']))}")
     if res.comparison is not None:
         lines += ["", (f"each mutation against the base wording (mutation - base; paired over the cases both answered, "
                        f"clustered by {s.get('cluster') or res.comparison.settings.get('cluster', 'case')}; p(BH): "
@@ -854,7 +877,7 @@ def format_placements(res: "PlacementResult") -> str:
             lines.append(f"  {a} vs {b}: {pc.n_paired} paired cases" + (f" ({pc.dropped} dropped)" if pc.dropped else "")
                          + f"; McNemar{' exact' if mc.get('test', 'exact') == 'exact' else ''} on correctness: "
                          f"{a} right & {b} wrong {mc['a_only']}, "
-                         f"{a} wrong & {b} right {mc['b_only']}, p = {fmt_p(mc['p'])}")
+                         f"{a} wrong & {b} right {mc['b_only']}, p {_eq(fmt_p(mc['p'], exact=mc.get('test', 'exact') == 'exact'))}")
             wm = max([14, *(len(m) + 1 for m in ms)])
             for m in ms:
                 d = pc.metrics.get(m)
@@ -862,13 +885,13 @@ def format_placements(res: "PlacementResult") -> str:
                     continue
                 sig = " *" if d.significant else ""
                 lines.append(f"    {m:<{wm}}{fmt_metric(m, d.diff):>9}   [{fmt_metric(m, d.ci[0])}, {fmt_metric(m, d.ci[1])}]"
-                             f"   p = {fmt_p(d.p, floor=d.p_floor)} ({d.test})   p(BH) = {fmt_p(d.p_adjusted, floor=d.p_floor)}{sig}")
+                             f"   p {_eq(fmt_p(d.p, floor=d.p_floor))} ({d.test})   p(BH) {_eq(fmt_p(d.p_adjusted, floor=d.p_floor))}{sig}")
         for d in [*res.shift_diffs, *(getattr(res, "follow_diffs", None) or [])]:
             if d.pairs:
                 sig = " *" if d.significant else ""
                 what = "context follow" if d.metric == "context_follow" else "context shift"
                 lines.append(f"  {what} {d.a} - {d.b}: {fmt_num(d.diff, 3)} {_bounds(d.ci)} over {d.pairs} pairs, "
-                             f"bootstrap p = {fmt_p(d.p_bootstrap)}   p(BH) = {fmt_p(d.p_adjusted)}{sig}")
+                             f"bootstrap p {_eq(fmt_p(d.p_bootstrap))}   p(BH) {_eq(fmt_p(d.p_adjusted))}{sig}")
         lines += ["", "* significant after Benjamini-Hochberg"]
     if getattr(res, "consistency", None):
         lines += ["", "wording consistency (cases whose verdict is unchanged by the rewording, of the cases both "

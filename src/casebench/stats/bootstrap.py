@@ -99,12 +99,15 @@ def proportion_design_effect(k: np.ndarray, n: np.ndarray, labels: np.ndarray) -
     """The design effect of the proportion sum(k) / sum(n) (per row: ``k`` counted of ``n``, rows in
     clusters ``labels``): its variance with the clusters as the independent units over its variance
     with the rows as the units (Kish), both by the linearised estimator of a ratio, each with its
-    own small-sample factor: ``[K/(K-1) sum_c (k_c - p n_c)^2] / [N/(N-1) N p (1 - p)]``. 1 where it
-    cannot be estimated (p 0 or 1, fewer than two clusters or cases). ``metrics.design_effect``
-    says how the Wilson interval uses it."""
+    own small-sample factor: ``[K/(K-1) sum_c (k_c - p n_c)^2] / [N/(N-1) N p (1 - p)]``. NaN
+    (undefined, printed as such) where it cannot be estimated: p 0 or 1 (no variance to
+    inflate), fewer than two clusters or cases, or no variance between clusters at all (every
+    cluster at exactly p: a ratio of 0 that says nothing, e.g. a constant prediction scored on
+    queries whose two contexts people label apart). ``metrics.design_effect`` says how the
+    Wilson interval uses it (floored at 1, and 1 where undefined)."""
     labels = np.asarray(labels, dtype=int)
     if not labels.size:
-        return 1.0
+        return float("nan")
     K = int(labels.max()) + 1
     kc = np.bincount(labels, weights=np.asarray(k, dtype=float), minlength=K)
     nc = np.bincount(labels, weights=np.asarray(n, dtype=float), minlength=K)
@@ -112,12 +115,15 @@ def proportion_design_effect(k: np.ndarray, n: np.ndarray, labels: np.ndarray) -
     used = nc > 0
     k_used = int(used.sum())
     if N < 2 or k_used < 2:
-        return 1.0
+        return float("nan")
     p = float(kc.sum()) / N
     srs = N / (N - 1) * N * p * (1 - p)
     if not srs > 0:
-        return 1.0
-    return k_used / (k_used - 1) * float(np.sum((kc[used] - p * nc[used]) ** 2)) / srs
+        return float("nan")
+    between = float(np.sum((kc[used] - p * nc[used]) ** 2))
+    if between <= 1e-12 * srs:
+        return float("nan")
+    return k_used / (k_used - 1) * between / srs
 
 
 #: decimals resampled figures are rounded to before they are ranked or compared with zero
@@ -177,19 +183,118 @@ def bootstrap_p(d: np.ndarray) -> float:
     return float(min(1.0, 2 * min(le, ge)))
 
 
-def wilson_ci(k: float, n: float, level: float = 0.95) -> list[float]:
+def wilson_ci(k: float, n: float, level: float = 0.95, df: int | None = None) -> list[float]:
     """The Wilson score interval of a proportion k / n (Wilson 1927): never collapses to a point
     at 0 or 1 and stays inside [0, 1]. ``n`` = 0: [NaN, NaN].
 
     ``(p + z^2/2n -/+ z sqrt(p(1-p)/n + z^2/4n^2)) / (1 + z^2/n)``, z the normal quantile of
-    ``(1 + level) / 2``."""
-    from scipy.stats import norm
-
+    ``(1 + level) / 2``; with ``df`` (clustered: K - 1 for K clusters, ``cluster_df``) the
+    quantile of Student's t with ``df`` degrees of freedom instead, as a design-based interval
+    from few clusters takes it (Korn and Graubard 1998)."""
     if not n > 0:
         return [float("nan"), float("nan")]
-    z = float(norm.ppf((1 + level) / 2))
+    z = critical_value(level, df)
     p = k / n
     den = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / den
     half = z * math.sqrt(max(p * (1 - p) / n + z * z / (4 * n * n), 0.0)) / den
     return [float(max(0.0, centre - half)), float(min(1.0, centre + half))]
+
+
+def _z(level: float) -> float:
+    from scipy.stats import norm
+
+    return float(norm.ppf((1 + level) / 2))
+
+
+def newcombe_paired_ci(both: float, a_only: float, b_only: float, neither: float,
+                       level: float = 0.95) -> list[float]:
+    """Newcombe's interval for the difference of two *paired* proportions p_A - p_B (Newcombe
+    1998, Statistics in Medicine 17: 2635-2650, method 10: the square-and-add of the two Wilson
+    intervals with the phi correlation of the 2x2 table, its numerator AD - BC reduced by n/2 as
+    the paper does, so two identical inputs get an interval around 0, not a point). The counts are the cases both count
+    (``both``), A alone, B alone and ``neither``; they may be fractional (an effective sample
+    size under clustering). Never a point: the Wilson intervals it is built from never are.
+    No case: [NaN, NaN]."""
+    n = both + a_only + b_only + neither
+    if not n > 0:
+        return [float("nan"), float("nan")]
+    p1, p2 = (both + a_only) / n, (both + b_only) / n
+    l1, u1 = wilson_ci(both + a_only, n, level)
+    l2, u2 = wilson_ci(both + b_only, n, level)
+    # phi as Newcombe defines it for method 10: AD - BC shrunk by n/2 when positive (0 between 0
+    # and n/2), kept when negative; 0 where a margin is empty
+    den = (both + a_only) * (b_only + neither) * (both + b_only) * (a_only + neither)
+    ad_bc = both * neither - a_only * b_only
+    num = ad_bc - n / 2 if ad_bc > n / 2 else (ad_bc if ad_bc < 0 else 0.0)
+    phi = num / math.sqrt(den) if den > 0 else 0.0
+    d = p1 - p2
+    lo = d - math.sqrt(max((p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2, 0.0))
+    hi = d + math.sqrt(max((u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2, 0.0))
+    return [float(max(-1.0, lo)), float(min(1.0, hi))]
+
+
+def mean_design_effect(d: np.ndarray, labels: np.ndarray) -> float:
+    """The design effect of the mean of per-row values ``d`` (rows in clusters ``labels``): the
+    variance of the mean with the clusters as the units over its variance with the rows as the
+    units, each by the usual estimator with its small-sample factor,
+    ``[K/(K-1) sum_c (D_c - m n_c)^2] / [N/(N-1) sum_i (d_i - m)^2]`` (D_c the sum of cluster c's
+    values, n_c its rows, m the mean). NaN where it cannot be estimated (fewer than two rows or
+    clusters, or ``d`` constant: there is no variance to inflate)."""
+    d = np.asarray(d, dtype=float)
+    labels = np.asarray(labels, dtype=int)
+    if d.size < 2:
+        return float("nan")
+    K = int(labels.max()) + 1
+    Dc = np.bincount(labels, weights=d, minlength=K)
+    nc = np.bincount(labels, minlength=K).astype(float)
+    used = nc > 0
+    k_used = int(used.sum())
+    m = float(d.mean())
+    srs = d.size / (d.size - 1) * float(np.sum((d - m) ** 2))
+    if k_used < 2 or not srs > 1e-12:
+        return float("nan")
+    return k_used / (k_used - 1) * float(np.sum((Dc[used] - m * nc[used]) ** 2)) / srs
+
+
+def bounded_mean_ci(mean: float, n: float, bounds: tuple[float, float], level: float = 0.95) -> list[float]:
+    """An analytic interval for the mean of ``n`` values that lie in ``bounds`` = (a, b), for
+    where the percentile bootstrap degenerates to a point (every value the same, e.g. a binary
+    judge that follows the context in all ten pairs of a category): the Wilson interval of the
+    mean rescaled to [0, 1], mapped back. A variable in [0, 1] with mean mu has variance at most
+    mu (1 - mu), a Bernoulli's, so the interval is conservative; and like Wilson's it is never a
+    point. ``n`` 0: [NaN, NaN]."""
+    a, b = bounds
+    if not n > 0 or not np.isfinite(mean):
+        return [float("nan"), float("nan")]
+    t = min(1.0, max(0.0, (mean - a) / (b - a)))
+    lo, hi = wilson_ci(t * n, n, level)
+    return [float(a + lo * (b - a)), float(a + hi * (b - a))]
+
+
+def degenerate(ci: Sequence[float]) -> bool:
+    """A finite interval of zero width (both ends equal after ``settle``): a point."""
+    lo, hi = settle(np.asarray(ci, dtype=float))
+    return bool(np.isfinite(lo) and np.isfinite(hi) and hi <= lo)
+
+
+def critical_value(level: float, df: int | None = None) -> float:
+    """The two-sided critical value at ``level``: the normal quantile of ``(1 + level) / 2``, or
+    Student's t with ``df`` degrees of freedom (``df`` >= 1)."""
+    if df is not None and df >= 1:
+        from scipy.stats import t
+
+        return float(t.ppf((1 + level) / 2, df))
+    from scipy.stats import norm
+
+    return float(norm.ppf((1 + level) / 2))
+
+
+def cluster_df(labels: np.ndarray | None) -> int | None:
+    """Degrees of freedom of a design-based interval from clustered rows: K - 1 for the K
+    clusters that hold a row; None (the normal quantile) when unclustered or with fewer than two."""
+    if labels is None:
+        return None
+    labels = np.asarray(labels, dtype=int)
+    k = int(np.unique(labels).size) if labels.size else 0
+    return k - 1 if k >= 2 else None

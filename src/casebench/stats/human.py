@@ -20,10 +20,16 @@ Clustering
     Votes are clustered: 20 per case, two cases per query, ten queries per category. Every test
     that spans cases is therefore paired over queries, never pooled over votes: the context
     effect (``paired``) and each category's effect (``categories``) are Wilcoxon signed-rank
-    tests of the per-query differences (safe-context share - unsafe-context share). The only
-    test on votes themselves is the one within a query (``pairs``): its two cases' annotators are
-    independent of each other, and no case's votes are pooled with another's. The pooled vote
+    tests of the per-query differences (safe-context share - unsafe-context share), by the exact
+    sign-flip distribution (``signed_rank_exact``; ties are the rule with 20 votes a case). The
+    only test on votes themselves is the one within a query (``pairs``): Fisher's exact test of
+    its two cases' votes (their annotators are independent of each other, and no case's votes
+    are pooled with another's), Benjamini-Hochberg adjusted over all the queries. The pooled vote
     shares (``votes``) are descriptive only.
+
+Multiple testing
+    One Benjamini-Hochberg family per table, and each output says which: the categories'
+    Wilcoxon tests over the categories, the queries' Fisher tests over the queries.
 
 People's context effect
     One figure, the same in ``casebench human``, ``casebench score`` and the report:
@@ -32,10 +38,10 @@ People's context effect
     source, and under both label sources, since the published safe_rate counts the intent as a
     21st vote that breaks a 10-10 tie towards the intent.
 
-Degenerate two-proportion tests
-    When every vote in both cases of a query is the same (both shares 0, or both 1), the z
-    statistic is 0/0. Both shares are then equal, so we report z = 0 and p = 1 (no difference),
-    as for any other pair of equal shares; such a pair is never significant.
+Degenerate tables
+    When every vote in both cases of a query is the same (both shares 0, or both 1), Fisher's
+    test gives p = 1 (no difference), as for any other pair of equal shares; such a pair is never
+    significant.
 """
 
 from __future__ import annotations
@@ -139,23 +145,6 @@ def _num(x: Any) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def two_proportion_ztest(safe1: int, n1: int, safe2: int, n2: int) -> tuple[float, float]:
-    """Pooled two-proportion z-test of share1 vs share2 (statsmodels), two-sided.
-
-    z > 0 when the first share is higher. All-same votes in both groups give z = 0, p = 1
-    (see the module docstring).
-    """
-    from statsmodels.stats.proportion import proportions_ztest
-
-    if n1 <= 0 or n2 <= 0:
-        raise ValueError("a two-proportion test needs votes in both groups")
-    total = safe1 + safe2
-    if total == 0 or total == n1 + n2:
-        return 0.0, 1.0
-    z, p = proportions_ztest(count=np.array([safe1, safe2]), nobs=np.array([n1, n2]))
-    return float(z), float(p)
-
-
 def _share_block(table: VoteTable) -> dict[str, Any]:
     votes = int(table.n.sum())
     safe = int(table.safe.sum())
@@ -187,15 +176,99 @@ def _pair_differences(table: VoteTable, pairs: Sequence[tuple[int, int]]) -> np.
     return np.array(out, dtype=float)
 
 
-def _wilcoxon(d: np.ndarray) -> tuple[float | None, float | None]:
-    """scipy's two-sided Wilcoxon signed-rank test of ``d`` (zero differences dropped); None, None
-    when every difference is zero."""
-    from scipy.stats import wilcoxon
+#: above this many nonzero differences the signed-rank test uses the normal approximation (and
+#: says so); at or below it, the exact sign-flip distribution (``signed_rank_exact``)
+EXACT_SIGNED_RANK_MAX = 5000
 
-    if not np.count_nonzero(d):
-        return None, None
-    res = wilcoxon(d)  # defaults: zero_method="wilcox", method="auto"
-    return _num(res.statistic), _num(res.pvalue)
+
+def signed_rank_exact(d: np.ndarray) -> dict[str, Any]:
+    """Two-sided Wilcoxon signed-rank test of ``d`` by the *exact* sign-flip distribution, ties
+    included (zero differences dropped, as Wilcoxon's own procedure does; tied |d| get their
+    average rank).
+
+    Under the null each nonzero difference is positive or negative with probability 1/2,
+    independently, so the distribution of T+ (the sum of the ranks of the positive differences)
+    is the convolution of n two-point distributions {0, r_i}; with average ranks every r_i is a
+    multiple of 1/2, so doubled they are integers and the distribution is an array of
+    probabilities built one difference at a time (numpy, O(n x sum of ranks): about 0.01 s for a
+    category's ten queries, well under a second for 450). p = min(1, 2 min(P(T+ <= t), P(T+ >=
+    t))). This is what a permutation test over all 2^n sign flips computes, without drawing or
+    enumerating them. Above ``EXACT_SIGNED_RANK_MAX`` nonzero differences: the normal
+    approximation with the tie correction, and ``method`` says so.
+
+    Returns ``statistic`` (min(T+, T-), as scipy reports), ``p``, ``n`` (nonzero differences)
+    and ``method``; ``p`` None when every difference is zero."""
+    from scipy.stats import rankdata
+
+    d = np.asarray(d, dtype=float)
+    nz = d[d != 0]
+    n = int(nz.size)
+    if n == 0:
+        return {"statistic": None, "p": None, "n": 0, "method": "no nonzero difference"}
+    ranks = rankdata(np.abs(nz))
+    t_plus = float(ranks[nz > 0].sum())
+    total = float(ranks.sum())
+    stat = min(t_plus, total - t_plus)
+    if n > EXACT_SIGNED_RANK_MAX:
+        from scipy.stats import norm
+
+        _, counts = np.unique(ranks, return_counts=True)
+        var = n * (n + 1) * (2 * n + 1) / 24 - float(np.sum(counts ** 3 - counts)) / 48
+        z = (t_plus - total / 2) / math.sqrt(var) if var > 0 else 0.0
+        return {"statistic": stat, "p": float(min(1.0, 2 * norm.sf(abs(z)))), "n": n,
+                "method": f"normal approximation with tie correction (n = {n} > {EXACT_SIGNED_RANK_MAX})"}
+    r2 = np.rint(2 * ranks).astype(int)  # average ranks are multiples of 1/2
+    return {"statistic": stat, "p": _two_sided(_sign_flip_distribution(r2), int(round(2 * t_plus))), "n": n,
+            "method": "exact sign-flip distribution (ties by average rank)"}
+
+
+def _sign_flip_distribution(r2: np.ndarray) -> np.ndarray:
+    """P(2 T+ = k) for k = 0 .. sum(r2): the convolution of the two-point distributions {0, r}
+    with probability 1/2 each (``signed_rank_exact``)."""
+    dist = np.zeros(int(r2.sum()) + 1)
+    dist[0] = 1.0
+    top = 0
+    for r in r2.tolist():
+        new = dist[:top + r + 1] * 0.5
+        new[r:] += dist[:top + 1] * 0.5
+        dist[:top + r + 1] = new
+        top += r
+    return dist
+
+
+def _two_sided(dist: np.ndarray, t2: int) -> float:
+    """Two-sided p of the doubled statistic ``t2`` under the distribution ``dist``."""
+    lower = float(dist[:t2 + 1].sum())
+    upper = float(dist[t2:].sum())
+    return float(min(1.0, 2 * min(lower, upper)))
+
+
+def _wilcoxon(d: np.ndarray) -> tuple[float | None, float | None]:
+    """The two-sided Wilcoxon signed-rank test of ``d`` (``signed_rank_exact``: exact, zero
+    differences dropped); None, None when every difference is zero."""
+    res = signed_rank_exact(d)
+    return _num(res["statistic"]), res["p"]
+
+
+def fisher_exact_p(safe1: int, n1: int, safe2: int, n2: int) -> float:
+    """Fisher's exact test (two-sided, scipy) of the 2x2 table of safe and unsafe votes in two
+    cases: exact at any count, so it holds where the z-test's normal approximation does not (20
+    votes a case, shares near 0 or 1)."""
+    from scipy.stats import fisher_exact
+
+    return float(fisher_exact([[safe1, n1 - safe1], [safe2, n2 - safe2]]).pvalue)
+
+
+def bh_adjust(p: Sequence[float], alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """Benjamini-Hochberg over one family: adjusted p-values and which are rejected at
+    ``alpha`` (scipy ``false_discovery_control``, the step-up adjusted p-values)."""
+    from scipy.stats import false_discovery_control
+
+    p = np.asarray(p, dtype=float)
+    if not p.size:
+        return p, np.zeros(0, dtype=bool)
+    adj = false_discovery_control(p, method="bh")
+    return adj, adj <= alpha
 
 
 def category_effects(table: VoteTable, pairing: Pairing,
@@ -203,8 +276,6 @@ def category_effects(table: VoteTable, pairing: Pairing,
     """Per category: shares by context kind (descriptive), and the Wilcoxon signed-rank test of
     its queries' per-query differences (paired over queries: votes cluster within cases and
     queries), Benjamini-Hochberg adjusted over the tested categories."""
-    from statsmodels.stats.multitest import multipletests
-
     cats = sorted({c.category for c in table.cases})
     cat_arr = np.array([c.category for c in table.cases], dtype=object)
     rows: list[dict[str, Any]] = []
@@ -233,8 +304,8 @@ def category_effects(table: VoteTable, pairing: Pairing,
         })
     tested = [r for r in rows if r["p"] is not None]
     if tested:
-        reject, p_adj, _, _ = multipletests([r["p"] for r in tested], alpha=alpha, method="fdr_bh")
-        for r, rej, pa in zip(tested, reject, p_adj):
+        p_adj, reject = bh_adjust([r["p"] for r in tested], alpha)
+        for r, rej, pa in zip(tested, reject.tolist(), p_adj.tolist()):
             r["p_adjusted"] = float(pa)
             r["significant"] = bool(rej)
     summary = {
@@ -242,8 +313,9 @@ def category_effects(table: VoteTable, pairing: Pairing,
         "of": len(tested),
         "alpha": alpha,
         "test": "Wilcoxon signed-rank over the category's queries (per-query safe-context share - unsafe-context "
-                "share of the votes alone), two-sided, zero differences dropped (scipy.stats.wilcoxon defaults)",
-        "adjustment": "Benjamini-Hochberg over the tested categories (statsmodels multipletests fdr_bh)",
+                "share of the votes alone), two-sided, zero differences dropped, exact sign-flip distribution "
+                "(ties by average rank)",
+        "adjustment": "Benjamini-Hochberg over the tested categories (one family: the table of categories)",
     }
     return rows, summary
 
@@ -251,14 +323,15 @@ def category_effects(table: VoteTable, pairing: Pairing,
 def paired_tests(
     table: VoteTable, pairing: Pairing, alpha: float
 ) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
-    """Wilcoxon signed-rank over queries, and a z-test within each query's two contexts."""
+    """Wilcoxon signed-rank over queries (exact), and Fisher's exact test within each query's two
+    contexts, Benjamini-Hochberg adjusted over every query (one family: the table of queries)."""
     share = table.share
     rows: list[dict[str, Any]] = []
     d_arr = _pair_differences(table, pairing.pairs)
     for (ps, pu), d in zip(pairing.pairs, d_arr.tolist()):
         cs, cu = table.cases[ps], table.cases[pu]
         # within one query: the two cases' annotators are independent, no vote pooled across cases
-        z, p = two_proportion_ztest(int(table.safe[ps]), int(table.n[ps]), int(table.safe[pu]), int(table.n[pu]))
+        p = fisher_exact_p(int(table.safe[ps]), int(table.n[ps]), int(table.safe[pu]), int(table.n[pu]))
         rows.append({
             "safe_case": cs.index,
             "unsafe_case": cu.index,
@@ -268,12 +341,17 @@ def paired_tests(
             "share_safe_context": float(share[ps]),
             "share_unsafe_context": float(share[pu]),
             "difference": d,
-            "z": z,
             "p": p,
-            "significant": p < alpha,
+            "p_adjusted": None,
+            "significant": False,
         })
+    if rows:
+        adj, rej = bh_adjust([r["p"] for r in rows], alpha)
+        for r, pa, rj in zip(rows, adj.tolist(), rej.tolist()):
+            r["p_adjusted"], r["significant"] = float(pa), bool(rj)
     nonzero = int(np.count_nonzero(d_arr))
-    stat, pval = _wilcoxon(d_arr)
+    wx = signed_rank_exact(d_arr)
+    stat, pval = _num(wx["statistic"]), wx["p"]
     diffs = d_arr.tolist()
     paired = {
         "pairs": len(pairing.pairs),
@@ -284,8 +362,9 @@ def paired_tests(
         "median_difference": float(np.median(d_arr)) if diffs else None,
         "statistic": stat,
         "p": pval,
+        "method": wx["method"],
         "test": "Wilcoxon signed-rank on per-query (safe-context share - unsafe-context share) of the votes "
-        "alone, two-sided, zero differences dropped (scipy.stats.wilcoxon defaults); paired over queries, "
+        f"alone, two-sided, zero differences dropped, {wx['method']}; paired over queries, "
         "so the votes' clustering within cases and queries is respected",
     }
     sig = [r for r in rows if r["significant"]]
@@ -295,8 +374,10 @@ def paired_tests(
         "alpha": alpha,
         "higher_in_safe_context": sum(r["difference"] > 0 for r in sig),
         "higher_in_unsafe_context": sum(r["difference"] < 0 for r in sig),
-        "test": "two-proportion z-test between a query's two cases (their annotators are independent of each "
-        "other; no case's votes are pooled with another's), two-sided, unadjusted",
+        "test": "Fisher's exact test between a query's two cases (safe and unsafe votes of each; their annotators "
+        "are independent of each other; no case's votes are pooled with another's), two-sided",
+        "adjustment": f"Benjamini-Hochberg over all {len(rows)} queries (one family), significant where the "
+                      f"adjusted p <= {alpha:g}",
     }
     return paired, significant, rows
 

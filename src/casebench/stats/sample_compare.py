@@ -145,7 +145,7 @@ def compare_scorer(scorer: str, a: Mapping[str, float], b: Mapping[str, float], 
     test, p = "bootstrap", p_boot
     if binary and n:
         mc = mcnemar_clustered(x == 1.0, y == 1.0, labels) if clustered else mcnemar_exact(x == 1.0, y == 1.0)
-        test, p, se = ("mcnemar_clustered" if clustered else "mcnemar"), mc["p"], mc["se0"]
+        test, p, se = ("mcnemar_clustered" if clustered else "mcnemar"), mc["p"], mc["se"]
     withheld = None
     if n < MIN_PAIRED:
         withheld = f"{n} paired samples < {MIN_PAIRED}"
