@@ -137,7 +137,9 @@ def test_a_respond_run_carries_the_corrected_figures_in_every_format(tmp_path) -
     assert rc["sensitivity"] == pytest.approx(err.sensitivity.estimate)
     n = s["cases_of"]["refusal_rate"]
     want, why = transported_rate(s["refusal_rate"], n, s["ci"]["refusal_rate"], err)
-    assert s["ci"]["refusal_rate"] == pytest.approx(wilson_ci(round(s["refusal_rate"] * n) / deff, n / deff))
+    queries = len({r["query"] for r in json.loads(data.read_text())})  # clustered by query: t with K - 1 df
+    assert s["ci"]["refusal_rate"] == pytest.approx(wilson_ci(round(s["refusal_rate"] * n) / deff, n / deff,
+                                                              df=queries - 1))
     assert want is not None, why
     assert s["refusal_rate_corrected"] == pytest.approx(want.corrected)
     assert s["ci"]["refusal_rate_corrected"] == pytest.approx(list(want.ci))

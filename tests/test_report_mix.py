@@ -128,7 +128,7 @@ def test_a_chatbots_report_leads_with_behaviour_and_ranks_it_among_chatbots(chat
     assert sum(t.count("(published)") for t in tables) == 18 and "(published)" not in mine[0]
     # each explanation once, the method notes folded away beneath what they explain
     assert text.count("are readings of the answers by a refusal classifier") == 1
-    assert text.count("One row per input, best accuracy first") == 1
+    assert text.count("One row per input,") == 1  # (ranked by accuracy, or by Brier near accuracy's ceiling)
     method = re.findall(r"<details[^>]*><summary>(.*?)</summary>", text)
     assert "How to read these tables" in method and "How to read this table" in method
     assert text.index("How to read these tables") > text.index('<table id="leaderboard">')
