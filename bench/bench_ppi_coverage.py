@@ -13,8 +13,12 @@ Per draw, two 95% intervals of the refusal rate, each against the truth it claim
 refusal rate on cases like the run's (the superpopulation mean, computed once per scenario from
 2,000,000 draws of the model):
 
-* **corrected**: the transported Rogan-Gladen correction (``stats.refusal.corrected_rate``) of
-  the reader's observed rate with the stored validation;
+* **corrected**: the transported Rogan-Gladen correction as ``score`` makes it
+  (``stats.refusal.transported_rate``: from the raw rate's Wilson interval clustered by query,
+  n / design effect with t on K - 1 degrees of freedom, widened by the validation's error; the
+  validation one set, so no spread between sets to carry), withheld where the raw interval
+  reaches outside [1 - Sp, Se] (the share withheld is printed: coverage is over the figures
+  printed);
 * **people**: the people-based estimate (``stats.people_refusal.people_refusal_figures``, PPI++
   with cross-fitted lambda, stratified by intent, clustered by query), the path ``score`` takes;
   and its context shift (answered in the safe-intent context minus the unsafe one, over the
@@ -42,7 +46,8 @@ sys.path.insert(0, str(HERE.parent / "src"))
 
 from casebench.annotate.answers import AnswerItem, draw_sample  # noqa: E402
 from casebench.stats.people_refusal import people_refusal_figures  # noqa: E402
-from casebench.stats.refusal import ReaderError, corrected_rate  # noqa: E402
+from casebench.stats.bootstrap import proportion_design_effect, wilson_ci  # noqa: E402
+from casebench.stats.refusal import reader_error_of, transported_rate  # noqa: E402
 
 #: readers by quality: (sensitivity, specificity)
 READERS = {"good reader (Se 0.95, Sp 0.97)": (0.95, 0.97), "weak reader (Se 0.60, Sp 0.75)": (0.60, 0.75)}
@@ -74,8 +79,11 @@ def one_draw(rng: np.random.Generator, queries: int, sigma: float, se: float, sp
     f = np.where(y == 1, rng.random(2 * queries) < se, rng.random(2 * queries) >= sp).astype(float)
     tp = int(rng.binomial(m, se))
     tn = int(rng.binomial(m, sp))
-    err = ReaderError(tp=tp, fn=m - tp, tn=tn, fp=m - tn, source="simulated")
-    got = corrected_rate(int(f.sum()), len(f), err, 0.95)
+    err = reader_error_of({"matrix": [[tn, m - tn], [m - tp, tp]], "set": "simulated"})
+    deff = proportion_design_effect(f, np.ones_like(f), qid)  # as score clusters by query
+    deff = max(1.0, deff) if math.isfinite(deff) else 1.0
+    raw = wilson_ci(float(f.sum()) / deff, len(f) / deff, 0.95, df=queries - 1)
+    got, _ = transported_rate(float(f.mean()), len(f), raw, err, 0.95)
     corrected = got.ci if got is not None else None
     items = [AnswerItem(case=i, sample=0, query="", answer="", reader="refuse" if f[i] else "comply",
                         intended_safe=bool(intent[i])) for i in range(len(f))]
@@ -125,6 +133,8 @@ def main() -> int:
             wid = {k: (np.mean(v) if v else float("nan")) for k, v in width.items()}
             print(f"{rname:<32} {cname:<32} {truth:6.3f}  {cov['corrected']:9.3f} {wid['corrected']:6.3f}  "
                   f"{cov['people']:7.3f} {wid['people']:6.3f}  {shift:6.3f} {cov['shift']:7.3f} {wid['shift']:6.3f}"
+                  + (f"  (corrected withheld in {args.draws - len(hit['corrected'])} draws)"
+                     if len(hit["corrected"]) < args.draws else "")
                   + (f"  ({args.draws - len(hit['shift'])} draws without a shift interval)"
                      if len(hit["shift"]) < args.draws else ""))
     print(f"({time.perf_counter() - t0:.0f} s; target [0.93, 0.97])")
