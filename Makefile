@@ -100,6 +100,7 @@ bench: venv
 	$(BIN)/python bench/bench_local_stop.py
 	$(BIN)/python bench/bench_context.py
 	$(BIN)/python bench/bench_report.py
+	$(BIN)/python bench/bench_run_end.py
 	$(BIN)/python bench/bench_timing.py
 
 clean:
