@@ -267,6 +267,10 @@ class HFBackend:
         looks_local = local.exists() or where.startswith((".", "/", "~")) or where.count("/") > 1
         if looks_local and not local.is_dir():
             raise ModelLoadError(f"model folder {where!r} does not exist")
+        from transformers.utils import logging as hf_logging
+
+        bars = hf_logging.is_progress_bar_enabled()
+        hf_logging.disable_progress_bar()  # a local load takes a second: casebench says what it loads, no bar
         try:
             tokenizer = AutoTokenizer.from_pretrained(str(local) if looks_local else where, local_files_only=True)
             model = AutoModelForCausalLM.from_pretrained(
@@ -282,6 +286,9 @@ class HFBackend:
                 "casebench never downloads models. Download it yourself (e.g. `hf download "
                 f"{where}`) or pass the path of a local folder. ({type(e).__name__})"
             ) from None
+        finally:
+            if bars:
+                hf_logging.enable_progress_bar()
         model.to(self.device)
         model.eval()
         if tokenizer.pad_token_id is None:
