@@ -26,8 +26,6 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "casebench"
-if not SHARED.is_dir():
-    SHARED = Path("/work/shared/casebench")
 
 
 def run_human(src: Path) -> dict:

@@ -40,8 +40,6 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "casebench"
-if not SHARED.is_dir():
-    SHARED = Path("/work/shared/casebench")
 
 
 def make_inputs(out: Path, n: int) -> list[Path]:
