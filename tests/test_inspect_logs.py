@@ -417,10 +417,11 @@ def test_a_caesar_log_sends_only_encoded_queries_decodes_answers_and_scores_name
     assert len(samples) == 6 and len(seen) == 6
     for s in samples:
         case = ds[int(s.id)]
-        sent = next(t for t in seen if caesar_encode(case.query) in t)
-        assert case.query not in sent
+        # the request of this case: its query encoded, its context as it was (the system placement
+        # of respond mode); the other context of the same query was asked with the same query
         system = get_mode("respond").conversation(case, BUILTIN_TEMPLATES, None).system
-        assert f"system:{system}" in sent  # the context untouched (the system placement of respond mode)
+        sent = [t for t in seen if caesar_encode(case.query) in t and f"system:{system}" in t]
+        assert len(sent) == 1 and case.query not in sent[0]
         md = next(iter(s.scores.values())).metadata
         assert md["behaviour"] in ("comply", "refuse") and md["decoded_answer"] in (REFUSAL, HELP)
         assert md["behaviour"] == ("refuse" if md["decoded_answer"] == REFUSAL else "comply")

@@ -185,7 +185,7 @@ def load_inspect_log(path: str | Path, dataset: "Dataset | None" = None, mode: s
     """Per-case predictions of a log of ``casebench/case_bench`` (see the module docstring).
     ``mode`` (``--mode``): refused when it contradicts the log's. Raises ``InspectLogError``
     for a log of another task or a sample whose case is not ``dataset``'s."""
-    from .classify.validation import applicable
+    from .classify.validation import reader_as_read
     from .modes import get_mode
     from .predictions import Predictions
     from .runs.results import model_short_name
@@ -244,9 +244,7 @@ def load_inspect_log(path: str | Path, dataset: "Dataset | None" = None, mode: s
     meta: dict[str, Any] = {"format": "inspect", "log": str(p), "model_spec": log.eval.model, "status": log.status,
                             "task": log.eval.task, "samples": int(log.eval.config.epochs or 1)}
     if isinstance(cb.get("classifier"), Mapping):
-        desc = dict(cb["classifier"])
-        desc["validation"] = applicable(desc, log.eval.model)
-        meta["classifier"] = desc
+        meta["classifier"] = reader_as_read(cb["classifier"], log.eval.model)
     behaviour = [behaviours[i] for i in order] if any(behaviours[i] for i in order) else None
     mutation = cb.get("mutation")
     return Predictions.from_values(

@@ -480,6 +480,21 @@ def from_labels(labels: Sequence[tuple[str, str | None]], partial_as: str, sourc
     return out
 
 
+def reader_as_read(classifier: Mapping[str, Any], model_spec: str | None) -> dict[str, Any]:
+    """A respond run's (or an inspect log's) recorded reader as every output shows it: its
+    ``describe()`` with ``validation`` the stored figures that apply to the run (``applicable``)
+    and, unless the writer is a small model, ``better_reader``: another stored reader that reads
+    large models' writing better (``better_reader``; the first screen names it). One home, so a
+    run and a log of the same answers describe their reader alike."""
+    desc = dict(classifier)
+    desc["validation"] = applicable(desc, model_spec)
+    if desc.get("name") and writer_kind(model_spec) != "small":
+        better = better_reader(str(desc["name"]), str(desc.get("partial_as") or "unsafe"))
+        if better is not None:
+            desc["better_reader"] = better
+    return desc
+
+
 def applicable(classifier: Mapping[str, Any] | None, model_spec: str | None = None,
                own: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
     """The validation that applies to a respond run read by ``classifier`` (its recorded

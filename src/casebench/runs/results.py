@@ -126,15 +126,7 @@ def run_classifier(run_path: str | Path, m: Manifest, finals: dict | None = None
     (``stats.people_refusal``) and test whether the stored figures hold."""
     from ..classify import validation as _validation
 
-    desc = dict(m.asked.classifier or {})
-    desc["validation"] = _validation.applicable(desc, m.model)
-    if desc.get("name") and _validation.writer_kind(m.model) != "small":
-        # another reader the stored figures say reads large models' writing better (the first
-        # screen names it); a small model's answers get no such advice
-        better = _validation.better_reader(str(desc["name"]), str(desc.get("partial_as") or "unsafe"))
-        if better is not None:
-            desc["better_reader"] = better
-    return desc
+    return _validation.reader_as_read(m.asked.classifier or {}, m.model)
 
 
 #: who may have labelled a run's answers (``labelled_by`` in ``reader_labels.csv``)
