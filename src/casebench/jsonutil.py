@@ -8,7 +8,13 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import Any, overload
+
+
+@overload
+def json_safe(x: dict[str, Any]) -> dict[str, Any]: ...
+@overload
+def json_safe(x: Any) -> Any: ...
 
 
 def json_safe(x: Any) -> Any:

@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING, Sequence
 
 if TYPE_CHECKING:
     from .data import Dataset
+    from .modes import Mode
     from .predictions import Predictions
 
 
-def load_predictions(path: str | Path, dataset: "Dataset | None" = None, mode: str | None = None,
+def load_predictions(path: str | Path, dataset: "Dataset | None" = None, mode: "str | Mode | None" = None,
                      removed: Sequence[str] | None = None) -> "Predictions":
     """Load a run directory (``runs.results.load_run``), an inspect log of casebench's task
     (``.eval`` or ``.json``, ``inspect_log.load_inspect_log``) or a published output

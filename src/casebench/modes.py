@@ -171,6 +171,11 @@ class Mode:
             return Reading(error=parsed.error, retry=True)
         return self.reading_from(parsed)
 
+    def read_behaviour(self, answer: "Answer", verdict: Any, partial_as_safe: bool = False) -> Reading:
+        """A chatbot answer and a refusal classifier's verdict -> a Reading: only for a mode that
+        ``reads_behaviour`` (respond); a judge mode's answer is read by its parser (``read``)."""
+        raise ModeError(f"mode {self.name!r} reads answers with its parser, not a refusal classifier")
+
     def parse_prefix(self, text: str) -> Parsed | None:
         """The verdict of an answer cut right after it (stop at the verdict): the completed
         ``judgement`` value read as a whole answer would be, or None."""

@@ -110,7 +110,7 @@ class Predictions:
         ``"safe"``/``"unsafe"``/None in binary mode, a score or P(safe) (or None) otherwise;
         ``verdict_mass`` per case (None: unknown)."""
         m = get_mode(mode)
-        mass = None if verdict_mass is None else [np.nan if v is None else float(v) for v in verdict_mass]
+        mass = None if verdict_mass is None else np.array([np.nan if v is None else float(v) for v in verdict_mass])
         return cls(source, model, m, list(cases), m.labels(values), m.numeric(values), tuple(removed),
                    dict(meta or {}), context_as, pending, behaviour, mass, mutation=mutation)
 

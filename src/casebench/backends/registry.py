@@ -169,7 +169,7 @@ def register_backend(info: BackendInfo) -> BackendInfo:
     if len(set(names)) != len(names):
         raise RegistryError(f"backend {prefix!r} declares an option twice")
     if info.cls is not None:
-        params = inspect.signature(info.cls.__init__).parameters
+        params = inspect.signature(info.cls).parameters
         takes_any = any(p.kind is p.VAR_KEYWORD for p in params.values())
         missing = [n for n in names if n not in params and not takes_any]
         if missing:
@@ -324,7 +324,7 @@ def resolve_options(spec: str, options: dict[str, Any], cls: type | None = None)
     cls = cls or backend_class(spec)
     info = info_for(spec)
     transport_names = info.transport_options() if info is not None and info.cls is cls else _described_transport(cls)
-    params = inspect.signature(cls.__init__).parameters
+    params = inspect.signature(cls).parameters
     unknown = sorted(set(options) - set(params))
     if unknown:
         raise ValueError(f"backend for {spec!r} does not take option(s) {', '.join(unknown)}")

@@ -7,12 +7,13 @@ from __future__ import annotations
 import contextlib
 import logging
 import sys
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterator, Mapping, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterator, Mapping, NoReturn, Sequence, TypeVar
 
 import click
 
 if TYPE_CHECKING:
     from ..runs.config import RunConfig
+    from ..stats.options import ScoringOptions
     from ..runs.execute import RunSummary
 
 #: The exit codes of every command (``casebench --help`` and the README list them).
@@ -169,6 +170,7 @@ def backend_params() -> list[click.Option]:
     out = []
     for o, infos in cli_options():
         flag = o.cli_flag
+        assert flag is not None  # cli_options keeps the options that have a flag
         where = ", ".join(f"{i.prefix}/" for i in infos)
         out.append(_click_option(o, flag, _dest(BACKEND_DEST, flag), f"{o.help} [{where}]"))
     return out
@@ -347,7 +349,7 @@ def run_under_signals(make: Callable[[], Awaitable[T]]) -> T:
         loop = asyncio.get_running_loop()
         task = asyncio.current_task()
         assert task is not None
-        handled = []
+        handled: list[signal.Signals] = []
 
         def first(sig: int) -> None:
             interrupted.append(sig)
@@ -396,7 +398,7 @@ def run_under_signals(make: Callable[[], Awaitable[T]]) -> T:
             loop.close()
 
 
-def exit_interrupted(code: int = 130) -> None:
+def exit_interrupted(code: int = 130) -> NoReturn:
     """End an interrupted command at once: flush what was printed, then skip the interpreter's
     teardown (finalising torch and transformers takes seconds on a busy CPU, and a user who
     pressed Ctrl-C is waiting). Everything casebench writes is already on disk by then."""

@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 import click
 
-from ..modes import MODES
+from ..modes import MODES, Mode
 from ..prompts import CONTEXT_PLACEMENTS
 from ._common import (
     FILE_MODE_HELP, TEMPERATURE, USD, BadInput, ModeChoice, RegistryCommand, bad_input_errors, echo_err, exit_interrupted,
@@ -20,7 +20,7 @@ from ._common import (
 )
 
 
-def _load(inputs: tuple[str, ...], data: str | None, mode: str | None = None, remove: str | None = None) -> list[Any]:
+def _load(inputs: tuple[str, ...], data: str | None, mode: "Mode | None" = None, remove: str | None = None) -> list[Any]:
     from ..data import load_dataset
     from ..loader import load_predictions
     from ..runs.record import RunError
@@ -118,7 +118,7 @@ def _run_options(f: Any) -> Any:
               help="Inspect logs: compare per scorer over the samples both logs scored, clustered by this sample "
                    "metadata field (logs of tasks other than casebench's are always compared per scorer).")
 def compare_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, n_boot: int, bootstrap_seed: int,
-                level: float, alpha: float, data: str | None, label_source: str, cluster: str, mode: str | None,
+                level: float, alpha: float, data: str | None, label_source: str, cluster: str, mode: "Mode | None",
                 remove: str | None, pairs: int | None = None, pairs_seed: int = 0, cluster_by: str | None = None) -> None:
     """Paired tests between INPUTS (run directories, published exp/ files or inspect logs on the
     same cases).
@@ -229,7 +229,7 @@ def _compare_logs(inputs: tuple[str, ...], cluster_by: str | None, as_json: bool
                    "`casebench run` gives); existing ones are re-used.")
 @_run_options
 @_stat_options
-def ablate_cmd(inputs: tuple[str, ...], model: str | None, mode: str | None, params: str, context_as: str | None,
+def ablate_cmd(inputs: tuple[str, ...], model: str | None, mode: "Mode | None", params: str, context_as: str | None,
                out_root: str,
                limit: int | None, stratified: int | None, stratified_seed: int, samples: int | None,
                temperature: float | None, max_tokens: int | None, max_connections: int,
@@ -312,7 +312,7 @@ def ablate_cmd(inputs: tuple[str, ...], model: str | None, mode: str | None, par
 @_run_options
 @refusal_classifier_options
 @_stat_options
-def study_cmd(inputs: tuple[str, ...], placements: str | None, model: str | None, mode: str | None, remove: str,
+def study_cmd(inputs: tuple[str, ...], placements: str | None, model: str | None, mode: "Mode | None", remove: str,
               say_do_mode: str | None, pairs: int | None, out_root: str, limit: int | None,
               stratified: int | None, stratified_seed: int, samples: int | None, temperature: float | None,
               max_tokens: int | None, max_connections: int, max_cost: float | None, progress: bool | None,
@@ -411,7 +411,7 @@ def study_cmd(inputs: tuple[str, ...], placements: str | None, model: str | None
         click.echo(format_placements(result), nl=False)
 
 
-def _run_study(conditions: Callable[..., list[Any]], label: Callable[[Any], str], model: str, mode: str,
+def _run_study(conditions: Callable[..., list[Any]], label: Callable[[Any], str], model: str, mode: "str | Mode",
                remove: str | None, pairs: int | None, data: str | None, limit: int | None, stratified: int | None,
                stratified_seed: int, samples: int | None, temperature: float | None, max_tokens: int | None,
                max_connections: int, max_cost: float | None, progress: bool | None, refusal_classifier: str | None,

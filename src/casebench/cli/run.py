@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import click
 
 
-from ..modes import MODES
+from ..modes import MODES, Mode
 from ..prompts import CONTEXT_PLACEMENTS
 from ._common import (
     NON_NEGATIVE_INT, POSITIVE_INT, SECONDS, TEMPERATURE, USD, BadInput, ModeChoice, RegistryCommand, backend_options,
@@ -23,7 +23,6 @@ from ..runs.results import EXIT_LOW_COVERAGE
 
 if TYPE_CHECKING:
     from ..data import Dataset
-    from ..modes import Mode
     from ..predictions import Predictions
     from ..runs.results import RunCheck
 
@@ -120,7 +119,7 @@ def _builtin_mutations() -> list[str]:
                    "fits them. Says what it did; changes nothing when records do not fit.")
 @click.option("-v", "--verbose", count=True, help="Log retries (-v) and details (-vv).")
 @refusal_classifier_options
-def run_cmd(model: str | None, mode: str | None, data: str | None, remove: str, samples: int | None, limit: int | None,
+def run_cmd(model: str | None, mode: "Mode | None", data: str | None, remove: str, samples: int | None, limit: int | None,
             stratified: int | None, selection_seed: int, max_connections: int, templates_path: str | None, out: str | None,
             system: str | None, temperature: float | None, max_tokens: int | None,
             parse_retries: int, max_attempts: int, prices_path: str | None, max_cost: float | None,

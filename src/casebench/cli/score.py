@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from ..modes import Mode
+
 from typing import Any, TYPE_CHECKING, Sequence
 
 from ._common import (
@@ -39,7 +41,7 @@ if TYPE_CHECKING:  # pragma: no cover
 @min_verdict_mass_option
 @reference_option
 def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: str, by: tuple[str, ...],
-              n_boot: int, bootstrap_seed: int, data: str | None, label_source: str, cluster: str, mode: str | None,
+              n_boot: int, bootstrap_seed: int, data: str | None, label_source: str, cluster: str, mode: "Mode | None",
               remove: str | None, reference: str | None, no_reference: bool, min_verdict_mass: float = 0.5,
               level: float = 0.95) -> None:
     """Score INPUTS (run directories or published exp/ files) and print every metric with a CI (95% unless

@@ -100,7 +100,8 @@ def render_sections(ctx: ReportContext, sections: Sequence[Section] | None = Non
                     progress: Callable[[str], None] | None = None) -> tuple[str, str]:
     """The table of contents and the sections that apply, numbered in the order shown;
     ``progress`` is told each section's title as it starts."""
-    toc, body = [], []
+    toc: list[str] = []
+    body: list[str] = []
     for sec in SECTIONS if sections is None else sections:
         if progress:
             progress(sec.title.lower() if sec.title[1:2].islower() else sec.title)

@@ -5,7 +5,7 @@ calibration."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -246,7 +246,7 @@ def _mass_notes(inputs: Sequence[ReportInput]) -> str:
     with_mass = [it for it in inputs if it.score.verdict_mass]
     if not with_mass:
         return ""
-    thr = with_mass[0].score.verdict_mass["threshold"]
+    thr = (with_mass[0].score.verdict_mass or {})["threshold"]
     from .tables import mass_pct
 
     rule = (f'<p class="note">Verdict mass ("mass" under Answered): the first-token probability a prob-mode input '
@@ -312,7 +312,7 @@ def _say_do(ctx: ReportContext) -> str | None:
             + "".join(rows) + "</tbody></table></div>")
 
 
-def _pairwise(ctx: ReportContext) -> str:
+def _pairwise(ctx: ReportContext) -> str | None:
     inputs, options = ctx.inputs, ctx.options
     if len(inputs) < 2:
         return None
@@ -523,7 +523,7 @@ def _category_heatmap(ctx: ReportContext) -> str:
                       f"Every cell is from fewer than {MIN_CASES} cases: read single cells with care." + numbers))
 
 
-def _scatter(ctx: ReportContext) -> str:
+def _scatter(ctx: ReportContext) -> str | None:
     from .plots import p_vs_human
 
     judged = [it for it in ctx.inputs if not it.pred.mode.reads_behaviour and it.score.answered]
@@ -541,7 +541,7 @@ def _scatter(ctx: ReportContext) -> str:
                       "(a respond run answers; it states no P(safe))." + _left_out_note(left_out)))
 
 
-def _reliability(ctx: ReportContext) -> str:
+def _reliability(ctx: ReportContext) -> str | None:
     from .plots import reliability
 
     curves = []
@@ -564,7 +564,7 @@ def _reliability(ctx: ReportContext) -> str:
                           + _left_out_note(left_out))
 
 
-def _reference_note(refs: Sequence[tuple[list[int], dict[str, Any]]]) -> str:
+def _reference_note(refs: Sequence[tuple[list[int], Mapping[str, Any]]]) -> str:
     """The human references every judge's figures stand beside (under the leaderboard):
     ``Overview.people``."""
     if not refs:

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -303,10 +303,11 @@ def _human(ctx: ReportContext) -> str | None:
 BLIND_LIMIT = 12
 
 
-def _input_people(it: Any) -> dict[str, Any] | None:
+def _input_people(it: Any) -> Mapping[str, Any] | None:
     """People's references on the pairs this input answered (``stats.context.people_references``),
     as its scoring result carries them; None without pairs."""
-    return it.figures.people.pairs
+    pairs: Mapping[str, Any] | None = it.figures.people.pairs
+    return pairs
 
 
 def _direction_order(items: Sequence[Any]) -> list[Any]:
@@ -325,7 +326,7 @@ def _direction_order(items: Sequence[Any]) -> list[Any]:
 
 
 
-def _people_context_note(ref: dict[str, Any]) -> str:
+def _people_context_note(ref: Mapping[str, Any]) -> str:
     """People's references over every pair of the dataset (``context.human_references``) in one
     paragraph: one person and the majority under the label source, the other source beside them,
     and the pairs that differ only by the intent vote's tie-break."""
@@ -444,8 +445,8 @@ def _context(ctx: "ReportContext") -> str:
     rows = []
     for it in shown:
         v, c = it.score.values, it.score.ci
-        pp = _input_people(it) or {}
-        op, mj = pp.get("one_person", {}), pp.get("majority", {})
+        pair_people = _input_people(it) or {}
+        op, mj = pair_people.get("one_person", {}), pair_people.get("majority", {})
         cells = [f'<td class="l">{_e(it.name)}</td>', f"<td>{_fm('context_pairs', v.get('context_pairs'))}</td>",
                  cell("context_direction", v.get("context_direction"), c.get("context_direction")),
                  cell("context_moved", v.get("context_moved"), c.get("context_moved")),

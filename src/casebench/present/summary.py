@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..stats.metrics import Score
+    from ..modes import Mode
     from ..stats.result import PeopleReferences
 
 __all__ = ["verdict_line", "summary_lines", "next_steps"]
@@ -228,7 +229,7 @@ def _labels_lines(score: "Score", unsafe_word: str, safe_word: str, safe_name: s
     return out
 
 
-def next_steps(*, model_given: bool, demo: bool, mode: str, references: bool, run_dir: str | None = None) -> list[str]:
+def next_steps(*, model_given: bool, demo: bool, mode: "str | Mode", references: bool, run_dir: str | None = None) -> list[str]:
     """What to do next, in order of what would change the answer most: a real model, the real data,
     the published models beside the run. Never another mode of the same model and back."""
     steps = []

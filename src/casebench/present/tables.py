@@ -13,7 +13,7 @@ import csv
 import io
 import json
 import math
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from ..jsonutil import json_safe
 from . import people
@@ -176,7 +176,9 @@ def reader_error_words(validation: dict[str, Any] | None, corrected: dict[str, A
         k = len(pooled.get("sets") or [])
         text = f"sensitivity {se['estimate']:.2f}, specificity {sp['estimate']:.2f}"
         if k > 1:
-            rng = lambda r: f"{min(r['per_set']):.2f}-{max(r['per_set']):.2f}"  # noqa: E731
+            def rng(r: Mapping[str, Any]) -> str:
+                return f"{min(r['per_set']):.2f}-{max(r['per_set']):.2f}"
+
             people = pooled.get("labelled_by_people") or []
             text += (f" pooled over {k} sets (set by set: Se {rng(se)}, Sp {rng(sp)}"
                      + (f"; labelled by people: {', '.join(people)}" if people else "") + ")")
@@ -375,7 +377,7 @@ def text_table(scores: Sequence[Score]) -> str:
         out.append(title(s) + tag)
         out.append(f"  source: {s.source}")
         out.append(f"  cases {s.n}, answered {s.answered} (coverage {100 * s.coverage:.1f}%"
-                   + (f"; {s.low_mass_missing} left out: verdict mass below {mass_pct(s.verdict_mass['threshold'])}"
+                   + (f"; {s.low_mass_missing} left out: verdict mass below {mass_pct((s.verdict_mass or {})['threshold'])}"
                       if s.low_mass_missing else "") + ")")
         if s.verdict_mass:
             out.append("  " + verdict_mass_line(s))
@@ -566,7 +568,7 @@ def markdown_table(scores: Sequence[Score]) -> str:
     return "\n".join(lines) + "\n"
 
 
-FORMATS = {"table": text_table, "csv": csv_table, "json": json_lines, "md": markdown_table}
+FORMATS: dict[str, Callable[..., str]] = {"table": text_table, "csv": csv_table, "json": json_lines, "md": markdown_table}
 
 #: the figures of a reference row (a published model beside the inputs): the recalls (over- and
 #: under-refusal) and the context figures, each with its interval
@@ -833,7 +835,7 @@ def format_placements(res: "PlacementResult") -> str:
         if mut and seen and seen != shown_people:  # people's on these pairs (base wording); once
             shown_people = seen
             for ref, label in (("one_person", "people: one person"), ("majority", "people: majority")):
-                b = p.people.get(ref) or {}
+                b = (p.people or {}).get(ref) or {}
                 if "context_shift" not in b:
                     continue
                 follow = (fmt_num(b["context_follow"], 3) + " " + _bounds(b.get("ci", {}).get("context_follow"))
@@ -896,13 +898,13 @@ def format_placements(res: "PlacementResult") -> str:
     if getattr(res, "consistency", None):
         lines += ["", "wording consistency (cases whose verdict is unchanged by the rewording, of the cases both "
                       "wordings answered; Wilson CI widened by the query clusters):"]
-        for c in res.consistency:
-            if not c.n:
-                lines.append(f"  {c.level:<{width}}- (no case answered under both wordings)")
+        for cons in res.consistency:
+            if not cons.n:
+                lines.append(f"  {cons.level:<{width}}- (no case answered under both wordings)")
                 continue
-            small = SMALL if c.n < MIN_CASES else ""
-            lines.append(f"  {c.level:<{width}}{fmt_num(c.share, 3)} {_bounds(c.ci)}  ({c.unchanged} of {c.n}{small} "
-                         f"cases, {c.queries} queries)")
+            small = SMALL if cons.n < MIN_CASES else ""
+            lines.append(f"  {cons.level:<{width}}{fmt_num(cons.share, 3)} {_bounds(cons.ci)}  ({cons.unchanged} of "
+                         f"{cons.n}{small} cases, {cons.queries} queries)")
     if any(SMALL in line for line in lines[3:]):
         lines.append(f"{SMALL} from fewer than {MIN_CASES} cases (pairs, for the context figures): read with care")
     return "\n".join(lines) + "\n"

@@ -84,7 +84,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Sequence, Mapping
 
 import numpy as np
 
@@ -421,7 +421,7 @@ class PairComparison:
     #: the query pairs both inputs answered both cases of (the per-pair figures' paired rows)
     context_pairs: int = 0
     #: people's references on those pairs (``context.people_references``; default scoring only)
-    people: dict[str, Any] | None = None
+    people: Mapping[str, Any] | None = None
 
 
 @dataclass
@@ -494,7 +494,7 @@ def _paired_arrays(
     else:
         positions = np.array([union[int(c)] for c in a.case_indices[kept]], dtype=int)
     sa, sb = sa.take(ia), sb.take(ib)
-    if sa.pairs is not None and sb.pairs is not None:
+    if sa.pairs is not None and sb.pairs is not None and sa.pair_ids is not None:
         # the same cases in the same order: keep the query pairs both inputs answered both cases of
         theirs = {tuple(x) for x in sb.pairs.tolist()}
         common = np.array([tuple(x) in theirs for x in sa.pairs.tolist()], dtype=bool)
@@ -652,7 +652,7 @@ def _paired_interval(m: str, sa: ScoringArrays, sb: ScoringArrays, case_clusters
         ka, kb, rows = tab
         deff = 1.0
         if sa.cluster_by != "case" and len(rows) > 1:
-            labels = case_clusters_ if METRIC[m].unit == "case" else case_clusters_[sa.pairs[:, 0]]
+            labels = case_clusters_ if METRIC[m].unit == "case" or sa.pairs is None else case_clusters_[sa.pairs[:, 0]]
             est = mean_design_effect(ka - kb, cluster_labels(labels[rows].tolist()))
             deff = max(1.0, est) if np.isfinite(est) else 1.0
         both, a_only = float(np.sum(ka * kb)), float(np.sum(ka * (1 - kb)))
@@ -688,7 +688,7 @@ def _resampled_cases(preds: Sequence[Predictions], union: dict[int, int] | None)
     """The cases the resamples draw from: the first input's, or those of ``union`` (in its order)."""
     if union is None:
         return list(preds[0].cases)
-    by_index = {}
+    by_index: dict[int, Any] = {}
     for p in preds:
         for c, case in zip(p.case_indices, p.cases):
             by_index.setdefault(int(c), case)

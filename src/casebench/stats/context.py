@@ -112,7 +112,7 @@ def _centred(x: np.ndarray) -> np.ndarray:
     constant side gets a variance of exactly 0."""
     if not len(x) or np.ptp(x) <= 1e-12:
         return np.zeros(len(x))
-    return x - x.mean()
+    return np.asarray(x - x.mean())
 
 
 def _pair_columns(a: Any) -> dict[str, np.ndarray] | None:
@@ -287,7 +287,7 @@ def _contested_k(s: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _clear_cases(s: Mapping[str, np.ndarray]) -> np.ndarray:
-    return s["w"] - s["ct"]
+    return np.asarray(s["w"] - s["ct"])
 
 
 def _clear_k(s: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -732,7 +732,7 @@ def human_references(cases: Sequence["Case"], n_boot: int = DEFAULT_BOOTSTRAP, s
     }
 
 
-def reference_line(ref: dict[str, Any]) -> str:
+def reference_line(ref: Mapping[str, Any]) -> str:
     """One line of the human references for a table footer."""
     def f(x: Any, d: int = 3) -> str:
         return "-" if x is None or (isinstance(x, float) and np.isnan(x)) else f"{x:.{d}f}"
@@ -745,7 +745,7 @@ def reference_line(ref: dict[str, Any]) -> str:
             f"BCE floor {f(ref['bce_floor'])}")
 
 
-def people_line(ref: dict[str, Any]) -> str:
+def people_line(ref: Mapping[str, Any]) -> str:
     """One line of people's references over the whole dataset (``human_references``) for a table
     footer: one person's shift and the majority's follow under the label source, which label
     source, the other's figures, and the agreement and BCE references."""

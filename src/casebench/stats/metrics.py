@@ -41,26 +41,35 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, Mapping
 
 import numpy as np
 
 from ..modes import Mode, get_mode
 from ..predictions import Predictions, verdict_mass_warning
-from .bootstrap import (  # noqa: F401  (wilson_ci re-exported)
-    DEFAULT_BOOTSTRAP, bounded_mean_ci, degenerate, cluster_labels, cluster_resample_weights, percentile_ci, proportion_design_effect,
-    resample_weights, wilson_ci,
+from .bootstrap import (
+    bounded_mean_ci, degenerate, cluster_labels, cluster_resample_weights, percentile_ci, proportion_design_effect,
+    resample_weights,
 )
-from .options import (  # noqa: F401  (LABEL_SOURCES, LabelSourceError: re-exported from ``options``)
-    DEFAULT_OPTIONS, LABEL_SOURCES, LabelSourceError, ScoringOptions, case_safe_rate, check_label_source,
+# re-exported: every caller reads these from here (``X as X`` marks a re-export for the type checker)
+from .bootstrap import wilson_ci as wilson_ci
+from .options import (
+    DEFAULT_BOOTSTRAP as DEFAULT_BOOTSTRAP, DEFAULT_OPTIONS as DEFAULT_OPTIONS, LABEL_SOURCES as LABEL_SOURCES,
+    LabelSourceError as LabelSourceError, ScoringOptions as ScoringOptions, case_safe_rate as case_safe_rate,
+    check_label_source as check_label_source,
 )
-from .metric_formulas import (  # noqa: F401  (the column sets and ECE's bins: re-exported for metrics of plugins)
-    BCE_COLUMNS, BRIER_COLUMNS, CEILING_COLUMNS, ECE_BINS, ECE_COLUMNS, PARTIAL_COLUMNS, PCC_COLUMNS,
-    PREDICTED_SAFE_COLUMNS, Columns, ece_bins,
+from .metric_formulas import (  # the column sets and ECE's bins, for metrics of plugins
+    BCE_COLUMNS as BCE_COLUMNS, BRIER_COLUMNS as BRIER_COLUMNS, CEILING_COLUMNS as CEILING_COLUMNS,
+    ECE_BINS as ECE_BINS, ECE_COLUMNS as ECE_COLUMNS, PARTIAL_COLUMNS as PARTIAL_COLUMNS, PCC_COLUMNS as PCC_COLUMNS,
+    PREDICTED_SAFE_COLUMNS as PREDICTED_SAFE_COLUMNS, Columns as Columns, ece_bins as ece_bins,
 )
-from .metric_inputs import ScoringArrays, Sums, human_rates, partial_shares, scoring_arrays  # noqa: F401
-from .metric_registry import (  # noqa: F401  (the table, re-exported: every caller reads it from here)
-    METRIC, BUILTIN_METRICS, MetricDef, metric, metric_names, metrics_where, register_metric,
+from .metric_inputs import (
+    ScoringArrays as ScoringArrays, Sums as Sums, human_rates as human_rates, partial_shares as partial_shares,
+    scoring_arrays as scoring_arrays,
+)
+from .metric_registry import (  # the table: every caller reads it from here
+    METRIC as METRIC, BUILTIN_METRICS as BUILTIN_METRICS, MetricDef as MetricDef, metric as metric,
+    metric_names as metric_names, metrics_where as metrics_where, register_metric as register_metric,
 )
 
 #: a figure from fewer cases than this carries a note (a dagger and a footer) in every format
@@ -372,7 +381,7 @@ def case_and_pair_weights(a: ScoringArrays, n_boot: int, seed: int) -> tuple[np.
     labels = cluster_labels(a.clusters.tolist())
     n_clusters = int(labels.max()) + 1 if n else 0
     W = cluster_resample_weights(labels, n_boot, seed, n_clusters)
-    pw = cluster_resample_weights(labels[a.pairs[:, 0]], n_boot, seed, n_clusters) if k else None
+    pw = cluster_resample_weights(labels[a.pairs[:, 0]], n_boot, seed, n_clusters) if k and a.pairs is not None else None
     return W, pw
 
 
@@ -430,7 +439,7 @@ class Score:
     cases_of: dict[str, int] = field(default_factory=dict)
     #: people's references on the pairs this input answered (``context.people_references``), set
     #: by the commands that show them beside the figures (default scoring); None: not shown
-    people: dict[str, Any] | None = None
+    people: Mapping[str, Any] | None = None
     #: respond mode: the refusal figures corrected for the reader's measured error
     #: (``stats.refusal.correct_refusal_figures``: the figures, or a ``note`` saying why none)
     refusal_corrected: dict[str, Any] | None = None
@@ -441,7 +450,7 @@ class Score:
     design_effects: dict[str, float] = field(default_factory=dict)
     #: respond mode with labels of the run's own answers: the refusal figures from them by PPI++
     #: (``stats.people_refusal.people_refusal_figures``: who labelled, figures, transport test)
-    refusal_people: dict[str, Any] | None = None
+    refusal_people: Mapping[str, Any] | None = None
     #: why a figure's interval is not the usual one, or is missing (``bootstrap_ci``'s notes:
     #: the bootstrap degenerated to a point); empty when every interval is the usual one
     ci_notes: dict[str, str] = field(default_factory=dict)

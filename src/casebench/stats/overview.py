@@ -17,7 +17,7 @@ input and a respond run (``saydo``), and the statistics of the human votes (``hu
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -148,7 +148,7 @@ def comparisons(preds: Sequence[Predictions], options: ScoringOptions = DEFAULT_
     per group, every pair that shares a case, over the cases it shares (``compare``)."""
     from .compare import comparable_groups, compare, shared_cases
 
-    out = []
+    out: list[tuple[list[int], Comparison | None]] = []
     for g in comparable_groups(preds):
         if len(g) < 2:
             continue
@@ -297,7 +297,7 @@ class Overview:
     matrices: list[tuple[list[int], PairMatrix]] = field(default_factory=list)
     #: people's references over every case of each set of voted cases among the inputs, as
     #: their results hold them (``result.people_by_case_set``)
-    people: list[tuple[list[int], dict[str, Any]]] = field(default_factory=list)
+    people: list[tuple[list[int], Mapping[str, Any]]] = field(default_factory=list)
     #: the inputs grouped by the cases they hold (``compare.case_set_groups``): ranked per group
     case_sets: list[list[int]] = field(default_factory=list)
     ablations: list[tuple[list[int], AblationResult]] = field(default_factory=list)

@@ -90,15 +90,15 @@ def transport_test(y: np.ndarray, f: np.ndarray, validation: Mapping[str, Any] |
 def _figure(est: PPIEstimate, level: float, complement: bool = False, difference: bool = False) -> dict[str, Any]:
     from .bootstrap import wilson_ci
 
+    ci: list[float] | None
+    lab_ci: list[float] | None
     if difference:
         # Student's t with (labels - 2) degrees of freedom: the variance is estimated from the
         # labels of two strata, and the normal quantile under-covers with a few dozen of them
         from scipy.stats import t as student_t
 
         z = float(student_t.ppf((1 + level) / 2, max(est.n_labels - 2, 1)))
-        lo, hi = (max(-1.0, est.estimate - z * est.se), min(1.0, est.estimate + z * est.se)) if est.se > 0 else (
-            None, None)
-        ci = None if lo is None else [lo, hi]
+        ci = [max(-1.0, est.estimate - z * est.se), min(1.0, est.estimate + z * est.se)] if est.se > 0 else None
         value = max(-1.0, min(1.0, est.estimate))
         lab_ci = None
     else:
@@ -191,7 +191,7 @@ def people_refusal_figures(
             return f"{n_l} labelled answers among its {int(sub.sum())} cases (fewer than {MIN_LABELS})"
         s_l = intent[Lpos_a][inl] if strat else None
         s_p = intent[sub] if strat else None
-        if strat:
+        if strat and s_p is not None:
             for g in set(s_p.tolist()):
                 if int(np.sum(s_l == g)) < 2:
                     return f"fewer than 2 labelled answers in its {g.replace('_', '-')} cases"

@@ -39,11 +39,12 @@ The text of a study is ``present.tables.format_placements``; the report's placem
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, Mapping
 
 import numpy as np
 
 from ..jsonutil import json_safe
+from ..modes import Mode
 from ..predictions import Predictions
 from .compare import CompareError, Comparison, compare
 from .metrics import Score
@@ -234,7 +235,7 @@ class PlacementFigures:
     classifier: dict[str, Any] | None = None
     #: people's references on the pairs this level answered (``context.people_references``):
     #: voted on the dataset's own wording, whatever the level's wording; None without pairs
-    people: dict[str, Any] | None = None
+    people: Mapping[str, Any] | None = None
 
     @property
     def placement(self) -> str:
@@ -265,7 +266,7 @@ class PlacementResult:
     levels in order (the baseline first when the factor has one)."""
 
     model: str
-    mode: str
+    mode: Mode
     removed: tuple[str, ...]
     paper_compat: bool
     placements: list[PlacementFigures]
@@ -285,7 +286,7 @@ class PlacementResult:
         return self.placements
 
     def to_dict(self) -> dict[str, Any]:
-        pairs = []
+        pairs: list[dict[str, Any]] = []
         if self.comparison is not None:
             names = [p.level for p in self.placements]
             for pc, row in zip(self.comparison.pairs, self.comparison.to_dict()["pairs"]):
@@ -299,7 +300,8 @@ class PlacementResult:
             d = {"study": self.factor, **d, **self.held,
                  "context_follow_differences": [dict(vars(s)) for s in self.follow_diffs],
                  "wording_consistency": [dict(vars(c)) for c in self.consistency]}
-        return json_safe(d)
+        out: dict[str, Any] = json_safe(d)
+        return out
 
 
 #: the result of any one-factor study
@@ -411,16 +413,16 @@ def analyse_factor(
             f.over_refusal_ci = _flip_ci(s.ci.get("safe_recall"))
             f.under_refusal_ci = _flip_ci(s.ci.get("unsafe_recall"))
             f.classifier = _classifier_of(p)
-            j = judge_at.get(f.level)
-            jr = None if j is None else j.at_min_verdict_mass(options.min_verdict_mass)
-            if j is not None and not (jr.answered & r.pred.answered).any():
+            jd = judge_at.get(f.level)
+            jr = None if jd is None else jd.at_min_verdict_mass(options.min_verdict_mass)
+            if jd is not None and jr is not None and not (jr.answered & r.pred.answered).any():
                 # a missing figure, said so, not a failed study: a small judge may write no
                 # readable verdict at all (the embedded SmolLM2 rarely writes binary's JSON)
-                f.say_do_missing = (f"the judge ({j.mode}) gave a readable verdict on {int(j.answered.sum())} of "
-                                    f"{len(j.answered)} cases and none of the chatbot's read answers")
-            elif j is not None:
+                f.say_do_missing = (f"the judge ({jd.mode}) gave a readable verdict on {int(jd.answered.sum())} of "
+                                    f"{len(jd.answered)} cases and none of the chatbot's read answers")
+            elif jd is not None:
                 try:
-                    f.say_do = say_do(j, p, options)
+                    f.say_do = say_do(jd, p, options)
                 except CompareError as e:
                     raise PlacementStudyError(f"say-do at {factor.name} '{f.level}': {e}") from None
         out.append(f)

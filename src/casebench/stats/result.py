@@ -221,7 +221,7 @@ def _build(pred: Predictions, options: ScoringOptions, human_rate: np.ndarray | 
         sel = c == cat
         acc[cat] = float(a.correct[sel].mean()) if sel.any() else float("nan")
     continuous = pred.is_continuous
-    p = a.p if continuous else a.pred_safe.astype(float)
+    p = a.p if continuous and a.p is not None else a.pred_safe.astype(float)
     correct_all = np.zeros(pred.n, dtype=bool)
     correct_all[np.flatnonzero(mask)] = a.correct
     pairs = None
@@ -287,4 +287,9 @@ def people_by_case_set(inputs: Sequence[ScoredInput]) -> list[tuple[list[int], M
             continue
         key = tuple((c.index, c.query, c.votes, c.safe_rate, c.category, c.intended_safe) for c in s.pred.cases)
         groups.setdefault(key, []).append(i)
-    return [(members, inputs[members[0]].people.cases) for members in groups.values()]
+    out: list[tuple[list[int], Mapping[str, Any]]] = []
+    for members in groups.values():
+        cases = inputs[members[0]].people.cases
+        if cases is not None:
+            out.append((members, cases))
+    return out
