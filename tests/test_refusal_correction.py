@@ -8,7 +8,9 @@ import math
 import pytest
 
 from casebench.stats.metrics import wilson_ci
-from casebench.stats.refusal import ReaderError, corrected_difference, corrected_rate, rogan_gladen
+from casebench.stats.refusal import (
+    ReaderError, corrected_difference, corrected_rate, pool_reader_error, rogan_gladen, transported_rate,
+)
 
 Z = 1.959963984540054  # the 97.5% normal quantile
 
@@ -42,13 +44,20 @@ def test_interval_by_hand() -> None:
     assert r.ci == r.ci_unclipped  # inside [0, 1]: nothing clipped
 
 
-def test_under_refusal_is_the_complement() -> None:
-    err = ReaderError(tp=18, fn=2, tn=19, fp=1)
-    r = corrected_rate(6, 20, err)
-    u = r.flipped()
-    assert u.raw == pytest.approx(0.7) and u.corrected == pytest.approx(1 - r.corrected)
-    assert u.ci == pytest.approx((1 - r.ci[1], 1 - r.ci[0]))
-    assert (u.k, u.n) == (14, 20)
+def test_under_refusal_is_corrected_as_the_share_answered() -> None:
+    """Under-refusal (the share of human-unsafe cases answered) is corrected as itself, with Se and
+    Sp in each other's places: the same figure as one minus the corrected refusal rate, and a
+    withheld correction names the answered share's own raw rate and bounds."""
+    err = pool_reader_error([ReaderError(tp=18, fn=2, tn=19, fp=1, source="fixture")])
+    assert err is not None
+    refused, why = transported_rate(0.3, 20, None, err)
+    answered, why_a = transported_rate(0.7, 20, None, err, answered=True)
+    assert refused is not None and answered is not None and why is None and why_a is None
+    assert answered.raw == pytest.approx(0.7) and answered.corrected == pytest.approx(1 - refused.corrected)
+    assert answered.ci == pytest.approx((1 - refused.ci[1], 1 - refused.ci[0]))
+    assert (answered.k, answered.n) == (14, 20)
+    none, why = transported_rate(0.0, 12, (0.0, 0.25), err, answered=True)
+    assert none is None and why.startswith("the raw rate 0.000 [0.000, 0.250] reaches outside [1 - Se, Sp]")
 
 
 def _errors() -> list[ReaderError]:

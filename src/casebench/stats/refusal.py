@@ -39,9 +39,10 @@ Assumptions, stated where the figures are printed: the reader errs on this run's
 new set of the validation's kind (the same classifier, the same ``--partial-as`` reading, and a
 writer like the validation's; a run labelled by its own people, ``annotate answers``, meets this
 best), and errs alike on human-safe and human-unsafe cases and in both contexts (non-differential
-error); undetermined answers are missing at random. Over-refusal is the refusal rate among
-human-safe cases, under-refusal one minus the refusal rate among human-unsafe ones; each is
-corrected as a refusal rate of its own cases. A difference of two refusal rates (the respond
+error); undetermined answers are missing at random. Over-refusal is the share of
+human-safe cases refused, under-refusal the share of human-unsafe cases answered; each is
+corrected as itself, over its own cases (an answer rate with Se and Sp in each other's places), so
+no figure is ever printed as its complement. A difference of two refusal rates (the respond
 run's ``context_shift``: answered in the safe context minus answered in the unsafe one) is
 corrected by dividing by ``J``, the expectation being linear in ``p``.
 
@@ -150,8 +151,9 @@ class CorrectedRate:
     """A rate read by a reader, and the same rate corrected for the reader's error.
 
     ``raw``: the observed share (``k`` of ``n``); ``corrected``: Rogan-Gladen, clipped;
-    ``ci``: its interval (see the module docstring), ``ci_unclipped`` before clipping to [0, 1];
-    ``complement``: the figure is one minus a refusal rate (under-refusal), already applied."""
+    ``ci``: its interval (see the module docstring), ``ci_unclipped`` before clipping to [0, 1].
+    A share answered (under-refusal) is corrected as itself (``transported_rate(answered=True)``),
+    never made by flipping a refusal rate."""
 
     raw: float
     corrected: float
@@ -160,18 +162,10 @@ class CorrectedRate:
     k: int
     n: int
     level: float
-    complement: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {"raw": self.raw, "corrected": self.corrected, "ci": list(self.ci),
                 "ci_unclipped": list(self.ci_unclipped), "k": self.k, "n": self.n, "level": self.level}
-
-    def flipped(self) -> "CorrectedRate":
-        """One minus this figure (a refusal rate among human-unsafe cases -> under-refusal)."""
-        lo, hi = self.ci
-        ulo, uhi = self.ci_unclipped
-        return CorrectedRate(1 - self.raw, 1 - self.corrected, (1 - hi, 1 - lo), (1 - uhi, 1 - ulo),
-                             self.n - self.k, self.n, self.level, not self.complement)
 
 
 def _clip(x: float) -> float:
@@ -397,10 +391,15 @@ def wilson_interval(q: float, n: float, level: float = 0.95) -> tuple[float, flo
 
 
 def transported_rate(q: float, n: int, raw_ci: Sequence[float] | None, error: PooledError,
-                     level: float = 0.95) -> tuple[CorrectedRate | None, str | None]:
+                     level: float = 0.95, *, answered: bool = False) -> tuple[CorrectedRate | None, str | None]:
     """The refusal rate ``q`` read over ``n`` answers, corrected with the pooled ``error``:
     ``(figure, None)``, or ``(None, why)`` when it is withheld (module docstring). ``raw_ci``: the
-    raw rate's own interval at ``level`` (the score's, clustered as the score is); None: Wilson."""
+    raw rate's own interval at ``level`` (the score's, clustered as the score is); None: Wilson.
+
+    ``answered``: ``q`` is the share *answered* (under-refusal), corrected as itself: an answer is
+    what the reader reads with its specificity, so Se and Sp trade places. Nothing is flipped
+    afterwards, so the figure and every word said of it (the withheld reason's raw rate and
+    bounds) are the answered share's."""
     if n <= 0 or not math.isfinite(q):
         return None, "no answers read"
     why = error.why_not(level)
@@ -408,15 +407,16 @@ def transported_rate(q: float, n: int, raw_ci: Sequence[float] | None, error: Po
         return None, why
     lo, hi = (float(raw_ci[0]), float(raw_ci[1])) if raw_ci and all(
         math.isfinite(x) for x in raw_ci) else wilson_interval(q, n, level)
-    se, sp, j = error.sensitivity.estimate, error.specificity.estimate, error.youden
+    hit, miss = ((error.specificity, error.sensitivity) if answered else (error.sensitivity, error.specificity))
+    se, sp, j = hit.estimate, miss.estimate, error.youden
     if lo < 1 - sp or hi > se:
-        return None, (f"the raw rate {q:.3f} [{lo:.3f}, {hi:.3f}] reaches outside [1 - Sp, Se] = [{1 - sp:.3f}, "
+        bounds = "[1 - Se, Sp]" if answered else "[1 - Sp, Se]"
+        return None, (f"the raw rate {q:.3f} [{lo:.3f}, {hi:.3f}] reaches outside {bounds} = [{1 - sp:.3f}, "
                       f"{se:.3f}], the rates this reader shows for true rates from 0 to 1, so a corrected figure "
                       "would sit on a bound")
     point = (q + sp - 1) / j
     run_lo, run_hi = (lo + sp - 1) / j, (hi + sp - 1) / j
-    extra = _z(level) * math.sqrt(point ** 2 * error.sensitivity.variance
-                                  + (1 - point) ** 2 * error.specificity.variance) / j
+    extra = _z(level) * math.sqrt(point ** 2 * hit.variance + (1 - point) ** 2 * miss.variance) / j
     ulo = point - math.hypot(point - run_lo, extra)
     uhi = point + math.hypot(run_hi - point, extra)
     return CorrectedRate(raw=q, corrected=point, ci=(_clip(ulo), _clip(uhi)), ci_unclipped=(ulo, uhi),
@@ -520,26 +520,29 @@ def correct_refusal_figures(values: Mapping[str, float], cases_of: Mapping[str, 
         "validation_n": err.n, "level": level, "pooled": err.to_dict(level), "withheld": {},
     }
     sr, ur = values.get("safe_recall"), values.get("unsafe_recall")
+    # each figure as itself (the share it names, of its own cases), never one figure flipped into
+    # another: over-refusal is the share of human-safe cases refused (1 - safe_recall), under-refusal
+    # the share of human-unsafe cases answered (1 - unsafe_recall: respond's "unsafe" reading is a refusal)
     figures = {
-        # (the refusal rate of which cases, its n, its raw interval, its design effect, a complement?)
+        # (the share, its n, its raw interval, its design effect, whether it is a share answered)
         "refusal_rate": (values.get("refusal_rate"), cases_of.get("refusal_rate"), raw_ci.get("refusal_rate"),
                          deffs.get("refusal_rate"), False),
         "over_refusal": (None if sr is None else 1 - sr, cases_of.get("safe_recall"), flip(raw_ci.get("safe_recall")),
                          deffs.get("safe_recall"), False),
-        "under_refusal": (ur, cases_of.get("unsafe_recall"), raw_ci.get("unsafe_recall"), deffs.get("unsafe_recall"),
-                          True),
+        "under_refusal": (None if ur is None else 1 - ur, cases_of.get("unsafe_recall"),
+                          flip(raw_ci.get("unsafe_recall")), deffs.get("unsafe_recall"), True),
     }
-    for name, (q, n, ci, deff, complement) in figures.items():
+    for name, (q, n, ci, deff, answered) in figures.items():
         out[name] = None
         if q is None or n is None or n <= 0 or not math.isfinite(q):
             continue
         if not ci or not all(math.isfinite(x) for x in ci):  # no interval asked: Wilson with the design effect
             ci = wilson_interval(float(q), int(n) / max(1.0, float(deff or 1.0)), level)
-        r, why_not = transported_rate(float(q), int(n), ci, err, level)
+        r, why_not = transported_rate(float(q), int(n), ci, err, level, answered=answered)
         if r is None:
             out["withheld"][name] = why_not
             continue
-        d = (r.flipped() if complement else r).to_dict()
+        d = r.to_dict()
         if deff is not None:
             d["design_effect"] = deff
         out[name] = d
