@@ -18,6 +18,7 @@ from typing import Any
 from click.testing import CliRunner
 
 from casebench.cli import cli
+from casebench.stats.schema import SCHEMA_VERSION
 from servers.fault_server import FaultServer
 from test_runs import case_of, write_dataset
 
@@ -91,6 +92,7 @@ def test_over_and_under_refusal_say_the_same_numbers_in_every_format(tmp_path: P
     assert _check_words(md, "markdown") >= 2
 
     s = json.loads(_invoke("score", out, "--json"))
+    assert s["schema_version"] == SCHEMA_VERSION
     assert s["over_refusal"] == OVER and s["under_refusal"] == UNDER
     assert 1 - s["safe_recall"] == OVER and 1 - s["unsafe_recall"] == UNDER
     rc = s["refusal_correction"]

@@ -24,6 +24,7 @@ from ..stats.metrics import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..stats.refusal_result import PooledRateSummary, RefusalCorrection
     from ..stats.ablation import AblationResult
     from ..stats.compare import Comparison
     from ..stats.placement import PlacementResult
@@ -165,21 +166,21 @@ def who_labelled(validation: dict[str, Any] | None) -> str:
     return head + (f" ({'; '.join(more)})" if more else "")
 
 
-def reader_error_words(validation: dict[str, Any] | None, corrected: dict[str, Any] | None = None) -> str:
+def reader_error_words(validation: Mapping[str, Any] | None, corrected: "RefusalCorrection | None" = None) -> str:
     """The reader's sensitivity and specificity in words, beside its agreement: the pooled ones a
     correction uses (``stats.refusal``: over the blind sets of the run's kind of writer, with
     their set-by-set range) when there are, else those of the validation's own set. Empty when
     neither is known."""
-    pooled = (corrected or {}).get("pooled")
+    pooled = corrected.pooled if corrected is not None else None
     if pooled:
-        se, sp = pooled["sensitivity"], pooled["specificity"]
-        k = len(pooled.get("sets") or [])
-        text = f"sensitivity {se['estimate']:.2f}, specificity {sp['estimate']:.2f}"
+        se, sp = pooled.sensitivity, pooled.specificity
+        k = len(pooled.sets)
+        text = f"sensitivity {se.estimate:.2f}, specificity {sp.estimate:.2f}"
         if k > 1:
-            def rng(r: Mapping[str, Any]) -> str:
-                return f"{min(r['per_set']):.2f}-{max(r['per_set']):.2f}"
+            def rng(r: "PooledRateSummary") -> str:
+                return f"{min(r.per_set):.2f}-{max(r.per_set):.2f}"
 
-            people = pooled.get("labelled_by_people") or []
+            people = pooled.labelled_by_people
             text += (f" pooled over {k} sets (set by set: Se {rng(se)}, Sp {rng(sp)}"
                      + (f"; labelled by people: {', '.join(people)}" if people else "") + ")")
         return text
@@ -189,7 +190,7 @@ def reader_error_words(validation: dict[str, Any] | None, corrected: dict[str, A
     return f"sensitivity {v['sensitivity']:.2f}, specificity {v['specificity']:.2f}"
 
 
-def classifier_note(classifier: dict[str, Any] | None, corrected: dict[str, Any] | None = None) -> str:
+def classifier_note(classifier: dict[str, Any] | None, corrected: "RefusalCorrection | None" = None) -> str:
     """One sentence, printed beside every refusal rate, saying which refusal classifier read the
     answers, whose labels it was measured against (``who_labelled``) and how often it agrees with
     them on answers it was not tuned on, with its sensitivity and specificity
@@ -235,27 +236,24 @@ def corrected_lines(s: Score, compact: bool = False) -> list[str]:
     rc = s.refusal_corrected
     if not rc:
         return []
-    if "note" in rc:
-        return [f"not corrected for the reader's error: {rc['note']}"]
+    if rc.note is not None:
+        return [f"not corrected for the reader's error: {rc.note}"]
     d = 3 if compact else 4
-    pct = f"{100 * (rc.get('level') or 0.95):.0f}%"
+    pct = f"{100 * (rc.level or 0.95):.0f}%"
     out = []
-    withheld = rc.get("withheld") or {}
     for name, label in CORRECTED_FIGURES:
-        fig = rc.get(name)
+        fig = rc.figure(name)
         if not fig:
-            if name in withheld:
-                out.append(f"{label}: not corrected: {withheld[name]}")
+            if name in rc.withheld:
+                out.append(f"{label}: not corrected: {rc.withheld[name]}")
             continue
-        lo, hi = fig["ci"]
-        out.append(f"{label}: raw {fmt_num(fig['raw'], d)}, corrected {fmt_num(fig['corrected'], d)} "
+        lo, hi = fig.ci
+        out.append(f"{label}: raw {fmt_num(fig.raw, d)}, corrected {fmt_num(fig.corrected, d)} "
                    f"{pct} CI [{fmt_num(lo, d)}, {fmt_num(hi, d)}]")
-    se, sp = rc.get("sensitivity"), rc.get("specificity")
-    pooled = rc.get("pooled") or {}
-    sets = pooled.get("sets") or [rc.get("validation")]
-    out.append(f"corrected with the reader's sensitivity {fmt_num(se, 3)} and specificity {fmt_num(sp, 3)} "
-               f"pooled over {len(sets)} set(s) ({', '.join(map(str, sets))}; {rc.get('validation_n')} answers): "
-               f"{rc.get('method')}; {'; '.join(rc.get('notes', []))}")
+    sets = list(rc.pooled.sets) if rc.pooled and rc.pooled.sets else [rc.validation]
+    out.append(f"corrected with the reader's sensitivity {fmt_num(rc.sensitivity, 3)} and specificity "
+               f"{fmt_num(rc.specificity, 3)} pooled over {len(sets)} set(s) ({', '.join(map(str, sets))}; "
+               f"{rc.validation_n} answers): {rc.method}; {'; '.join(rc.notes)}")
     return out
 
 
@@ -461,17 +459,18 @@ def flat_rows(s: Score) -> list[dict[str, Any]]:
             row["refusal_classifier_agreement_n"] = v.get("n")
             # whose labels the agreement is with (never "people" unless people gave them)
             row["refusal_classifier_labelled_by"] = who_labelled(v) if v else None
-            pooled = (s.refusal_corrected or {}).get("pooled") or {}
-            row["refusal_classifier_sensitivity"] = (pooled.get("sensitivity") or {}).get("estimate", v.get("sensitivity"))
-            row["refusal_classifier_specificity"] = (pooled.get("specificity") or {}).get("estimate", v.get("specificity"))
-            rc = s.refusal_corrected or {}
+            rc = s.refusal_corrected
+            pooled = rc.pooled if rc is not None else None
+            # the one pair of Se/Sp the figures use: the pooled one where a correction is made
+            row["refusal_classifier_sensitivity"] = pooled.sensitivity.estimate if pooled else v.get("sensitivity")
+            row["refusal_classifier_specificity"] = pooled.specificity.estimate if pooled else v.get("specificity")
             for name, _ in CORRECTED_FIGURES:
-                fig = rc.get(name)
-                row[f"{name}_corrected"] = fig["corrected"] if fig else None
-                row[f"{name}_corrected_ci_lo"] = fig["ci"][0] if fig else None
-                row[f"{name}_corrected_ci_hi"] = fig["ci"][1] if fig else None
-            row["refusal_correction_note"] = rc.get("note") or ("; ".join(
-                f"{k}: {why}" for k, why in (rc.get("withheld") or {}).items()) or None)
+                fig = rc.figure(name) if rc is not None else None
+                row[f"{name}_corrected"] = fig.corrected if fig else None
+                row[f"{name}_corrected_ci_lo"] = fig.ci[0] if fig else None
+                row[f"{name}_corrected_ci_hi"] = fig.ci[1] if fig else None
+            row["refusal_correction_note"] = None if rc is None else (rc.note or ("; ".join(
+                f"{k}: {why}" for k, why in rc.withheld.items()) or None))
             rp = s.refusal_people
             if rp:
                 from ..stats.people_refusal import figure_key

@@ -90,6 +90,7 @@ import numpy as np
 
 from ..data import cases_fingerprint
 from ..jsonutil import json_safe
+from .schema import SCHEMA_VERSION
 from ..predictions import Predictions
 from .bootstrap import (
     bootstrap_p, case_clusters, cluster_labels, cluster_resample_weights, p_floor, percentile_ci, resample_weights,
@@ -449,8 +450,8 @@ class Comparison:
                             for k, m in pc.metrics.items()},
                 **({"people": pc.people} if pc.people is not None else {}),
             }))
-        return {"inputs": num(self.inputs), "settings": num(self.settings), "case_sets": num(self.case_sets),
-                "pairs": pairs}
+        return {"schema_version": SCHEMA_VERSION, "inputs": num(self.inputs), "settings": num(self.settings),
+                "case_sets": num(self.case_sets), "pairs": pairs}
 
 
 #: the keys this version added to a comparison, left out of paper-compatible output (which

@@ -56,6 +56,7 @@ import numpy as np
 from ..data import ALWAYS_UNSAFE_CATEGORIES, SAFE_THRESHOLD, Case
 from .pairs import Pairing, pair_by_query  # noqa: F401  (re-exported: pairing lives in stats/pairs)
 from .options import LABEL_SOURCES, LabelSource, LabelSourceError, case_safe_rate, check_label_source  # noqa: F401
+from .schema import SCHEMA_VERSION
 
 DEFAULT_DRAWS = 1000
 
@@ -697,6 +698,7 @@ def human_stats(
     ref = human_references(voted, seed=seed, label_source=label_source)
     effect = people_context_effect(ref, paired)
     return {
+        "schema_version": SCHEMA_VERSION,
         "dataset": {
             "cases": len(all_cases),
             "cases_without_votes": len(all_cases) - len(voted),

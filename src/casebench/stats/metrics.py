@@ -63,6 +63,8 @@ from .metric_formulas import (  # the column sets and ECE's bins, for metrics of
     ECE_BINS as ECE_BINS, ECE_COLUMNS as ECE_COLUMNS, PARTIAL_COLUMNS as PARTIAL_COLUMNS, PCC_COLUMNS as PCC_COLUMNS,
     PREDICTED_SAFE_COLUMNS as PREDICTED_SAFE_COLUMNS, Columns as Columns, ece_bins as ece_bins,
 )
+from .refusal_result import RefusalCorrection
+from .schema import SCHEMA_VERSION, check_schema
 from .metric_inputs import (
     ScoringArrays as ScoringArrays, Sums as Sums, human_rates as human_rates, partial_shares as partial_shares,
     scoring_arrays as scoring_arrays,
@@ -441,8 +443,8 @@ class Score:
     #: by the commands that show them beside the figures (default scoring); None: not shown
     people: Mapping[str, Any] | None = None
     #: respond mode: the refusal figures corrected for the reader's measured error
-    #: (``stats.refusal.correct_refusal_figures``: the figures, or a ``note`` saying why none)
-    refusal_corrected: dict[str, Any] | None = None
+    #: (``stats.refusal.correct_refusal_figures``, typed: the figures, or a ``note`` saying why none)
+    refusal_corrected: RefusalCorrection | None = None
     #: what the bootstrap resampled as one unit (``ScoringOptions.resample_by``)
     cluster: str = "case"
     #: clustered: each proportion's design effect (``design_effect``, as estimated: the Wilson
@@ -490,6 +492,7 @@ class Score:
     def from_dict(cls, d: dict[str, Any]) -> "Score":
         """The ``Score`` of its ``to_dict`` (a kept reference row, ``stats.result``); the figures
         are the keys that name a registered metric, in the order written."""
+        check_schema(d, f"score of {d.get('source')}")
         vm = d.get("verdict_mass")
         if vm is not None:
             vm = {k: v for k, v in vm.items() if k != "missing"}
@@ -498,7 +501,8 @@ class Score:
                                              if k in METRIC},
                    {k: [float(x) for x in v] for k, v in d["ci"].items() if k in METRIC},
                    dict(d.get("breakdowns") or {}), vm, d.get("classifier"),
-                   {k: int(v) for k, v in d.get("cases_of", {}).items()}, d.get("people"), d.get("refusal_correction"),
+                   {k: int(v) for k, v in d.get("cases_of", {}).items()}, d.get("people"),
+                   RefusalCorrection.from_dict(d["refusal_correction"]) if d.get("refusal_correction") else None,
                    cluster=str(d.get("cluster", "case")),
                    design_effects={k: float("nan") if v is None else float(v)
                                    for k, v in (d.get("design_effects") or {}).items()},
@@ -536,12 +540,12 @@ class Score:
             if "unsafe_recall" in self.values:
                 d["under_refusal"] = 1 - self.values["unsafe_recall"]
             for name in ("refusal_rate", "over_refusal", "under_refusal", "context_shift"):
-                fig = rc.get(name)
-                d[f"{name}_corrected"] = fig["corrected"] if fig else None
-                d["ci"][f"{name}_corrected"] = fig["ci"] if fig else None
+                fig = rc.figure(name)
+                d[f"{name}_corrected"] = fig.corrected if fig else None
+                d["ci"][f"{name}_corrected"] = list(fig.ci) if fig else None
             # the whole account: method, validation, Se, Sp, notes, and per figure its counts and
             # unclipped interval (or the note saying why nothing is corrected)
-            d["refusal_correction"] = rc
+            d["refusal_correction"] = rc.to_dict()
         if self.refusal_people is not None:
             from .people_refusal import PEOPLE_FIGURES, figure_key
 
@@ -566,6 +570,7 @@ class Score:
             d["breakdowns"] = self.breakdowns
         if self.people is not None:
             d["people"] = self.people
+        d["schema_version"] = SCHEMA_VERSION
         return d
 
 
@@ -588,10 +593,10 @@ def score_arrays(pred: Predictions, a: ScoringArrays, mask: np.ndarray,
     if pred.mode.reads_behaviour and not options.paper_compat:
         from .refusal import correct_refusal_figures
 
-        s.refusal_corrected = correct_refusal_figures(
+        s.refusal_corrected = RefusalCorrection.from_dict(correct_refusal_figures(
             values, s.cases_of, (s.classifier or {}).get("validation"), samples=int(pred.meta.get("samples") or 1),
             level=options.level, context_shift_ci=ci.get("context_shift"), raw_ci=ci,
-            design_effects=s.design_effects)
+            design_effects=s.design_effects))
         if pred.meta.get("run_labels"):
             _refusal_from_labels(s, pred, a, mask, options)
     return s
@@ -615,15 +620,14 @@ def _refusal_from_labels(s: Score, pred: Predictions, a: ScoringArrays, mask: np
         partial_as_safe=partial_as == "safe", validation=validation if not (validation or {}).get("own_run") else None,
         samples=int(pred.meta.get("samples") or 1), level=options.level, seed=options.bootstrap_seed)
     t = s.refusal_people.get("transport")
-    if t and t.get("holds") is False and s.refusal_corrected and "note" not in s.refusal_corrected:
+    if t and t.get("holds") is False and s.refusal_corrected and s.refusal_corrected.made:
         def f(x: Any) -> str:
             return "n/a" if x is None else f"{x:.3f}"
-        s.refusal_corrected = {"note": (
+        s.refusal_corrected = RefusalCorrection(note=(
             f"withheld: the stored sensitivity and specificity ({f(t['sensitivity_stored'])}, "
             f"{f(t['specificity_stored'])}, set {t.get('validation')}) do not hold on the run's "
             f"{t['refusals_labelled'] + t['answers_labelled']} labelled answers ({f(t['sensitivity_labels'])}, "
-            f"{f(t['specificity_labels'])}; exact binomial tests, Bonferroni p = {t['p']:.2g})"),
-            "withheld": True, "transport": t}
+            f"{f(t['specificity_labels'])}; exact binomial tests, Bonferroni p = {t['p']:.2g})"), transport=t)
 
 
 def score_breakdowns(pred: Predictions, a: ScoringArrays, mask: np.ndarray, options: ScoringOptions,

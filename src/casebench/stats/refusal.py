@@ -52,7 +52,7 @@ Pure functions: no I/O, no imports from the rest of the package but the standard
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from statistics import NormalDist
 from typing import Any, Mapping, Sequence
 
@@ -162,10 +162,15 @@ class CorrectedRate:
     k: int
     n: int
     level: float
+    #: the raw share's design effect under the run's clustering (None: not clustered)
+    design_effect: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"raw": self.raw, "corrected": self.corrected, "ci": list(self.ci),
-                "ci_unclipped": list(self.ci_unclipped), "k": self.k, "n": self.n, "level": self.level}
+        d = {"raw": self.raw, "corrected": self.corrected, "ci": list(self.ci),
+             "ci_unclipped": list(self.ci_unclipped), "k": self.k, "n": self.n, "level": self.level}
+        if self.design_effect is not None:
+            d["design_effect"] = self.design_effect
+        return d
 
 
 def _clip(x: float) -> float:
@@ -542,10 +547,7 @@ def correct_refusal_figures(values: Mapping[str, float], cases_of: Mapping[str, 
         if r is None:
             out["withheld"][name] = why_not
             continue
-        d = r.to_dict()
-        if deff is not None:
-            d["design_effect"] = deff
-        out[name] = d
+        out[name] = replace(r, design_effect=None if deff is None else float(deff)).to_dict()
     shift = values.get("context_shift")
     out["context_shift"] = None
     if shift is not None and context_shift_ci is not None and math.isfinite(shift):
