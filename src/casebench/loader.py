@@ -33,10 +33,11 @@ def load_predictions(path: str | Path, dataset: "Dataset | None" = None, mode: "
     p = Path(path)
     if p.is_dir():
         from .data import DatasetError
+        from .modes import get_mode
         from .runs.results import load_run
 
         pred = load_run(p, dataset=dataset)
-        if mode is not None and mode != pred.mode:
+        if mode is not None and get_mode(mode) != pred.mode:
             raise DatasetError(p, [(None, None, f"this run is in {pred.mode} mode, not {mode} (--mode)")])
         return pred
     from .inspect_log import is_inspect_log

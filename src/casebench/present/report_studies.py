@@ -7,6 +7,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from ..modes import Mode
 from ..stats.metrics import METRIC
 from .report_html import _details, _e, _f, _figure, _fm, _fp, _lv
 from .report_inputs import PLOT_MAX_INPUTS, ReportContext, _best, _left_out_note
@@ -317,7 +318,7 @@ def _direction_order(items: Sequence[Any]) -> list[Any]:
     verdicts, 0.95 as P(safe), with the same concordance), so it is never ranked across modes;
     across modes the section compares follow and blind (labels, which every mode has) and
     concordance (the sign of the moves that happen)."""
-    modes: dict[str, int] = {}
+    modes: dict[Mode, int] = {}
     for it in items:
         modes.setdefault(it.pred.mode, len(modes))
     return sorted(items, key=lambda it: (modes[it.pred.mode],

@@ -19,6 +19,7 @@ from .results import model_short_name
 
 if TYPE_CHECKING:
     from ..modes import Mode
+    from ..mutations import Mutation
 
 DEFAULT_MODEL = "hf/smollm2-135m-instruct"
 #: The paper re-asked an unparseable answer twice.
@@ -123,6 +124,9 @@ class RunConfig:
     mutator_options: dict[str, Any] = field(default_factory=dict)
     #: the ``Mode`` object of ``mode`` (set by ``__post_init__``)
     mode_spec: "Mode" = field(init=False, repr=False, compare=False)
+    #: the ``Mutation`` object of ``mutation``, resolved once as the mode is (set by
+    #: ``__post_init__``; None: the dataset's wording)
+    mutation_spec: "Mutation | None" = field(init=False, repr=False, compare=False, default=None)
 
     @property
     def call_limit_s(self) -> float | None:
@@ -182,6 +186,7 @@ class RunConfig:
                                "SORRY-Bench's files with --mutations-from DIR, or name a model to write them "
                                "(--mutator SPEC).")
             self.mutation = m.name
+            self.mutation_spec = m
 
 
 def default_call_timeout(model: str, options: dict[str, Any] | None = None) -> float | None:
