@@ -39,7 +39,7 @@ def test_detect_model_and_mode_from_values(tmp_path, small_records):
     f = tmp_path / "preds.json"
     f.write_text(json.dumps(_with_model(small_records, [7.0, 2.0, "", 9.5, 6, 1, 3, 4])))
     p = load_published(f)
-    assert (p.model, p.mode, p.removed) == ("mymodel", "score", ())
+    assert (p.model, p.mode.name, p.removed) == ("mymodel", "score", ())
     assert np.isnan(p.value[2]) and p.value[0] == 7.0 and p.label[0] == 1.0
     f.write_text(json.dumps(_with_model(small_records, ["safe", "unsafe", "", "safe", "x", "safe", "unsafe", "safe"])))
     p = load_published(f)
@@ -65,7 +65,7 @@ def test_write_then_read_round_trip(tmp_path, small_data_path):
     out = tmp_path / "safety_x" / "output_logits_urgency.json"
     write_published(out, cases, "x", "prob", vals)
     p = load_published(out)
-    assert (p.model, p.mode, p.removed) == ("x", "prob", ("urgency",))
+    assert (p.model, p.mode.name, p.removed) == ("x", "prob", ("urgency",))
     assert np.allclose(p.value, [np.nan if v is None else v for v in vals], equal_nan=True)
     recs = json.loads(out.read_text())
     assert recs[1]["x"] == "" and recs[0]["query"] == cases[0].query
