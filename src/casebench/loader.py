@@ -80,17 +80,11 @@ def _known_dataset() -> "tuple[Dataset | None, str | None]":
     return _dataset_beside(choice.path), origin
 
 
-_BESIDE: dict[tuple[str, int, int], "Dataset"] = {}
-
-
 def _dataset_beside(path: Path) -> "Dataset":
-    """The dataset beside published files, read once per process (a report reads dozens of
-    files beside the same dataset); keyed by path, size and mtime so an edited file is re-read."""
+    """The dataset beside published files, read once per scoring session (a report reads dozens
+    of files beside the same dataset); keyed by path, size and mtime so an edited file is re-read."""
     from .data import load_dataset
+    from .session import memo_by_key
 
     st = path.stat()
-    key = (str(path), st.st_size, st.st_mtime_ns)
-    if key not in _BESIDE:
-        _BESIDE.clear()
-        _BESIDE[key] = load_dataset(path)
-    return _BESIDE[key]
+    return memo_by_key("dataset", (str(path), st.st_size, st.st_mtime_ns), lambda: load_dataset(path))

@@ -209,17 +209,16 @@ def run_cmd(model: str | None, mode: "Mode | None", data: str | None, remove: st
 
 
 def _dataset(path: str) -> "Dataset":
-    """The dataset at ``path``, read once per process (``choose_data`` and the run share it)."""
+    """The dataset at ``path``, read once per command (its scoring session: ``choose_data`` and the
+    run share it); keyed by path, size and mtime so an edited file is re-read."""
     from ..data import load_dataset
+    from ..session import memo_by_key
 
-    key = str(Path(path).resolve())
-    if key not in _DATASETS:
-        _DATASETS.clear()
-        _DATASETS[key] = load_dataset(path)
-    return _DATASETS[key]
-
-
-_DATASETS: dict[str, "Dataset"] = {}
+    p = Path(path).resolve()
+    if not p.is_file():
+        return load_dataset(path)  # its own error, naming the file
+    st = p.stat()
+    return memo_by_key("dataset", (str(p), st.st_size, st.st_mtime_ns), lambda: load_dataset(path))
 
 
 def _finished_run(run_dir: Path, dataset: "Dataset | None" = None) -> "Predictions | None":

@@ -55,6 +55,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from ..session import in_session
 from ..data import Case
 from ..naming import display_name, display_names
 from ..predictions import Predictions
@@ -158,6 +159,7 @@ def report_lead(ctx: ReportContext) -> str:
             "about whether answering a query is safe <em>in its context</em>" + cite)
 
 
+@in_session
 def build_report(
     preds: Sequence[Predictions], options: ScoringOptions = DEFAULT_OPTIONS, *,
     human_cases: Sequence[Case] | None = None, title: str | None = None, human: bool = True,

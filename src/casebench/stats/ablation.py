@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence, Mapping
 
+from ..session import in_session
 from ..data import ablation_conditions, all_parameter_names, canonical_removed
 from ..jsonutil import json_safe
 from ..modes import Mode
@@ -106,6 +107,7 @@ def _sort_key(removed: tuple[str, ...]) -> tuple[int, list[int]]:
     return (len(removed), [order.get(n, 99) for n in removed])
 
 
+@in_session
 def analyse_ablation(preds: Sequence[Predictions], options: ScoringOptions = DEFAULT_OPTIONS) -> AblationResult:
     """Score every condition and its paired difference from the full-context input.
 

@@ -88,6 +88,7 @@ from typing import Any, Sequence, Mapping
 
 import numpy as np
 
+from ..session import in_session
 from ..data import cases_fingerprint
 from ..jsonutil import json_safe
 from .schema import SCHEMA_VERSION
@@ -780,6 +781,7 @@ def adjust(pairs: Sequence[PairComparison], alpha: float) -> None:
             m.significant = bool(r) and m.withheld is None
 
 
+@in_session
 def compare(
     preds: Sequence[Predictions], options: ScoringOptions = DEFAULT_OPTIONS, *,
     pairs: Sequence[tuple[int, int]] | None = None,

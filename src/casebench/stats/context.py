@@ -83,6 +83,7 @@ import numpy as np
 
 from ..data import SAFE_THRESHOLD
 from .bootstrap import DEFAULT_BOOTSTRAP, percentile_ci, resample_weights, wilson_ci
+from ..session import memo_by_key
 from .pairs import pair_by_query, pair_positions  # noqa: F401  (pair_positions re-exported)
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -481,7 +482,7 @@ def people_references(g: np.ndarray, y: np.ndarray, pairs: np.ndarray, *, n_boot
     reference's (``judge_minus``), paired over the same pairs and resamples.
 
     People's two references are one bootstrap per pairs, labels and resamples (``_people_key``),
-    kept (``_PEOPLE``): every input, pair comparison and dataset-wide line over the same pairs
+    kept in the scoring session (``session.memo_by_key``): every input, pair comparison and dataset-wide line over the same pairs
     reads that one computation; ``judge_minus`` and the counts are added per call.
     """
     g = np.asarray(g, dtype=float)
@@ -491,13 +492,9 @@ def people_references(g: np.ndarray, y: np.ndarray, pairs: np.ndarray, *, n_boot
     if pair_clusters is not None and k and n_clusters == k and np.array_equal(pair_clusters, np.arange(k)):
         pair_clusters = n_clusters = None  # every pair its own cluster, all drawn: the plain pair bootstrap
     key = _people_key(g, y, pairs, n_boot, seed, level, label_source, pair_clusters, n_clusters)
-    people = _PEOPLE.get(key)
-    if people is None:
-        people = _people_figures(g, y, pairs, n_boot=n_boot, seed=seed, level=level, label_source=label_source,
-                                 pair_clusters=pair_clusters, n_clusters=n_clusters)
-        _PEOPLE[key] = people
-        while len(_PEOPLE) > _PEOPLE_KEPT:
-            _PEOPLE.pop(next(iter(_PEOPLE)))
+    people = memo_by_key("people on pairs", key, lambda: _people_figures(
+        g, y, pairs, n_boot=n_boot, seed=seed, level=level, label_source=label_source, pair_clusters=pair_clusters,
+        n_clusters=n_clusters))
     out = copy.deepcopy(people)
     if v is not None and k:
         W = _pair_weights(k, n_boot, seed, pair_clusters, n_clusters)
@@ -519,14 +516,6 @@ def people_references(g: np.ndarray, y: np.ndarray, pairs: np.ndarray, *, n_boot
         }
     out["definitions"] = PEOPLE_DEFINITIONS
     return out
-
-
-#: people's figures already computed, by what they rest on (``_people_key``): every input, pair
-#: comparison and dataset-wide reference over the same pairs, labels and resamples reads one
-#: computation (a report over inputs of one dataset runs one bootstrap of people's per label source)
-_PEOPLE: dict[tuple[Any, ...], dict[str, Any]] = {}
-#: how many such results are kept (the oldest is dropped first)
-_PEOPLE_KEPT = 64
 
 
 def _people_key(g: np.ndarray, y: np.ndarray, pairs: np.ndarray, n_boot: int, seed: int, level: float,

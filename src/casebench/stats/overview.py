@@ -21,6 +21,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from ..session import in_session
 from ..data import Case
 from ..predictions import Predictions
 from .ablation import AblationResult
@@ -318,6 +319,7 @@ class Overview:
 PAIRWISE_TABLE_MAX = 8
 
 
+@in_session
 def overview(
     preds: Sequence[Predictions], options: ScoringOptions = DEFAULT_OPTIONS, *,
     human_cases: Sequence[Case] | None = None, human: bool = True,

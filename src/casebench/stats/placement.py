@@ -43,6 +43,7 @@ from typing import Any, Callable, Sequence, Mapping
 
 import numpy as np
 
+from ..session import in_session
 from ..jsonutil import json_safe
 from ..modes import Mode
 from ..predictions import Predictions
@@ -323,6 +324,7 @@ def _classifier_of(pred: Predictions) -> dict[str, Any] | None:
     return None
 
 
+@in_session
 def analyse_placements(
     preds: Sequence[Predictions], options: ScoringOptions = DEFAULT_OPTIONS, *, judges: Sequence[Predictions] = (),
 ) -> PlacementResult:
