@@ -53,3 +53,33 @@ def test_each_input_is_quoted_beside_people_on_its_own_pairs(exp_dir, tmp_path) 
     notes = re.findall(r'<p class="note reference">Reference, people \((\d+) cases; inputs ([^)]*)\)', mixed_page)
     assert sorted(int(n) for n, _ in notes) == [60, len(full.cases)]
     assert all(names for _, names in notes)
+
+
+def test_one_case_policy_for_reference_rows(exp_dir, tmp_path, monkeypatch) -> None:
+    """``score``, ``report`` and the end of ``run`` score the published models on the same cases:
+    those every input scored (``reference_rows.reference_cases``)."""
+    from click.testing import CliRunner
+
+    from casebench.cli import cli
+    from casebench.reference_rows import reference_cases, reference_inputs
+
+    monkeypatch.setenv("CASEBENCH_CACHE", str(tmp_path / "cache"))
+    full = load_predictions(exp_dir / "safety_gpt-4o" / "output_binary.json")
+    labels = ["safe" if x == 1.0 else "unsafe" for x in full.label[:40]]
+    labels[3] = None  # one case unanswered: not scored, so no reference row stands on it
+    small_file = tmp_path / "safety_small" / "output_binary.json"
+    write_published(small_file, full.cases[:40], "small", "binary", labels)
+    small = load_published(small_file)
+    cases = reference_cases([small, full], OPTS)
+    assert len(cases) == 39 and full.cases[3] not in cases
+    assert reference_cases([small], ScoringOptions(paper_compat=True)) == list(small.cases)
+    root = exp_dir.parent
+    rows = reference_inputs(root, OPTS, cases=cases, exclude=[small, full])
+    assert rows and {r.pred.n for r in rows} == {39}
+    # the score command shows the same rows on the same cases
+    r = CliRunner().invoke(cli, ["score", str(small_file), "--reference", str(root), "--bootstrap", "0", "--json"])
+    assert r.exit_code == 0, r.output
+    import json
+
+    shown = [json.loads(line) for line in r.output.splitlines() if line.startswith("{")]
+    assert {d["n"] for d in shown if d.get("reference")} == {39}

@@ -155,7 +155,7 @@ def test_an_input_is_scored_once_and_the_threshold_is_an_option(scoring_counts):
         assert scoring_counts["builds"]["p"] == before + 2
     # nothing outlives the session: no process-wide cache keyed by the predictions' identity
     again = score_input(pred, opts)
-    assert again is not a and again.score.values == a.score.values
+    assert again is not a and json.dumps(again.score.to_dict()) == json.dumps(a.score.to_dict())
     assert scoring_counts["builds"]["p"] == before + 3
 
 
@@ -256,7 +256,7 @@ def test_a_scored_input_is_frozen_and_kept_beside_the_predictions():
     assert low.people.pair_count == 12 and r.people.pair_count == 0 and r.people.cases is not None
 
 
-def test_casebench_run_reads_its_dataset_once_and_scores_the_run_once(tmp_path, monkeypatch):
+def test_casebench_run_reads_its_dataset_once_and_scores_the_run_once(tmp_path, monkeypatch, scoring_counts):
     """The end of ``casebench run`` (coverage check, summary, table, report) reads the run's
     dataset once and scores the run once (against a local OpenAI-compatible server)."""
     import casebench.data as data_mod

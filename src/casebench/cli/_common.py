@@ -555,7 +555,7 @@ def load_reference_inputs(reference: str | None, no_reference: bool, preds: Sequ
     none). Published models already among the inputs (same model, mode and removals) are not
     repeated."""
     from ..sources import cached_outputs
-    from ..reference_rows import reference_inputs
+    from ..reference_rows import reference_cases, reference_inputs
 
     if no_reference:
         return [], None
@@ -563,5 +563,6 @@ def load_reference_inputs(reference: str | None, no_reference: bool, preds: Sequ
     if root is None:
         return [], None
     with bad_input_errors():
-        refs = reference_inputs(root, options, dataset=dataset, exclude=preds)
+        # the one case policy of reference rows (``reference_rows.reference_cases``)
+        refs = reference_inputs(root, options, cases=reference_cases(preds, options), dataset=dataset, exclude=preds)
     return refs, str(root)

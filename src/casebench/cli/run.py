@@ -394,12 +394,12 @@ def _cached_references(pred: "Predictions", options: Any) -> tuple[list[Any], st
     unreadable: the main job never fails for want of a reference)."""
     from ..data import DatasetError
     from ..sources import cached_outputs
-    from ..reference_rows import reference_inputs
+    from ..reference_rows import reference_cases, reference_inputs
 
     root = cached_outputs()
     if root is None:
         return [], None
-    answered = [c for c, a in zip(pred.cases, pred.answered) if a]
+    answered = reference_cases([pred], options)  # the one case policy of reference rows
     same_model = [SimpleNamespace(model=pred.model, mode=pred.mode, removed=r) for r in {(), tuple(pred.removed)}]
     try:
         refs = reference_inputs(root, options, cases=answered, exclude=same_model)

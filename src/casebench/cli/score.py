@@ -107,7 +107,7 @@ def _reference_scores(reference: str | None, no_reference: bool, preds: Sequence
     inputs left out) and where they came from (None: none shown), on the cases every input
     scored (``reference_rows``: kept on disk, read back without loading the files)."""
     from ..sources import cached_outputs
-    from ..reference_rows import reference_scores
+    from ..reference_rows import reference_cases, reference_scores
 
     if no_reference:
         return [], None
@@ -115,20 +115,5 @@ def _reference_scores(reference: str | None, no_reference: bool, preds: Sequence
     if root is None:
         return [], None
     with bad_input_errors():
-        scores = reference_scores(root, options, cases=_scored_cases(preds, options), dataset=dataset, exclude=preds)
+        scores = reference_scores(root, options, cases=reference_cases(preds, options), dataset=dataset, exclude=preds)
     return scores, str(root)
-
-
-def _scored_cases(preds: Sequence["Predictions"], options: "ScoringOptions") -> list[Any]:
-    """The cases every input scored (answered; every case with --paper-compat), in the first
-    input's order: the published models are scored on these, so that a 450-case run stands
-    beside them on its 450 cases."""
-    def key(c: Any) -> tuple[str, bool, str]:
-        return (c.query, bool(c.intended_safe), c.category)
-
-    def scored(p: "Predictions") -> list[Any]:
-        return list(p.cases) if options.paper_compat else [c for c, a in zip(p.cases, p.answered) if a]
-
-    first = scored(preds[0]) if preds else []
-    common = set.intersection(*[{key(c) for c in scored(p)} for p in preds]) if preds else set()
-    return [c for c in first if key(c) in common]
