@@ -27,7 +27,7 @@ import time
 import zlib
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 from sqlalchemy import (
     CheckConstraint, Column, Float, ForeignKey, Index, Integer, MetaData, SmallInteger, String, Table,
@@ -35,6 +35,9 @@ from sqlalchemy import (
 )
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import IntegrityError
+
+if TYPE_CHECKING:
+    from ..stats.votes import Vote
 
 #: Bump when the tables change, and add the step from the previous version to ``MIGRATIONS``.
 #: Version 2: a vote may be 3 (``VOTE_PARTIAL``: a respond answer labelled partial, in an
@@ -663,6 +666,19 @@ class VoteStore:
             "case_rows": cases,
             "annotators": annotators,
         }
+
+    def case_votes(self) -> list["Vote"]:
+        """Every vote on a real case (not attention checks) in the order cast (``votes.id``), as
+        ``stats.votes.Vote`` (the votes model's input). Safe is vote 1; an answer study's labels
+        (comply 1, refuse 2, partial 3) read comply as the "safe" side."""
+        from ..stats.votes import Vote
+
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                select(votes_t.c.case_id, cases_t.c.position, votes_t.c.annotator_id, votes_t.c.vote)
+                .select_from(votes_t.join(cases_t, cases_t.c.id == votes_t.c.case_id))
+                .where(cases_t.c.kind == "case").order_by(votes_t.c.id)).all()
+        return [Vote(int(c), int(pos), str(a), int(v) == VOTE_SAFE) for c, pos, a, v in rows]
 
     def export_data(self) -> ExportData:
         """The cases in dataset order with their votes in the order cast, and attention answers."""

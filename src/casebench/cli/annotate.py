@@ -33,6 +33,7 @@ def annotate_group() -> None:
       casebench annotate export --db sqlite:///votes.db -o OUT.json
       casebench annotate answers RUN_DIR --sample 100 --db sqlite:///labels.db   # check the refusal reader
       casebench annotate export --db sqlite:///labels.db --answers RUN_DIR
+      casebench annotate stats --db sqlite:///votes.db [--json]   # ability, posteriors, agreement, drift
     """
 
 
@@ -378,11 +379,7 @@ def export_cmd(db: str, out: str | None, answers_out: str | None, labelled_by: s
                annotations: str | None) -> None:
     """Write the votes in --db as a CASE-Bench dataset that every casebench command reads; or,
     for a study of a respond run's answers, the labels with --answers."""
-    if db.startswith("sqlite:///"):
-        path = db[len("sqlite:///"):]
-        if path and path != ":memory:" and not Path(path).is_file():
-            raise BadInput(f"--db {db}: no such database file")
-    store = _open_store(db, create=False)
+    store = _open_existing(db)
     if store.study == "answers" or answers_out is not None:
         try:
             _export_answers(store, answers_out, labelled_by)
@@ -414,6 +411,51 @@ def export_cmd(db: str, out: str | None, answers_out: str | None, labelled_by: s
         what = "their votes left out" if exclude_flagged else "their votes kept; --exclude-flagged drops them"
         click.echo(f"note: {flagged} annotators failed an attention check ({what})", err=True)
     click.echo(f"annotators, attention checks and every vote: {doc['side_file']}")
+
+
+@annotate_group.command("stats")
+@click.option("--db", default=DEFAULT_DB, show_default=True, help="The database given to `annotate serve`.")
+@click.option("--json", "as_json", is_flag=True, help="Print every figure as JSON.")
+@click.option("--bootstrap", "n_boot", type=click.IntRange(min=0), default=400, show_default=True,
+              help="Case resamples behind the intervals (0: none).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the case resamples.")
+@click.option("--level", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95, show_default=True,
+              help="Interval level.")
+@click.option("--window", type=click.IntRange(min=2), default=None,
+              help="Votes per window of time, in the order cast (default: a sixth of the votes, at least 30).")
+def stats_cmd(db: str, as_json: bool, n_boot: int, seed: int, level: float, window: int | None) -> None:
+    """Annotator ability, each case's posterior P(safe), agreement over time and drift, from the
+    votes in --db (a latent-class model of the votes: casebench.stats.votes)."""
+    import json
+
+    from ..present.votes import vote_stats_lines
+    from ..stats.votes import VotesError, vote_stats
+
+    store = _open_existing(db)
+    try:
+        if store.study == "answers":
+            raise BadInput("annotate stats models safe/unsafe votes on cases; this database holds labels of answers")
+        votes = store.case_votes()
+    finally:
+        store.close()
+    try:
+        result = vote_stats(votes, n_boot=n_boot, seed=seed, level=level, window=window)
+    except VotesError as e:
+        raise BadInput(f"--db {db}: {e}") from None
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), indent=1))
+        return
+    for line in vote_stats_lines(result):
+        click.echo(line)
+
+
+def _open_existing(db: str) -> Any:
+    """An existing vote database (a SQLite file that is not there is refused, not created)."""
+    if db.startswith("sqlite:///"):
+        path = db[len("sqlite:///"):]
+        if path and path != ":memory:" and not Path(path).is_file():
+            raise BadInput(f"--db {db}: no such database file")
+    return _open_store(db, create=False)
 
 
 def _export_answers(store: Any, answers_out: str | None, labelled_by: str = "people") -> None:
