@@ -34,6 +34,7 @@ def annotate_group() -> None:
       casebench annotate answers RUN_DIR --sample 100 --db sqlite:///labels.db   # check the refusal reader
       casebench annotate export --db sqlite:///labels.db --answers RUN_DIR
       casebench annotate stats --db sqlite:///votes.db [--json]   # ability, posteriors, agreement, drift
+      casebench annotate plan --db sqlite:///pilot.db --target-power 0.8 -o plan.json   # votes per case
     """
 
 
@@ -102,13 +103,43 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+class VotesPerCase(click.ParamType):
+    """``--votes-per-case``: a whole number, or a plan written by ``annotate plan -o PLAN.json``."""
+
+    name = "N|PLAN.json"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, int):
+            return value
+        text = str(value).strip()
+        if text.isdigit():
+            if int(text) < 1:
+                self.fail("must be at least 1", param, ctx)
+            return int(text)
+        import json
+
+        path = Path(text)
+        if not path.is_file():
+            self.fail(f"{text!r} is neither a whole number nor a plan file (annotate plan -o PLAN.json)", param, ctx)
+        try:
+            plan = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            self.fail(f"{text}: not a JSON plan ({e})", param, ctx)
+        n = plan.get("votes_per_case") if isinstance(plan, dict) else None
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            self.fail(f"{text}: field 'votes_per_case' must be a whole number of at least 1 (the plan reached no "
+                      f"answer within its max_votes), found {n!r}", param, ctx)
+        return n
+
+
 @annotate_group.command("serve")
 @click.argument("data", type=click.Path(dir_okay=False), required=False)
 @click.option("--db", default=DEFAULT_DB, show_default=True,
               help="SQLAlchemy URL: sqlite:///FILE, or postgresql://USER:PASS@HOST:PORT/DB for a team.")
-@click.option("--votes-per-case", type=click.IntRange(min=1), default=None,
-              help="Votes each case gets. Default: annotators per context for 80% power on the paper's "
-                   "context effect (casebench human power --p1 0.63 --p2 0.25).")
+@click.option("--votes-per-case", type=VotesPerCase(), default=None,
+              help="Votes each case gets: a number, or a plan from `annotate plan -o PLAN.json`. Default: "
+                   "annotators per context for 80% power on the paper's context effect (casebench human power "
+                   "--p1 0.63 --p2 0.25).")
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True, help="0: any free port.")
 @click.option("--one-context-per-query", is_flag=True,
@@ -447,6 +478,84 @@ def stats_cmd(db: str, as_json: bool, n_boot: int, seed: int, level: float, wind
         return
     for line in vote_stats_lines(result):
         click.echo(line)
+
+
+@annotate_group.command("plan")
+@click.option("--db", default=None, help="A pilot's vote database (the one given to `annotate serve`).")
+@click.option("--data", "data_path", type=click.Path(dir_okay=False), default=None,
+              help="Or a dataset file with votes ('scores'), e.g. CASE-Bench's own.")
+@click.option("--target-width", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None,
+              help="Plan for a case's safe share whose interval is at most this wide (on average).")
+@click.option("--target-power", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None,
+              help="Plan for this power to detect a query's context effect (Fisher's exact test).")
+@click.option("--level", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95, show_default=True,
+              help="Level of the interval (--target-width).")
+@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05, show_default=True,
+              help="Significance level of the test (--target-power).")
+@click.option("--draws", type=click.IntRange(min=1), default=40, show_default=True,
+              help="Draws of each case's share from the fitted model.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--max-votes", type=click.IntRange(min=2, max=1000), default=200, show_default=True,
+              help="The most votes per case considered.")
+@click.option("-o", "--output", "out", type=click.Path(dir_okay=False), default=None,
+              help="Write the plan as JSON here; `annotate serve --votes-per-case PLAN.json` takes it.")
+@click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
+def plan_cmd(db: str | None, data_path: str | None, target_width: float | None, target_power: float | None,
+             level: float, alpha: float, draws: int, seed: int, max_votes: int, out: str | None,
+             as_json: bool) -> None:
+    """Votes per case for a target width of a case's safe share, or a target power for the
+    context effect, simulated from a model fitted to a pilot's votes (casebench.stats.vote_plan)."""
+    import json
+
+    from ..atomic import write_json_atomic
+    from ..stats.vote_plan import PlanError, plan_lines, plan_votes
+
+    if (db is None) == (data_path is None):
+        raise BadInput("give the pilot's votes: --db URL or --data FILE (one of them)")
+    if (target_width is None) == (target_power is None):
+        raise BadInput("give one target: --target-width W or --target-power P")
+    pilot, source = _pilot(db, data_path)
+    try:
+        plan = plan_votes(pilot, "width" if target_width is not None else "power",
+                          target_width if target_width is not None else float(target_power or 0), level=level,
+                          alpha=alpha, draws=draws, seed=seed, max_votes=max_votes, source=source)
+    except PlanError as e:
+        raise BadInput(f"{source}: {e}") from None
+    if out:
+        write_json_atomic(Path(out), plan.to_dict(), indent=1)
+    if as_json:
+        click.echo(json.dumps(plan.to_dict(), indent=1))
+        return
+    for line in plan_lines(plan):
+        click.echo(line)
+    if out:
+        click.echo(f"plan written to {out}" + ("" if plan.votes_per_case is None
+                                                 else f"; annotate serve --votes-per-case {out} takes it"))
+
+
+def _pilot(db: str | None, data_path: str | None) -> tuple[list[Any], str]:
+    """The pilot's cases (``stats.vote_plan.PilotCase``) from a vote database or a dataset file."""
+    from ..annotate.db import VOTE_SAFE, query_key, safe_url
+    from ..stats.vote_plan import PilotCase
+
+    if data_path is not None:
+        from ..data import load_dataset
+
+        with bad_input_errors():
+            ds = load_dataset(data_path)
+        return [PilotCase(sum(1 for v in c.votes if v == 1), len(c.votes), c.intended_safe, query_key(c.query))
+                for c in ds], data_path
+    assert db is not None
+    store = _open_existing(db)
+    try:
+        if store.study == "answers":
+            raise BadInput("annotate plan plans votes on cases; this database holds labels of answers")
+        data = store.export_data()
+    finally:
+        store.close()
+    return [PilotCase(sum(1 for _, v, _, _ in c.votes if v == VOTE_SAFE), len(c.votes),
+                      bool(c.record.get("context_intended_to_be_safe")), query_key(str(c.record.get("query", ""))))
+            for c in data.cases], safe_url(db)
 
 
 def _open_existing(db: str) -> Any:
