@@ -41,8 +41,9 @@ if TYPE_CHECKING:
 
 #: Bump when the tables change, and add the step from the previous version to ``MIGRATIONS``.
 #: Version 2: a vote may be 3 (``VOTE_PARTIAL``: a respond answer labelled partial, in an
-#: answer-labelling study, ``annotate.answers``).
-SCHEMA_VERSION = 2
+#: answer-labelling study, ``annotate.answers``). Version 3: ``annotator_traits``, what an
+#: annotator chose to say about themselves (``annotate.traits``), kept apart from the votes.
+SCHEMA_VERSION = 3
 #: An annotator id (a Prolific PID is 24 hex digits): letters, digits, '_', '-', '.'; 1 to 64.
 ANNOTATOR_ID_MAX = 64
 _ID_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.")
@@ -99,6 +100,21 @@ assignments_t = Table(
     Index("ix_assignments_case", "case_id"),
 )
 
+#: what an annotator chose to tell about themselves on the optional form (``annotate.traits``):
+#: one JSON object per annotator, apart from the votes, so that votes export without it
+traits_t = Table(
+    "annotator_traits", metadata,
+    Column("annotator_id", String(ANNOTATOR_ID_MAX), ForeignKey("annotators.id"), primary_key=True),
+    Column("traits", Text, nullable=False),
+    Column("given_at", Float, nullable=False),
+)
+
+
+def _add_traits(conn: Connection) -> None:
+    """Schema 2 -> 3: the table of annotators' traits (``annotate.traits``)."""
+    traits_t.create(conn, checkfirst=True)
+
+
 def _widen_vote_check(conn: Connection) -> None:
     """Schema 1 -> 2: the votes' check admits 3 (partial). PostgreSQL alters the constraint;
     SQLite cannot, so the table is rebuilt with the new definition and its rows copied."""
@@ -115,7 +131,7 @@ def _widen_vote_check(conn: Connection) -> None:
 
 
 #: version -> function upgrading a connection's schema from that version to the next.
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _widen_vote_check}
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _widen_vote_check, 2: _add_traits}
 
 
 class StoreError(ValueError):

@@ -153,10 +153,18 @@ def export_votes(
     min_votes: int = 1,
     exclude_flagged: bool = False,
     side: str | Path | None = None,
+    with_traits: bool = False,
 ) -> dict[str, Any]:
-    """Write OUT (dataset) and its side file atomically; return the side document's summary."""
+    """Write OUT (dataset) and its side file atomically; return the side document's summary.
+    ``with_traits``: each annotator's told traits in the side file (never by default)."""
     records, doc = build_export(store.export_data(), rule=rule, min_votes=min_votes,
                                 exclude_flagged=exclude_flagged)
+    if with_traits:
+        from .traits import read_traits
+
+        told = read_traits(store)
+        for a in doc["annotators"]:
+            a["traits"] = told.get(a["id"], {})
     side_file = Path(side) if side else side_path(out)
     _write_json(Path(out), records)
     _write_json(side_file, doc)

@@ -161,11 +161,14 @@ class VotesPerCase(click.ParamType):
 @click.option("--sqlite-sync", type=click.Choice(["full", "normal"]), default="full", show_default=True,
               help="SQLite only. full: every vote is on disk before the next case is shown (survives a power "
                    "cut); normal: faster, survives a server crash but not a power cut.")
+@click.option("--traits-form", type=click.Path(dir_okay=False), default=None,
+              help="An optional form of annotator traits (JSON: fields with name, label and choices; every answer "
+                   "optional, kept apart from the votes); kept in the database for later starts.")
 @click.option("--access-log", is_flag=True, help="Log every request (off by default).")
 def serve_cmd(data: str | None, db: str, votes_per_case: int | None, host: str, port: int, one_context_per_query: bool,
               attention_checks: str | None, attention_every: int, cases_per_annotator: int | None,
               completion_code: str | None, completion_url: str | None, admin_token: str | None,
-              reserve_minutes: float, sqlite_sync: str, access_log: bool) -> None:
+              reserve_minutes: float, sqlite_sync: str, traits_form: str | None, access_log: bool) -> None:
     """Serve DATA to annotators, one case at a time, and store their votes in --db.
 
     Annotators open /?PROLIFIC_PID=ID (or /?annotator=ID). Restarting with the same DATA and --db
@@ -176,9 +179,15 @@ def serve_cmd(data: str | None, db: str, votes_per_case: int | None, host: str, 
 
     data = dataset_argument(data)
 
+    from ..annotate.traits import TraitsError, TraitsForm
+
     with bad_input_errors():
         ds = load_dataset(data)
         attention = _attention_cases(attention_checks) if attention_checks else []
+    try:
+        form = TraitsForm.read(traits_form) if traits_form else None
+    except TraitsError as e:
+        raise BadInput(str(e)) from None
     if completion_code is not None and not (0 < len(completion_code) <= 64 and completion_code.isprintable()):
         raise BadInput("--completion-code must be 1 to 64 printable characters")
     if completion_url is not None and not completion_url.startswith(("https://", "http://")):
@@ -208,16 +217,21 @@ def serve_cmd(data: str | None, db: str, votes_per_case: int | None, host: str, 
         except StoreError as e:
             raise BadInput(f"{safe_url(db)}: {e}") from None
         extra = [f"attention checks: {len(attention)}, one after every {attention_every} votes"] if attention else []
+        form = _traits_form(store, form)
+        if form is not None:
+            extra.append(f"optional traits form: {', '.join(f.name for f in form.fields)} (at /about)")
         _run_app(store, db=db, what=f"{len(records)} cases from {data}", new=new, host=host, port=port,
                  admin_token=admin_token, completion_code=completion_code, completion_url=completion_url,
-                 access_log=access_log, per_item=("votes per case", votes_per_case, power_note), extra=extra)
+                 access_log=access_log, per_item=("votes per case", votes_per_case, power_note), extra=extra,
+                 traits_form=form)
     finally:
         store.close()
 
 
 def _run_app(store: Any, *, db: str, what: str, new: bool, host: str, port: int, admin_token: str | None,
              completion_code: str | None, completion_url: str | None, access_log: bool,
-             per_item: tuple[str, int, str], extra: list[str], study: str = "cases") -> None:
+             per_item: tuple[str, int, str], extra: list[str], study: str = "cases",
+             traits_form: Any = None) -> None:
     """Print the start-up lines (the URLs, the admin token, the completion code) and serve the app
     over ``store`` until stopped: one path for a study of cases and one of answers."""
     from ..annotate.db import safe_url
@@ -255,7 +269,7 @@ def _run_app(store: Any, *, db: str, what: str, new: bool, host: str, port: int,
     logging.basicConfig(level=logging.INFO, format="casebench annotate: %(levelname)s %(message)s",
                         stream=sys.stderr)
     app = create_app(store, AppConfig(admin_token=token, completion_code=code, completion_url=completion_url,
-                                      study=study))
+                                      study=study, traits_form=traits_form))
     config = uvicorn.Config(app, log_level="warning", access_log=access_log, lifespan="off",
                             timeout_keep_alive=30, server_header=False)
     uvicorn.Server(config).run(sockets=[sock])
@@ -406,8 +420,10 @@ def _count(xs: Any) -> dict[str, int]:
 @click.option("--exclude-flagged", is_flag=True, help="Drop the votes of annotators who failed an attention check.")
 @click.option("--annotations", type=click.Path(dir_okay=False), default=None,
               help="Side file with annotators, attention checks and every vote (default OUT.annotations.json).")
+@click.option("--with-traits", is_flag=True,
+              help="Also write what each annotator told on the optional traits form (side file; never by default).")
 def export_cmd(db: str, out: str | None, answers_out: str | None, labelled_by: str, rule: str, min_votes: int, exclude_flagged: bool,
-               annotations: str | None) -> None:
+               annotations: str | None, with_traits: bool) -> None:
     """Write the votes in --db as a CASE-Bench dataset that every casebench command reads; or,
     for a study of a respond run's answers, the labels with --answers."""
     store = _open_existing(db)
@@ -424,7 +440,7 @@ def export_cmd(db: str, out: str | None, answers_out: str | None, labelled_by: s
         from ..annotate.export import export_votes
 
         doc = export_votes(store, out, rule=rule, min_votes=min_votes,  # type: ignore[arg-type]
-                           exclude_flagged=exclude_flagged, side=annotations)
+                           exclude_flagged=exclude_flagged, side=annotations, with_traits=with_traits)
     finally:
         store.close()
     n = doc["votes_per_case"]
@@ -454,12 +470,19 @@ def export_cmd(db: str, out: str | None, answers_out: str | None, labelled_by: s
               help="Interval level.")
 @click.option("--window", type=click.IntRange(min=2), default=None,
               help="Votes per window of time, in the order cast (default: a sixth of the votes, at least 30).")
-def stats_cmd(db: str, as_json: bool, n_boot: int, seed: int, level: float, window: int | None) -> None:
+@click.option("--by", "by", default=None, metavar="TRAIT",
+              help="Instead: agreement within and across the groups of annotators this trait makes (from the "
+                   "optional traits form), and each group's safe share per case with intervals.")
+def stats_cmd(db: str, as_json: bool, n_boot: int, seed: int, level: float, window: int | None,
+              by: str | None) -> None:
     """Annotator ability, each case's posterior P(safe), agreement over time and drift, from the
     votes in --db (a latent-class model of the votes: casebench.stats.votes)."""
     import json
 
+    from ..annotate.traits import read_traits
     from ..present.votes import vote_stats_lines
+    from ..present.votes import trait_lines
+    from ..stats.vote_groups import trait_groups
     from ..stats.votes import VotesError, vote_stats
 
     store = _open_existing(db)
@@ -467,8 +490,17 @@ def stats_cmd(db: str, as_json: bool, n_boot: int, seed: int, level: float, wind
         if store.study == "answers":
             raise BadInput("annotate stats models safe/unsafe votes on cases; this database holds labels of answers")
         votes = store.case_votes()
+        traits = read_traits(store) if by is not None else {}
     finally:
         store.close()
+    if by is not None:
+        try:
+            groups = trait_groups(votes, traits, by, n_boot=n_boot, seed=seed, level=level)
+        except VotesError as e:
+            raise BadInput(f"--db {db}: {e}") from None
+        for line in ([json.dumps(groups.to_dict(), indent=1)] if as_json else trait_lines(groups)):
+            click.echo(line)
+        return
     try:
         result = vote_stats(votes, n_boot=n_boot, seed=seed, level=level, window=window)
     except VotesError as e:
@@ -508,7 +540,8 @@ def plan_cmd(db: str | None, data_path: str | None, target_width: float | None, 
     import json
 
     from ..atomic import write_json_atomic
-    from ..stats.vote_plan import PlanError, plan_lines, plan_votes
+    from ..present.votes import plan_lines
+    from ..stats.vote_plan import PlanError, plan_votes
 
     if (db is None) == (data_path is None):
         raise BadInput("give the pilot's votes: --db URL or --data FILE (one of them)")
@@ -556,6 +589,18 @@ def _pilot(db: str | None, data_path: str | None) -> tuple[list[Any], str]:
     return [PilotCase(sum(1 for _, v, _, _ in c.votes if v == VOTE_SAFE), len(c.votes),
                       bool(c.record.get("context_intended_to_be_safe")), query_key(str(c.record.get("query", ""))))
             for c in data.cases], safe_url(db)
+
+
+def _traits_form(store: Any, given: Any) -> Any:
+    """The traits form in force: the one given now (kept in the database), else the one kept."""
+    import json
+
+    from ..annotate.traits import META_KEY, form_of
+
+    if given is not None:
+        store.set_meta({META_KEY: json.dumps(given.to_dict())})
+        return given
+    return form_of(store)
 
 
 def _open_existing(db: str) -> Any:

@@ -211,25 +211,3 @@ def plan_votes(pilot: Sequence[PilotCase], target: Target, goal: float, *, level
         value, p90 = reach(hi)
     return VotePlan(target, goal, answer, value, p90, at, level, alpha, draws, seed, max_votes, len(used),
                     int(sum(c.votes for c in used)), len(pairs), tuple(fits), source)
-
-
-def plan_lines(plan: VotePlan) -> list[str]:
-    """The plan in a few lines of words."""
-    what = (f"a {plan.level:.0%} Wilson interval of a case's safe share at most {plan.goal:g} wide (on average)"
-            if plan.target == "width" else
-            f"power {plan.goal:g} to detect a query's context effect (Fisher's exact test, alpha {plan.alpha:g}; "
-            f"averaged over the pilot's {plan.pairs} queries with both contexts)")
-    fits = "; ".join(f"{f.kind.replace('_', ' ')}: mean share {f.mean:.2f}, Beta({f.a:.2f}, {f.b:.2f})"
-                     for f in plan.fits)
-    lines = [f"pilot: {plan.pilot_votes} people's votes on {plan.pilot_cases} cases ({plan.source}); "
-             f"fitted shares by context: {fits}"]
-    lines.append(f"target: {what}")
-    figure = "mean width" if plan.target == "width" else "mean power"
-    extra = f", 90% of cases within {plan.reached_p90:.3f}" if plan.reached_p90 is not None else ""
-    if plan.votes_per_case is None:
-        lines.append(f"not reachable with up to {plan.max_votes} votes a case: {plan.max_votes} give {figure} "
-                     f"{plan.reached:.3f}{extra}")
-    else:
-        lines.append(f"votes per case: {plan.votes_per_case} ({figure} {plan.reached:.3f}{extra})")
-    lines.append(f"(simulated from the fitted beta-binomial: {plan.draws} draws of each case's share, seed {plan.seed})")
-    return lines
