@@ -103,7 +103,7 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-class VotesPerCase(click.ParamType):
+class VotesPerCase(click.ParamType):  # type: ignore[type-arg]  # generic in click >= 8.2 only
     """``--votes-per-case``: a whole number, or a plan written by ``annotate plan -o PLAN.json``."""
 
     name = "N|PLAN.json"

@@ -303,7 +303,7 @@ def posterior_of(case: np.ndarray, annotator: np.ndarray, sign: np.ndarray, acc:
                  n_cases: int) -> np.ndarray:
     """P(safe) of each case given its votes (``sign`` +1 safe, -1 unsafe), abilities and prior."""
     log_odds = float(_logit(prior)) + np.bincount(case, weights=sign * _logit(acc)[annotator], minlength=n_cases)
-    return 1.0 / (1.0 + np.exp(-log_odds))
+    return np.asarray(1.0 / (1.0 + np.exp(-log_odds)), dtype=float)
 
 
 def _interval(draws: np.ndarray, level: float) -> Interval:
@@ -515,11 +515,11 @@ def _drift(v: VoteArrays, agreement: Agreement, per_votes: np.ndarray, per_agree
     rest_votes = per_votes[rest].sum() if rest else 0
     rest_agrees = float(per_agree[rest].sum() / rest_votes) if rest_votes else None
     if flagged:
-        wins = sorted({w for f in flagged for w in f.windows})
+        all_wins = sorted({w for f in flagged for w in f.windows})
         reasons.append(
             f"{len(flagged)} annotator(s) agree with the others' consensus less often than chance: "
             + ", ".join(f"{f.annotator} ({f.agrees_with_others:.0%} of {f.votes})" for f in flagged)
             + (f", against {rest_agrees:.0%} for the rest" if rest_agrees is not None else "")
-            + f"; their votes fall in window(s) {', '.join(map(str, wins))}")
+            + f"; their votes fall in window(s) {', '.join(map(str, all_wins))}")
     return Drift(bool(reasons), tuple(reasons), latest.window if latest else None, cross, earlier, diff, diff_iv,
                  MIN_DROP, tuple(flagged), rest_agrees)
