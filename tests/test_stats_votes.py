@@ -45,15 +45,24 @@ def crowd(seed: int, cohort: bool = False, cases: int = 60) -> tuple[list[bool],
     return truth, ability, votes
 
 
+def test_the_posterior_is_right_more_often_than_the_majority():
+    """Over ten crowds (not seed by seed: on 4 of 30 seeds the majority is right on one case
+    more), the posterior's 0.5 cut beats the plain majority, whose 5-5 ties count as unsafe."""
+    post = majority = 0
+    for seed in range(10):
+        truth, _, votes = crowd(seed)
+        s = vote_stats(votes, n_boot=0, seed=seed)
+        post += sum((i.posterior_safe > 0.5) == truth[i.case] for i in s.items)
+        majority += sum((i.safe_votes * 2 > i.votes) == truth[i.case] for i in s.items)
+    assert post > majority
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_a_steady_crowd(seed):
     truth, ability, votes = crowd(seed)
     s = vote_stats(votes, n_boot=100, seed=seed)
     est = {a.annotator: a for a in s.annotators}
     assert spearmanr(list(ability.values()), [est[k].ability for k in ability]).statistic >= 0.6
-    post = sum((i.posterior_safe > 0.5) == truth[i.case] for i in s.items)
-    majority = sum((i.safe_votes * 2 > i.votes) == truth[i.case] for i in s.items)
-    assert post >= majority
     assert all(i.index == 100 + i.case and i.votes == 10 for i in s.items)
     for a in s.annotators:
         assert a.interval.low is not None and a.interval.high is not None
