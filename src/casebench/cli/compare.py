@@ -145,6 +145,7 @@ def compare_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, n_bo
     if len(inputs) < 2:
         raise BadInput("compare needs at least two inputs")
     if _per_sample(inputs, cluster_by):
+        _refuse_unhonoured_flags()
         _compare_logs(inputs, cluster_by, as_json, n_boot, bootstrap_seed, level, alpha)
         return
     options = scoring_options(paper_compat, n_boot, bootstrap_seed, label_source, level=level, alpha=alpha, cluster=cluster)
@@ -189,6 +190,26 @@ def _per_sample(inputs: tuple[str, ...], cluster_by: str | None) -> bool:
         return False
     with bad_input_errors(InspectLogError):
         return cluster_by is not None or not all_casebench(inputs)
+
+
+#: the flags of the case-by-case comparison that a per-scorer comparison of inspect logs cannot
+#: honour (it reads each log's own scores per sample: no cases to cluster, fill, relabel, select
+#: or check against a dataset), by their parameter names
+_CASE_ONLY_FLAGS = {"cluster": "--cluster", "paper_compat": "--paper-compat", "label_source": "--label-source",
+                    "mode": "--mode", "remove": "--remove", "pairs": "--pairs", "pairs_seed": "--pairs-seed",
+                    "data": "--data"}
+
+
+def _refuse_unhonoured_flags() -> None:
+    """A per-scorer comparison of inspect logs (``--cluster-by`` or logs of another task) refuses
+    the flags it cannot honour, rather than ignoring them silently."""
+    ctx = click.get_current_context()
+    given = [flag for name, flag in _CASE_ONLY_FLAGS.items()
+             if ctx.get_parameter_source(name) not in (None, click.core.ParameterSource.DEFAULT)]
+    if given:
+        raise BadInput(f"{', '.join(given)}: not used by a per-scorer comparison of inspect logs (it compares each "
+                       "scorer over the samples both logs scored, clustered by --cluster-by); leave "
+                       + ("it" if len(given) == 1 else "them") + " out")
 
 
 def _compare_logs(inputs: tuple[str, ...], cluster_by: str | None, as_json: bool, n_boot: int, seed: int,
