@@ -94,6 +94,13 @@ test: test-deps
 	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=15; rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
 
+# The fast subset (a few minutes): every test but those marked slow (real models, compiled servers,
+# a browser); `make test` runs them all.
+test-fast: test-deps
+	@$(MAKE) --no-print-directory typecheck
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not slow" --durations=15; rc=$$?; \
+	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
+
 bench: venv
 	$(BIN)/python bench/bench_metrics.py
 	$(BIN)/python bench/bench_runner.py

@@ -42,7 +42,7 @@ def _builtin_mutations() -> list[str]:
 @click.command("run", cls=RegistryCommand, backend_flags=True, classifier_flags="prefixed")
 @click.option("--model", "model", default=None, metavar="SPEC",
               help="Model spec: PREFIX/MODEL, e.g. openai/NAME, anthropic/NAME, hf/ID-or-path (every backend: "
-                   "README, or python -m casebench.cli.registry_tables --list). Default: hf/smollm2-135m-instruct.")
+                   "docs/running.md, or python -m casebench.cli.registry_tables --list). Default: hf/smollm2-135m-instruct.")
 @click.option("--mode", type=ModeChoice(), default=None,
               help="How the model is asked: " + "; ".join(f"{m.name}: {m.help}" for m in MODES.values()) + ". "
                    "Default: respond with no --model (the main job: the embedded model as the deployed chatbot), "
