@@ -83,7 +83,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Sequence, Mapping
 
 import numpy as np
@@ -91,7 +91,7 @@ import numpy as np
 from ..session import in_session
 from ..data import cases_fingerprint
 from ..jsonutil import json_safe
-from .schema import SCHEMA_VERSION
+from .schema import SCHEMA_VERSION, check_schema
 from ..predictions import Predictions
 from .bootstrap import (
     bootstrap_p, case_clusters, cluster_labels, cluster_resample_weights, p_floor, percentile_ci, resample_weights,
@@ -453,6 +453,29 @@ class Comparison:
             }))
         return {"schema_version": SCHEMA_VERSION, "inputs": num(self.inputs), "settings": num(self.settings),
                 "case_sets": num(self.case_sets), "pairs": pairs}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Comparison":
+        """The comparison of its ``to_dict`` (``compare --json``): each pair's inputs by position
+        again, each metric's difference typed (a null number read back as NaN)."""
+        check_schema(d, "comparison")
+        inputs = [dict(x) for x in d["inputs"]]
+        where = {x["label"]: i for i, x in enumerate(inputs)}
+        known = {f.name for f in fields(MetricDiff)}
+
+        def diff(m: Mapping[str, Any]) -> MetricDiff:
+            kw = {k: v for k, v in m.items() if k in known}
+            for k in ("a", "b", "diff", "p_bootstrap", "mdd"):
+                if k in kw and kw[k] is None:
+                    kw[k] = float("nan")
+            return MetricDiff(**kw)
+
+        pairs = [PairComparison(
+            where[p["a"]], where[p["b"]], int(p["n_paired"]), int(p["dropped"]), dict(p["mcnemar"]), p.get("williams"),
+            {k: diff(m) for k, m in p["metrics"].items()}, shared=int(p.get("shared", 0)),
+            only_a=int(p.get("only_a", 0)), only_b=int(p.get("only_b", 0)), people=p.get("people"))
+            for p in d["pairs"]]
+        return cls(inputs, pairs, dict(d.get("settings") or {}), [dict(g) for g in d.get("case_sets") or []])
 
 
 #: the keys this version added to a comparison, left out of paper-compatible output (which

@@ -31,6 +31,7 @@ import numpy as np
 from ..data import Case
 from ..predictions import Predictions
 from ..session import memo_by_object
+from .schema import SCHEMA_VERSION, check_schema
 from .metrics import (
     ECE_BINS, Score, ScoringArrays, breakdown_kinds, ece_bins, score_arrays, score_breakdowns, scoring_arrays,
 )
@@ -80,6 +81,15 @@ class PeopleReferences:
 
     pairs: Mapping[str, Any] | None = None
     cases: Mapping[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"schema_version": SCHEMA_VERSION, "pairs": None if self.pairs is None else dict(self.pairs),
+                "cases": None if self.cases is None else dict(self.cases)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "PeopleReferences":
+        check_schema(d, "people's references")
+        return cls(d.get("pairs"), d.get("cases"))
 
     @property
     def pair_count(self) -> int:
