@@ -549,20 +549,22 @@ def reference_option(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def load_reference_inputs(reference: str | None, no_reference: bool, preds: Sequence[Any], options: Any,
-                          dataset: Any = None) -> tuple[list[Any], str | None]:
+                          dataset: Any = None, *, scores_only: bool = False) -> tuple[list[Any], str | None]:
     """The published models to show beside ``preds`` as scored inputs (``reference_rows``:
-    kept on disk, so a later report does not score them again) and where they came from (None:
-    none). Published models already among the inputs (same model, mode and removals) are not
-    repeated."""
+    kept on disk, so a later report does not score them again), or with ``scores_only`` their
+    scores alone (read back without loading the files), and where they came from (None: none).
+    Published models already among the inputs (same model, mode and removals) are not repeated;
+    every command shows them on the same cases (``reference_rows.reference_cases``)."""
     from ..sources import cached_outputs
-    from ..reference_rows import reference_cases, reference_inputs
+    from ..reference_rows import reference_cases, reference_inputs, reference_scores
 
     if no_reference:
         return [], None
     root = reference or cached_outputs()
     if root is None:
         return [], None
+    rows = reference_scores if scores_only else reference_inputs
     with bad_input_errors():
-        # the one case policy of reference rows (``reference_rows.reference_cases``)
-        refs = reference_inputs(root, options, cases=reference_cases(preds, options), dataset=dataset, exclude=preds)
+        refs: list[Any] = list(rows(root, options, cases=reference_cases(preds, options), dataset=dataset,
+                                    exclude=preds))
     return refs, str(root)

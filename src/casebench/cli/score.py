@@ -9,7 +9,7 @@ from ..modes import Mode
 from typing import Any, TYPE_CHECKING, Sequence
 
 from ._common import (
-    bad_input_errors, cluster_option, level_option, file_kind_options, label_source_option, min_verdict_mass_option, reference_option,
+    bad_input_errors, cluster_option, load_reference_inputs, level_option, file_kind_options, label_source_option, min_verdict_mass_option, reference_option,
     scoring_options, warn_low_verdict_mass, warn_unreadable_predictions,
 )
 
@@ -70,7 +70,7 @@ def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: s
             from dataclasses import replace as _with
 
             scores = [_with(s, people=r.people.pairs) for s, r in zip(scores, scored)]
-        ref_scores, ref_root = _reference_scores(reference, no_reference, preds, dataset, options)
+        ref_scores, ref_root = load_reference_inputs(reference, no_reference, preds, options, dataset, scores_only=True)
     # every input named by what sets it apart from the others shown (naming.display_names); the
     # published models shown for reference marked as such
     from dataclasses import replace
@@ -99,21 +99,3 @@ def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: s
         for members, ref in people:
             which = "" if len(people) == 1 else " (inputs " + ", ".join(str(i + 1) for i in members) + ")"
             click.echo(f"\nreference{which}: {line(ref)}")
-
-
-def _reference_scores(reference: str | None, no_reference: bool, preds: Sequence["Predictions"],
-                      dataset: "Dataset | None", options: "ScoringOptions") -> tuple[list["Score"], str | None]:
-    """The scores of the published models to show beside ``preds`` (those already among the
-    inputs left out) and where they came from (None: none shown), on the cases every input
-    scored (``reference_rows``: kept on disk, read back without loading the files)."""
-    from ..sources import cached_outputs
-    from ..reference_rows import reference_cases, reference_scores
-
-    if no_reference:
-        return [], None
-    root = reference or cached_outputs()
-    if root is None:
-        return [], None
-    with bad_input_errors():
-        scores = reference_scores(root, options, cases=reference_cases(preds, options), dataset=dataset, exclude=preds)
-    return scores, str(root)
