@@ -176,9 +176,9 @@ def _study_tables(method: str, results: Sequence[Any]) -> str:
                      + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>")
         notes = []
         for c in res.consistency:
-            notes.append(f"Wording consistency of {_e(c.level)}: {_f(c.share)} [{_f(c.ci[0])}, {_f(c.ci[1])}] "
+            notes.append(f"Wording consistency of {_e(c.factor_level)}: {_f(c.share)} [{_f(c.ci[0])}, {_f(c.ci[1])}] "
                          f"({c.unchanged} of {c.n} cases unchanged, {c.queries} queries)." if c.n else
-                         f"Wording consistency of {_e(c.level)}: no case answered under both wordings.")
+                         f"Wording consistency of {_e(c.factor_level)}: no case answered under both wordings.")
         if not any(p.context.pairs for p in res.placements):
             notes.append("No query has both its contexts among these cases, so the context figures are left out "
                          "(run the study with <code>--pairs N</code>).")

@@ -799,7 +799,7 @@ def format_placements(res: "PlacementResult") -> str:
     ps = res.placements
     factor = getattr(res, "factor", "placement")
     mut = factor == "mutation"
-    head = (f"mutation study: {res.model} [{res.mode}{rm}]{tag}, queries worded as {', '.join(p.level for p in ps)}; "
+    head = (f"mutation study: {res.model} [{res.mode}{rm}]{tag}, queries worded as {', '.join(p.factor_level for p in ps)}; "
             f"context as {res.held.get('context_placement', '?')}, contexts untouched" if mut else
             f"placement study: {res.model} [{res.mode}{rm}]{tag}, context as {', '.join(p.placement for p in ps)}")
     lines = [head,
@@ -903,10 +903,10 @@ def format_placements(res: "PlacementResult") -> str:
                       "wordings answered; Wilson CI widened by the query clusters):"]
         for cons in res.consistency:
             if not cons.n:
-                lines.append(f"  {cons.level:<{width}}- (no case answered under both wordings)")
+                lines.append(f"  {cons.factor_level:<{width}}- (no case answered under both wordings)")
                 continue
             small = SMALL if cons.n < MIN_CASES else ""
-            lines.append(f"  {cons.level:<{width}}{fmt_num(cons.share, 3)} {_bounds(cons.ci)}  ({cons.unchanged} of "
+            lines.append(f"  {cons.factor_level:<{width}}{fmt_num(cons.share, 3)} {_bounds(cons.ci)}  ({cons.unchanged} of "
                          f"{cons.n}{small} cases, {cons.queries} queries)")
     if any(SMALL in line for line in lines[3:]):
         lines.append(f"{SMALL} from fewer than {MIN_CASES} cases (pairs, for the context figures): read with care")
