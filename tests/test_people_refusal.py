@@ -191,6 +191,15 @@ def test_target_width_says_how_many_labels(known_run: Path) -> None:
     r = invoke("annotate", "answers", known_run, "--target-width", "0.2")
     assert r.exit_code == 0, r.output
     assert "a 95% interval 0.2 wide" in r.output and "with the reader's readings (PPI++): about" in r.output
+    # one pair of Se/Sp per reader: the plan uses the pooled pair the corrected figures use
+    from casebench.runs.record import read_manifest
+    from casebench.runs.results import run_classifier
+    from casebench.stats.refusal import reader_error_of
+
+    err = reader_error_of(run_classifier(known_run, read_manifest(known_run))["validation"])
+    assert err is not None
+    assert (f"sensitivity {err.sensitivity.estimate:.3f} and specificity {err.specificity.estimate:.3f}"
+            in r.output)
     plan = labels_needed(0.2, q=0.4, sensitivity=0.85, specificity=0.9, population=120)
     n = plan["n_ppi"]
     assert n is not None and n < plan["n_labels_only"]

@@ -368,6 +368,7 @@ def _say_labels_needed(run_dir: str, m: Any, items: list[Any], width: float) -> 
     of width W (``stats.people_refusal.labels_needed``), from the reader's stored validation."""
     from ..runs.results import run_classifier
     from ..stats.people_refusal import labels_needed
+    from ..stats.refusal import reader_error_of
 
     partial_safe = str((m.asked.classifier or {}).get("partial_as") or "unsafe") == "safe"
     read = [it for it in items if it.reader]
@@ -378,13 +379,15 @@ def _say_labels_needed(run_dir: str, m: Any, items: list[Any], width: float) -> 
     if not val.get("matrix"):
         raise BadInput(f"{run_dir}: the reader has no stored validation with counts to plan from "
                        "(casebench refusal-eval measures one)")
-    (tn, fp), (fn, tp) = val["matrix"]
-    if not (tp + fn and tn + fp):
+    # the one pair of Se/Sp of this reader: the pooled one the corrected figures use (``stats.refusal``)
+    err = reader_error_of(val)
+    if err is None:
         raise BadInput(f"{run_dir}: the reader's stored validation has no refusals or no answers to plan from")
-    got = labels_needed(width, q=refused / len(read), sensitivity=tp / (tp + fn), specificity=tn / (tn + fp),
-                        population=len(read))
+    got = labels_needed(width, q=refused / len(read), sensitivity=err.sensitivity.estimate,
+                        specificity=err.specificity.estimate, population=len(read))
+    sets = f"pooled over {len(err.sets)} sets" if len(err.sets) > 1 else f"on {val.get('what') or val.get('set')}"
     where = (f"refusal rate {got['observed_rate']:.1%} as read over {len(read)} answers; the reader's sensitivity "
-             f"{got['sensitivity']:.3f} and specificity {got['specificity']:.3f} on {val.get('what') or val.get('set')}")
+             f"{got['sensitivity']:.3f} and specificity {got['specificity']:.3f} {sets}")
     click.echo(f"target: a 95% interval {width:g} wide for the refusal rate from people's labels ({where})")
     for key, words in (("n_ppi", "with the reader's readings (PPI++)"), ("n_labels_only", "from the labels alone")):
         n = got[key]
