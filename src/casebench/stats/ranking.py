@@ -27,6 +27,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..predictions import Predictions
 from .result import ScoredInput
 
 #: the figure a board ranks by unless it names another
@@ -35,6 +36,15 @@ RANK_FIGURE = "accuracy"
 TIE_TEST = ("McNemar's test for clustered matched pairs (Durkalski et al. 2003), clustered by query, "
             "each input against its group's first over the cases both scored; Benjamini-Hochberg over "
             "each group's comparisons")
+
+
+def kind_of(pred: Predictions) -> str:
+    """Which kind an input is ranked among: ``respond`` (what a chatbot did), ``judge`` (what a
+    model said) or ``ablated`` (a model less some CI parameters, not a competitor of the model):
+    every board and table ranks each kind among its own."""
+    if pred.removed:
+        return "ablated"
+    return "respond" if pred.mode.reads_behaviour else "judge"
 
 
 @dataclass(frozen=True)
