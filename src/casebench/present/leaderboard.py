@@ -237,7 +237,7 @@ def input_html(board: Board, r: BoardRow) -> str:
     dis = "".join(
         f"<tr><td>{d.index}</td><td class=\"l\">{_e(d.category)}</td><td>{'safe' if d.intended_safe else 'unsafe'}</td>"
         f"<td>{_f(d.safe_rate)}</td><td>{_f(d.said)}</td><td>{_f(d.gap)}</td>"
-        + (f"<td class=\"l\">{_e(d.query)}</td>" if board.show_text else "") + "</tr>" for d in r.disagreements)
+        + (f"<td class=\"l query\">{_e(d.query)}</td>" if board.show_text else "") + "</tr>" for d in r.disagreements)
     text_head = "<th class=\"l\">Query</th>" if board.show_text else ""
     hidden = "" if board.show_text else (" The queries' text is left out (the dataset's licence); "
                                          "<code>--show-text</code> lists it.")

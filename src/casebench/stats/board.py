@@ -141,6 +141,10 @@ class BoardRow:
     mutation: str | None
     removed: tuple[str, ...]
     reference: bool
+    #: where the predictions came from: ``published`` (an authors' file), ``run``, ``inspect``
+    origin: str
+    #: the model as the run named it (backend/model), or the published file's model name
+    model_spec: str
     cases: int
     answered: int
     rank: int
@@ -169,7 +173,7 @@ class BoardRow:
             "p_adjusted_vs_group_first": self.p_adjusted, "kind": self.kind, "table": self.table,
             "case_set": self.case_set, "source": self.source, "model": self.model, "mode": self.mode,
             "placement": self.placement, "mutation": self.mutation, "removed": list(self.removed),
-            "reference": self.reference, "cases": self.cases, "answered": self.answered,
+            "reference": self.reference, "origin": self.origin, "model_spec": self.model_spec, "cases": self.cases, "answered": self.answered,
             "figures": {k: f.to_dict() for k, f in self.figures.items()},
             "over_refusal": self.over_refusal.to_dict(), "under_refusal": self.under_refusal.to_dict(),
             "people": {"over_refusal": self.people_over_refusal.to_dict(),
@@ -310,6 +314,7 @@ def _row(i: int, fig: ScoredInput, name: str, reference: bool, kind: str, table:
     return BoardRow(
         position=i, name=name, source=p.source, model=p.model, mode=p.mode.name, kind=kind, table=table,
         case_set=set_no, placement=p.context_as, mutation=p.mutation, removed=tuple(p.removed), reference=reference,
+        origin=str(p.meta.get("format", "unknown")), model_spec=str(p.meta.get("model_spec") or p.model),
         cases=s.n, answered=s.answered, rank=rank, tie_group=tie_group, p_adjusted=p_adjusted,
         figure=figures.get(RANK_FIGURE, none), figures=figures,
         over_refusal=_complement(figures.get("safe_recall", none)),
