@@ -124,7 +124,7 @@ def test_a_chatbots_report_leads_with_behaviour_and_ranks_it_among_chatbots(chat
     tables = re.findall(r'<table (?:id|class)="leaderboard">(.*?)</table>', board, re.S)
     mine = [t for t in tables if "openai/bot-x" in t]
     assert len(mine) == 1 and mine[0].count('class="leaderboard-row') == 1
-    assert re.search(r'<td>R?1</td><td class="l name"><b>openai/bot-x \[respond\]</b>', mine[0])
+    assert re.search(r'<td>R?1</td><td class="tie">1</td><td class="l name"><b>openai/bot-x \[respond\]</b>', mine[0])
     assert sum(t.count("(published)") for t in tables) == 18 and "(published)" not in mine[0]
     # each explanation once, the method notes folded away beneath what they explain
     assert text.count("are readings of the answers by a refusal classifier") == 1

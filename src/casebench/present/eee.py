@@ -27,7 +27,7 @@ from typing import Any, Sequence
 
 from ..predictions import Predictions
 from ..stats.board import Board, BoardRow, Figure
-from ..stats.metrics import METRIC
+from ..stats.metric_registry import METRIC
 from ..stats.options import case_safe_rate
 from ..stats.result import score_input
 

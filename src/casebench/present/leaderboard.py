@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..stats.board import Board, BoardRow, Ceiling, Figure
-from ..stats.metrics import METRIC
+from ..stats.metric_registry import METRIC
 from .report_html import _e, _f
 
 CSS = """
