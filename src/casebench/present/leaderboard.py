@@ -100,8 +100,8 @@ def _reader(r: BoardRow) -> str:
     rd = r.reader
     if not rd.validated:
         return f"{_e(rd.name)} v{_e(rd.version)}: not validated"
-    who = {"people": "people's labels", "ai-readers": "AI readers' labels"}.get(rd.labelled_by or "",
-                                                                             "labels not given by people")
+    who = {"people": "people's labels", "ai-readers": "AI readers' labels",
+           "writers": "the writers' own labels"}.get(rd.labelled_by or "", "labels not given by people")
     bits = [f"{_e(rd.name)} v{_e(rd.version)}", f"agrees with {who} on {_f(rd.agreement.value if rd.agreement else None)}"
             + _ci(rd.agreement)]
     if rd.sensitivity is not None and rd.specificity is not None:
