@@ -22,15 +22,6 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
                  "--disable-component-update", "--disable-sync"]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _no_provider_env():
-    mp = pytest.MonkeyPatch()
-    for k in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "CASEBENCH_CACHE"):
-        mp.delenv(k, raising=False)
-    yield
-    mp.undo()
-
-
 def _validators():
     jsonschema = pytest.importorskip("jsonschema", reason="pip install jsonschema (the test extra)")
     if not (EEE / "eval.schema.json").is_file():
@@ -174,8 +165,12 @@ def bot_run(real_data_path, tmp_path_factory) -> Path:
 
     from casebench.runs.execute import RunConfig, run
 
+    from conftest import AMBIENT_PROVIDER_ENV
+
     out = tmp_path_factory.mktemp("bot") / "run"
-    with FaultServer(answer_fn=_chatbot) as srv:
+    with pytest.MonkeyPatch.context() as mp, FaultServer(answer_fn=_chatbot) as srv:
+        for name in AMBIENT_PROVIDER_ENV:  # (module scope: before the per-test autouse clearing)
+            mp.delenv(name, raising=False)
         summary = run(RunConfig(mode="respond", model="openai/bot-x", data=real_data_path, out=out, progress=False,
                                 backend_options={"base_url": srv.base_url}, pairs=15))
     assert summary.status == "complete"

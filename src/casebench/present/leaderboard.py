@@ -41,7 +41,7 @@ tr.g1 td { background: #f1faf5; } tr.reference td.name { font-style: italic; }
 details > summary { cursor: pointer; color: #444; }
 @media (max-width: 700px) {
   main { padding: 12px; }
-  table.board, table.board tbody, table.board tr, table.board td { display: block; width: 100%; }
+  table.board, table.board thead, table.board tbody, table.board tr, table.board td { display: block; width: 100%; }
   table.board thead tr { display: flex; flex-wrap: wrap; gap: 4px; }
   table.board thead th { border: 1px solid #ddd; border-radius: 4px; padding: 2px 6px; font-size: 12px; }
   table.board tr { border: 1px solid #ddd; border-radius: 6px; margin: 8px 0; padding: 4px 8px; }
