@@ -102,8 +102,9 @@ def _reader(r: BoardRow) -> str:
         return f"{_e(rd.name)} v{_e(rd.version)}: not validated"
     who = {"people": "people's labels", "ai-readers": "AI readers' labels",
            "writers": "the writers' own labels"}.get(rd.labelled_by or "", "labels not given by people")
-    bits = [f"{_e(rd.name)} v{_e(rd.version)}", f"agrees with {who} on {_f(rd.agreement.value if rd.agreement else None)}"
-            + _ci(rd.agreement)]
+    agree = rd.agreement
+    bits = [f"{_e(rd.name)} v{_e(rd.version)}", f"agrees with {who} on {_f(agree.value if agree else None)}"
+            + (f" [{_f(agree.ci[0])}, {_f(agree.ci[1])}]" if agree is not None and agree.ci else "")]
     if rd.sensitivity is not None and rd.specificity is not None:
         bits.append(f"Se {_f(rd.sensitivity, 2)}, Sp {_f(rd.specificity, 2)}")
     if rd.set:
