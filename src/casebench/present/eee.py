@@ -98,7 +98,7 @@ def _result(metric: str, f: Figure, row: BoardRow, board: Board, source_data: di
             notes: dict[str, str]) -> dict[str, Any]:
     md = METRIC[metric]
     lo, hi = md.bounds if md.bounds else ((-1.0, 1.0) if metric.endswith("pcc") else (0.0, 1.0))
-    if metric == "bce":
+    if metric == "bce" or not md.interval:  # a loss without an upper end; a count
         lo, hi = 0.0, float("inf")
     o = board.options
     unc: dict[str, Any] = {"num_samples": f.cases}
@@ -115,7 +115,7 @@ def _result(metric: str, f: Figure, row: BoardRow, board: Board, source_data: di
         details.update(_reader_details(row))
     config: dict[str, Any] = {
         "evaluation_description": md.label, "metric_id": "accuracy" if metric == "accuracy" else f"casebench.{metric}",
-        "metric_name": md.heading, "metric_kind": metric, "metric_unit": "proportion" if hi == 1.0 and lo == 0.0 else "points",
+        "metric_name": md.heading, "metric_kind": metric, "metric_unit": ("count" if not md.interval else "proportion" if (lo, hi) == (0.0, 1.0) else "points"),
         "lower_is_better": not md.higher_is_better, "score_type": "continuous",
         "min_score": lo, "max_score": "Infinity" if hi == float("inf") else hi,
         "metric_parameters": {"label_source": o.label_source, "cluster": o.resample_by, "level": o.level,

@@ -221,8 +221,11 @@ def index_html(board: Board, svgs: dict[int, str], title: str, eee: bool = False
 
 
 def input_html(board: Board, r: BoardRow) -> str:
-    figs = "".join(f"<tr><td class=\"l\">{_e(METRIC[m].label if m in METRIC else m)}</td><td>{_f(f.value)}"
-                   f"{_ci(f)}</td><td>{f.cases}</td></tr>" for m, f in r.figures.items())
+    def value(m: str, f: Figure) -> str:  # a count (no interval, e.g. the pairs) as a whole number
+        return str(int(f.value or 0)) if m in METRIC and not METRIC[m].interval else _f(f.value) + _ci(f)
+
+    figs = "".join(f"<tr><td class=\"l\">{_e(METRIC[m].label if m in METRIC else m)}</td><td>{value(m, f)}"
+                   f"</td><td>{f.cases or '–'}</td></tr>" for m, f in r.figures.items())
     ctx = "".join(
         f"<tr><td class=\"l\">{_e(lab)}</td><td>{_f(a.value)}{_ci(a)}</td><td>{_f(b.value)}{_ci(b)}</td></tr>"
         for lab, a, b in (("context shift (people: one person)", r.context_shift, r.people_context_shift),
