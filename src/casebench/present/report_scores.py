@@ -90,7 +90,7 @@ def _leaderboard(ctx: ReportContext) -> str:
         # people's ceiling is a column of its own beside accuracy, never a reason to re-rank
         if "accuracy" in shown and any(np.isfinite(inputs[i].score.values.get("accuracy_ceiling", np.nan)) for i in g):
             shown.insert(shown.index("accuracy") + 1, "accuracy_ceiling")
-        head = ["#", "Tie group", "Input", "Cases", "Answered"] + [METRIC[m].heading for m in shown]
+        head = ["#", "Tie", "Input", "Cases", "Answered"] + [METRIC[m].heading for m in shown]
         ranking = rank_inputs([inputs[i].figures for i in g], alpha=options.alpha)
         order = [g[p] for p in ranking.order]
         ranked += order
