@@ -236,9 +236,13 @@ def test_show_text_puts_the_queries_on_the_pages(exp_dir, real_data_path, tmp_pa
     assert not (out / "eee").exists()
 
 
-def test_no_inputs_is_bad_input(tmp_path):
+def test_no_inputs_is_bad_input(tmp_path, monkeypatch):
     r = CliRunner().invoke(cli, ["leaderboard", "-o", str(tmp_path / "site")])
     assert r.exit_code == 2 and "--reference" in r.output and not (tmp_path / "site").exists()
+    # a bare --reference reads the outputs `casebench data fetch` caches: none cached, it says so
+    monkeypatch.setenv("CASEBENCH_CACHE", str(tmp_path / "cache"))
+    r = CliRunner().invoke(cli, ["leaderboard", "--reference", "-o", str(tmp_path / "site")])
+    assert r.exit_code == 2 and "casebench data fetch" in r.output and not (tmp_path / "site").exists()
 
 
 # ------------------------------------------------------------------------------ in the browser
