@@ -17,9 +17,6 @@ from click.testing import CliRunner
 from casebench.cli import cli
 
 EEE = Path(__file__).resolve().parents[2] / "shared" / "eee"
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
 
 
 def _validators():
@@ -248,39 +245,30 @@ def test_no_inputs_is_bad_input(tmp_path, monkeypatch):
 # ------------------------------------------------------------------------------ in the browser
 
 
-def test_the_board_in_headless_chromium_at_1400_and_390_px(board):
-    if not CHROMIUM.exists():
-        pytest.skip("headless Chromium is not installed at /usr/bin/chromium (`make test-deps` installs it)")
-    playwright = pytest.importorskip("playwright.sync_api", reason="pip install playwright (the Python package)")
-    with playwright.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto((board / "index.html").resolve().as_uri(), wait_until="load")
-            doc = page.evaluate("[document.scrollingElement.scrollWidth, document.scrollingElement.clientWidth]")
-            assert doc[0] <= doc[1] <= 1400, doc
-            assert page.locator("table.board").first.is_visible()
-            page.locator("figure svg").first.scroll_into_view_if_needed()
-            assert page.locator("figure svg").first.is_visible()
-            box = page.locator("figure svg").first.bounding_box()
-            assert box and box["width"] > 300 and box["height"] > 200
-            # sort by over-refusal: the rows follow its values, then reversed on a second click
-            col = ["#", "Tie group", "Input", "Accuracy", "Over-refusal"].index("Over-refusal")
-            page.locator("#board-1 thead th").nth(col).click()
-            vals = page.evaluate(f"""Array.from(document.querySelectorAll('#board-1 tbody tr'))
-                .map(r => parseFloat(r.cells[{col}].getAttribute('data-v')))""")
-            assert vals == sorted(vals) and len(vals) == 18
-            page.locator("#board-1 thead th").nth(col).click()
-            vals = page.evaluate(f"""Array.from(document.querySelectorAll('#board-1 tbody tr'))
-                .map(r => parseFloat(r.cells[{col}].getAttribute('data-v')))""")
-            assert vals == sorted(vals, reverse=True)
-            phone = browser.new_page(viewport={"width": 390, "height": 844})
-            phone.goto((board / "index.html").resolve().as_uri(), wait_until="load")
-            doc = phone.evaluate("[document.scrollingElement.scrollWidth, document.scrollingElement.clientWidth]")
-            assert doc[0] <= doc[1] <= 390, doc
-            row = phone.locator("#board-1 tbody tr").first
-            assert row.is_visible() and row.bounding_box()["width"] <= 390
-            phone.locator("figure svg").first.scroll_into_view_if_needed()
-            assert phone.locator("figure svg").first.bounding_box()["width"] <= 390
-        finally:
-            browser.close()
+def test_the_board_in_headless_chromium_at_1400_and_390_px(board, chromium):
+    page = chromium.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto((board / "index.html").resolve().as_uri(), wait_until="load")
+    doc = page.evaluate("[document.scrollingElement.scrollWidth, document.scrollingElement.clientWidth]")
+    assert doc[0] <= doc[1] <= 1400, doc
+    assert page.locator("table.board").first.is_visible()
+    page.locator("figure svg").first.scroll_into_view_if_needed()
+    assert page.locator("figure svg").first.is_visible()
+    box = page.locator("figure svg").first.bounding_box()
+    assert box and box["width"] > 300 and box["height"] > 200
+    # sort by over-refusal: the rows follow its values, then reversed on a second click
+    col = ["#", "Tie group", "Input", "Accuracy", "Over-refusal"].index("Over-refusal")
+    read = f"""Array.from(document.querySelectorAll('#board-1 tbody tr'))
+        .map(r => parseFloat(r.cells[{col}].getAttribute('data-v')))"""
+    page.locator("#board-1 thead th").nth(col).click()
+    vals = page.evaluate(read)
+    assert vals == sorted(vals) and len(vals) == 18
+    page.locator("#board-1 thead th").nth(col).click()
+    assert page.evaluate(read) == sorted(vals, reverse=True)
+    phone = chromium.new_page(viewport={"width": 390, "height": 844})
+    phone.goto((board / "index.html").resolve().as_uri(), wait_until="load")
+    doc = phone.evaluate("[document.scrollingElement.scrollWidth, document.scrollingElement.clientWidth]")
+    assert doc[0] <= doc[1] <= 390, doc
+    row = phone.locator("#board-1 tbody tr").first
+    assert row.is_visible() and row.bounding_box()["width"] <= 390
+    phone.locator("figure svg").first.scroll_into_view_if_needed()
+    assert phone.locator("figure svg").first.bounding_box()["width"] <= 390

@@ -20,9 +20,6 @@ from click.testing import CliRunner
 
 from casebench.cli import cli
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -134,25 +131,17 @@ def test_a_chatbots_report_leads_with_behaviour_and_ranks_it_among_chatbots(chat
     assert text.index("How to read these tables") > text.index('<table id="leaderboard">')
 
 
-def test_a_chatbots_report_fits_1400_px_in_headless_chromium(chatbot_report):
-    if not CHROMIUM.exists():
-        pytest.skip("headless Chromium is not installed at /usr/bin/chromium (`make test-deps` installs it)")
-    playwright = pytest.importorskip("playwright.sync_api", reason="pip install playwright (the Python package)")
-    with playwright.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(chatbot_report.resolve().as_uri(), wait_until="load")
-            doc = page.evaluate("[document.scrollingElement.scrollWidth, document.scrollingElement.clientWidth]")
-            # no box of the page scrolls sideways either (a table behind its own scroll bar)
-            boxes = page.evaluate("""Array.from(document.querySelectorAll('*'))
-                .filter(w => w.scrollWidth > w.clientWidth + 1 && getComputedStyle(w).overflowX !== 'visible')
-                .map(w => (w.firstElementChild && w.firstElementChild.className) || w.tagName)""")
-            first = page.evaluate("document.querySelector('h2').textContent")
-            # what a reader sees first, above the fold: the behaviour table
-            top = page.evaluate("document.querySelector('table.behaviour').getBoundingClientRect().top")
-        finally:
-            browser.close()
+def test_a_chatbots_report_fits_1400_px_in_headless_chromium(chatbot_report, chromium):
+    page = chromium.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(chatbot_report.resolve().as_uri(), wait_until="load")
+    doc = page.evaluate("[document.scrollingElement.scrollWidth, document.scrollingElement.clientWidth]")
+    # no box of the page scrolls sideways either (a table behind its own scroll bar)
+    boxes = page.evaluate("""Array.from(document.querySelectorAll('*'))
+        .filter(w => w.scrollWidth > w.clientWidth + 1 && getComputedStyle(w).overflowX !== 'visible')
+        .map(w => (w.firstElementChild && w.firstElementChild.className) || w.tagName)""")
+    first = page.evaluate("document.querySelector('h2').textContent")
+    # what a reader sees first, above the fold: the behaviour table
+    top = page.evaluate("document.querySelector('table.behaviour').getBoundingClientRect().top")
     assert doc[0] <= doc[1] <= 1400, doc
     assert boxes == [], boxes
     assert first == "1. Behaviour"
