@@ -430,10 +430,8 @@ def context_shift_by_mode(groups: Sequence[dict[str, Any]]) -> bytes:
 
 def to_svg(fig: Any) -> str:
     """Render a figure to an SVG document (text drawn as paths, so it needs no font when opened)."""
-    from matplotlib.backends.backend_svg import FigureCanvasSVG
-
     buf = io.StringIO()
-    FigureCanvasSVG(fig).print_svg(buf)
+    fig.savefig(buf, format="svg")
     return buf.getvalue()
 
 
@@ -472,9 +470,12 @@ def refusal_plane(points: Sequence[dict[str, Any]], people: dict[str, Any] | Non
         ax.annotate(str(pt["label"]), (pt["over"], pt["under"]), textcoords="offset points", xytext=(4, 3),
                     fontsize=8, color=color)
     # the axes reach past the farthest interval (not to 1: the inputs would crowd one corner)
-    his = [0.0] + [float(v) for pt in points for key in ("over_ci", "under_ci", "over", "under")
-                   for v in (pt.get(key) if isinstance(pt.get(key), (list, tuple)) else [pt.get(key)])
-                   if v is not None and np.isfinite(v)]
+    his = [0.0]
+    for pt in points:
+        for key in ("over_ci", "under_ci", "over", "under"):
+            got = pt.get(key)
+            values: list[Any] = list(got) if isinstance(got, (list, tuple)) else [got]
+            his += [float(v) for v in values if v is not None and np.isfinite(v)]
     if people:
         his += [float(v) for v in (people.get("over"), people.get("under")) if v is not None]
     top = min(1.0, max(his) * 1.12 + 0.02)
