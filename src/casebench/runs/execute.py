@@ -49,6 +49,7 @@ from ..backends.base import (
 )
 from ..data import Dataset
 from ..modes import Reading
+from ..prompts import REVEAL_PLACEMENTS, RevealTurn, render_reveal
 from .config import DEFAULT_MODEL, DEFAULT_PARSE_RETRIES, RetryPolicy, RunConfig, default_out_dir, resolve_data_path
 from .pricing import ZERO, PriceMatch
 from .prepare import Prepared, casebench_version, check_resumable, grow, prepare, smaller_run_beside
@@ -58,6 +59,7 @@ from .record import (
     usage_tokens,
 )
 from .redact import redact_json, redact_text
+from .reveal import TurnRecord, append_turn, finished_turns, repair_turns
 from .select import stratified_indices
 
 __all__ = [
@@ -97,6 +99,9 @@ class _Job:
     #: the case's query and its context as asked (``Request.query`` / ``Request.context``)
     query: str | None = None
     context: Mapping[str, Any] | None = None
+    #: a live reveal conversation (``runs.reveal``): every user turn, and the 0-based turn asked
+    reveal: tuple[RevealTurn, ...] = ()
+    turn: int = 0
 
     @property
     def size(self) -> int:
@@ -232,6 +237,17 @@ class Runner:
             self.completion_tokens += c
             self.spent += self.prep.price.price.cost(p, c)
         ds, prep = self.prep.dataset, self.prep
+        live = prep.context_as in REVEAL_PLACEMENTS
+        earlier = {}
+        if live:  # a conversation goes on from its last recorded turn (``runs.reveal``)
+            repair_turns(self.rundir.path)
+            earlier = finished_turns(self.rundir.path)
+            for turns in earlier.values():
+                for t in turns:
+                    p, c = usage_tokens(t.usage)
+                    self.prompt_tokens += p
+                    self.completion_tokens += c
+                    self.spent += self.prep.price.price.cost(p, c)
         jobs: list[_Job] = []
         done = 0
         for ci in prep.cases:
@@ -239,6 +255,12 @@ class Runner:
             for s in range(prep.samples):
                 if (ci, s) in finals:
                     done += 1
+                    continue
+                if live:
+                    asked = ds[ci].ablated(prep.removed)
+                    if prep.mutation is not None:
+                        asked = replace(asked, query=prep.mutation.texts[ci])
+                    jobs.append(self._turn_job(ci, s, asked, earlier.get((ci, s), ())))
                     continue
                 if chat is None:
                     asked = ds[ci].ablated(prep.removed)
@@ -253,6 +275,39 @@ class Runner:
             jobs.sort(key=lambda j: j.size)
         self.final_at_start = done
         return jobs, done
+
+    def _turn_job(self, ci: int, s: int, asked: Any, recorded: Sequence[TurnRecord]) -> _Job:
+        """The job of the next unasked turn of a reveal conversation: the user turns before it
+        with the model's own recorded answers as the history."""
+        turns = render_reveal(asked.context, asked.query, self.prep.context_as)
+        done = list(recorded)[: len(turns) - 1]
+        history = tuple((turns[i].text, r.text) for i, r in enumerate(done))
+        k = len(done)
+        return _Job(ci, s, self.prep.settings.system or None, turns[k].text, history=history, query=asked.query,
+                    context=asked.context, reveal=turns, turn=k)
+
+    def _go_on(self, job: _Job, ans: Answer, rec: Record) -> tuple[_Job | None, Record]:
+        """After a reveal turn's answer was read (``rec``: its record as a final one would be):
+        (the next turn's job, or None when this answer ends the conversation; the record to keep
+        if it ends). An earlier turn's answer goes to ``turns.jsonl`` at once; one left empty
+        ends the conversation with a missing value naming the turn."""
+        n, k = len(job.reveal), job.turn
+        where = {"turn": k + 1, "turns": n, "holds": job.reveal[k].holds}
+        if k == n - 1:
+            return None, replace(rec, detail={**rec.detail, **where})
+        if not (ans.text or "").strip():
+            return None, replace(rec, label=None, score=None, p_safe=None, behaviour=None,
+                                 error=f"turn {k + 1} of {n} had no answer ({rec.error or 'empty answer'}); "
+                                       "the conversation could not go on",
+                                 detail={**rec.detail, **where})
+        append_turn(self.rundir.path, TurnRecord(
+            case=job.case, sample=job.sample, turn=k, turns=n, holds=job.reveal[k].holds, prompt=job.prompt,
+            text=ans.text or "", behaviour=rec.behaviour, label=rec.label, error=rec.error, usage=dict(job.usage),
+            latency_s=round(job.latency_s, 4), attempts=job.asks, detail=dict(rec.detail),
+            producer=self.rundir.producer))
+        nxt = replace(job, prompt=job.reveal[k + 1].text, history=(*job.history, (job.prompt, ans.text or "")),
+                      turn=k + 1, asks=0, usage={}, latency_s=0.0, unread=None)
+        return nxt, rec
 
     # -- money
     def _worst_cost(self, jobs: Sequence[_Job]) -> float:
@@ -353,7 +408,9 @@ class Runner:
         # decoded (and the query in its base wording); the record keeps the raw answer
         decode = self.prep.mutation.mutation.decode if self.prep.mutation is not None else None
         texts = [decode(a.text or "") if decode else (a.text or "") for a in answers]
-        items = [Item(self.prep.dataset[j.case].query, t) for j, t in zip(jobs, texts)]
+        # a reveal turn before the query is read against what the user said in it
+        items = [Item(j.prompt if j.reveal and j.turn < len(j.reveal) - 1 and j.reveal[-1].holds == "query"
+                      else self.prep.dataset[j.case].query, t) for j, t in zip(jobs, texts)]
         t0 = time.perf_counter()
         verdicts = await self.prep.classifier.aclassify(items)
         per_item = (time.perf_counter() - t0) / max(1, len(items))
@@ -473,6 +530,10 @@ class Runner:
         finished, work = 0, 0.0
         for job, ans, reading in zip(jobs, answers, readings):
             rec = self._record(job, ans, reading)
+            if rec is not None and job.reveal:
+                nxt, rec = self._go_on(job, ans, rec)
+                if nxt is not None:  # the conversation goes on: its next turn is asked next
+                    job, rec = nxt, None
             if rec is None:
                 if self.batch_size > 1:
                     self.queue.append(job)
@@ -494,7 +555,8 @@ class Runner:
             return [self.queue.popleft() for _ in range(min(self.batch_size, len(self.queue)))]
         jobs = [self.queue.popleft()]
         if self.shared_samples:
-            while self.queue and self.queue[0].case == jobs[0].case and self.queue[0].prompt == jobs[0].prompt:
+            while (self.queue and self.queue[0].case == jobs[0].case and self.queue[0].prompt == jobs[0].prompt
+                   and self.queue[0].history == jobs[0].history):
                 jobs.append(self.queue.popleft())
         return jobs
 

@@ -222,8 +222,12 @@ class Asked:
     backend_options: dict[str, Any]
     #: respond mode: the refusal classifier's identity and version, and how partial answers count
     classifier: dict[str, Any] | None = None
-    #: context as turns: SHA-256 of the fixed wording of those turns (``prompts.TURNS_WORDING``)
+    #: context as turns, concat or reveal: SHA-256 of the fixed wording the placement adds
+    #: (``prompts.wording_of``)
     context_wording_sha256: str | None = None
+    #: reveal and concat placements: the version of their fixed wording
+    #: (``prompts.REVEAL_WORDING_VERSION``), beside its hash above
+    context_wording_version: int | None = None
     #: how an unreadable answer is asked again (``effective_reask``): "repair" (the answer and a
     #: short repair message quoting the format), "same" (the question as it was) or None (no
     #: re-asks: prob mode, or ``--parse-retries 0``)
