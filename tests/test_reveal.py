@@ -129,6 +129,12 @@ def test_reveal_early_gives_the_groups_first_then_the_query(tmp_path):
         assert users[0].startswith("About the service") and users[1].startswith("About me:")
         assert users[2].startswith("About this conversation:") and users[3].startswith("[case ")
     assert {r.detail["holds"] for r in final_records(iter_records(out)).values()} == {"query"}
+    # the report shows the figures by turn with the reader's caveat beside them
+    r = invoke("report", out, "-o", tmp_path / "report.html")
+    assert r.exit_code == 0, r.output
+    html = (tmp_path / "report.html").read_text()
+    assert "Context revealed over a conversation, by turn" in html and "single answers" in html
+    assert "final turn" in html and "reveal-early" in html
 
 
 def test_reveal_wording_keeps_every_ci_value_and_leaves_out_an_ablated_group():
