@@ -232,3 +232,14 @@ def test_reveal_needs_a_chatbot_and_one_conversation_per_case(tmp_path):
         r = invoke(*run_args(srv, data, tmp_path / "b", "reveal-late", "--samples", "2"))
         assert r.exit_code != 0 and "--samples must be 1" in r.output
         assert srv.count == 0
+
+
+def test_prompts_prints_the_user_turns_of_a_reveal_conversation(tmp_path):
+    data = write_dataset(tmp_path / "cases.json", 2)
+    r = invoke("prompts", data, "--mode", "respond", "--context-as", "reveal-early")
+    assert r.exit_code == 0, r.output
+    first = json.loads(r.output.splitlines()[-2])
+    assert first["holds"] == ["sender", "recipient", "transmission_principle", "query"]
+    assert first["user_turns"][-1] == first["prompt"] and first["prompt"].startswith("[case 0]")
+    r = invoke("prompts", data, "--mode", "binary", "--context-as", "reveal-early")
+    assert r.exit_code != 0 and "--mode respond" in r.output

@@ -51,7 +51,9 @@ def _builtin_mutations() -> list[str]:
 @click.option("--context-as", "context_as", type=click.Choice(CONTEXT_PLACEMENTS), default=None,
               help="Where the context goes: inside the judge prompt (user, the paper's framing; default of the "
                    "judge modes), rendered as the operator's system prompt (system; default of respond mode), or "
-                   "as the conversation before the query (turns; a judge is asked about its final query).")
+                   "as the conversation before the query (turns; a judge is asked about its final query); respond "
+                   "mode also: concat (the CI groups as paragraphs of one message), reveal-early / reveal-late "
+                   "(the groups one per turn of a live conversation, before / after the query: docs/reveal.md).")
 @click.option("--mutation", "mutation", type=click.Choice(_mutation_names()), default=None, metavar="NAME",
               help="Ask every query in one of SORRY-Bench's twenty rewordings, in both its contexts (the contexts "
                    "untouched): built in, offline: " + ", ".join(_builtin_mutations()) + "; the others from your copy "

@@ -28,7 +28,11 @@ Task options (``-T name=value``):
 * ``context_as``: ``user`` (the context as JSON inside the judge prompt, the paper's framing),
   ``system`` (the context as the operator's system prompt) or ``turns`` (the context as the
   conversation before the query; the judge is asked about its final query, the conversation
-  in the judge prompt); default: the mode's.
+  in the judge prompt); in respond mode also ``concat`` (the three CI groups as paragraphs of one
+  message before the query) and ``reveal-early`` / ``reveal-late`` (a live conversation: the
+  groups one per user turn before / after the query, a multi-turn solver letting the model
+  answer every turn; the scorer reads every turn, and ``casebench score LOG`` gives the figures
+  by turn, ``docs/reveal.md``); default: the mode's.
 * ``remove``: CI parameters to remove from every context (``-T remove=sender,urgency``).
 * ``limit``: the first N cases; ``stratified``: a seeded subset of N cases stratified by
   category x intent, with ``seed``; ``pairs``: both contexts of N queries, stratified by
