@@ -471,7 +471,7 @@ def reveal_shards(context: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
             shards.append((group, "\n".join([opening, *body])))
     other = []
     for group, g in context.items():
-        items = g.items() if isinstance(g, Mapping) else [(None, g)]
+        items: list[tuple[Any, Any]] = list(g.items()) if isinstance(g, Mapping) else [(None, g)]
         for key, value in items:
             if (group, key) not in known:
                 name = str(group).replace("_", " ") + (f", {str(key).replace('_', ' ')}" if key else "")

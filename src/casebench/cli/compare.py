@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 import click
 
-from ..modes import MODES
+from ..modes import MODES, get_mode
 from ..prompts import CONTEXT_PLACEMENTS
 from ._common import (
     FILE_MODE_HELP, TEMPERATURE, USD, BadInput, ModeChoice, RegistryCommand, bad_input_errors, echo_err, exit_interrupted,
@@ -370,7 +370,7 @@ def study_cmd(inputs: tuple[str, ...], placements: str | None, model: str | None
     elif reveal is not None:
         if inputs:
             raise BadInput("give either --model/--mode (run a study) or INPUTS (analyse finished runs), not both")
-        if mode is None or not mode.reads_behaviour:
+        if mode is None or not get_mode(mode).reads_behaviour:
             raise BadInput("a reveal study asks the model as the chatbot: --mode respond")
         if sum(x is not None for x in (limit, stratified, pairs)) > 1:
             raise BadInput("choose one of --limit, --stratified and --pairs")

@@ -25,7 +25,10 @@ import logging
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Iterator, Mapping
+
+if TYPE_CHECKING:
+    from ..predictions import TurnReadings
 
 log = logging.getLogger("casebench.runs")
 

@@ -98,9 +98,10 @@ class RevealStudy:
     reader: str = READER_NOTE
 
     def to_dict(self) -> dict[str, Any]:
-        return json_safe({"study": "reveal", **self.arms.to_dict(), "headline": self.headline, "reader": self.reader,
+        d: dict[str, Any] = json_safe({"study": "reveal", **self.arms.to_dict(), "headline": self.headline, "reader": self.reader,
                           "order_x_intent": [i.to_dict() for i in self.interactions],
                           "recovery": [{"arm": a, "by_intent": [r.to_dict() for r in rs]} for a, rs in self.recovery]})
+        return d
 
 
 def _refused(pred: Predictions) -> dict[tuple[str, bool], float]:
