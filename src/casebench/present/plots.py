@@ -304,12 +304,7 @@ def stability_curve(k: Sequence[int], agreement: Sequence[float], exact: Sequenc
         ax.annotate(f"{a:.2f}", (ki, a), textcoords="offset points", xytext=(0, -14), ha="center", fontsize=8)
     ax.set_xticks(list(k))
     ax.set_ylim(min(0.5, min(agreement, default=0.5) - 0.05), 1.01)
-    ax.set_xlabel("annotators per case (k)", fontsize=10)
-    ax.set_ylabel("agreement with the full-panel majority", fontsize=10)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=9, loc="lower right")
-    ax.tick_params(labelsize=9)
-    return to_png(fig)
+    return _finish(fig, ax, "annotators per case (k)", "agreement with the full-panel majority", "lower right")
 
 
 def shift_scatter(panels: Sequence[dict[str, Any]]) -> bytes:
@@ -449,9 +444,14 @@ def first_refusal_curves(curves: Sequence[dict[str, Any]], turns: int) -> bytes:
     ax.set_xticks(list(range(1, turns + 1)))
     ax.set_xlim(0.5, turns + 0.2)
     ax.set_ylim(-0.02, 1.02)
-    ax.set_xlabel("turn", fontsize=10)
-    ax.set_ylabel("P(no refusal yet), Kaplan-Meier", fontsize=10)
+    return _finish(fig, ax, "turn", "P(no refusal yet), Kaplan-Meier", "lower left")
+
+
+def _finish(fig: Any, ax: Any, xlabel: str, ylabel: str, legend: str) -> bytes:
+    """A line chart's axis labels, grid, legend (at ``legend``) and tick size, as PNG bytes."""
+    ax.set_xlabel(xlabel, fontsize=10)
+    ax.set_ylabel(ylabel, fontsize=10)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=9, loc="lower left")
+    ax.legend(fontsize=9, loc=legend)
     ax.tick_params(labelsize=9)
     return to_png(fig)

@@ -27,6 +27,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
+from ..jsonutil import append_line, jsonl_objects
+
 if TYPE_CHECKING:
     from ..predictions import TurnReadings
 
@@ -102,9 +104,7 @@ def append_turn(run_path: str | Path, rec: TurnRecord) -> None:
     data = (json.dumps(rec.to_dict(), ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
     fd = os.open(turns_path(run_path), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
+        append_line(fd, data)
     finally:
         os.close(fd)
 
@@ -117,21 +117,16 @@ def iter_turns(run_path: str | Path) -> Iterator[TurnRecord]:
     p = turns_path(run_path)
     if not p.exists():
         return
-    lines = p.read_bytes().split(b"\n")
-    lines.pop()  # after the last newline: b"" when whole, else a torn line
-    for lineno, raw in enumerate(lines, start=1):
-        if not raw.strip():
-            continue
-        try:
-            obj = json.loads(raw)
-            if not isinstance(obj, dict):
-                raise ValueError("not an object")
+    lineno = 0
+    try:
+        for lineno, obj in jsonl_objects(p.read_bytes()):  # a torn last line is left out
             rec = TurnRecord.from_dict(obj)
             if not all(isinstance(x, int) for x in rec.key):
                 raise ValueError("'case', 'sample' and 'turn' must be integers")
-        except (ValueError, TypeError) as e:
-            raise RunError(f"{p}, line {lineno}: not a valid turn record ({e})") from None
-        yield rec
+            yield rec
+    except (ValueError, TypeError) as e:
+        where, why = (e.args if len(e.args) == 2 and isinstance(e.args[0], int) else (lineno, e))
+        raise RunError(f"{p}, line {where}: not a valid turn record ({why})") from None
 
 
 def finished_turns(run_path: str | Path) -> dict[tuple[int, int], tuple[TurnRecord, ...]]:
