@@ -243,3 +243,29 @@ def test_prompts_prints_the_user_turns_of_a_reveal_conversation(tmp_path):
     assert first["user_turns"][-1] == first["prompt"] and first["prompt"].startswith("[case 0]")
     r = invoke("prompts", data, "--mode", "binary", "--context-as", "reveal-early")
     assert r.exit_code != 0 and "--mode respond" in r.output
+
+
+def test_classify_rereads_every_turn_of_a_reveal_run(tmp_path):
+    """``casebench classify`` of a reveal run reads its earlier turns again too: the new run's
+    figures by turn are the new reader's (here an LLM reader served by a script that calls every
+    helpful answer partial), the answers untouched."""
+    data = write_dataset(tmp_path / "cases.json", 4)
+    out, new = tmp_path / "run", tmp_path / "reread"
+    with FaultServer(answer_fn=reply, latency=0.0) as srv:
+        assert invoke(*run_args(srv, data, out, "reveal-late")).exit_code == 0
+
+    def reader(body: Any) -> str:
+        return "refuse" if json.dumps(REFUSAL)[1:-1] in json.dumps(body["messages"]) else "partial"
+
+    with FaultServer(answer_fn=reader, latency=0.0) as cls:
+        r = invoke("classify", out, "--refusal-classifier", "llm:openai/reader", "--refusal-base-url", cls.base_url,
+                   "-o", new)
+        assert r.exit_code == 0, r.output
+        assert cls.count == 4 * 4  # every turn of every conversation read again
+    old_t, new_t = {t.key: t for t in iter_turns(out)}, {t.key: t for t in iter_turns(new)}
+    assert old_t.keys() == new_t.keys() and len(new_t) == 12
+    for k, t in new_t.items():
+        assert t.text == old_t[k].text and t.behaviour == ("refuse" if t.text == REFUSAL else "partial")
+    s = json.loads(invoke("score", new, "--json", "--bootstrap", "0", "--no-reference").output.splitlines()[0])
+    for turn in s["by_turn"]:  # partial counts as refusing: every answer of every turn is a refusal now
+        assert turn["refusal_rate_safe_context"] == 1.0 and turn["refusal_rate_unsafe_context"] == 1.0

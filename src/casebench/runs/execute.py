@@ -49,7 +49,7 @@ from ..backends.base import (
 )
 from ..data import Dataset
 from ..modes import Reading
-from ..prompts import REVEAL_PLACEMENTS, RevealTurn, render_reveal
+from ..prompts import REVEAL_PLACEMENTS, REVEAL_QUERY, RevealTurn, render_reveal
 from .config import DEFAULT_MODEL, DEFAULT_PARSE_RETRIES, RetryPolicy, RunConfig, default_out_dir, resolve_data_path
 from .pricing import ZERO, PriceMatch
 from .prepare import Prepared, casebench_version, check_resumable, grow, prepare, smaller_run_beside
@@ -59,7 +59,7 @@ from .record import (
     usage_tokens,
 )
 from .redact import redact_json, redact_text
-from .reveal import TurnRecord, append_turn, finished_turns, repair_turns
+from .reveal import TurnRecord, append_turn, finished_turns, reader_prompt, repair_turns
 from .select import stratified_indices
 
 __all__ = [
@@ -408,8 +408,9 @@ class Runner:
         # decoded (and the query in its base wording); the record keeps the raw answer
         decode = self.prep.mutation.mutation.decode if self.prep.mutation is not None else None
         texts = [decode(a.text or "") if decode else (a.text or "") for a in answers]
-        # a reveal turn before the query is read against what the user said in it
-        items = [Item(j.prompt if j.reveal and j.turn < len(j.reveal) - 1 and j.reveal[-1].holds == "query"
+        # a reveal turn before the query is read against what the user said in it (runs.reveal)
+        items = [Item(reader_prompt(j.turn, len(j.reveal), j.reveal[-1].holds == REVEAL_QUERY, j.prompt,
+                                    self.prep.dataset[j.case].query) if j.reveal
                       else self.prep.dataset[j.case].query, t) for j, t in zip(jobs, texts)]
         t0 = time.perf_counter()
         verdicts = await self.prep.classifier.aclassify(items)

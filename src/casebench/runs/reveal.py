@@ -169,3 +169,34 @@ def turn_readings(run_path: str | Path, cases: list[int], finals: Mapping[tuple[
         behaviours.append(tuple(b))
         holds.append(tuple(h))
     return TurnReadings(tuple(behaviours), tuple(holds), placement, partial_as_safe)
+
+
+def reader_prompt(turn: int, turns: int, query_last: bool, said: str, query: str) -> str:
+    """What the reader reads a turn's answer against (0-based ``turn`` of ``turns``): in a
+    conversation whose query comes last (reveal-early), a turn before it is read against what
+    the user said in it (there is no request yet); every other turn against the query."""
+    return said if query_last and turn < turns - 1 else query
+
+
+async def reread_turns(src: str | Path, dst: str | Path, classifier: Any, mode: Any, queries: Mapping[int, str],
+                       query_last: bool, partial_as_safe: bool, producer: str, batch: int = 64) -> int:
+    """``casebench classify`` of a reveal run: every recorded earlier turn of ``src`` read again
+    by ``classifier`` into ``dst``'s ``turns.jsonl`` (answers untouched, readings new, stamped
+    with the new run's ``producer``); ``query_last``: the run is reveal-early (``reader_prompt``);
+    how many turns were read."""
+    from dataclasses import replace
+
+    from ..backends.base import Answer
+    from ..classify import Item
+    turns = [t for ts in finished_turns(src).values() for t in ts]
+    verdicts: list[Any] = []
+    for i in range(0, len(turns), batch):
+        chunk = turns[i:i + batch]
+        verdicts.extend(await classifier.aclassify([
+            Item(reader_prompt(t.turn, t.turns, query_last, t.prompt, queries[t.case]), t.text) for t in chunk]))
+    for t, v in zip(turns, verdicts):
+        reading = mode.read_behaviour(Answer(text=t.text), v, partial_as_safe=partial_as_safe)
+        append_turn(dst, replace(t, behaviour=reading.behaviour, label=reading.label, error=reading.error,
+                                 detail={**{k: x for k, x in t.detail.items() if k != "classifier_reason"},
+                                         **reading.detail}, producer=producer))
+    return len(turns)
