@@ -112,6 +112,8 @@ def test_reveal_late_sends_live_conversations_whose_assistant_turns_are_the_serv
             lo, hi = t["ci"][key]
             assert lo <= want <= hi and lo < hi
     assert "single answers" in s["turns"]["reader"]
+    table = invoke("score", out, "--bootstrap", "200", "--no-reference").output
+    assert "refused by turn" in table and "4 query restated" in table and "final turn's" in table
     assert {f["intent"] for f in s["turns"]["first_refusal"]} == {"safe", "unsafe"}
 
 

@@ -6,7 +6,12 @@ from __future__ import annotations
 
 import math
 
+from typing import TYPE_CHECKING
+
 from ..stats.reveal import RevealStudy
+
+if TYPE_CHECKING:
+    from ..stats.turns import TurnFigures
 
 
 def _f(x: float, digits: int = 3) -> str:
@@ -36,3 +41,13 @@ def format_reveal(study: RevealStudy) -> str:
             parts = [f"{r.intent} contexts {r.recovered}/{r.n} ({_share(r.rate)})" for r in rs]
             lines.append(f"  {arm:>8}: " + "; ".join(parts))
     return "\n".join(lines) + "\n"
+
+
+def by_turn_lines(name: str, turns: "TurnFigures") -> list[str]:
+    """Two lines for ``casebench score``'s table: a reveal run's refusal rate at every turn in
+    safe- and unsafe-intent contexts, and what its headline figures are."""
+    cells = " · ".join(f"{t.turn} {t.holds}: {_share(t.safe_rate)}/{_share(t.unsafe_rate)}" for t in turns.by_turn)
+    where = "" if turns.placement in name else f", context as {turns.placement}"
+    return [f"{name}{where}: refused by turn (safe/unsafe-intent contexts): {cells}",
+            f"  the figures above are the final turn's, against people's votes; {turns.reader} (score --json: "
+            "by_turn with intervals, first refusal, recovery)"]
