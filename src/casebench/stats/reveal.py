@@ -10,7 +10,7 @@ CONCAT, SHARDED) and the resampling control of the multi-turn jailbreak literatu
 * ``early`` / ``late``: live reveal conversations, the groups before / after the query;
 * ``resample``: ``full`` asked as many times as a conversation has turns (as many calls as a
   conversation makes); its value per case is the share of those answers that help, its label
-  the majority (``modes.RespondMode.aggregate``).
+  the majority, a tie refusing (``modes.RespondMode.aggregate``).
 
 What is reported, and why this way:
 
