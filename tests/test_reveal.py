@@ -131,6 +131,13 @@ def test_reveal_early_gives_the_groups_first_then_the_query(tmp_path):
         assert users[0].startswith("About the service") and users[1].startswith("About me:")
         assert users[2].startswith("About this conversation:") and users[3].startswith("[case ")
     assert {r.detail["holds"] for r in final_records(iter_records(out)).values()} == {"query"}
+    # the end of a run (the command repeated on the finished run, without --no-report) says what
+    # its figures are and its path by turn
+    with FaultServer(answer_fn=reply, latency=0.0) as srv:
+        args = [a for a in run_args(srv, data, out, "reveal-early") if a != "--no-report"]
+        r = invoke(*args)
+        assert r.exit_code == 0 and srv.count == 0, r.output
+    assert "refused by turn" in r.output and "final turn's, against people's votes" in r.output
     # the report shows the figures by turn with the reader's caveat beside them
     r = invoke("report", out, "-o", tmp_path / "report.html")
     assert r.exit_code == 0, r.output

@@ -368,6 +368,11 @@ def score_and_report(run_dir: Path, min_verdict_mass: float | None = None, *, de
     for line in summary_lines(score, None if demo else scored.people, demo=demo, max_tokens=max_tokens,
                               who=who(pred)):
         click.echo(line)
+    if score.turns is not None:  # a reveal run: the figures are the final turn's; its path by turn
+        from ..present.reveal_text import by_turn_lines
+
+        for line in by_turn_lines(display_name(pred), score.turns):
+            click.echo(line)
     click.echo("")
     click.echo(text_table([replace(score, name=display_name(pred))]), nl=False)
     refs: list[Any] = []
