@@ -49,7 +49,7 @@ from ..backends.base import (
 )
 from ..data import Dataset
 from ..modes import Reading
-from ..prompts import REVEAL_PLACEMENTS, REVEAL_QUERY, RevealTurn, render_reveal
+from ..prompts import REVEAL_PLACEMENTS, REVEAL_QUERY, RevealTurn
 from .config import DEFAULT_MODEL, DEFAULT_PARSE_RETRIES, RetryPolicy, RunConfig, default_out_dir, resolve_data_path
 from .pricing import ZERO, PriceMatch
 from .prepare import Prepared, casebench_version, check_resumable, grow, prepare, smaller_run_beside
@@ -59,7 +59,7 @@ from .record import (
     usage_tokens,
 )
 from .redact import redact_json, redact_text
-from .reveal import TurnRecord, append_turn, finished_turns, reader_prompt, repair_turns
+from .reveal import RevealSteps, reader_prompt
 from .select import stratified_indices
 
 __all__ = [
@@ -191,8 +191,11 @@ def interrupted_message(counts: RunCounts, final_at_start: int | None) -> str:
             f"{counts.requests} requests final in all); re-run the same command to resume")
 
 
-class Runner:
-    """Executes a prepared run on an open run directory with a backend."""
+class Runner(RevealSteps):
+    """Executes a prepared run on an open run directory with a backend (a reveal conversation's
+    steps: ``reveal.RevealSteps``)."""
+
+    job_type = _Job
 
     def __init__(self, prep: Prepared, backend: Backend, rundir: RunDir, rng: random.Random | None = None):
         self.prep, self.backend, self.rundir = prep, backend, rundir
@@ -238,16 +241,7 @@ class Runner:
             self.spent += self.prep.price.price.cost(p, c)
         ds, prep = self.prep.dataset, self.prep
         live = prep.context_as in REVEAL_PLACEMENTS
-        earlier = {}
-        if live:  # a conversation goes on from its last recorded turn (``runs.reveal``)
-            repair_turns(self.rundir.path)
-            earlier = finished_turns(self.rundir.path)
-            for turns in earlier.values():
-                for t in turns:
-                    p, c = usage_tokens(t.usage)
-                    self.prompt_tokens += p
-                    self.completion_tokens += c
-                    self.spent += self.prep.price.price.cost(p, c)
+        earlier = self._recorded_turns() if live else {}  # a conversation goes on from its last recorded turn
         jobs: list[_Job] = []
         done = 0
         for ci in prep.cases:
@@ -275,39 +269,6 @@ class Runner:
             jobs.sort(key=lambda j: j.size)
         self.final_at_start = done
         return jobs, done
-
-    def _turn_job(self, ci: int, s: int, asked: Any, recorded: Sequence[TurnRecord]) -> _Job:
-        """The job of the next unasked turn of a reveal conversation: the user turns before it
-        with the model's own recorded answers as the history."""
-        turns = render_reveal(asked.context, asked.query, self.prep.context_as)
-        done = list(recorded)[: len(turns) - 1]
-        history = tuple((turns[i].text, r.text) for i, r in enumerate(done))
-        k = len(done)
-        return _Job(ci, s, self.prep.settings.system or None, turns[k].text, history=history, query=asked.query,
-                    context=asked.context, reveal=turns, turn=k)
-
-    def _go_on(self, job: _Job, ans: Answer, rec: Record) -> tuple[_Job | None, Record]:
-        """After a reveal turn's answer was read (``rec``: its record as a final one would be):
-        (the next turn's job, or None when this answer ends the conversation; the record to keep
-        if it ends). An earlier turn's answer goes to ``turns.jsonl`` at once; one left empty
-        ends the conversation with a missing value naming the turn."""
-        n, k = len(job.reveal), job.turn
-        where = {"turn": k + 1, "turns": n, "holds": job.reveal[k].holds}
-        if k == n - 1:
-            return None, replace(rec, detail={**rec.detail, **where})
-        if not (ans.text or "").strip():
-            return None, replace(rec, label=None, score=None, p_safe=None, behaviour=None,
-                                 error=f"turn {k + 1} of {n} had no answer ({rec.error or 'empty answer'}); "
-                                       "the conversation could not go on",
-                                 detail={**rec.detail, **where})
-        append_turn(self.rundir.path, TurnRecord(
-            case=job.case, sample=job.sample, turn=k, turns=n, holds=job.reveal[k].holds, prompt=job.prompt,
-            text=ans.text or "", behaviour=rec.behaviour, label=rec.label, error=rec.error, usage=dict(job.usage),
-            latency_s=round(job.latency_s, 4), attempts=job.asks, detail=dict(rec.detail),
-            producer=self.rundir.producer))
-        nxt = replace(job, prompt=job.reveal[k + 1].text, history=(*job.history, (job.prompt, ans.text or "")),
-                      turn=k + 1, asks=0, usage={}, latency_s=0.0, unread=None)
-        return nxt, rec
 
     # -- money
     def _worst_cost(self, jobs: Sequence[_Job]) -> float:

@@ -25,7 +25,7 @@ import logging
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 from ..jsonutil import append_line, jsonl_objects
 
@@ -200,3 +200,68 @@ async def reread_turns(src: str | Path, dst: str | Path, classifier: Any, mode: 
                                  detail={**{k: x for k, x in t.detail.items() if k != "classifier_reason"},
                                          **reading.detail}, producer=producer))
     return len(turns)
+
+
+class RevealSteps:
+    """The runner's steps of a live reveal conversation (``execute.Runner`` inherits them): where
+    each conversation resumes, and what follows a turn's answer. The runner provides
+    ``job_type`` (its job class), ``prep``, ``rundir`` and its token and cost counters."""
+
+    job_type: Any
+    prep: Any
+    rundir: Any
+    prompt_tokens: int
+    completion_tokens: int
+    spent: float
+
+    def _recorded_turns(self) -> dict[tuple[int, int], tuple[TurnRecord, ...]]:
+        """Each conversation's recorded earlier turns (a torn last line repaired first), their
+        tokens and cost counted as the run's."""
+        from .record import usage_tokens
+
+        repair_turns(self.rundir.path)
+        earlier = finished_turns(self.rundir.path)
+        for turns in earlier.values():
+            for t in turns:
+                p, c = usage_tokens(t.usage)
+                self.prompt_tokens += p
+                self.completion_tokens += c
+                self.spent += self.prep.price.price.cost(p, c)
+        return earlier
+
+    def _turn_job(self, ci: int, s: int, asked: Any, recorded: Sequence[TurnRecord]) -> Any:
+        """The job of the next unasked turn of a reveal conversation: the user turns before it
+        with the model's own recorded answers as the history."""
+        from ..prompts import render_reveal
+
+        turns = render_reveal(asked.context, asked.query, self.prep.context_as)
+        done = list(recorded)[: len(turns) - 1]
+        history = tuple((turns[i].text, r.text) for i, r in enumerate(done))
+        k = len(done)
+        return self.job_type(ci, s, self.prep.settings.system or None, turns[k].text, history=history,
+                             query=asked.query, context=asked.context, reveal=turns, turn=k)
+
+    def _go_on(self, job: Any, ans: Any, rec: Any) -> tuple[Any, Any]:
+        """After a reveal turn's answer was read (``rec``: its record as a final one would be):
+        (the next turn's job, or None when this answer ends the conversation; the record to keep
+        if it ends). An earlier turn's answer goes to ``turns.jsonl`` at once; one left empty
+        ends the conversation with a missing value naming the turn."""
+        from dataclasses import replace
+
+        n, k = len(job.reveal), job.turn
+        where = {"turn": k + 1, "turns": n, "holds": job.reveal[k].holds}
+        if k == n - 1:
+            return None, replace(rec, detail={**rec.detail, **where})
+        if not (ans.text or "").strip():
+            return None, replace(rec, label=None, score=None, p_safe=None, behaviour=None,
+                                 error=f"turn {k + 1} of {n} had no answer ({rec.error or 'empty answer'}); "
+                                       "the conversation could not go on",
+                                 detail={**rec.detail, **where})
+        append_turn(self.rundir.path, TurnRecord(
+            case=job.case, sample=job.sample, turn=k, turns=n, holds=job.reveal[k].holds, prompt=job.prompt,
+            text=ans.text or "", behaviour=rec.behaviour, label=rec.label, error=rec.error, usage=dict(job.usage),
+            latency_s=round(job.latency_s, 4), attempts=job.asks, detail=dict(rec.detail),
+            producer=self.rundir.producer))
+        nxt = replace(job, prompt=job.reveal[k + 1].text, history=(*job.history, (job.prompt, ans.text or "")),
+                      turn=k + 1, asks=0, usage={}, latency_s=0.0, unread=None)
+        return nxt, rec
