@@ -226,6 +226,26 @@ CORRECTED_FIGURES: tuple[tuple[str, str], ...] = (
     ("context_shift", "context shift"))
 
 
+def corrected_words(fig: dict[str, Any], digits: int = 3, percent: bool = False) -> str:
+    """A corrected figure (``stats.refusal``'s per-figure dict) in words: ``0.120 95% CI [0.080,
+    0.170]``, or where the data support only a bound ``at most 0.060 (95% bound)`` (one-sided at
+    the level), ``at least ...``; ``percent``: as percentages, ``12% [8, 17]``, ``at most 6%``."""
+    pct = f"{100 * (fig.get('level') or 0.95):.0f}%"
+
+    def num(x: float) -> str:
+        return f"{100 * x:.0f}%" if percent else fmt_num(x, digits)
+    ci = fig.get("ci")
+    if ci and fig.get("corrected") is not None:
+        if percent:
+            return f"{num(fig['corrected'])} [{100 * ci[0]:.0f}, {100 * ci[1]:.0f}]"
+        return f"{num(fig['corrected'])} {pct} CI [{num(ci[0])}, {num(ci[1])}]"
+    parts = ([f"at least {num(fig['lower_bound'])}"] if fig.get("lower_bound") is not None else []) + (
+        [f"at most {num(fig['upper_bound'])}"] if fig.get("upper_bound") is not None else [])
+    if not parts:
+        return "not said"
+    return " and ".join(parts) + f" ({pct} bound{'s' if len(parts) > 1 else ''}; no two-sided interval is supported)"
+
+
 def corrected_lines(s: Score, compact: bool = False) -> list[str]:
     """The refusal figures corrected for the reader's measured error (``stats.refusal``), one
     line each with raw and corrected value and the corrected interval; or one line saying why
@@ -245,9 +265,7 @@ def corrected_lines(s: Score, compact: bool = False) -> list[str]:
             if name in withheld:
                 out.append(f"{label}: not corrected: {withheld[name]}")
             continue
-        lo, hi = fig["ci"]
-        out.append(f"{label}: raw {fmt_num(fig['raw'], d)}, corrected {fmt_num(fig['corrected'], d)} "
-                   f"{pct} CI [{fmt_num(lo, d)}, {fmt_num(hi, d)}]")
+        out.append(f"{label}: raw {fmt_num(fig['raw'], d)}, corrected {corrected_words(fig, d)}")
     se, sp = rc.get("sensitivity"), rc.get("specificity")
     pooled = rc.get("pooled") or {}
     sets = pooled.get("sets") or [rc.get("validation")]
@@ -465,9 +483,11 @@ def flat_rows(s: Score) -> list[dict[str, Any]]:
             rc = s.refusal_corrected or {}
             for name, _ in CORRECTED_FIGURES:
                 fig = rc.get(name)
+                ci = (fig or {}).get("ci") or (None, None)
                 row[f"{name}_corrected"] = fig["corrected"] if fig else None
-                row[f"{name}_corrected_ci_lo"] = fig["ci"][0] if fig else None
-                row[f"{name}_corrected_ci_hi"] = fig["ci"][1] if fig else None
+                row[f"{name}_corrected_ci_lo"], row[f"{name}_corrected_ci_hi"] = ci[0], ci[1]
+                row[f"{name}_corrected_upper_bound"] = (fig or {}).get("upper_bound")
+                row[f"{name}_corrected_lower_bound"] = (fig or {}).get("lower_bound")
             row["refusal_correction_note"] = rc.get("note") or ("; ".join(
                 f"{k}: {why}" for k, why in (rc.get("withheld") or {}).items()) or None)
             rp = s.refusal_people

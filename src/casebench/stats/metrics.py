@@ -530,6 +530,9 @@ class Score:
                 fig = rc.get(name)
                 d[f"{name}_corrected"] = fig["corrected"] if fig else None
                 d["ci"][f"{name}_corrected"] = fig["ci"] if fig else None
+                # where the data support only a one-sided bound at the level: the bound
+                d[f"{name}_corrected_upper_bound"] = fig.get("upper_bound") if fig else None
+                d[f"{name}_corrected_lower_bound"] = fig.get("lower_bound") if fig else None
             # the whole account: method, validation, Se, Sp, notes, and per figure its counts and
             # unclipped interval (or the note saying why nothing is corrected)
             d["refusal_correction"] = rc
