@@ -311,10 +311,10 @@ def labels_lines(s: Score, compact: bool = False) -> list[str]:
     if t and t.get("p") is not None:
         verdict = ("no evidence that they do not hold" if t.get("holds") else
                    "they do not hold: the transported correction is withheld")
-        out.append(f"  the stored validation ({t.get('validation')}: Se {fmt_num(t['sensitivity_stored'], 3)}, "
+        out.append(f"  the reader's pooled error ({t.get('validation')}: Se {fmt_num(t['sensitivity_stored'], 3)}, "
                    f"Sp {fmt_num(t['specificity_stored'], 3)}) on these labels: Se "
-                   f"{fmt_num(t['sensitivity_labels'], 3)}, Sp {fmt_num(t['specificity_labels'], 3)}; exact binomial "
-                   f"tests, p = {fmt_p(t['p'])}: {verdict}")
+                   f"{fmt_num(t['sensitivity_labels'], 3)}, Sp {fmt_num(t['specificity_labels'], 3)}; against the pool's "
+                   f"predictive (its spread between sets included), p = {fmt_p(t['p'])}: {verdict}")
     out += [f"  {n}" for n in rp.get("notes", [])]
     return out
 

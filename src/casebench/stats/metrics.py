@@ -613,10 +613,10 @@ def _refusal_from_labels(s: Score, pred: Predictions, a: ScoringArrays, mask: np
         def f(x: Any) -> str:
             return "n/a" if x is None else f"{x:.3f}"
         s.refusal_corrected = {"note": (
-            f"withheld: the stored sensitivity and specificity ({f(t['sensitivity_stored'])}, "
+            f"withheld: the reader's pooled sensitivity and specificity ({f(t['sensitivity_stored'])}, "
             f"{f(t['specificity_stored'])}, set {t.get('validation')}) do not hold on the run's "
             f"{t['refusals_labelled'] + t['answers_labelled']} labelled answers ({f(t['sensitivity_labels'])}, "
-            f"{f(t['specificity_labels'])}; exact binomial tests, Bonferroni p = {t['p']:.2g})"),
+            f"{f(t['specificity_labels'])}; tested against the pool's predictive, Bonferroni p = {t['p']:.2g})"),
             "withheld": True, "transport": t}
 
 
