@@ -107,7 +107,7 @@ def _bind(host: str, port: int) -> socket.socket:
               help="SQLAlchemy URL: sqlite:///FILE, or postgresql://USER:PASS@HOST:PORT/DB for a team.")
 @click.option("--votes-per-case", type=click.IntRange(min=1), default=None,
               help="Votes each case gets. Default: annotators per context for 80% power on the paper's "
-                   "context effect (casebench human power --p1 0.63 --p2 0.25).")
+                   "context effect (casebench human power --p1 0.6308 --p2 0.2453).")
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True, help="0: any free port.")
 @click.option("--one-context-per-query", is_flag=True,

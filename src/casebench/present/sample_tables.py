@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ..stats.sample_compare import SampleComparison
-from .tables import fmt_num, fmt_p
+from .tables import fmt_num, fmt_p, fmt_p_adjusted
 
 _TEST = {"mcnemar": "McNemar exact", "mcnemar_clustered": "McNemar clustered", "bootstrap": "paired bootstrap"}
 
@@ -37,7 +37,7 @@ def format_sample_comparison(c: SampleComparison) -> str:
                 disc = f" ({m.mcnemar['a_only']}/{m.mcnemar['b_only']} discordant)"
             mark = "*" if m.significant else ""
             rows.append([k, str(m.n), fmt_num(m.a), fmt_num(m.b), fmt_num(m.diff), ci, _TEST.get(m.test, m.test) + disc,
-                         fmt_p(m.p, floor=m.p_floor), fmt_p(m.p_adjusted), fmt_num(m.mdd), mark])
+                         fmt_p(m.p, floor=m.p_floor), fmt_p_adjusted(m.p_adjusted, m.p, m.p_floor), fmt_num(m.mdd), mark])
             if m.withheld:
                 notes.append(f"  {k}: no significance mark ({m.withheld})")
             if m.only_a or m.only_b:

@@ -62,10 +62,9 @@ def fmt_num(x: float | None, digits: int = 4, missing: str = UNDEFINED, inf: tup
     return f"{x:.{digits}f}"
 
 
-#: below this an approximate p (normal, t, chi-squared) prints as ``< 1e-10``: its digits there
-#: are the approximation's tail, not the data's (a clustered McNemar z of 26 prints 1e-149 where
-#: no model of the sampling is that accurate); an exact p (McNemar's binomial, the exact
-#: signed-rank distribution, Fisher's) prints as computed
+#: below this a p prints as ``< 1e-10`` (the JSON keeps the value): its digits there are the
+#: sampling model's tail, not the data's (a clustered McNemar z of 26 prints 1e-149 where no model
+#: of the sampling is that accurate; an exact sign-flip p of 6e-124 speaks of the sign-flip model)
 P_PRINT_FLOOR = 1e-10
 
 
@@ -74,15 +73,26 @@ def fmt_p(p: float | None, digits: int = 4, sci_digits: int = 2, missing: str = 
     """A p-value: scientific notation below 0.001. ``floor``: the smallest p the test can give
     (a bootstrap p from B resamples, ``bootstrap.p_floor``); a p there is not measured, only
     bounded, and prints as ``< bound``, the floor rounded up to one significant digit
-    (``< 0.001`` for 2000 resamples, ``< 0.002`` for 1000). A p that is not ``exact`` prints as
-    ``< 1e-10`` below ``P_PRINT_FLOOR``."""
+    (``< 0.001`` for 2000 resamples, ``< 0.002`` for 1000). Any p, ``exact`` or not (the flag is
+    kept for callers), prints as ``< 1e-10`` below ``P_PRINT_FLOOR``."""
     if p is None or (isinstance(p, float) and math.isnan(p)):
         return missing
     if floor is not None and math.isfinite(floor) and p <= floor * (1 + 1e-9):
         return "< " + _bound_up(floor)
-    if not exact and p < P_PRINT_FLOOR:
+    if p < P_PRINT_FLOOR:
         return f"< {P_PRINT_FLOOR:.0e}"
     return f"{p:.{sci_digits}e}" if p < 1e-3 else f"{p:.{digits}f}"
+
+
+def fmt_p_adjusted(p_adjusted: float | None, p: float | None, floor: float | None = None, **kw: Any) -> str:
+    """A Benjamini-Hochberg adjusted p: where the raw ``p`` sits at its test's ``floor`` (a
+    bootstrap p from B resamples, only bounded) its adjusted value is a bound too, and prints as
+    ``< bound`` (every p ranked after it is at least as large, so no other p set the adjustment);
+    else as ``fmt_p``."""
+    if (floor is not None and math.isfinite(floor) and p is not None and p_adjusted is not None
+            and math.isfinite(p_adjusted) and p <= floor * (1 + 1e-9)):
+        return "< " + _bound_up(max(p_adjusted, floor))
+    return fmt_p(p_adjusted, floor=floor, **kw)
 
 
 def _eq(p_text: str) -> str:
@@ -687,7 +697,7 @@ def format_comparison(c: "Comparison") -> str:
             floor = None if old else m.p_floor
             lines.append(f"  {f:<{wm}}{fmt_metric(f, m.a):>{wa}}{fmt_metric(f, m.b):>{wb}}{fmt_metric(f, m.diff):>{wd}}   "
                          f"{ci:<21}{mdd}{fmt_p(m.p, floor=floor, exact=m.test == 'mcnemar'):>9}"
-                         f"{fmt_p(m.p_adjusted, floor=floor, exact=m.test == 'mcnemar'):>10}  {m.test}{sig}{no_mark}")
+                         f"{fmt_p_adjusted(m.p_adjusted, m.p, floor):>10}  {m.test}{sig}{no_mark}")
         line = people.pair_line(pc.people)
         if line:
             lines.append(line)
@@ -739,7 +749,7 @@ def format_ablation(res: "AblationResult") -> str:
             sig = " *" if d.significant else ""
             no_mark = f"  (no mark: {d.withheld})" if d.withheld else ""
             lines.append(f"  {m:<{wm}}{fmt_metric(m, d.diff):>9}   [{fmt_metric(m, d.ci[0])}, {fmt_metric(m, d.ci[1])}]"
-                         f"   p {_eq(fmt_p(d.p, floor=d.p_floor))} ({d.test})   p(BH) {_eq(fmt_p(d.p_adjusted, floor=d.p_floor))}"
+                         f"   p {_eq(fmt_p(d.p, floor=d.p_floor))} ({d.test})   p(BH) {_eq(fmt_p_adjusted(d.p_adjusted, d.p, d.p_floor))}"
                          f"{sig}{no_mark}")
     if not res.paper_compat:  # the paper-compatible text stays what it was (its JSON has the figures)
         lines += _ablation_context_lines(res)
@@ -905,7 +915,7 @@ def format_placements(res: "PlacementResult") -> str:
                     continue
                 sig = " *" if d.significant else ""
                 lines.append(f"    {m:<{wm}}{fmt_metric(m, d.diff):>9}   [{fmt_metric(m, d.ci[0])}, {fmt_metric(m, d.ci[1])}]"
-                             f"   p {_eq(fmt_p(d.p, floor=d.p_floor))} ({d.test})   p(BH) {_eq(fmt_p(d.p_adjusted, floor=d.p_floor))}{sig}")
+                             f"   p {_eq(fmt_p(d.p, floor=d.p_floor))} ({d.test})   p(BH) {_eq(fmt_p_adjusted(d.p_adjusted, d.p, d.p_floor))}{sig}")
         for d in [*res.shift_diffs, *(getattr(res, "follow_diffs", None) or [])]:
             if d.pairs:
                 sig = " *" if d.significant else ""
