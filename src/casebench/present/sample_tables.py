@@ -18,7 +18,8 @@ def format_sample_comparison(c: SampleComparison) -> str:
     lines = ["inputs:"]
     for d in c.inputs:
         lines.append(f"  {d['label']}  {d['name']}  {d['source']}")
-    clus = f", clustered by sample metadata field {s['cluster_by']!r}" if s.get("cluster_by") else ""
+    clus = (f", clustered by sample metadata field {s['cluster_by']!r}" if s.get("cluster_by") else
+            "; the samples taken as independent: no --cluster-by")
     lines.append(f"per scorer, the mean over the samples both scored; differences are A - B with {s['level']:.0%} "
                  f"paired-bootstrap CIs ({s['bootstrap']} resamples, seed {s['seed']}{clus}); p: McNemar for 0/1 "
                  f"scores, else the paired bootstrap; p(BH): Benjamini-Hochberg over all scorers (alpha {s['alpha']}); "
@@ -45,6 +46,10 @@ def format_sample_comparison(c: SampleComparison) -> str:
                              "(left out)")
         lines += _table(head, rows)
         lines += notes
+    if s.get("independence"):
+        lines.append(f"note: {s['independence']}")
+    if any(m.test.startswith(("t on", "score")) for pc in c.pairs for m in pc.scorers.values()):
+        lines.append(f"note: {s.get('few_clusters')}; a score interval where the differences have no spread")
     lines.append("* significant after Benjamini-Hochberg")
     return "\n".join(lines) + "\n"
 
