@@ -100,7 +100,8 @@ def predictive_logits(counts: Sequence[tuple[int, int]], draws: int, rng: np.ran
     step = grid[1] - grid[0] if grid.size > 1 else 0.0
     tau = np.abs(grid[pick] + (rng.random(draws) - 0.5) * step)
     mu = mu_hat[pick] + rng.standard_normal(draws) / np.sqrt(sw[pick])
-    return mu + tau * rng.standard_normal(draws)
+    out: np.ndarray = mu + tau * rng.standard_normal(draws)
+    return out
 
 
 @dataclass(frozen=True)
@@ -123,7 +124,8 @@ class ReaderPredictive:
 
     @property
     def youden(self) -> np.ndarray:
-        return self.sensitivity + self.specificity - 1.0
+        j: np.ndarray = self.sensitivity + self.specificity - 1.0
+        return j
 
     def interval(self, which: str, level: float = 0.95) -> tuple[float, float]:
         """Where the run's writer's ``sensitivity`` or ``specificity`` lies (the predictive's
