@@ -184,7 +184,10 @@ def reader_error_words(validation: dict[str, Any] | None, corrected: dict[str, A
     if pooled:
         se, sp = pooled["sensitivity"], pooled["specificity"]
         k = len(pooled.get("sets") or [])
-        text = f"sensitivity {se['estimate']:.2f}, specificity {sp['estimate']:.2f}"
+        # the values the correction draws around (the predictive's medians), where it made them
+        se_v, sp_v = (corrected or {}).get("sensitivity", se["estimate"]), (corrected or {}).get("specificity",
+                                                                                                 sp["estimate"])
+        text = f"sensitivity {se_v:.2f}, specificity {sp_v:.2f}"
         if k > 1:
             rng = lambda r: f"{min(r['per_set']):.2f}-{max(r['per_set']):.2f}"  # noqa: E731
             people = pooled.get("labelled_by_people") or []
@@ -488,8 +491,12 @@ def flat_rows(s: Score) -> list[dict[str, Any]]:
             # whose labels the agreement is with (never "people" unless people gave them)
             row["refusal_classifier_labelled_by"] = who_labelled(v) if v else None
             pooled = (s.refusal_corrected or {}).get("pooled") or {}
-            row["refusal_classifier_sensitivity"] = (pooled.get("sensitivity") or {}).get("estimate", v.get("sensitivity"))
-            row["refusal_classifier_specificity"] = (pooled.get("specificity") or {}).get("estimate", v.get("specificity"))
+            # the Se and Sp the correction uses (the predictive's medians), else the pool's, else the set's
+            rc0 = s.refusal_corrected or {}
+            row["refusal_classifier_sensitivity"] = rc0.get("sensitivity", (pooled.get("sensitivity") or {}).get(
+                "estimate", v.get("sensitivity")))
+            row["refusal_classifier_specificity"] = rc0.get("specificity", (pooled.get("specificity") or {}).get(
+                "estimate", v.get("specificity")))
             rc = s.refusal_corrected or {}
             for name, _ in CORRECTED_FIGURES:
                 fig = rc.get(name)
