@@ -194,6 +194,11 @@ def format_stats(r: dict[str, Any]) -> str:
         out.append(f"  oracle vote agreement (the majority with single votes): {_f(ref['oracle_vote_agreement'])}")
         out.append(f"  BCE floor (mean binary entropy of h, nats): {_f(ref['bce_floor'])}")
         out.append(f"  contested cases (0.3 <= h <= 0.7): {ref['contested_cases']}, clear: {ref['clear_cases']}")
+        mk = ref.get("majority_known_accuracy")
+        if mk:
+            out.append(f"  expected accuracy of a judge that knows people's population majority (against the recorded "
+                       f"labels; accuracy_ceiling): plug-in {_f(mk['plug_in'])} (biased low), fitted beta-binomial prior "
+                       f"{_f(mk['fitted_prior'])}; an estimate, not a threshold")
         out.append(f"  CIs: {ref['definitions']['ci']}")
     return "\n".join(out)
 
