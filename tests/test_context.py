@@ -455,7 +455,8 @@ def test_the_majority_known_accuracy_beside_its_plug_in():
     from scipy.stats import betabinom
 
     from casebench.data import load_dataset
-    from casebench.stats.context import majority_known_fitted, majority_replication
+    from casebench.stats.ceiling import majority_known_fitted
+    from casebench.stats.context import majority_replication
 
     cases = list(load_dataset(SHARED / "CASEBench_data.json"))
     fitted, priors = majority_known_fitted(cases)
