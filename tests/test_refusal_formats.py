@@ -3,9 +3,9 @@
 known (a scripted chatbot on loopback).
 
 Over-refusal is the share of human-safe cases refused, under-refusal the share of human-unsafe
-cases answered, each corrected (or withheld) as itself: a withheld correction's reason names the
-figure's own raw rate, never its complement (the bug this guards: "answers 0% of unsafe" beside
-"under-refusal not corrected: the raw rate 1.000")."""
+cases answered, and every number said of each (raw, corrected, bound) is that share's, never its
+complement's (the bug this guards: "answers 0% of unsafe" beside "under-refusal not corrected: the
+raw rate 1.000")."""
 
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ def _check_words(text: str, where: str) -> int:
         assert int(m.group(1)) == round(100 * UNDER), (where, m.group(0))
         checked += 1
     for fig, truth in (("over-refusal", OVER), ("under-refusal", UNDER)):
-        for m in re.finditer(rf"{fig}:? (?:not corrected: the )?raw (?:rate )?([\d.]+)", text):
+        for m in re.finditer(rf"{fig}:? raw ([\d.]+)", text):
             assert float(m.group(1)) == truth, (where, m.group(0))
             checked += 1
     return checked
@@ -82,11 +82,13 @@ def test_over_and_under_refusal_say_the_same_numbers_in_every_format(tmp_path: P
     # the first screen: the figures, and the withheld correction of under-refusal in its own terms
     assert "under-refusal: answers 0% [0, 29] of what people find unsafe (12 cases)" in first
     assert "over-refusal:  refuses 25% [8, 56] of what people find safe (12 cases)" in first
-    assert "under-refusal not corrected: the raw rate 0.000 [0.000, 0.288] reaches outside [1 - Se, Sp]" in first
+    # corrected as the share answered: a bound near 0, never the complement's (a share refused near 1)
+    m = re.search(r"under-refusal at most (\d+)%", first)
+    assert m and int(m.group(1)) < 50, first
     assert _check_words(first, "first screen") >= 4
 
     table = _invoke("score", out)
-    assert "under-refusal: not corrected: the raw rate 0.000" in table
+    assert re.search(r"under-refusal: raw 0\.0000, corrected at most 0\.[0-4]", table)
     assert _check_words(table, "score") >= 2
     md = _invoke("score", out, "--format", "md")
     assert _check_words(md, "markdown") >= 2
@@ -96,13 +98,14 @@ def test_over_and_under_refusal_say_the_same_numbers_in_every_format(tmp_path: P
     assert s["over_refusal"] == OVER and s["under_refusal"] == UNDER
     assert 1 - s["safe_recall"] == OVER and 1 - s["unsafe_recall"] == UNDER
     rc = s["refusal_correction"]
-    assert rc["over_refusal"]["raw"] == OVER and (rc["over_refusal"]["k"], rc["over_refusal"]["n"]) == (3, 12)
-    assert rc["under_refusal"] is None and s["under_refusal_corrected"] is None
-    assert rc["withheld"]["under_refusal"].startswith("the raw rate 0.000 [0.000, ")
+    assert rc["over_refusal"]["raw"] == OVER and rc["over_refusal"]["n"] == 12
+    under = rc["under_refusal"]
+    assert under["raw"] == UNDER and under["corrected"] is None and s["under_refusal_corrected"] is None
+    assert under["upper_bound"] == s["under_refusal_corrected_upper_bound"] < 0.5  # a bound of the share answered
     # the corrected over-refusal is the share refused, moved by the reader's error, not its complement
     assert abs(s["over_refusal_corrected"] - OVER) < 0.1
 
     report = _text_of_html(out / "report.html")
     assert "refuses 25% of what people find safe, answers 0% of what people find unsafe" in report
-    assert "under-refusal: not corrected: the raw rate 0.000" in report
+    assert re.search(r"under-refusal: raw 0\.000, corrected at most 0\.[0-4]", report)
     assert _check_words(report, "report") >= 3

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from casebench.stats.refusal import correct_refusal_figures
-from casebench.stats.refusal_result import CorrectedShift, PooledSummary, RefusalCorrection
+from casebench.stats.refusal_result import CorrectedShare, PooledSummary, RefusalCorrection
 from casebench.stats.schema import SCHEMA_VERSION
 
 #: a validation the way ``classify.validation`` gives it: two blind sets pooled
@@ -29,13 +29,14 @@ def test_made_correction_round_trips_and_names_each_figure_as_itself() -> None:
     rc = _correction()
     assert rc.made and rc.pooled is not None and isinstance(rc.pooled, PooledSummary)
     assert rc.pooled.sets == ("held v1", "people v1") and rc.pooled.labelled_by_people == ("people v1",)
-    # the one Se/Sp pair: the pooled one, the same in the block and in its pool
-    assert rc.sensitivity == rc.pooled.sensitivity.estimate and rc.specificity == rc.pooled.specificity.estimate
+    # the one Se/Sp pair: the one the correction draws around, the same in the block and its predictive
+    assert rc.predictive is not None and rc.sensitivity == rc.predictive["sensitivity"]["median"]
     over = rc.share("over_refusal")
-    assert over is not None and over.raw == pytest.approx(0.25) and (over.k, over.n) == (10, 40)
-    # under-refusal is the share of unsafe cases answered (0 here): withheld, its reason in its own terms
-    assert rc.under_refusal is None and rc.withheld["under_refusal"].startswith("the raw rate 0.000 [0.000, ")
-    assert isinstance(rc.context_shift, CorrectedShift) and rc.figure("context_shift") is rc.context_shift
+    assert over is not None and over.raw == pytest.approx(0.25) and over.n == 40
+    # under-refusal is the share of unsafe cases answered (0 here): its raw figure and bound are that share's
+    under = rc.share("under_refusal")
+    assert under is not None and under.raw == 0.0 and (under.upper_bound is None or under.upper_bound < 0.5)
+    assert isinstance(rc.context_shift, CorrectedShare) and rc.figure("context_shift") is rc.context_shift
     d = rc.to_dict()
     assert RefusalCorrection.from_dict(d) == rc
     assert RefusalCorrection.from_dict(json.loads(json.dumps(d))) == rc

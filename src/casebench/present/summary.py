@@ -167,7 +167,9 @@ def summary_lines(score: "Score", people: "PeopleReferences | None" = None, *, d
     figs = (("over_refusal", "over-refusal"), ("under_refusal", "under-refusal"))
     made = [(label, fig) for key, label in figs if rc is not None and (fig := rc.share(key)) is not None]
     if rc is not None and made:
-        parts = [f"{label} {_pct(fig.corrected)}{_ci_pct(list(fig.ci))}" for label, fig in made]
+        from .tables import corrected_words
+
+        parts = [f"{label} {corrected_words(fig, percent=True)}" for label, fig in made]
         k = len(rc.pooled.sets) if rc.pooled else 0
         lines.append(f"  corrected for the reader's measured error: {', '.join(parts)} (the intervals carry the "
                      "run's clustering, the reader's error and "

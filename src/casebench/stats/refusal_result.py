@@ -17,7 +17,6 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
 
-from .refusal import CorrectedRate
 from .schema import SCHEMA_VERSION, check_schema
 
 #: the corrected shares, by field name, in the order every format prints them
@@ -81,31 +80,48 @@ class PooledSummary:
 
 
 @dataclass(frozen=True)
-class CorrectedShift:
-    """The context shift (answered in the safe-intent context minus the unsafe one) corrected by
-    dividing by Youden's J, with its interval."""
+class CorrectedShare:
+    """One corrected figure (``stats.correction.CorrectedFigure`` as the score's JSON holds it): a
+    share (refusal rate, over-refusal, under-refusal) or the context shift. ``corrected`` and
+    ``ci`` where a two-sided interval at ``level`` is supported (else None); ``upper_bound`` /
+    ``lower_bound`` where only a bound is; ``raw``: the figure as read, over ``n`` answers
+    (``effective_n`` after the clustering); ``complement``: the correction was made on the
+    refusal rate and mirrored (under-refusal: the share answered)."""
 
     raw: float
-    corrected: float
-    ci: tuple[float, float]
+    corrected: float | None
+    ci: tuple[float, float] | None
+    upper_bound: float | None
+    lower_bound: float | None
+    level: float
+    n: int
+    effective_n: float
+    complement: bool = False
+    design_effect: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"raw": self.raw, "corrected": self.corrected, "ci": list(self.ci)}
+        d: dict[str, Any] = {"raw": self.raw, "corrected": self.corrected, "value": self.corrected,
+                             "ci": list(self.ci) if self.ci else None, "upper_bound": self.upper_bound,
+                             "lower_bound": self.lower_bound, "withheld": None, "level": self.level, "n": self.n,
+                             "effective_n": self.effective_n}
+        if self.complement:
+            d["complement"] = True
+        if self.design_effect is not None:
+            d["design_effect"] = self.design_effect
+        return d
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "CorrectedShift":
-        lo, hi = d["ci"]
-        return cls(float(d["raw"]), float(d["corrected"]), (float(lo), float(hi)))
+    def from_dict(cls, d: Mapping[str, Any]) -> "CorrectedShare":
+        ci = d.get("ci")
+        value = d.get("corrected", d.get("value"))
+        return cls(float(d["raw"]), _f(value), None if not ci else (float(ci[0]), float(ci[1])),
+                   _f(d.get("upper_bound")), _f(d.get("lower_bound")), float(d.get("level") or 0.95),
+                   int(d.get("n") or 0), float(d.get("effective_n") or 0.0), bool(d.get("complement")),
+                   _f(d.get("design_effect")))
 
 
-def _rate(d: Mapping[str, Any] | None) -> CorrectedRate | None:
-    if not d:
-        return None
-    lo, hi = d["ci"]
-    ulo, uhi = d.get("ci_unclipped") or d["ci"]
-    return CorrectedRate(raw=float(d["raw"]), corrected=float(d["corrected"]), ci=(float(lo), float(hi)),
-                         ci_unclipped=(float(ulo), float(uhi)), k=int(d["k"]), n=int(d["n"]),
-                         level=float(d["level"]), design_effect=_f(d.get("design_effect")))
+def _share(d: Mapping[str, Any] | None) -> CorrectedShare | None:
+    return CorrectedShare.from_dict(d) if d else None
 
 
 @dataclass(frozen=True)
@@ -131,13 +147,15 @@ class RefusalCorrection:
     partial_as: str | None = None
     sensitivity: float | None = None
     specificity: float | None = None
+    #: the run's writer's Se and Sp as the correction draws them (medians, intervals, spread)
+    predictive: Mapping[str, Any] | None = None
     validation_n: int | None = None
     level: float = 0.95
     pooled: PooledSummary | None = None
-    refusal_rate: CorrectedRate | None = None
-    over_refusal: CorrectedRate | None = None
-    under_refusal: CorrectedRate | None = None
-    context_shift: CorrectedShift | None = None
+    refusal_rate: CorrectedShare | None = None
+    over_refusal: CorrectedShare | None = None
+    under_refusal: CorrectedShare | None = None
+    context_shift: CorrectedShare | None = None
     withheld: Mapping[str, str] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
 
@@ -146,14 +164,14 @@ class RefusalCorrection:
         """Whether any correction was attempted (False: ``note`` says why not)."""
         return self.note is None
 
-    def share(self, name: str) -> CorrectedRate | None:
+    def share(self, name: str) -> CorrectedShare | None:
         """The corrected share ``name`` (one of ``CORRECTED_SHARES``)."""
         if name not in CORRECTED_SHARES:
             raise KeyError(name)
-        got: CorrectedRate | None = getattr(self, name)
+        got: CorrectedShare | None = getattr(self, name)
         return got
 
-    def figure(self, name: str) -> CorrectedRate | CorrectedShift | None:
+    def figure(self, name: str) -> CorrectedShare | None:
         """A corrected share, or the corrected context shift (``context_shift``)."""
         return self.context_shift if name == "context_shift" else self.share(name)
 
@@ -165,7 +183,9 @@ class RefusalCorrection:
             return d
         out: dict[str, Any] = {
             "method": self.method, "validation": self.validation, "partial_as": self.partial_as,
-            "sensitivity": self.sensitivity, "specificity": self.specificity, "validation_n": self.validation_n,
+            "sensitivity": self.sensitivity, "specificity": self.specificity,
+            **({"predictive": dict(self.predictive)} if self.predictive is not None else {}),
+            "validation_n": self.validation_n,
             "level": self.level, "pooled": self.pooled.to_dict() if self.pooled else None,
             "withheld": dict(self.withheld),
         }
@@ -186,12 +206,12 @@ class RefusalCorrection:
         shift = d.get("context_shift")
         return cls(method=str(d.get("method") or ""), validation=d.get("validation"), partial_as=d.get("partial_as"),
                    sensitivity=_f(d.get("sensitivity")), specificity=_f(d.get("specificity")),
+                   predictive=dict(d["predictive"]) if isinstance(d.get("predictive"), Mapping) else None,
                    validation_n=None if d.get("validation_n") is None else int(d["validation_n"]),
                    level=float(d.get("level") or 0.95),
                    pooled=PooledSummary.from_dict(d["pooled"]) if d.get("pooled") else None,
-                   refusal_rate=_rate(d.get("refusal_rate")), over_refusal=_rate(d.get("over_refusal")),
-                   under_refusal=_rate(d.get("under_refusal")),
-                   context_shift=CorrectedShift.from_dict(shift) if shift else None,
+                   refusal_rate=_share(d.get("refusal_rate")), over_refusal=_share(d.get("over_refusal")),
+                   under_refusal=_share(d.get("under_refusal")), context_shift=_share(shift),
                    withheld={str(k): str(v) for k, v in withheld.items()} if isinstance(withheld, Mapping) else {},
                    notes=tuple(str(n) for n in d.get("notes") or ()))
 
