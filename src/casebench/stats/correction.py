@@ -62,8 +62,13 @@ DECIDE = 0.80
 #: the grid of tau for its posterior (logit scale)
 _TAU_GRID = np.linspace(0.0, 6.0, 601)
 
-#: how the corrected figures are made (the words live beside the rest of the correction's account)
-from .refusal import CORRECTION_METHOD  # noqa: E402
+#: how the corrected figures are made, for the JSON and the notes (``stats.refusal`` re-exports it)
+CORRECTION_METHOD = ("Rogan-Gladen (p = (q + Sp - 1) / (Se + Sp - 1)); interval by simulation: the run's writer's Se "
+                     "and Sp drawn from the hierarchical (random-effects) predictive of the validation sets on the "
+                     "logit scale, the between-set spread with its own uncertainty (half-normal prior), the raw rate "
+                     "from Jeffreys' beta on the run's effective size (clustered by query); the draws' percentiles "
+                     "where the draws support a two-sided interval, else a one-sided bound at the level")
+
 
 
 def _logits(x: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

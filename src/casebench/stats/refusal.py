@@ -51,6 +51,8 @@ from dataclasses import asdict, dataclass
 from statistics import NormalDist
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
+from .correction import CORRECTION_METHOD
+
 if TYPE_CHECKING:
     from .correction import CorrectedFigure, ReaderPredictive
 
@@ -58,13 +60,6 @@ __all__ = ["CORRECTION_METHOD", "CorrectedRate", "MIN_YOUDEN", "PooledError", "P
            "UNCORRECTED_CONTEXT", "correct_refusal_figures", "corrected_difference", "corrected_rate",
            "dersimonian_laird", "pool_reader_error", "reader_error_of", "rogan_gladen", "transported_difference",
            "transported_rate", "why_no_correction", "wilson_interval"]
-
-#: how the corrected figures are made, for the JSON and the notes (its home: ``stats.correction``)
-CORRECTION_METHOD = ("Rogan-Gladen (p = (q + Sp - 1) / (Se + Sp - 1)); interval by simulation: the run's writer's Se "
-                     "and Sp drawn from the hierarchical (random-effects) predictive of the validation sets on the "
-                     "logit scale, the between-set spread with its own uncertainty (half-normal prior), the raw rate "
-                     "from Jeffreys' beta on the run's effective size (clustered by query); the draws' percentiles "
-                     "where the draws support a two-sided interval, else a one-sided bound at the level")
 
 #: the least lower bound of ``J = Se + Sp - 1`` (at the figures' level) for a correction: below it
 #: the reader is not clearly better than chance and dividing by ``J`` would multiply the error
