@@ -233,6 +233,24 @@ def test_bad_inputs_exit_2_and_write_nothing(tmp_path):
     assert not (tmp_path / "r").exists()
 
 
+@pytest.mark.parametrize("url", ["notaurl", "ftp://127.0.0.1/v1", "http://", "127.0.0.1:8080/v1"])
+def test_a_base_url_that_is_no_http_url_exits_2_naming_it_before_any_key_or_request(tmp_path, url):
+    """Checked where it is given: with or without a key, nothing is read, looked up or asked."""
+    data = write_dataset(tmp_path / "cases.json", 3)
+    cmd = [*CASEBENCH, "run", "--model", "openai/judge-x", "--mode", "binary", "--data", str(data), "--base-url", url,
+           "-o", str(tmp_path / "r"), "--no-progress"]
+    for env in (clean_env(), clean_env(OPENAI_API_KEY="sk-test-0123456789")):
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 2, done.stderr
+        assert f"'--base-url': {url!r}" in done.stderr and "http(s) URL" in done.stderr
+        assert "API key" not in done.stderr
+    no_flag = [a for i, a in enumerate(cmd) if "--base-url" not in cmd[i - 1:i + 1]]
+    done = subprocess.run(no_flag, env=clean_env(OPENAI_BASE_URL=url),
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and f"$OPENAI_BASE_URL {url!r}" in done.stderr and "API key" not in done.stderr
+    assert not (tmp_path / "r").exists()
+
+
 # -------------------------------------------------------------------------------- export / score
 
 

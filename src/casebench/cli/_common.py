@@ -120,6 +120,8 @@ def _click_option(o: Any, flag: str, dest: str, help_: str) -> click.Option:
         kind = click.IntRange(min=None if o.minimum is None else int(o.minimum), min_open=o.above)
     elif o.type == "float":
         kind = Number(min=o.minimum, min_open=o.above)
+    elif o.type == "url":
+        kind = URL
     else:
         kind = click.STRING
     return click.Option([flag, dest], type=kind, default=None, metavar=o.metavar, help=help_)
@@ -142,6 +144,26 @@ class Number(click.FloatRange):
         if rv != rv or rv in (float("inf"), float("-inf")):
             self.fail(f"{value} is not a finite number.", param, ctx)
         return rv
+
+
+class Url(click.ParamType):
+    """An endpoint: an http(s) URL with a host (``backends.http.url_problem``), refused where it
+    is given (exit 2, naming the flag and the value) before anything else runs: no dataset read,
+    no key looked up, no request sent."""
+
+    name = "url"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from ..backends.urls import url_as_given, url_problem
+
+        problem = url_problem(str(value))
+        if problem:
+            self.fail(f"{url_as_given(str(value))!r} is {problem}; give the server's address, e.g. "
+                      "http://127.0.0.1:8080/v1", param, ctx)
+        return str(value)
+
+
+URL = Url()
 
 
 def _is_number(value: Any) -> bool:

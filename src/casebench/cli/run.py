@@ -15,7 +15,7 @@ import click
 from ..modes import MODES
 from ..prompts import CONTEXT_PLACEMENTS
 from ._common import (
-    NON_NEGATIVE_INT, POSITIVE_INT, SECONDS, TEMPERATURE, USD, BadInput, ModeChoice, RegistryCommand, backend_options,
+    NON_NEGATIVE_INT, POSITIVE_INT, SECONDS, TEMPERATURE, URL, USD, BadInput, ModeChoice, RegistryCommand, backend_options,
     bad_input_errors, batch_backends, call_timeout, classifier_options,
     exit_interrupted, min_verdict_mass_option, refusal_classifier_options, run_with_signals, setup_logging,
 )
@@ -65,7 +65,7 @@ def _builtin_mutations() -> list[str]:
               help="Without SORRY-Bench's files: this model (any backend spec) writes the rewordings of a --mutation "
                    "that is not built in, with casebench's own prompt; the texts are cached and recorded in the "
                    "manifest, so a resume asks the mutator nothing.")
-@click.option("--mutator-base-url", "mutator_base_url", default=None, metavar="URL",
+@click.option("--mutator-base-url", "mutator_base_url", default=None, metavar="URL", type=URL,
               help="With --mutator: the mutator's OpenAI-compatible server, if not the provider's default.")
 @click.option("--batch", "batch", is_flag=True, default=False,
               help=batch_backends() + ": ask through the provider's batch API (half price, within 24 h); "
