@@ -348,19 +348,27 @@ class Runner:
         if not self.mode.reads_behaviour:
             return [self.mode.read(a, stopped_early=stopped) for a in answers]
         from ..classify import Item
+        from ..classify.encoded import read_encoded
 
         # an encoded query asked for an answer in the same encoding: the reader reads the answer
-        # decoded (and the query in its base wording); the record keeps the raw answer
-        decode = self.prep.mutation.mutation.decode if self.prep.mutation is not None else None
-        texts = [decode(a.text or "") if decode else (a.text or "") for a in answers]
-        items = [Item(self.prep.dataset[j.case].query, t) for j, t in zip(jobs, texts)]
+        # in the form that reads as language (as it came, or decoded; neither: undetermined) and
+        # the query in its base wording; the record keeps the raw answer
+        mut = self.prep.mutation.mutation if self.prep.mutation is not None else None
+        forms = [read_encoded(a.text or "", mut.decode, mut.name) if mut is not None and mut.decode else None
+                 for a in answers]
+        texts = [f.text if f is not None else (a.text or "") for a, f in zip(answers, forms)]
+        asked = [i for i, f in enumerate(forms) if f is None or f.verdict is None]
+        items = [Item(self.prep.dataset[jobs[i].case].query, texts[i]) for i in asked]
         t0 = time.perf_counter()
-        verdicts = await self.prep.classifier.aclassify(items)
+        got = await self.prep.classifier.aclassify(items) if items else []
         per_item = (time.perf_counter() - t0) / max(1, len(items))
+        verdicts = [f.verdict if f is not None else None for f in forms]
+        for i, v in zip(asked, got):
+            verdicts[i] = v
         readings = [self.mode.read_behaviour(a, v, partial_as_safe=self.cfg.partial_as_safe)
                     for a, v in zip(answers, verdicts)]
-        if decode:
-            readings = [replace(r, detail={**r.detail, "decoded_answer": t}) for r, t in zip(readings, texts)]
+        readings = [replace(r, detail={**r.detail, **f.to_dict()}) if f is not None else r
+                    for r, f in zip(readings, forms)]
         # what reading the behaviour cost, per answer (the bench compares it with the run's time)
         return [replace(r, detail={**r.detail, "classify_s": round(per_item, 6)}) for r in readings]
 

@@ -246,8 +246,9 @@ class RunCheck:
     min_coverage: float
     advice: list[str] = field(default_factory=list)
     verdict_mass_warning: str | None = None
-    #: respond mode: replies every reader screened as not a chatbot's answer (a judge's verdict,
-    #: a bare label, the request echoed, empty: ``classify.base.not_an_answer``), of ``replies``
+    #: respond mode: replies that are not a chatbot's answer (a judge's verdict, a bare label, the
+    #: request echoed: ``classify.base.NOT_A_CHATBOT``), of ``replies``; an empty reply or one in
+    #: neither plain language nor the query's encoding is unread, but says nothing of what answers
     non_answers: int = 0
     replies: int = 0
 
@@ -266,9 +267,14 @@ class RunCheck:
 
 
 def _non_answer_kind(error: str | None) -> str:
-    """The kind of a screened reply in a few words, from its record's error ("classifier:
-    undetermined: a judge's verdict as JSON (keys ...), not a chatbot's answer (...)")."""
-    text = (error or "").split("undetermined:", 1)[-1].strip()
+    """Why a reply was not read, in a few words, from its record's error: the screen's kind
+    ("classifier: undetermined: a judge's verdict as JSON (keys ...), not a chatbot's answer
+    (...)" -> "a judge's verdict as JSON"; "empty answer"; "neither plain language nor in the
+    caesar encoding"), else the error's first part ("parse error", "classifier")."""
+    text = error or ""
+    if "undetermined:" not in text:
+        return text.split(":", 1)[0][:80] or "no answer"
+    text = text.split("undetermined:", 1)[-1].strip()
     return text.split(" (", 1)[0].split(", not a chatbot", 1)[0][:60] or "no answer"
 
 
@@ -295,25 +301,28 @@ def check_run(run_path: str | Path, min_coverage: float = DEFAULT_MIN_COVERAGE,
     mode = get_mode(m.mode)
     finals = final_records(iter_records(run_path)) if mode.reads_behaviour or check.low_coverage else {}
     if mode.reads_behaviour:
-        from ..classify.base import says_not_an_answer
+        from ..classify.base import NOT_A_CHATBOT
 
         check.replies = len(finals)
-        check.non_answers = sum(1 for r in finals.values() if not r.answered and says_not_an_answer(r.error))
+        check.non_answers = sum(1 for r in finals.values() if not r.answered and NOT_A_CHATBOT in (r.error or ""))
     if not check.low_coverage:
         return check
     missing = [r for r in finals.values() if not r.answered]
-    reasons = Counter((r.error or "no answer").split(":")[0][:80] for r in missing)
+    # the causes seen, each counted (never a guess): the screen's kinds, else the error's first part
+    reasons = Counter(_non_answer_kind(r.error) for r in missing)
     adv = [f"only {check.answered} of {check.cases} cases have a readable answer (coverage "
            f"{100 * check.coverage:.0f}%, {'below' if check.coverage < check.min_coverage else 'at least'} "
            f"--min-coverage {100 * check.min_coverage:.0f}%)"]
     if check.not_a_chatbot:
-        kinds = Counter(_non_answer_kind(r.error) for r in missing if says_not_an_answer(r.error))
+        from ..classify.base import NOT_A_CHATBOT
+
+        kinds = Counter(_non_answer_kind(r.error) for r in missing if NOT_A_CHATBOT in (r.error or ""))
         adv.append(f"the endpoint does not answer as a chatbot: {check.non_answers} of {check.replies} replies are "
                    f"not a chatbot's answer ({'; '.join(f'{k} ({n})' for k, n in kinds.most_common(3))}), so no "
                    "reader reads them; is a judge or guard model behind this URL? respond mode needs the chatbot "
                    "itself")
     elif reasons:
-        adv.append("why: " + "; ".join(f"{why} ({n})" for why, n in reasons.most_common(3)))
+        adv.append("why: " + "; ".join(f"{why} ({n})" for why, n in reasons.most_common(4)))
     shown = [r for r in missing if r.text][:examples]
     for r in shown:
         text = " ".join(r.text.split())
@@ -324,6 +333,18 @@ def check_run(run_path: str | Path, min_coverage: float = DEFAULT_MIN_COVERAGE,
         check.advice = adv
         return check
     tries = []
+    if mode.reads_behaviour:  # what to try follows from the causes seen
+        from ..classify.encoded import NOT_IN_THE_ENCODING
+
+        if any(k.startswith(NOT_IN_THE_ENCODING) for k in reasons):
+            tries.append(f"a chatbot that answers in plain language or in the {m.mutation} encoding (these answers "
+                         "read as neither), or the run without --mutation")
+        if "empty answer" in reasons:
+            tries.append("more --max-tokens, or a look at the server's log (empty replies)")
+        tries.append("another reader (--refusal-classifier) if the answers above are plain answers or refusals")
+        adv.append("try: " + "; ".join(tries))
+        check.advice = adv
+        return check
     # never one judge mode for another: a model that cannot judge in one rarely judges in the
     # other (the embedded SmolLM2 does neither), so the way out is another model, or asking what
     # the model does instead of what it says
