@@ -39,6 +39,7 @@ from .data import Case
 
 if TYPE_CHECKING:
     from .data import Dataset
+    from .input_state import InputState
     from .modes import Mode
     from .predictions import Predictions
 
@@ -205,6 +206,7 @@ def load_inspect_log(path: str | Path, dataset: "Dataset | None" = None, mode: s
     behaviours: dict[int, list[str | None]] = {}
     masses: dict[int, list[float]] = {}
     present = 0
+    errored: set[int] = set()
     for s in log.samples or []:
         present += 1
         where = f"{p}, sample {s.id!r} (epoch {s.epoch})"
@@ -223,6 +225,8 @@ def load_inspect_log(path: str | Path, dataset: "Dataset | None" = None, mode: s
             raise InspectLogError(f"{where}: another case than the sample's other epochs")
         readings.setdefault(case.index, [])
         behaviours.setdefault(case.index, [])
+        if s.error:
+            errored.add(case.index)
         score = None if s.error else _verdict_score(s, m.name)
         value = None if score is None else score.value
         reading = reading_of(m, value)
@@ -247,11 +251,41 @@ def load_inspect_log(path: str | Path, dataset: "Dataset | None" = None, mode: s
         meta["classifier"] = reader_as_read(cb["classifier"], log.eval.model)
     behaviour = [behaviours[i] for i in order] if any(behaviours[i] for i in order) else None
     mutation = cb.get("mutation")
+    state = log_state(p, log, present, sum(1 for s in log.samples or [] if s.error), len(order), errored)
     return Predictions.from_values(
         str(p), model_short_name(log.eval.model), m, [cases[i] for i in order], values,
         tuple(cb.get("removed") or ()), meta, context_as=str(cb.get("context_as") or ""),
         pending=max(0, _samples_expected(log) - present), behaviour=behaviour, verdict_mass=mass,
-        mutation=str(mutation["name"]) if isinstance(mutation, Mapping) else None)
+        mutation=str(mutation["name"]) if isinstance(mutation, Mapping) else None, state=state)
+
+
+def log_state(path: Path, log: Any, present: int, failed: int, cases: int, errored: set[int]) -> "InputState":
+    """Whether a log's eval is whole (``input_state``): an eval that did not end in success
+    (errored, cancelled, still running), with the samples the log does not hold yet (``pending``)
+    and those that errored (``failed``), the eval's error, and the command that resumes it
+    (``inspect eval-retry LOG``, which asks the errored and missing samples again and keeps the
+    rest)."""
+    import os
+    import shlex
+
+    from .input_state import InputState
+
+    expected = _samples_expected(log)
+    pending = max(0, expected - present)
+    status = str(log.status or "")
+    # an eval that ended "success" is whole even with errored samples (--no-fail-on-error kept
+    # going): those are missing answers, and inspect retries only an eval that did not succeed
+    complete = pending == 0 and status in ("success", "")
+    error = getattr(log, "error", None)
+    reason = " ".join(str(getattr(error, "message", "") or "").split())[:200] or None
+    here = os.getcwd()
+    shown = os.path.relpath(path, here) if os.path.isabs(path) and str(path).startswith(here) else str(path)
+    return InputState(source=str(path), complete=complete, status="complete" if complete else (status or "error"),
+                      requests=expected, cases=cases + (pending // max(1, int(log.eval.config.epochs or 1))),
+                      pending=pending, failed=failed,
+                      cases_to_ask=len(errored) + pending // max(1, int(log.eval.config.epochs or 1)),
+                      reason=None if complete else reason,
+                      resume=None if complete else f"inspect eval-retry {shlex.quote(shown)}")
 
 
 # --------------------------------------------------------------------------------------------

@@ -585,3 +585,46 @@ def load_reference_inputs(reference: str | None, no_reference: bool, preds: Sequ
     with bad_input_errors():
         refs = reference_inputs(root, options, dataset=dataset, exclude=preds)
     return refs, str(root)
+
+
+def echo_input_states(preds: Sequence[Any], to_stderr: bool = False) -> bool:
+    """The first lines of a scoring command when any input is unfinished (``input_state``): per
+    such input, how much is still to ask and the exact command that resumes it, and that its
+    figures are partial; on stdout (before the figures) unless ``to_stderr`` (a format a program
+    reads: CSV, JSON, where each row carries its ``state``). True when any input is unfinished."""
+    from ..input_state import state_lines
+
+    lines = state_lines([getattr(p, "state", None) for p in preds])
+    for line in lines:
+        click.echo(line, err=to_stderr)
+    if lines and not to_stderr:
+        click.echo("")
+    return bool(lines)
+
+
+def min_coverage_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    """``--min-coverage``: an input with fewer cases answered than this share exits with code 3
+    (``runs.results.EXIT_LOW_COVERAGE``), as ``casebench run`` does."""
+    return click.option(
+        "--min-coverage", "min_coverage", type=click.FloatRange(0.0, 1.0), default=None,
+        help="Exit with code 3 when an input has fewer cases answered than this share (an unfinished run counts "
+             "its cases not yet asked as not answered), after printing every figure.",
+    )(f)
+
+
+def check_min_coverage(scores: Sequence[Any], min_coverage: float | None) -> None:
+    """Exit 3 after the figures when an input's coverage is below ``min_coverage``, naming each
+    such input, its coverage and, for an unfinished one, that the rest is still to ask."""
+    if min_coverage is None:
+        return
+    from ..runs.results import EXIT_LOW_COVERAGE
+
+    low = [s for s in scores if s.coverage < min_coverage]
+    for s in low:
+        state = getattr(s, "state", None)
+        why = (f"; {state.cases_to_ask} cases still to ask (resume: {state.resume or state.resume_hint})"
+               if state is not None and not state.complete else "")
+        echo_err(f"casebench: {s.name or s.source}: coverage {100 * s.coverage:.1f}% ({s.answered} of {s.n} cases "
+                 f"answered) is below --min-coverage {100 * min_coverage:.0f}%{why}")
+    if low:
+        sys.exit(EXIT_LOW_COVERAGE)

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from ._common import BadInput, bad_input_errors, file_kind_options, label_source_option
+from ._common import BadInput, bad_input_errors, echo_input_states, file_kind_options, label_source_option
 
 
 def _cell(x: Any, digits: int = 3) -> str:
@@ -56,6 +56,7 @@ def diff_cmd(a: str, b: str, sort: str, fmt: str, hide_text: bool, data: str | N
     with bad_input_errors(RunError):
         dataset = load_dataset(data) if data else None
         preds = [load_predictions(p, dataset=dataset, mode=mode, removed=remove) for p in (a, b)]
+    echo_input_states(preds, to_stderr=fmt != "table")
     with bad_input_errors(CompareError):
         res = diff_inputs(preds[0], preds[1], sort=sort, show_text=not hide_text, label_source=label_source)
     if fmt == "json":

@@ -174,6 +174,7 @@ def run_cmd(model: str | None, mode: str | None, data: str | None, remove: str, 
                 partial_as_safe=partial_as == "safe", batch=batch, batch_poll_s=batch_poll, salvage=salvage, reask=reask,
                 mutation=mutation, mutations_from=mutations_from, mutator=mutator,
                 mutator_options={"base_url": mutator_base_url} if mutator_base_url else {},
+                command=("casebench", *sys.argv[1:]),
             )
             try:
                 summary = run_with_signals(config, dataset)

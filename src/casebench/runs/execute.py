@@ -57,7 +57,7 @@ from .record import (
     Invocation, Record, RunDir, RunError, RunCounts, RunState, Totals, add_usage, final_records, iter_records, now_iso,
     usage_tokens,
 )
-from .redact import redact_json, redact_text
+from .redact import invocation_command, redact_json, redact_text
 from .select import stratified_indices
 
 __all__ = [
@@ -669,7 +669,7 @@ async def run_prepared(prep: Prepared, backend: Backend, rng: random.Random | No
         grew = grow(old, prep) if old is not None else None
         invocation = Invocation(started_at=now_iso(), host=platform.node(), pid=os.getpid(),
                                 casebench_version=casebench_version(), transport=prep.transport, backend=backend_desc,
-                                grew=grew)
+                                grew=grew, **invocation_command(prep.config.command))
         if grew:
             log.warning("%s grows from %s (%d cases) to %s: asking the %d new cases; the %d already asked are kept",
                         prep.out, grew["from"], grew["cases_before"], grew["to"], grew["cases_added"],

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ..data import Dataset, load_dataset
+from ..input_state import InputState, shell_command
 from ..modes import get_mode
 from .record import (
     Manifest, Record, RunCounts, RunError, RunState, final_records, iter_records, read_manifest,
@@ -107,12 +108,13 @@ def run_status(run_path: str | Path) -> RunProgress:
     return RunProgress(**asdict(counts), status=m.status, transport_failures=sum(1 for r in recs if not r.final))
 
 
-def _values(run_path: str | Path, m: Manifest, ds: Dataset) -> tuple[list[int], list[Any], int, dict]:
+def _values(run_path: str | Path, m: Manifest, ds: Dataset,
+            records: Sequence[Record] | None = None) -> tuple[list[int], list[Any], int, dict]:
     cases = m.cases
     bad = [c for c in cases if not 0 <= c < len(ds)]
     if bad:
         raise RunError(f"{run_path}: the manifest selects case {bad[0]}, but the dataset has {len(ds)} cases")
-    finals = final_records(iter_records(run_path))
+    finals = final_records(records if records is not None else iter_records(run_path))
     values = aggregate(m.mode, finals, cases, m.samples)
     pending = sum(1 for c in cases for s in range(m.samples) if (c, s) not in finals)
     return cases, values, pending, finals
@@ -209,7 +211,9 @@ def load_run(run_path: str | Path, dataset: Dataset | None = None) -> "Predictio
     check_not_damaged(run_path)  # the same account of a damaged directory as `run` and `runs repair`
     m = read_manifest(run_path)
     ds = run_dataset(run_path, m, dataset)
-    cases, values, pending, finals = _values(run_path, m, ds)
+    records = list(iter_records(run_path))
+    cases, values, pending, finals = _values(run_path, m, ds, records)
+    state = run_input_state(run_path, m, finals, records)
     meta: dict[str, Any] = {
         "format": "run", "run_dir": str(run_path), "model_spec": m.model, "status": m.status.value,
         "samples": m.samples,
@@ -228,7 +232,47 @@ def load_run(run_path: str | Path, dataset: Dataset | None = None) -> "Predictio
                                    values, m.removed, meta, context_as=m.asked.context_as or "", pending=pending,
                                    behaviour=behaviours if any(b for bs in behaviours for b in bs) else None,
                                    verdict_mass=mass if mass and any(v is not None for v in mass) else None,
-                                   mutation=m.mutation)
+                                   mutation=m.mutation, state=state)
+
+
+def resume_command(run_path: str | Path, m: Manifest, here: str | None = None) -> tuple[str | None, str | None]:
+    """The exact command that resumes a run and, when none is known, what to do instead:
+    the command line of its latest invocation that recorded one (``Invocation.command``; a
+    ``casebench run`` or ``study`` resumes by being repeated), run from the directory it ran in
+    (``cd DIR && ...`` when that is not ``here``, the current directory by default). A run made
+    through the Python API records none: the hint names ``casebench run`` with the run's model
+    and mode into the same directory."""
+    import os
+
+    here = os.getcwd() if here is None else here
+    for inv in reversed(m.history):
+        if inv.command:
+            return shell_command(inv.command, inv.cwd, here), None
+    hint = (f"repeat the command or call that made it (this run records none): e.g. casebench run --model {m.model} "
+            f"--mode {m.mode} -o {run_path} with the same options")
+    return None, hint
+
+
+def run_input_state(run_path: str | Path, m: Manifest, finals: Mapping[tuple[int, int], Record],
+                    records: Sequence[Record], here: str | None = None) -> InputState:
+    """Whether a run is whole (``input_state``): its requests without a final record, split into
+    never asked (``pending``) and asked but failed in transport (``failed``, a non-final record
+    and no final one), the cases they belong to, the manifest's state and message, and the
+    command that resumes it (``resume_command``; ``here``: the directory it is read from, ""
+    to always say where to run it)."""
+    planned = [(c, s) for c in m.cases for s in range(m.samples)]
+    open_keys = [k for k in planned if k not in finals]
+    tried = {r.key for r in records if not r.final}
+    failed = sum(1 for k in open_keys if k in tried)
+    complete = not open_keys
+    resume, hint = (None, None) if complete else resume_command(run_path, m, here)
+    status = m.status.value
+    if not complete and m.status is RunState.COMPLETE:  # a run grown or edited since: say what the records say
+        status = RunState.INCOMPLETE.value
+    return InputState(source=str(run_path), complete=complete, status="complete" if complete else status,
+                      requests=len(planned), cases=len(m.cases), pending=len(open_keys) - failed, failed=failed,
+                      cases_to_ask=len({c for c, _ in open_keys}), reason=None if complete else m.message,
+                      resume=resume, resume_hint=hint)
 
 
 #: below this share of cases answered, ``casebench run`` exits with ``EXIT_LOW_COVERAGE``
