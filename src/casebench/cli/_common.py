@@ -452,8 +452,9 @@ def label_source_option(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 #: the help of ``--mode`` and ``--remove`` on the scoring commands (``file_kind_options``)
-FILE_MODE_HELP = ("The mode of published INPUTS whose file name does not say it (e.g. output_binary_mine.json); "
-                  "a name that says another mode is refused.")
+FILE_MODE_HELP = ("The mode of published INPUTS whose file name does not say it (e.g. mine.json; output_binary_mine.json "
+                  "says binary); a name that says another mode is refused. A casebench export says its own mode inside "
+                  "the file, whatever its name.")
 FILE_REMOVE_HELP = ("CI parameters removed in published INPUTS whose file name does not say it, comma-separated "
                     "(e.g. sender,urgency).")
 

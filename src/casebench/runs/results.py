@@ -421,11 +421,12 @@ def export_run(run_path: str | Path, out_path: str | Path, dataset: Dataset | No
     An incomplete run (requests still pending) is refused unless ``allow_incomplete``: the
     published format cannot tell "not asked yet" from "could not be parsed".
     """
-    from ..published import write_published
+    from ..published import ExportHeader, write_published
 
     m = read_manifest(run_path)
     ds = run_dataset(run_path, m, dataset)
-    cases, values, pending, _ = _values(run_path, m, ds)
+    records = list(iter_records(run_path))
+    cases, values, pending, finals = _values(run_path, m, ds, records)
     if pending and not allow_incomplete:
         raise RunError(f"{run_path}: {pending} request(s) still pending; resume the run first "
                        "(or export anyway with allow_incomplete, writing \"\" for them)")
@@ -433,6 +434,36 @@ def export_run(run_path: str | Path, out_path: str | Path, dataset: Dataset | No
     # the published format has no field for a query mutation: the default model key names it;
     # a subset names the dataset record each of its records is, so that it scores as the run does
     default = model_short_name(m.model) + (f"_mut-{m.mutation}" if m.mutation else "")
-    write_published(out, ds.subset(cases), name or default, m.mode, values,
-                    name_records=list(cases) != list(range(len(ds))))
+    key = name or default
+    # what the file holds, inside it: its name is free (``published.EXPORT_FIELD``)
+    sel = {k: v for k, v in asdict(m.selection).items() if v is not None}
+    state = run_input_state(run_path, m, finals, records, here="")  # read anywhere: says where to resume
+    header = ExportHeader(mode=get_mode(m.mode).name, model_key=key, model_spec=m.model,
+                          context_as=m.asked.context_as or get_mode(m.mode).default_context_as, removed=m.removed,
+                          mutation=m.mutation, reader=_reader_identity(m.asked.classifier), selection=sel,
+                          samples=m.samples, state={k: v for k, v in state.to_dict().items() if k != "source"},
+                          run_dir=str(Path(run_path).resolve()))
+    write_published(out, ds.subset(cases), key, m.mode, values, name_records=list(cases) != list(range(len(ds))),
+                    header=header)
     return out
+
+
+def export_reader(reader: Mapping[str, Any], model_spec: str | None) -> dict[str, Any]:
+    """The reader an export of a respond run names, as a run's is read (``run_classifier``): with
+    the validation that applies to its writer."""
+    from ..classify import validation as _validation
+
+    return _validation.reader_as_read(reader, model_spec)
+
+
+#: what an export leaves out of the reader a run recorded: where it ran, not what it is
+_READER_PRIVATE = ("base_url", "api_key_env", "path", "labels_path")
+
+
+def _reader_identity(classifier: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The reader of a respond run as an export carries it: the run's record of it (its name,
+    version, ``partial_as`` and validation: what ``classify.validation.reader_as_read`` needs to
+    find the validation that applies), less where it ran (an endpoint, a path of this machine)."""
+    if not classifier:
+        return None
+    return {k: v for k, v in classifier.items() if k not in _READER_PRIVATE}
