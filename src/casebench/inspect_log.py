@@ -239,7 +239,8 @@ def load_inspect_log(path: str | Path, dataset: "Dataset | None" = None, mode: s
         if reading is not None and isinstance(mass, (int, float)) and math.isfinite(mass):
             masses.setdefault(case.index, []).append(float(mass))
     if not cases:
-        raise InspectLogError(f"{p}: the log holds no samples (status {log.status})")
+        retry = "" if log.status == "success" else f"; nothing to score yet: resume it with inspect eval-retry {p}"
+        raise InspectLogError(f"{p}: the log holds no samples (status {log.status}){retry}")
     order = sorted(cases)
     values = [m.aggregate(readings[i]) if readings[i] else None for i in order]
     mass = None
@@ -265,7 +266,6 @@ def log_state(path: Path, log: Any, present: int, failed: int, cases: int, error
     and those that errored (``failed``), the eval's error, and the command that resumes it
     (``inspect eval-retry LOG``, which asks the errored and missing samples again and keeps the
     rest)."""
-    import os
     import shlex
 
     from .input_state import InputState
@@ -278,14 +278,12 @@ def log_state(path: Path, log: Any, present: int, failed: int, cases: int, error
     complete = pending == 0 and status in ("success", "")
     error = getattr(log, "error", None)
     reason = " ".join(str(getattr(error, "message", "") or "").split())[:200] or None
-    here = os.getcwd()
-    shown = os.path.relpath(path, here) if os.path.isabs(path) and str(path).startswith(here) else str(path)
     return InputState(source=str(path), complete=complete, status="complete" if complete else (status or "error"),
                       requests=expected, cases=cases + (pending // max(1, int(log.eval.config.epochs or 1))),
                       pending=pending, failed=failed,
                       cases_to_ask=len(errored) + pending // max(1, int(log.eval.config.epochs or 1)),
                       reason=None if complete else reason,
-                      resume=None if complete else f"inspect eval-retry {shlex.quote(shown)}")
+                      resume=None if complete else f"inspect eval-retry {shlex.quote(str(path))}")
 
 
 # --------------------------------------------------------------------------------------------
