@@ -400,14 +400,12 @@ def test_an_errored_eval_reads_as_unfinished_with_the_command_that_retries_it(tm
                srv.base_url, "--log-dir", str(logs), "--log-format", "eval", "--display", "none", "-T", "mode=binary",
                "-T", "limit=4", "-T", f"data={real_data_path}"]
         done = subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=600, cwd=tmp_path)
-    assert done.returncode != 0
+    assert done.returncode in (0, 1), done.stderr[-2000:]
     (log,) = logs.glob("*.eval")
-    out = casebench("score", str(log), "--no-reference", "--bootstrap", "0", ok=False)
-    if out.returncode == 2:  # inspect kept no sample: the refusal says how to retry
-        assert "holds no samples (status error" in out.stderr and "inspect eval-retry" in out.stderr
-        return
+    out = casebench("score", str(log), "--no-reference", "--bootstrap", "0")
     head = out.stdout.splitlines()[:4]
-    assert head[0].startswith("INCOMPLETE (error)") and "cases still to ask" in head[0], out.stdout
+    assert head[0].startswith("INCOMPLETE (error)") and "4 of 4 cases still to ask" in head[0], out.stdout
+    assert head[1].startswith("  why: ") and "400" in head[1] and "messages" not in head[1]
     assert any(line.strip() == f"resume: inspect eval-retry {log}" for line in head), head
     d = json.loads(casebench("score", str(log), "--json", "--no-reference", "--bootstrap", "0").stdout.splitlines()[0])
     assert d["state"]["complete"] is False and d["state"]["status"] == "error" and d["name"].endswith("(partial)")

@@ -260,6 +260,16 @@ def load_inspect_log(path: str | Path, dataset: "Dataset | None" = None, mode: s
         mutation=str(mutation["name"]) if isinstance(mutation, Mapping) else None, state=state)
 
 
+def _error_words(message: str) -> str | None:
+    """An eval's error in a few words: its last line (inspect's model errors quote the whole
+    request first, then the provider's error), at most 200 characters; None when empty."""
+    lines = [line.strip() for line in message.replace("\\n", "\n").splitlines() if line.strip()]
+    if not lines:
+        return None
+    last = lines[-1]
+    return (last[:197] + "...") if len(last) > 200 else last
+
+
 def log_state(path: Path, log: Any, present: int, failed: int, cases: int, errored: set[int]) -> "InputState":
     """Whether a log's eval is whole (``input_state``): an eval that did not end in success
     (errored, cancelled, still running), with the samples the log does not hold yet (``pending``)
@@ -277,7 +287,7 @@ def log_state(path: Path, log: Any, present: int, failed: int, cases: int, error
     # going): those are missing answers, and inspect retries only an eval that did not succeed
     complete = pending == 0 and status in ("success", "")
     error = getattr(log, "error", None)
-    reason = " ".join(str(getattr(error, "message", "") or "").split())[:200] or None
+    reason = _error_words(str(getattr(error, "message", "") or ""))
     return InputState(source=str(path), complete=complete, status="complete" if complete else (status or "error"),
                       requests=expected, cases=cases + (pending // max(1, int(log.eval.config.epochs or 1))),
                       pending=pending, failed=failed,
