@@ -389,6 +389,13 @@ class Runner:
         """A job's share of the run's time, for the expected duration (prompt bytes in prob mode)."""
         return float(max(1, job.size)) if self.mode.want == "p_safe" else 1.0
 
+    def _token_budget(self, jobs: Sequence[_Job]) -> float | None:
+        """The most tokens ``jobs`` may generate (each its token cap): a text mode's ETA from the
+        token rate before any answer (``Progress.token_seconds``); None in prob mode."""
+        if self.mode.want == "p_safe":
+            return None
+        return float(len(jobs) * int(self.prep.settings.max_tokens))
+
     def _postfix(self) -> str:
         tok = self.prompt_tokens + self.completion_tokens
         cost = f"${self.spent:.4f}" if self.prep.price.status != "unknown" else "$?"
@@ -593,7 +600,8 @@ class Runner:
         n_workers = 1 if self.batch_size > 1 else min(self.cfg.max_connections, max(1, len(jobs)))
         self.progress = Progress(total, done, self.cfg.progress, work_total=sum(self._work(j) for j in jobs),
                                  from_answers=self.mode.want == "p_safe" or self.batch_size == 1,
-                                 in_flight=self.batch_size if self.batch_size > 1 else n_workers)
+                                 in_flight=self.batch_size if self.batch_size > 1 else n_workers,
+                                 token_budget=self._token_budget(jobs))
         try:
             if self.cfg.batch and self.queue:
                 self.tasks = [asyncio.create_task(self._batch())]
