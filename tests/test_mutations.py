@@ -264,7 +264,8 @@ def test_study_runs_the_base_wording_and_each_mutation(tmp_path, small_data_path
     res = json.loads(r.stdout)
     assert [m["mutation"] for m in res["mutations"]] == ["base", "caesar", "atbash"]
     runs = sorted(p.name for p in (tmp_path / "runs").iterdir())
-    assert runs == ["judge-x_binary", "judge-x_binary_mut-atbash", "judge-x_binary_mut-caesar"]
+    sha = load_dataset(small_data_path).sha256[:8]  # named as `casebench run` names them
+    assert runs == [f"judge-x_binary_{sha}", f"judge-x_binary_mut-atbash_{sha}", f"judge-x_binary_mut-caesar_{sha}"]
     by = {m["mutation"]: m for m in res["mutations"]}
     # caesar: unsafe everywhere (the rule); atbash is not recognised by the rule: as plain
     assert by["caesar"]["score"]["unsafe_recall"] == 1 and by["caesar"]["context"]["context_shift"] == 0

@@ -423,7 +423,6 @@ def _run_study(conditions: Callable[..., list[Any]], label: Callable[[Any], str]
     from ..runs.execute import RunConfig, resolve_data_path
     from ..runs.record import RunError, RunLocked, RunState
     from ..runs.results import load_run
-    from ..runs.select import stratified_pairs
     from ..stats.ablation import AblationStudyError
     from ._common import backend_options, call_timeout as wall_limit, classifier_options, setup_logging
 
@@ -437,8 +436,8 @@ def _run_study(conditions: Callable[..., list[Any]], label: Callable[[Any], str]
     try:
         with bad_input_errors(RunError, AblationStudyError, AblationError, UnsupportedModeError):
             dataset = load_dataset(resolve_data_path(data))
-            cases = stratified_pairs(dataset, pairs, stratified_seed) if pairs is not None else None
-            base = RunConfig(mode=mode, model=model, data=dataset.path, removed=remove or (), limit=limit, cases=cases,
+            # the selection as `run` takes it, so a study's runs are named as `run` names them
+            base = RunConfig(mode=mode, model=model, data=dataset.path, removed=remove or (), limit=limit, pairs=pairs,
                              stratified=stratified, selection_seed=stratified_seed, samples=samples,
                              temperature=temperature, max_tokens=max_tokens, max_connections=max_connections,
                              max_cost=max_cost, call_timeout=wall_limit(model, opts), backend_options=opts,

@@ -391,8 +391,9 @@ class Runner:
 
     def _token_budget(self, jobs: Sequence[_Job]) -> float | None:
         """The most tokens ``jobs`` may generate (each its token cap): a text mode's ETA from the
-        token rate before any answer (``Progress.token_seconds``); None in prob mode."""
-        if self.mode.want == "p_safe":
+        token rate before any answer (``Progress.token_seconds``); None in prob mode and for a
+        backend that reports no tokens as it decodes (``Capabilities.per_answer``: local ones do)."""
+        if self.mode.want == "p_safe" or not self.per_answer:
             return None
         return float(len(jobs) * int(self.prep.settings.max_tokens))
 
