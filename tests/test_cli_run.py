@@ -342,6 +342,25 @@ def test_an_export_of_any_name_scores_as_its_run(tmp_path):
     assert all(set(r) - {"casebench_export"} == set(recs[-1]) for r in recs) and "judge-x" in recs[-1]
 
 
+def test_a_pairs_run_that_read_no_pair_says_so_rather_than_to_ask_pairs(tmp_path, small_data_path):
+    """--pairs 2, but the chatbot's answers in the unsafe-intent contexts cannot be read: the
+    summary says none of the 2 pairs asked has both read, never "ask whole pairs: --pairs N"."""
+    def chatbot(body: Any) -> str:
+        system = body["messages"][0]["content"] if body["messages"][0]["role"] == "system" else ""
+        safe = "safe purpose" in system and "unsafe purpose" not in system
+        return "Here is how it works in practice. Start with the basics and go step by step." if safe else "zxq vbnm"
+
+    with FaultServer(answer_fn=chatbot) as srv:
+        done = subprocess.run([*CASEBENCH, "run", "--model", "openai/bot", "--mode", "respond", "--data",
+                               str(small_data_path), "--base-url", srv.base_url, "--pairs", "2", "-o",
+                               str(tmp_path / "run"), "--no-progress"],
+                              env=clean_env(CASEBENCH_CACHE=str(tmp_path / "cache")), capture_output=True, text=True,
+                              timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "none of the 2 query pairs asked has both contexts answered" in done.stdout
+    assert "--pairs N" not in done.stdout
+
+
 # -------------------------------------------------------------------------------- llama.cpp
 
 

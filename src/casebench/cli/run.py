@@ -197,7 +197,7 @@ def run_cmd(model: str | None, mode: str | None, data: str | None, remove: str, 
     check = end_of_run_check(Path(summary.run_dir), min_coverage, min_verdict_mass, pred) if pred is not None else None
     if report and summary.status is RunState.COMPLETE:
         score_and_report(Path(summary.run_dir), min_verdict_mass, demo=plan.demo, model_given=not main_job,
-                         max_tokens=max_tokens, pred=pred)
+                         max_tokens=max_tokens, pred=pred, pairs=pairs)
     if check is not None:
         if check.verdict_mass_warning:
             click.echo(f"casebench: warning: {check.verdict_mass_warning}", err=True)
@@ -332,7 +332,8 @@ def choose_data(data: str | None, model: str, limit: int | None, stratified: int
 
 
 def score_and_report(run_dir: Path, min_verdict_mass: float | None = None, *, demo: bool = False,
-                     model_given: bool = True, max_tokens: int | None = None, pred: "Predictions | None" = None) -> None:
+                     model_given: bool = True, max_tokens: int | None = None, pred: "Predictions | None" = None,
+                     pairs: int | None = None) -> None:
     """The end of a run: what the model does, in words (``present.summary``: over- and
     under-refusal, whether it moves with the context beside people's on the same pairs, and in
     respond mode how far the reader can be trusted), the table of every figure, a self-contained
@@ -365,7 +366,7 @@ def score_and_report(run_dir: Path, min_verdict_mass: float | None = None, *, de
                    "these figures set the model's verdicts on the rewording against people's on the original "
                    "(casebench study RUN_PLAIN RUN_MUTATED pairs it with a plain run)")
     for line in summary_lines(score, None if demo else scored.people, demo=demo, max_tokens=max_tokens,
-                              who=who(pred)):
+                              who=who(pred), pairs_asked=pairs):
         click.echo(line)
     click.echo("")
     click.echo(text_table([replace(score, name=display_name(pred))]), nl=False)
