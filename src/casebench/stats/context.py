@@ -687,7 +687,9 @@ def human_references(cases: Sequence["Case"], n_boot: int = DEFAULT_BOOTSTRAP, s
         by_source[source] = people_references(g, g > SAFE_THRESHOLD, pairs, n_boot=n_boot, seed=seed, level=level,
                                               cases=voted, label_source=source, pair_clusters=pair_clusters,
                                               n_clusters=n_clusters)
-    people = by_source[label_source]
+    # the posterior is a probability of the latent label, not a share of people: people's
+    # references (one person, the majority) stay those of the votes alone under it
+    people = by_source["votes" if label_source == "posterior" else label_source]
     h = np.array([case_safe_rate(c, label_source) for c in voted], dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         ent = -(np.where(h > 0, h * np.log(np.where(h > 0, h, 1)), 0.0)
@@ -697,6 +699,10 @@ def human_references(cases: Sequence["Case"], n_boot: int = DEFAULT_BOOTSTRAP, s
         ci = {"context_shift": people["one_person"]["ci"]["context_shift"],
               "context_follow": people["majority"]["ci"]["context_follow"]}
     ct = contested(h)
+    from .ceiling import majority_known_fitted
+
+    plug = majority_replication(voted, label_source)
+    fitted, priors = majority_known_fitted(voted, label_source)
     return {
         "cases": len(voted),
         "label_source": label_source,
@@ -713,6 +719,15 @@ def human_references(cases: Sequence["Case"], n_boot: int = DEFAULT_BOOTSTRAP, s
                             for src, b in by_source.items()},
         "contested_cases": int(ct.sum()),
         "clear_cases": int((~ct).sum()),
+        # the expected accuracy of a judge that knows people's population majority, against the
+        # recorded labels: the plug-in (accuracy_ceiling) and the fitted-prior estimate beside it
+        "majority_known_accuracy": {
+            "plug_in": float(np.nanmean(plug)), "fitted_prior": float(np.nanmean(fitted)),
+            "priors": {key: list(v) for key, v in priors.items()},
+            "bias": "the plug-in takes each case's vote share for the population's and is biased low; the "
+                    "fitted-prior estimate draws it from a beta-binomial prior fitted to the cases of the same "
+                    "context intent; neither is a threshold a judge must stay under",
+        },
         "ci": ci,
         "definitions": {
             "h": "the human safe_rate under the label source, with the child-related override (0.0); label safe "
@@ -726,6 +741,8 @@ def human_references(cases: Sequence["Case"], n_boot: int = DEFAULT_BOOTSTRAP, s
                               "in the other",
             **{k_: v for k_, v in PEOPLE_DEFINITIONS.items() if k_ != "h"},
             "contested": f"{CONTESTED[0]} <= h <= {CONTESTED[1]}",
+            "majority_known_accuracy": "the expected accuracy against the recorded labels of a judge that knows "
+                                       "people's population majority (the safe share above 0.5), estimated",
             "ci": f"{level:.0%}: Wilson for the majority's follow; percentile bootstrap over query pairs for the "
                   f"rest ({n_boot} resamples, seed {seed})",
         },
@@ -760,7 +777,8 @@ def people_line(ref: dict[str, Any]) -> str:
     other = "votes" if src == "published" else "published"
     ob = ref["by_label_source"][other]
     op, mj = ref["one_person"], ref["majority"]
-    rule = {"published": "with the intent vote", "votes": "from the votes alone"}
+    rule = {"published": "with the intent vote", "votes": "from the votes alone",
+            "posterior": "from the votes alone (labels: the posterior)"}
     return (f"people ({ref['cases']} cases, {ref['context_pairs']} pairs, {rule[src]}): one person shifts by "
             f"{f(op['context_shift'])}{ci(op, 'context_shift')}, the majority label by {f(mj['context_shift'])} and "
             f"follows in {f(mj['context_follow'])}{ci(mj, 'context_follow')}; {rule[other]}: "

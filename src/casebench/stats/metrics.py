@@ -41,13 +41,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
 from ..input_state import InputState
 from ..modes import Mode, get_mode
 from ..predictions import Predictions, verdict_mass_warning
+
+if TYPE_CHECKING:
+    from .turns import TurnFigures
 from .bootstrap import (  # noqa: F401  (wilson_ci re-exported)
     DEFAULT_BOOTSTRAP, bounded_mean_ci, degenerate, cluster_labels, cluster_resample_weights, percentile_ci, proportion_design_effect,
     resample_weights, wilson_ci,
@@ -456,6 +459,9 @@ class Score:
     #: whether the input is whole (``Predictions.state``): an unfinished run's figures are
     #: partial; None: an input that cannot be unfinished (a published file)
     state: InputState | None = None
+    #: a live reveal run: its figures by turn (``stats.turns``); the figures above are the
+    #: final turn's
+    turns: "TurnFigures | None" = None
 
     @property
     def coverage(self) -> float:
@@ -542,6 +548,9 @@ class Score:
                 fig = rc.get(name)
                 d[f"{name}_corrected"] = fig["corrected"] if fig else None
                 d["ci"][f"{name}_corrected"] = fig["ci"] if fig else None
+                # where the data support only a one-sided bound at the level: the bound
+                d[f"{name}_corrected_upper_bound"] = fig.get("upper_bound") if fig else None
+                d[f"{name}_corrected_lower_bound"] = fig.get("lower_bound") if fig else None
             # the whole account: method, validation, Se, Sp, notes, and per figure its counts and
             # unclipped interval (or the note saying why nothing is corrected)
             d["refusal_correction"] = rc
@@ -569,6 +578,11 @@ class Score:
             d["breakdowns"] = self.breakdowns
         if self.people is not None:
             d["people"] = self.people
+        if self.turns is not None:  # a reveal run: its figures are the final turn's, and say so
+            t = self.turns.to_dict()
+            d["headline"] = t.pop("headline")
+            d["by_turn"] = t.pop("by_turn")
+            d["turns"] = t
         return d
 
 
@@ -622,10 +636,10 @@ def _refusal_from_labels(s: Score, pred: Predictions, a: ScoringArrays, mask: np
         def f(x: Any) -> str:
             return "n/a" if x is None else f"{x:.3f}"
         s.refusal_corrected = {"note": (
-            f"withheld: the stored sensitivity and specificity ({f(t['sensitivity_stored'])}, "
+            f"withheld: the reader's pooled sensitivity and specificity ({f(t['sensitivity_stored'])}, "
             f"{f(t['specificity_stored'])}, set {t.get('validation')}) do not hold on the run's "
             f"{t['refusals_labelled'] + t['answers_labelled']} labelled answers ({f(t['sensitivity_labels'])}, "
-            f"{f(t['specificity_labels'])}; exact binomial tests, Bonferroni p = {t['p']:.2g})"),
+            f"{f(t['specificity_labels'])}; tested against the pool's predictive, Bonferroni p = {t['p']:.2g})"),
             "withheld": True, "transport": t}
 
 
