@@ -231,14 +231,16 @@ def test_ablate_runs_missing_conditions_then_reuses_them(tmp_path, small_data_pa
         same = diff[("sender", "recipient")]["metrics"]["accuracy"]
         assert same["ci_bootstrap"] == [0.0, 0.0] and same["ci"][0] < 0.0 < same["ci"][1]
         for cond in acc:
-            assert (ablation_run_dir(tmp_path / "runs", "openai/judge-x", "binary", cond) / "manifest.json").is_file()
+            assert (ablation_run_dir(tmp_path / "runs", "openai/judge-x", "binary", cond, dataset_sha256=ds.sha256)
+                    / "manifest.json").is_file()
         # again: every condition is complete, nothing is asked
         r = CliRunner().invoke(cli, args)
         assert r.exit_code == 0, r.output
         assert srv.count == 4 * len(ds)
         assert r.stderr.count("reused") == 4
         # and the finished runs can be re-analysed as inputs
-        dirs = [str(ablation_run_dir(tmp_path / "runs", "openai/judge-x", "binary", c)) for c in acc]
+        dirs = [str(ablation_run_dir(tmp_path / "runs", "openai/judge-x", "binary", c, dataset_sha256=ds.sha256))
+                for c in acc]
         r = CliRunner().invoke(cli, ["ablate", *dirs, "--bootstrap", "50", "--json"])
         assert r.exit_code == 0, r.output
         again = {tuple(c["removed"]): c["score"]["accuracy"] for c in json.loads(r.stdout)["conditions"]}

@@ -135,7 +135,12 @@ def test_score_compare_report_ablate_take_mode_for_a_file_whose_name_does_not_sa
     src = exp_dir / "safety_gpt-4o" / "output_binary.json"
     mine = tmp_path / "output_binary_mine.json"
     mine.write_text(src.read_text())
-    r = run("score", mine, "--bootstrap", "0")
+    r = run("score", mine, "--bootstrap", "0", "--json")  # the help's own example: binary, as its name says
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["mode"] == "binary"
+    typo = tmp_path / "output_binary_sendr.json"
+    typo.write_text(src.read_text())
+    r = run("score", typo, "--bootstrap", "0")
     assert r.exit_code == 2 and "unknown ablation" in r.output and "--mode" in r.output
     r = run("score", mine, "--mode", "binary", "--bootstrap", "0", "--json")
     assert r.exit_code == 0, r.output

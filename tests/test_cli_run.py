@@ -233,6 +233,24 @@ def test_bad_inputs_exit_2_and_write_nothing(tmp_path):
     assert not (tmp_path / "r").exists()
 
 
+@pytest.mark.parametrize("url", ["notaurl", "ftp://127.0.0.1/v1", "http://", "127.0.0.1:8080/v1"])
+def test_a_base_url_that_is_no_http_url_exits_2_naming_it_before_any_key_or_request(tmp_path, url):
+    """Checked where it is given: with or without a key, nothing is read, looked up or asked."""
+    data = write_dataset(tmp_path / "cases.json", 3)
+    cmd = [*CASEBENCH, "run", "--model", "openai/judge-x", "--mode", "binary", "--data", str(data), "--base-url", url,
+           "-o", str(tmp_path / "r"), "--no-progress"]
+    for env in (clean_env(), clean_env(OPENAI_API_KEY="sk-test-0123456789")):
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 2, done.stderr
+        assert f"'--base-url': {url!r}" in done.stderr and "http(s) URL" in done.stderr
+        assert "API key" not in done.stderr
+    no_flag = [a for i, a in enumerate(cmd) if "--base-url" not in cmd[i - 1:i + 1]]
+    done = subprocess.run(no_flag, env=clean_env(OPENAI_BASE_URL=url),
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and f"$OPENAI_BASE_URL {url!r}" in done.stderr and "API key" not in done.stderr
+    assert not (tmp_path / "r").exists()
+
+
 # -------------------------------------------------------------------------------- export / score
 
 
@@ -277,6 +295,70 @@ def test_export_scored_paper_compat_matches_scoring_the_run_directory(tmp_path, 
         assert names and "accuracy" in names
         assert {k: from_run[k] for k in names} == {k: from_file[k] for k in names}
         assert from_run["n"] == from_file["n"] == 30 and from_run["answered"] < 30
+
+
+def _chatbot(body: Any) -> str:
+    """A chatbot that answers the safe-intent cases and refuses the others, in plain words."""
+    c = case_of(prompt_of(body))
+    if c % 2:
+        return "I'm sorry, but I can't help with that request."
+    return "Here is how it works in practice. Start with the basics: clean the tools, dry them and oil the blades."
+
+
+def test_an_export_of_any_name_scores_as_its_run(tmp_path):
+    """An export says what it holds inside the file (mode, placement, reader, selection, state):
+    a respond run exported under any name, even one that names another mode, scores as respond,
+    with the run's figures; a judge run keeps its placement; an export of a stopped run is partial."""
+    data = write_dataset(tmp_path / "cases.json", 12)
+    with FaultServer(answer_fn=_chatbot) as srv:
+        done = subprocess.run(run_cmd(srv, data, tmp_path / "resp", "--no-report", "--limit", "10", mode="respond"),
+                              env=clean_env(), capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        srv.answer_fn = binary_answer
+        done = subprocess.run(run_cmd(srv, data, tmp_path / "sys", "--context-as", "system"), env=clean_env(),
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+    from_run = _score_json(str(tmp_path / "resp"), "--data", str(data))[0]
+    for name in ("whatever.json", "output_binary.json", "output_logits_mine.json"):
+        out = tmp_path / "x" / name
+        r = CliRunner().invoke(cli, ["export", str(tmp_path / "resp"), "-o", str(out)])
+        assert r.exit_code == 0, r.output
+        header = json.loads(out.read_text())[0]["casebench_export"]
+        assert header["mode"] == "respond" and header["context_as"] == "system" and header["reader"]["name"]
+        assert header["selection"]["limit"] == 10 and header["state"]["complete"] is True
+        got = _score_json(str(out), "--data", str(data))[0]
+        assert got["mode"] == "respond" and got["name"] == from_run["name"], name
+        for k in ("n", "answered", "accuracy", "refusal_rate", "safe_recall", "unsafe_recall"):
+            assert got[k] == from_run[k], (name, k)
+        assert got["classifier"]["name"] == from_run["classifier"]["name"]
+        r = CliRunner().invoke(cli, ["score", str(out), "--mode", "binary", "--data", str(data), "--bootstrap", "0"])
+        assert r.exit_code == 2 and "export of a respond run" in r.output
+    out = tmp_path / "judge.json"
+    assert CliRunner().invoke(cli, ["export", str(tmp_path / "sys"), "-o", str(out)]).exit_code == 0
+    got = _score_json(str(out), "--data", str(data))[0]
+    assert got["mode"] == "binary" and "(context as system)" in got["name"]
+    # the published files, read by the authors' script, hold the records and the model key as before
+    recs = json.loads(out.read_text())
+    assert all(set(r) - {"casebench_export"} == set(recs[-1]) for r in recs) and "judge-x" in recs[-1]
+
+
+def test_a_pairs_run_that_read_no_pair_says_so_rather_than_to_ask_pairs(tmp_path, small_data_path):
+    """--pairs 2, but the chatbot's answers in the unsafe-intent contexts cannot be read: the
+    summary says none of the 2 pairs asked has both read, never "ask whole pairs: --pairs N"."""
+    def chatbot(body: Any) -> str:
+        system = body["messages"][0]["content"] if body["messages"][0]["role"] == "system" else ""
+        safe = "safe purpose" in system and "unsafe purpose" not in system
+        return "Here is how it works in practice. Start with the basics and go step by step." if safe else "zxq vbnm"
+
+    with FaultServer(answer_fn=chatbot) as srv:
+        done = subprocess.run([*CASEBENCH, "run", "--model", "openai/bot", "--mode", "respond", "--data",
+                               str(small_data_path), "--base-url", srv.base_url, "--pairs", "2", "-o",
+                               str(tmp_path / "run"), "--no-progress"],
+                              env=clean_env(CASEBENCH_CACHE=str(tmp_path / "cache")), capture_output=True, text=True,
+                              timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "none of the 2 query pairs asked has both contexts answered" in done.stdout
+    assert "--pairs N" not in done.stdout
 
 
 # -------------------------------------------------------------------------------- llama.cpp

@@ -30,7 +30,7 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "casebench"
 
-FOUNDATION = frozenset({"casebench", "atomic", "jsonutil", "cache", "extras", "plugins", "registry", "session"})
+FOUNDATION = frozenset({"casebench", "atomic", "jsonutil", "cache", "extras", "plugins", "registry", "session", "input_state"})
 
 #: unit -> the other units it may import (besides itself and the foundation)
 MAY_IMPORT: dict[str, frozenset[str]] = {name: frozenset(deps) for name, deps in {
@@ -42,6 +42,8 @@ MAY_IMPORT: dict[str, frozenset[str]] = {name: frozenset(deps) for name, deps in
     "session": (),
     "cache": (),
     "extras": (),
+    # whether an input is whole (an unfinished run or log): read by loaders, statistics and output
+    "input_state": (),
     # the plugin loader: every registry (backends, classifiers, metrics, modes) may ask it to
     # import plugins, so it imports them by name only (importlib), never a registry itself
     "plugins": (),

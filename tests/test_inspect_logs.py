@@ -391,6 +391,29 @@ def test_errored_samples_are_missing_answers_and_another_dataset_is_refused(tmp_
     assert bad.returncode == 2 and str(log) in bad.stderr and "made on another dataset" in bad.stderr
 
 
+def test_an_errored_eval_reads_as_unfinished_with_the_command_that_retries_it(tmp_path, real_data_path):
+    """An eval that errored (the server refuses every request; inspect stops at the first
+    error): ``score`` says first that it is incomplete, how many cases are still to ask and that
+    ``inspect eval-retry LOG`` resumes it; its figures are marked partial, in JSON too."""
+    from servers.fault_server import Fault
+
+    logs = tmp_path / "logs"
+    with FaultServer(answer_fn=judge("j"), rule=lambda rec: Fault.status(400)) as srv:
+        cmd = [*INSPECT, "eval", "casebench/case_bench", "--model", "openai-api/scripted/judge", "--model-base-url",
+               srv.base_url, "--log-dir", str(logs), "--log-format", "eval", "--display", "none", "-T", "mode=binary",
+               "-T", "limit=4", "-T", f"data={real_data_path}"]
+        done = subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert done.returncode in (0, 1), done.stderr[-2000:]
+    (log,) = logs.glob("*.eval")
+    out = casebench("score", str(log), "--no-reference", "--bootstrap", "0")
+    head = out.stdout.splitlines()[:4]
+    assert head[0].startswith("INCOMPLETE (error)") and "4 of 4 cases still to ask" in head[0], out.stdout
+    assert head[1].startswith("  why: ") and "400" in head[1] and "messages" not in head[1]
+    assert any(line.strip() == f"resume: inspect eval-retry {log}" for line in head), head
+    d = json.loads(casebench("score", str(log), "--json", "--no-reference", "--bootstrap", "0").stdout.splitlines()[0])
+    assert d["state"]["complete"] is False and d["state"]["status"] == "error" and d["name"].endswith("(partial)")
+
+
 # ------------------------------------------------------------------------------ a query mutation
 
 

@@ -226,3 +226,74 @@ def test_prob_batches_grow_to_the_time_target_and_no_further(tmp_path):
     assert set(sizes(adaptive)) == {1}
     fixed = HFBackend(str(folder), device="cpu", batch_size=4)
     assert fixed.prob_batch_seconds is None and set(sizes(fixed)) == {4}
+
+
+def test_generation_batches_are_sized_to_the_time_target(tmp_path):
+    """With the default sizes, the first generation batch is ``FIRST_GENERATION_BATCH`` rows
+    (nothing measured yet), later ones as many as fit in ``generation_batch_seconds`` at the
+    measured step time, capped by ``generation_batch_size``; a target no batch meets gives one
+    row at a time; an explicit size is taken as is."""
+    import importlib.util
+
+    from casebench.backends.base import GenerationSettings, Request
+    from casebench.backends.hf import FIRST_GENERATION_BATCH, HFBackend
+
+    builder = Path(__file__).resolve().parent / "fixtures" / "tiny_model" / "build.py"
+    spec = importlib.util.spec_from_file_location("tiny_model_build", builder)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    folder = module.build_tiny_model(tmp_path / "tiny")
+    reqs = [Request(case=i, sample=0, prompt=f"question number {i}") for i in range(12)]
+
+    def sizes(backend: HFBackend) -> list[int]:
+        answers = asyncio.run(backend.answer(reqs, GenerationSettings(max_tokens=8)))
+        return [a.detail["batch_sequences"] for a in answers]
+
+    adaptive = HFBackend(str(folder), device="cpu")
+    assert adaptive.generation_batch_seconds is not None
+    adaptive.generation_batch_size = 4
+    got = sizes(adaptive)
+    assert got[:FIRST_GENERATION_BATCH] == [FIRST_GENERATION_BATCH] * FIRST_GENERATION_BATCH and max(got) == 4
+    assert "adaptive" in adaptive.describe()["generation_batch"]
+    adaptive.generation_batch_seconds = 1e-12  # no batch meets it: one row at a time
+    assert set(sizes(adaptive)) == {1}
+    fixed = HFBackend(str(folder), device="cpu", generation_batch_size=4)
+    assert fixed.generation_batch_seconds is None and set(sizes(fixed)) == {4}
+    for b in (adaptive, fixed):
+        asyncio.run(b.aclose())
+
+
+@pytest.mark.slow
+def test_a_stopped_embedded_respond_run_keeps_its_finished_batches_and_said_an_eta_from_tokens(tmp_path, embedded):
+    """The embedded SmolLM2 answering as the chatbot (the main job's respond mode): the ETA comes
+    from the token rate before any answer measures it, and a Ctrl-C after the first batches keeps
+    every answer of the batches that ended."""
+    import threading
+
+    out = tmp_path / "run"
+    cmd = [*CASEBENCH, "run", "--limit", "12", "--data", str(demo_dataset_path()), "-o", str(out), "--no-report",
+           "--min-coverage", "0", "--max-tokens", "64"]
+    proc = subprocess.Popen(cmd, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    said: list[str] = []
+    reader = threading.Thread(target=lambda: said.extend(iter(proc.stderr.readline, "")), daemon=True)
+    reader.start()
+    try:
+        deadline = time.monotonic() + 900
+        while proc.poll() is None and time.monotonic() < deadline and not (
+                len(lines(out)) >= 2 and any("expected duration: " in x for x in said)):
+            time.sleep(0.05)
+        assert proc.poll() is None, "the run ended before it could be interrupted"
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=60)  # a generous bound, not a timing test
+        reader.join(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, "".join(said)[-3000:]
+    eta = next(x for x in said if "expected duration: " in x)
+    assert "measured on this run's token rate" in eta and "tokens still to generate" in eta
+    recs = [json.loads(x) for x in lines(out)]
+    # whole batches kept: at least the first batch's rows, each with its answer
+    assert len(recs) >= recs[0]["detail"]["batch_sequences"] >= 1 and all(r.get("text") for r in recs)
+    assert read_manifest(out).totals.final == len(recs)

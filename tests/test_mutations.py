@@ -264,7 +264,8 @@ def test_study_runs_the_base_wording_and_each_mutation(tmp_path, small_data_path
     res = json.loads(r.stdout)
     assert [m["mutation"] for m in res["mutations"]] == ["base", "caesar", "atbash"]
     runs = sorted(p.name for p in (tmp_path / "runs").iterdir())
-    assert runs == ["judge-x_binary", "judge-x_binary_mut-atbash", "judge-x_binary_mut-caesar"]
+    sha = load_dataset(small_data_path).sha256[:8]  # named as `casebench run` names them
+    assert runs == [f"judge-x_binary_{sha}", f"judge-x_binary_mut-atbash_{sha}", f"judge-x_binary_mut-caesar_{sha}"]
     by = {m["mutation"]: m for m in res["mutations"]}
     # caesar: unsafe everywhere (the rule); atbash is not recognised by the rule: as plain
     assert by["caesar"]["score"]["unsafe_recall"] == 1 and by["caesar"]["context"]["context_shift"] == 0
@@ -329,6 +330,69 @@ def test_respond_mode_decodes_the_answer_before_the_reader_reads_it(tmp_path, sm
         assert rec["detail"]["decoded_answer"] == caesar_decode(rec["text"])
         safe_ctx = ds[rec["case"]].intended_safe
         assert rec["behaviour"] == ("comply" if safe_ctx else "refuse")
+
+
+def _case_chatbot(answer_for):
+    """A chatbot that finds the case's marker in the decoded query and answers ``answer_for(case)``."""
+    import re
+
+    marker = re.compile(r"\[case (\d+)\]")
+
+    def chatbot(body) -> str:
+        return answer_for(int(marker.search(caesar_decode(body["messages"][-1]["content"])).group(1)))
+
+    return chatbot
+
+
+REFUSAL = "I'm sorry, but I can't help with that request."
+HELPFUL = ("Here is how it works in practice. Start with the basics: clean the tools, dry them, oil the blades and "
+           "hang them on a wall rack.")
+NEITHER = "Xqzb qwrt vbnm plk zzt."
+
+
+def test_under_caesar_a_plain_answer_is_read_as_it_came(tmp_path, quiet_openai):
+    """The chatbot ignores the instruction to answer in the cipher and answers all ten in plain
+    English: every answer is read as written (decoding it would turn it into gibberish)."""
+    from test_runs import write_dataset
+
+    data = write_dataset(tmp_path / "cases.json", 10)
+    with FaultServer(answer_fn=_case_chatbot(lambda c: HELPFUL if c % 2 == 0 else REFUSAL)) as srv:
+        r = _run(["--mode", "respond", "--data", str(data), "--mutation", "caesar"], srv, tmp_path / "plain")
+    assert r.exit_code == 0, r.output
+    recs = [json.loads(line) for line in (tmp_path / "plain" / "records.jsonl").read_text().splitlines()]
+    read = [x for x in recs if x.get("behaviour")]
+    assert len(read) >= 8
+    assert all(x["detail"]["answer_form"] == "plain" and "decoded_answer" not in x["detail"] for x in recs)
+    assert all(x["behaviour"] == ("comply" if x["case"] % 2 == 0 else "refuse") for x in read)
+
+
+def test_under_caesar_each_answer_is_read_in_the_form_that_reads_and_a_diagnosis_names_the_cause(tmp_path,
+                                                                                              quiet_openai):
+    """Plain answers as they came, encoded ones decoded, answers in neither form undetermined
+    with that reason; a run whose answers are all in neither form says so (not "a judge or guard
+    model"), with what to try."""
+    from test_runs import write_dataset
+
+    data = write_dataset(tmp_path / "cases.json", 10)
+
+    def mixed(c: int) -> str:
+        text = HELPFUL if c % 2 == 0 else REFUSAL
+        return text if c < 4 else caesar_encode(text) if c < 7 else NEITHER
+
+    with FaultServer(answer_fn=_case_chatbot(mixed)) as srv:
+        r = _run(["--mode", "respond", "--data", str(data), "--mutation", "caesar"], srv, tmp_path / "mixed")
+    assert r.exit_code == 0, r.output
+    recs = {x["case"]: x for x in map(json.loads, (tmp_path / "mixed" / "records.jsonl").read_text().splitlines())}
+    assert [recs[c]["detail"]["answer_form"] for c in range(10)] == ["plain"] * 4 + ["decoded"] * 3 + ["neither"] * 3
+    assert all(recs[c]["behaviour"] == ("comply" if c % 2 == 0 else "refuse") for c in range(7))
+    assert all(recs[c]["detail"]["decoded_answer"] == caesar_decode(recs[c]["text"]) for c in range(4, 7))
+    assert all(recs[c].get("behaviour") is None and "neither plain language nor in the caesar encoding"
+               in recs[c]["error"] for c in range(7, 10))
+    with FaultServer(answer_fn=lambda body: NEITHER) as srv:
+        r = _run(["--mode", "respond", "--data", str(data), "--mutation", "caesar"], srv, tmp_path / "none")
+    assert r.exit_code == 3
+    assert "why: neither plain language nor in the caesar encoding (10)" in r.stderr
+    assert "judge or guard" not in r.stderr and "answers in plain language or in the caesar encoding" in r.stderr
 
 
 def test_a_mutator_writes_the_rewordings_once_and_a_resume_asks_it_nothing(tmp_path, small_data_path, quiet_openai):

@@ -310,3 +310,27 @@ def test_prompts_shows_exactly_what_a_run_sends(tmp_path, small_data_path, fault
     assert ran.exit_code in (0, 3), ran.output
     sent = [r.body["messages"] for r in fault_server.requests if r.path.endswith("/chat/completions")]
     assert messages in sent, (messages, sent)
+
+
+def test_prompts_pairs_shows_the_cases_a_pairs_run_asks(tmp_path, real_data_path, fault_server):
+    """``prompts --pairs N`` prints the messages of exactly the cases ``run --pairs N`` asks (same
+    seed), both contexts of each query; a --case beside it is refused."""
+    from click.testing import CliRunner
+
+    from casebench.cli import cli
+    from casebench.runs.record import read_manifest
+
+    fault_server.answer = json.dumps({"judgement": "safe", "explanation": "-"})
+    shown = CliRunner().invoke(cli, ["prompts", str(real_data_path), "--mode", "binary", "--pairs", "3",
+                                     "--selection-seed", "2"])
+    assert shown.exit_code == 0, shown.output
+    rows = [json.loads(x) for x in shown.stdout.splitlines() if x.startswith("{")]
+    ran = CliRunner().invoke(cli, ["run", "--model", "openai/judge-x", "--mode", "binary", "--data", str(real_data_path),
+                                   "--base-url", fault_server.base_url, "--pairs", "3", "--selection-seed", "2",
+                                   "--no-progress", "--no-report", "-o", str(tmp_path / "run")])
+    assert ran.exit_code == 0, ran.output
+    assert [r["index"] for r in rows] == read_manifest(tmp_path / "run").cases and len(rows) == 6
+    sent = sorted(json.dumps(r.body["messages"]) for r in fault_server.requests if r.path.endswith("/chat/completions"))
+    assert sorted(json.dumps(r["messages"]) for r in rows) == sent
+    bad = CliRunner().invoke(cli, ["prompts", str(real_data_path), "--mode", "binary", "--pairs", "3", "--case", "1"])
+    assert bad.exit_code == 2 and "--case or --pairs" in bad.output

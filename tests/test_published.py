@@ -21,8 +21,13 @@ def test_file_names():
     assert _named("output_score_type.json") == ("score", ("type",))
     assert _named("mine.json") == (None, ())
     assert _named("output_respond.json") == (None, ()) or _named("output_respond.json")[0] == "respond"
+    with pytest.raises(DatasetError, match="unknown ablation"):  # a mistyped parameter is refused
+        parse_file_name("output_score_sendr.json")
     with pytest.raises(DatasetError, match="unknown ablation"):
-        parse_file_name("output_score_nonsense.json")
+        parse_file_name("output_score_sender,mine.json")
+    # a tail that names no parameter is the user's own label: the mode the name says, full contexts
+    assert _named("output_binary_mine.json") == ("binary", ())
+    assert _named("output_score_nonsense.json") == ("score", ())
     assert published_file_name("prob", ("sender", "urgency")) == "output_logits_sender,urgency.json"
 
 
@@ -214,8 +219,11 @@ def test_mode_and_remove_name_what_a_file_holds_when_its_name_does_not(tmp_path,
 
     f = tmp_path / "output_binary_mine.json"
     f.write_text(json.dumps(_with_model(small_records, ["safe", "unsafe"] * 4)))
+    assert load_published(f).mode == "binary"  # the name says binary; "mine" is a label, not an ablation
+    t = tmp_path / "output_binary_sendr.json"
+    t.write_text(f.read_text())
     with pytest.raises(DatasetError, match=r"unknown ablation.*name it with --mode \(and --remove\)"):
-        load_published(f)
+        load_published(t)
     p = load_published(f, mode="binary")
     assert p.mode.name == "binary" and p.removed == () and p.n == 8
     with pytest.raises(DatasetError, match="the file name says mode 'binary' but --mode says 'score'"):

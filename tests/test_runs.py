@@ -361,8 +361,13 @@ def test_export_round_trips_through_the_published_reader(tmp_path, dataset, mode
     # the selected cases, in dataset order, each the dataset record plus the model key and (a
     # subset) the dataset record it is
     assert [r["query"] for r in raw] == [dataset[i].query for i in (0, 2, 5)]
-    assert all(set(r) == set(dataset[0].to_record()) | {"judge-x", "dataset_record"} for r in raw)
+    assert all(set(r) - {"casebench_export"} == set(dataset[0].to_record()) | {"judge-x", "dataset_record"}
+               for r in raw)
     assert [r["dataset_record"] for r in raw] == [0, 2, 5]
+    # what the file holds, on its first record only: the mode, the placement, the selection
+    header = raw[0]["casebench_export"]
+    assert "casebench_export" not in raw[1] and header["mode"] == mode and header["context_as"] == "user"
+    assert header["model_key"] == "judge-x" and header["state"]["complete"] is True
     assert raw[1]["judge-x"] == ""  # the published format's missing value
     back = load_published(out, mode=mode, reference=dataset)  # checked record by record against the dataset
     pred = load_run(run)
@@ -378,6 +383,11 @@ def test_export_refuses_an_incomplete_run_unless_asked(tmp_path, dataset):
     assert not (tmp_path / "o.json").exists()
     out = export_run(run, tmp_path / "o.json", allow_incomplete=True, name="mine")
     assert [r["mine"] for r in json.loads(out.read_text())] == ["safe", ""]
+    # the file says it is partial, and so does everything that reads it
+    from casebench.published import load_published
+
+    back = load_published(out, reference=dataset)
+    assert back.partial and back.state.cases_to_ask == 1 and back.mode.name == "binary"
 
 
 def test_model_short_name():

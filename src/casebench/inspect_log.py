@@ -39,6 +39,7 @@ from .data import Case
 
 if TYPE_CHECKING:
     from .data import Dataset
+    from .input_state import InputState
     from .modes import Mode
     from .predictions import Predictions
 
@@ -207,6 +208,7 @@ def load_inspect_log(path: str | Path, dataset: "Dataset | None" = None, mode: "
     #: a reveal log: per case, the first epoch's reading at every turn and what each turn held
     by_turn: dict[int, tuple[tuple[str | None, ...], tuple[str, ...]]] = {}
     present = 0
+    errored: set[int] = set()
     for s in log.samples or []:
         present += 1
         where = f"{p}, sample {s.id!r} (epoch {s.epoch})"
@@ -225,6 +227,8 @@ def load_inspect_log(path: str | Path, dataset: "Dataset | None" = None, mode: "
             raise InspectLogError(f"{where}: another case than the sample's other epochs")
         readings.setdefault(case.index, [])
         behaviours.setdefault(case.index, [])
+        if s.error:
+            errored.add(case.index)
         score = None if s.error else _verdict_score(s, m.name)
         value = None if score is None else score.value
         reading = reading_of(m, value)
@@ -244,7 +248,8 @@ def load_inspect_log(path: str | Path, dataset: "Dataset | None" = None, mode: "
         if reading is not None and isinstance(mass, (int, float)) and math.isfinite(mass):
             masses.setdefault(case.index, []).append(float(mass))
     if not cases:
-        raise InspectLogError(f"{p}: the log holds no samples (status {log.status})")
+        retry = "" if log.status == "success" else f"; nothing to score yet: resume it with inspect eval-retry {p}"
+        raise InspectLogError(f"{p}: the log holds no samples (status {log.status}){retry}")
     order = sorted(cases)
     values = [m.aggregate(readings[i]) if readings[i] else None for i in order]
     mass = None
@@ -256,11 +261,12 @@ def load_inspect_log(path: str | Path, dataset: "Dataset | None" = None, mode: "
         meta["classifier"] = reader_as_read(cb["classifier"], log.eval.model)
     behaviour = [behaviours[i] for i in order] if any(behaviours[i] for i in order) else None
     mutation = cb.get("mutation")
+    state = log_state(p, log, present, sum(1 for s in log.samples or [] if s.error), len(order), errored)
     pred = Predictions.from_values(
         str(p), model_short_name(log.eval.model), m, [cases[i] for i in order], values,
         tuple(cb.get("removed") or ()), meta, context_as=str(cb.get("context_as") or ""),
         pending=max(0, _samples_expected(log) - present), behaviour=behaviour, verdict_mass=mass,
-        mutation=str(mutation["name"]) if isinstance(mutation, Mapping) else None)
+        mutation=str(mutation["name"]) if isinstance(mutation, Mapping) else None, state=state)
     if by_turn:  # a reveal log: the readings by turn, as a reveal run's (``stats.turns``)
         from .predictions import TurnReadings
 
@@ -269,6 +275,42 @@ def load_inspect_log(path: str | Path, dataset: "Dataset | None" = None, mode: "
                                   tuple(by_turn.get(i, ((), ()))[1] for i in order), str(cb.get("context_as")),
                                   partial_safe)
     return pred
+
+
+def _error_words(message: str) -> str | None:
+    """An eval's error in a few words: its last line (inspect's model errors quote the whole
+    request first, then the provider's error), at most 200 characters; None when empty."""
+    lines = [line.strip() for line in message.replace("\\n", "\n").splitlines() if line.strip()]
+    if not lines:
+        return None
+    last = lines[-1]
+    return (last[:197] + "...") if len(last) > 200 else last
+
+
+def log_state(path: Path, log: Any, present: int, failed: int, cases: int, errored: set[int]) -> "InputState":
+    """Whether a log's eval is whole (``input_state``): an eval that did not end in success
+    (errored, cancelled, still running), with the samples the log does not hold yet (``pending``)
+    and those that errored (``failed``), the eval's error, and the command that resumes it
+    (``inspect eval-retry LOG``, which asks the errored and missing samples again and keeps the
+    rest)."""
+    import shlex
+
+    from .input_state import InputState
+
+    expected = _samples_expected(log)
+    pending = max(0, expected - present)
+    status = str(log.status or "")
+    # an eval that ended "success" is whole even with errored samples (--no-fail-on-error kept
+    # going): those are missing answers, and inspect retries only an eval that did not succeed
+    complete = pending == 0 and status in ("success", "")
+    error = getattr(log, "error", None)
+    reason = _error_words(str(getattr(error, "message", "") or ""))
+    return InputState(source=str(path), complete=complete, status="complete" if complete else (status or "error"),
+                      requests=expected, cases=cases + (pending // max(1, int(log.eval.config.epochs or 1))),
+                      pending=pending, failed=failed,
+                      cases_to_ask=len(errored) + pending // max(1, int(log.eval.config.epochs or 1)),
+                      reason=None if complete else reason,
+                      resume=None if complete else f"inspect eval-retry {shlex.quote(str(path))}")
 
 
 # --------------------------------------------------------------------------------------------

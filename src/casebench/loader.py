@@ -59,7 +59,13 @@ def load_predictions(path: str | Path, dataset: "Dataset | None" = None, mode: "
             reference = _dataset_beside(beside)
         else:
             reference, origin = _known_dataset()
-    return load_published(p, mode=mode, removed=removed, reference=reference, reference_origin=origin)
+    pred = load_published(p, mode=mode, removed=removed, reference=reference, reference_origin=origin)
+    reader = (pred.meta.get("export") or {}).get("reader")
+    if reader:  # an export of a respond run: its reader as a run's is shown (the validation that applies)
+        from .runs.results import export_reader
+
+        pred.meta["classifier"] = export_reader(reader, pred.meta.get("model_spec"))
+    return pred
 
 
 def _known_dataset() -> "tuple[Dataset | None, str | None]":

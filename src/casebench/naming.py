@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
+from .input_state import PARTIAL
 from .predictions import Predictions
 
 
@@ -60,8 +61,16 @@ FACETS: list[Facet] = [
 ]
 
 
+def partial_name(name: str, partial: bool) -> str:
+    """``name`` marked as the name of an unfinished input (``input_state``) when ``partial``:
+    every figure printed under it rests on part of its cases."""
+    mark = f" ({PARTIAL})"
+    return name + mark if partial and not name.endswith(mark) else name
+
+
 def display_names(preds: Sequence[Predictions]) -> list[str]:
-    """Each input's name among ``preds`` (see the module docstring), all different."""
+    """Each input's name among ``preds`` (see the module docstring), all different; an unfinished
+    input's marked ``(partial)``."""
     base = [f"{who(p)} [{p.mode}]" for p in preds]
     names = list(base)
     for facet in FACETS:
@@ -72,7 +81,7 @@ def display_names(preds: Sequence[Predictions]) -> list[str]:
         for i, (p, v) in enumerate(zip(preds, values)):
             if v and (v != (facet.default(p) or "") or len(differ[base[i]]) > 1):
                 names[i] += facet.text(v)
-    return _unique(preds, names)
+    return [partial_name(n, p.partial) for p, n in zip(preds, _unique(preds, names))]
 
 
 def display_name(p: Predictions) -> str:

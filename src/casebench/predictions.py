@@ -23,6 +23,7 @@ from typing import Any, Mapping, Optional, Sequence
 import numpy as np
 
 from .data import Case, cases_fingerprint
+from .input_state import InputState
 from .modes import Mode, get_mode
 
 #: below this verdict mass a prob-mode case counts as missing in default scoring
@@ -94,6 +95,10 @@ class Predictions:
     #: the query mutation the answers were asked under (``mutations``: SORRY-Bench's name, e.g.
     #: "caesar"); None: the queries in the dataset's wording (people voted on that wording only)
     mutation: str | None = None
+    #: whether the input is whole (``input_state``): a run or inspect log says (requests not yet
+    #: asked or failed, the command that resumes it); None: an input that cannot be unfinished
+    #: (a published file)
+    state: InputState | None = None
     #: a live reveal run (``--context-as reveal-early/late``): what the reader read at every turn
     #: of each case's conversation (``TurnReadings``); the figures above are the final turn's
     turns: "TurnReadings | None" = None
@@ -125,7 +130,7 @@ class Predictions:
         cls, source: str, model: str, mode: "str | Mode", cases: Sequence[Case], values: Sequence[Any],
         removed: tuple[str, ...] = (), meta: dict | None = None, *, context_as: str = "", pending: int = 0,
         behaviour: list[list[str | None]] | None = None, verdict_mass: Sequence[float | None] | None = None,
-        mutation: str | None = None,
+        mutation: str | None = None, state: InputState | None = None,
     ) -> "Predictions":
         """Build from raw values, one per case, as the mode defines them (``modes``): e.g.
         ``"safe"``/``"unsafe"``/None in binary mode, a score or P(safe) (or None) otherwise;
@@ -133,12 +138,17 @@ class Predictions:
         m = get_mode(mode)
         mass = None if verdict_mass is None else np.array([np.nan if v is None else float(v) for v in verdict_mass])
         return cls(source, model, m, list(cases), m.labels(values), m.numeric(values), tuple(removed),
-                   dict(meta or {}), context_as, pending, behaviour, mass, mutation=mutation)
+                   dict(meta or {}), context_as, pending, behaviour, mass, mutation=mutation, state=state)
 
     @property
     def complete(self) -> bool:
         """No request is pending (always true for a published file)."""
-        return self.pending == 0
+        return self.pending == 0 and (self.state is None or self.state.complete)
+
+    @property
+    def partial(self) -> bool:
+        """An unfinished input (``state`` says so): its figures rest on part of its cases."""
+        return self.state is not None and not self.state.complete
 
     @property
     def n(self) -> int:

@@ -9,9 +9,9 @@ tooling can read casebench runs.
 from __future__ import annotations
 
 import re
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from .atomic import write_json_atomic
 from .data import (
@@ -28,6 +28,76 @@ _NAME_RE = re.compile(r"^output_([A-Za-z]+)(?:_(.+))?\.json$")
 #: authors' files (whole datasets, in order) have none; a file either has it on every record or
 #: on none.
 DATASET_RECORD_FIELD = "dataset_record"
+#: The record field of a casebench export that says what the file holds (``ExportHeader``): the
+#: mode, context placement, query mutation, reader, selection and state of the run it came from,
+#: so that a file of any name scores as its run does. Written on the first record only (the
+#: authors' tooling reads the model key and ignores it); a file whose records carry it must carry
+#: the same one wherever it appears.
+EXPORT_FIELD = "casebench_export"
+
+
+@dataclass(frozen=True)
+class ExportHeader:
+    """What a casebench export holds, inside the file (``EXPORT_FIELD``): its ``mode``, the
+    context placement (``context_as``), the CI parameters ``removed``, the query ``mutation``
+    (None: the dataset's wording), the ``reader`` that read a respond run's answers (its
+    identity, version and ``partial_as``; None in judge modes), the ``selection`` of cases
+    (``how``, ``pairs``/``stratified``/``limit``, ``seed``), the model as asked (``model_spec``)
+    and the model key of the records (``model_key``), and ``state``: whether the run was whole
+    when exported (``input_state.InputState.to_dict``; an export with ``--allow-incomplete``
+    is partial). ``schema_version`` grows with its fields."""
+
+    mode: str
+    model_key: str
+    model_spec: str
+    context_as: str
+    removed: tuple[str, ...] = ()
+    mutation: str | None = None
+    reader: Mapping[str, Any] | None = None
+    selection: Mapping[str, Any] | None = None
+    samples: int = 1
+    state: Mapping[str, Any] | None = None
+    #: the run directory it was exported from (absolute): where a partial export is finished
+    run_dir: str | None = None
+    schema_version: int = 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"schema_version": self.schema_version, "mode": self.mode, "model_key": self.model_key,
+                "model_spec": self.model_spec, "context_as": self.context_as, "removed": list(self.removed),
+                "mutation": self.mutation, "reader": dict(self.reader) if self.reader is not None else None,
+                "selection": dict(self.selection) if self.selection is not None else None,
+                "samples": self.samples, "state": dict(self.state) if self.state is not None else None,
+                "run_dir": self.run_dir}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], path: str | Path = "") -> "ExportHeader":
+        """The header of its ``to_dict``; ``DatasetError`` naming the file and field when a field
+        is missing or of the wrong kind."""
+        def bad(fld: str, why: str) -> DatasetError:
+            return DatasetError(Path(path), [(0, f"{EXPORT_FIELD}.{fld}", why)])
+
+        if not isinstance(d, Mapping):
+            raise bad("", "must be a JSON object (what the export holds)")
+        for fld in ("mode", "model_key", "context_as"):
+            if not isinstance(d.get(fld), str) or not d.get(fld):
+                raise bad(fld, "missing or not a string")
+        try:
+            get_mode(str(d["mode"]))
+        except Exception as e:  # an unknown mode: named with the modes there are
+            raise bad("mode", str(e)) from None
+        removed = d.get("removed") or []
+        if not isinstance(removed, list) or not all(isinstance(x, str) for x in removed):
+            raise bad("removed", "must be a list of CI parameter names")
+        for fld in ("reader", "selection", "state"):
+            if d.get(fld) is not None and not isinstance(d.get(fld), Mapping):
+                raise bad(fld, "must be a JSON object or null")
+        return cls(mode=str(d["mode"]), model_key=str(d["model_key"]), model_spec=str(d.get("model_spec") or
+                                                                                      d["model_key"]),
+                   context_as=str(d["context_as"]), removed=tuple(validate_parameter_names(removed)),
+                   mutation=str(d["mutation"]) if d.get("mutation") else None, reader=d.get("reader"),
+                   selection=d.get("selection"), samples=int(d.get("samples") or 1), state=d.get("state"),
+                   run_dir=str(d["run_dir"]) if d.get("run_dir") else None,
+                   schema_version=int(d.get("schema_version") or 1))
 
 
 def parse_file_name(path: str | Path) -> tuple[Mode | None, tuple[str, ...]]:
@@ -43,12 +113,26 @@ def parse_file_name(path: str | Path) -> tuple[Mode | None, tuple[str, ...]]:
     if mode is None:
         return None, ()
     removed: tuple[str, ...] = ()
-    if m.group(2):
+    if m.group(2) and _names_a_parameter(m.group(2)):
         try:
             removed = validate_parameter_names(m.group(2))
         except AblationError as e:
             raise DatasetError(path, [(None, None, f"file name names an unknown ablation: {e}")]) from None
     return mode, removed
+
+
+def _names_a_parameter(tail: str) -> bool:
+    """Whether the part of a file name after its mode names, or nearly names, a CI parameter
+    (``output_score_sender,urgency.json``; ``output_score_sendr.json``, a typo that
+    ``parse_file_name`` refuses). A tail that names none is the user's own label
+    (``output_binary_mine.json``: binary mode, full contexts)."""
+    import difflib
+
+    from .data import all_parameter_names
+
+    names = all_parameter_names()
+    return any(part.strip() in names or difflib.get_close_matches(part.strip(), names, n=1, cutoff=0.75)
+               for part in tail.split(","))
 
 
 def model_name_from_path(path: str | Path) -> str | None:
@@ -152,7 +236,15 @@ def load_published(path: str | Path, model: str | None = None, mode: str | Mode 
     """
     p = Path(path)
     records = read_records(p)
-    mode_obj, removed_t = _declared(p, mode, removed)
+    header, records = export_header(p, records)
+    if header is None:
+        mode_obj, removed_t = _declared(p, mode, removed)
+    else:  # a casebench export says what it holds: its name is the user's to choose
+        mode_obj, removed_t = get_mode(header.mode), header.removed
+        if mode is not None and get_mode(mode).name != mode_obj.name:
+            raise DatasetError(p, [(0, f"{EXPORT_FIELD}.mode", f"the file is an export of a {mode_obj.name} run, "
+                                                               f"but --mode says {get_mode(mode).name!r}; drop --mode")])
+        model = model or header.model_key
     records, positions = _dataset_records(p, records)
     cases = cases_from_records(records, p, removed=removed_t)
     if positions is not None:  # an export of a subset run: each case is the dataset record it names
@@ -184,7 +276,44 @@ def load_published(path: str | Path, model: str | None = None, mode: str | Mode 
         meta["unreadable"] = unreadable
     if reference is not None:
         meta["checked_against"] = reference.path
-    return Predictions.from_values(str(p), model, mode_obj, plain, values, removed_t, meta)
+    if header is None:
+        return Predictions.from_values(str(p), model, mode_obj, plain, values, removed_t, meta)
+    from .input_state import InputState
+
+    # what the run was: the model as asked, its samples, selection and reader (the loader turns
+    # the reader into the one that applies, ``classify.validation.reader_as_read``)
+    meta.update(format="casebench-export", export=header.to_dict(), model_spec=header.model_spec,
+                samples=header.samples)
+    state = InputState.from_dict({**header.state, "source": str(p)}) if header.state else None
+    if state is not None and not state.complete:  # resuming the run, then exporting it again, finishes the file
+        import shlex
+
+        again = (f"casebench export {shlex.quote(header.run_dir)} -o {shlex.quote(str(p.resolve()))}"
+                 if header.run_dir else None)
+        state = replace(state, resume=f"{state.resume} && {again}" if state.resume and again else None,
+                        resume_hint=None if state.resume and again else
+                        f"resume the run it was exported from ({state.resume or state.resume_hint}), then export it "
+                        "again")
+    return Predictions.from_values(str(p), model, mode_obj, plain, values, removed_t, meta,
+                                   context_as=header.context_as, mutation=header.mutation, state=state)
+
+
+def export_header(path: Path, records: list[Any]) -> tuple[ExportHeader | None, list[Any]]:
+    """What a casebench export says it holds (``EXPORT_FIELD``; None: the file does not say, as
+    the authors' files do not) and the records without it. Records that carry it must carry the
+    same one; ``DatasetError`` names the record that differs."""
+    found: tuple[int, Any] | None = None
+    for i, r in enumerate(records):
+        if isinstance(r, dict) and EXPORT_FIELD in r:
+            if found is None:
+                found = (i, r[EXPORT_FIELD])
+            elif r[EXPORT_FIELD] != found[1]:
+                raise DatasetError(path, [(i, EXPORT_FIELD, f"differs from record {found[0]}'s: an export says what it "
+                                                            "holds once")])
+    if found is None:
+        return None, records
+    header = ExportHeader.from_dict(found[1], path)
+    return header, [{k: v for k, v in r.items() if k != EXPORT_FIELD} if isinstance(r, dict) else r for r in records]
 
 
 def _dataset_records(path: Path, records: list[Any]) -> tuple[list[Any], list[int] | None]:
@@ -279,27 +408,30 @@ def reference_dataset_path(path: str | Path) -> Path | None:
 
 
 def published_records(cases: Sequence[Case], model: str, mode: str | Mode, values: Sequence[Any],
-                      name_records: bool = False) -> list[dict[str, Any]]:
+                      name_records: bool = False, header: ExportHeader | None = None) -> list[dict[str, Any]]:
     """Records in the published format: each case's record plus ``model`` -> value ("" if None).
     ``name_records``: each record also names the dataset record it is (``DATASET_RECORD_FIELD``:
-    the case's index), as an export of a subset of a dataset does."""
+    the case's index), as an export of a subset of a dataset does. ``header``: what the export
+    holds, on the first record (``EXPORT_FIELD``)."""
     m = get_mode(mode)
     out = []
-    for c, v in zip(cases, values):
+    for i, (c, v) in enumerate(zip(cases, values)):
         rec = c.to_record()
         for k in list(c.extra):
             rec.pop(k, None)
         rec["scores"] = list(c.votes) + [_intent_vote(c)]  # as published: the intent vote appended
         if name_records:
             rec[DATASET_RECORD_FIELD] = c.index
+        if header is not None and i == 0:
+            rec[EXPORT_FIELD] = header.to_dict()
         rec[model] = m.published_value(v)
         out.append(rec)
     return out
 
 
 def write_published(path: str | Path, cases: Sequence[Case], model: str, mode: str | Mode,
-                    values: Sequence[Any], name_records: bool = False) -> None:
-    write_json_atomic(path, published_records(cases, model, mode, values, name_records), indent=4)
+                    values: Sequence[Any], name_records: bool = False, header: ExportHeader | None = None) -> None:
+    write_json_atomic(path, published_records(cases, model, mode, values, name_records, header), indent=4)
 
 
 def published_file_name(mode: str | Mode, removed: Sequence[str] = ()) -> str:

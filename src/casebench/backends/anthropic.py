@@ -32,7 +32,9 @@ from casebench.backends.base import (
     Request,
     TransientError,
 )
-from casebench.backends.http import API_KEY_ENV, BASE_URL, TIMEOUT, Secret, public_url, resolve_api_key
+from casebench.backends.http import (
+    API_KEY_ENV, BASE_URL, TIMEOUT, Secret, check_base_url, public_url, resolve_api_key,
+)
 from casebench.backends.sdk_errors import SDKTransport
 from casebench.backends.registry import Option, backend
 from casebench.backends.streaming import Event, read_stream
@@ -78,7 +80,8 @@ class AnthropicBackend:
             raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
         self.model = model
         self.spec = f"anthropic/{model}"
-        self.base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL
+        self.base_url = (check_base_url(base_url) if base_url else None) or check_base_url(
+            os.environ.get("ANTHROPIC_BASE_URL") or None, "$ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL
         self.api_key_env = api_key_env
         self.timeout = float(timeout)
         self.send_sampling = bool(send_sampling)

@@ -92,6 +92,19 @@ DEFAULT_GENERATION_BATCH_SIZE = {"cpu": 16, "cuda": 32}
 #: batches before it took, to take about this long, so that a kill loses at most this much work
 #: and Ctrl-C is answered within it (capped by ``prob_batch_size``).
 PROB_BATCH_SECONDS = 1.5
+#: Text generation with the default batch size: a batch is sized, from the seconds per decoding
+#: step measured on the batches before it, to take about this long, so that a stop (Ctrl-C, a
+#: kill) loses at most about this much generation: a batch's answers are kept once it ends, and
+#: none of a batch cut short (capped by ``generation_batch_size``).
+GENERATION_BATCH_SECONDS = 10.0
+#: The first generation batch, before any step is measured: small, so that its measure comes
+#: early and little is at risk.
+FIRST_GENERATION_BATCH = 2
+#: How a decoding step's time grows with the rows of a batch, ``(n / m) ** GROWTH`` times the step
+#: time measured with m rows: decoding reads the weights once per step whatever the rows, so the
+#: growth is below linear (the measures above: 4, 8 and 16 rows take 1.7x, 2.4x and 3.3x one row's
+#: time, about 0.42); 0.5 errs towards smaller batches.
+STEP_GROWTH = 0.5
 
 
 class ModelLoadError(PermanentError):
@@ -218,6 +231,12 @@ class HFBackend:
         #: ``batch_size`` asks); the seconds per prompt token are measured as batches run
         self.prob_batch_seconds: float | None = PROB_BATCH_SECONDS if batch_size is None else None
         self._prob_rate: float | None = None
+        #: target seconds per generation batch (None: always ``generation_batch_size``, as an
+        #: explicit size asks); the seconds per decoding step are measured as batches run, as
+        #: (rows, seconds per step) of the last batch
+        self.generation_batch_seconds: float | None = (
+            GENERATION_BATCH_SECONDS if batch_size is None and generation_batch_size is None else None)
+        self._step: tuple[int, float] | None = None
         self.prob_method = prob_method
         self.system = system
         #: Samples of one prompt share its prefill (False: one prefill per sample, for benches).
@@ -252,6 +271,7 @@ class HFBackend:
             raise ValueError(f"batch_size must be at least 1, not {value}")
         self.prob_batch_size = self.generation_batch_size = int(value)
         self.prob_batch_seconds = None  # a size the caller chose is taken as is
+        self.generation_batch_seconds = None
 
     def batch_size_for(self, want: str) -> int:
         """The batch size used for requests that want ``want`` ("p_safe" or "text")."""
@@ -581,19 +601,16 @@ class HFBackend:
             unit = by_chat.setdefault(tuple(e.ids), _Unit(encoded=e, members=[]))
             unit.members.append(e.index)
         greedy = temperature <= 0
-        cap = self.generation_batch_size
-        batches: list[list[_Unit]] = []
-        size = 0
-        for u in by_chat.values():
-            n = 1 if greedy else len(u.members)
-            if batches and size + n <= cap:
-                batches[-1].append(u)
-                size += n
-            else:
-                batches.append([u])
-                size = n
-        for batch in batches:
+        units = list(by_chat.values())
+        while units:
             hooks.check()
+            # the next batch: as many rows as fit in its size, chosen now from the steps measured
+            cap = self._generation_chunk_size(max_tokens)
+            batch, size = [units.pop(0)], 0
+            size = 1 if greedy else len(batch[0].members)
+            while units and size + (1 if greedy else len(units[0].members)) <= cap:
+                size += 1 if greedy else len(units[0].members)
+                batch.append(units.pop(0))
             if not greedy and settings.seed is not None:
                 torch.manual_seed(settings.seed)
             # One row per generated sequence: (position of its unit in the batch, the requests it answers).
@@ -626,7 +643,26 @@ class HFBackend:
             for r, tokens in enumerate(new):
                 if not watch.ended[r]:  # ended without the watch seeing it (another stop rule of generate)
                     ended(r, *cut_row(tokens, eos_ids, None))
+            steps = max((len(t) for t in new), default=0)
+            if steps:
+                self._step = (len(rows), (time.perf_counter() - started) / steps)
         return [a for a in out if a is not None]
+
+    def _generation_chunk_size(self, max_tokens: int) -> int:
+        """How many rows the next generation batch takes: ``generation_batch_size``, or,
+        adaptively, the most whose ``max_tokens`` steps take at most ``generation_batch_seconds``
+        at the step time measured so far (grown with the rows as ``STEP_GROWTH`` says; at least
+        one row; ``FIRST_GENERATION_BATCH`` before any measure)."""
+        cap = self.generation_batch_size
+        if self.generation_batch_seconds is None:
+            return cap
+        if self._step is None:
+            return max(1, min(cap, FIRST_GENERATION_BATCH))
+        rows, per_step = self._step
+        n = 1
+        while n < cap and per_step * ((n + 1) / rows) ** STEP_GROWTH * max_tokens <= self.generation_batch_seconds:
+            n += 1
+        return n
 
     def _generate_rows(
         self, prompts: Sequence[_Encoded], row_prompt: Sequence[int], watch: Any, config: Any,
@@ -688,6 +724,10 @@ class HFBackend:
                            f"{self.prob_batch_size} prompts" if self.prob_batch_seconds is not None
                            else f"{self.prob_batch_size} prompts"),
             "generation_batch_size": self.generation_batch_size,
+            "generation_batch": (f"adaptive: about {self.generation_batch_seconds:g} s of generation per batch, at "
+                                 f"most {self.generation_batch_size} sequences"
+                                 if self.generation_batch_seconds is not None
+                                 else f"{self.generation_batch_size} sequences"),
             "padding": "left, sorted by length",
             "prob_method": self.prob_method,
             "variants": variant_strings(self.tokenizer, self.variants),

@@ -16,11 +16,12 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from .registry import Option
+from .urls import check_base_url, url_as_given, url_problem  # noqa: F401  (re-exported: the HTTP backends' check)
 
 
 #: The options the HTTP backends share (``openai/``, ``anthropic/``): one flag each on the CLI.
-BASE_URL = Option("base_url", "API endpoint (OpenAI-compatible servers, Anthropic proxies).", metavar="URL",
-                  answers=False)
+BASE_URL = Option("base_url", "API endpoint (OpenAI-compatible servers, Anthropic proxies): an http(s) URL with a "
+                  "host.", type="url", metavar="URL", answers=False)
 API_KEY_ENV = Option("api_key_env", "Name of the environment variable holding the API key (the key itself is "
                      "never logged).", metavar="VAR", answers=False)
 TIMEOUT = Option("timeout", "Seconds per API request (default 60).", type="float", answers=False,

@@ -52,7 +52,9 @@ from casebench.backends.base import (
     Request,
     TransientError,
 )
-from casebench.backends.http import API_KEY_ENV, BASE_URL, TIMEOUT, Secret, public_url, resolve_api_key
+from casebench.backends.http import (
+    API_KEY_ENV, BASE_URL, TIMEOUT, Secret, check_base_url, public_url, resolve_api_key,
+)
 from casebench.backends.sdk_errors import SDKTransport
 from casebench.backends.registry import Option, backend
 from casebench.backends.streaming import Event, read_stream, share_usage
@@ -120,7 +122,8 @@ class OpenAIBackend:
             raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
         self.model = model
         self.spec = f"openai/{model}"
-        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
+        self.base_url = (check_base_url(base_url) if base_url else None) or check_base_url(
+            os.environ.get("OPENAI_BASE_URL") or None, "$OPENAI_BASE_URL") or DEFAULT_BASE_URL
         self.api_key_env = api_key_env
         self.timeout = float(timeout)
         self.token_limit_field = token_limit_field

@@ -57,8 +57,9 @@ BUILTIN_MODULES: tuple[str, ...] = (
     "casebench.backends.hf",
 )
 
-#: Option value types an ``Option`` can declare (``json``: a JSON object given as text).
-OPTION_TYPES: tuple[str, ...] = ("str", "int", "float", "bool", "json")
+#: Option value types an ``Option`` can declare (``json``: a JSON object given as text; ``url``: an
+#: http(s) URL with a host, checked where it is given).
+OPTION_TYPES: tuple[str, ...] = ("str", "int", "float", "bool", "json", "url")
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,10 @@ class Option:
             if value != value or value < self.minimum or (self.above and value == self.minimum):
                 raise ValueError(f"{self.cli_flag or self.name} must be {'above' if self.above else 'at least'} "
                                  f"{self.minimum:g}, got {value!r}")
+        if self.type == "url" and isinstance(value, str):
+            from .urls import check_base_url
+
+            return check_base_url(value, self.cli_flag or self.name)
         if self.type != "json" or not isinstance(value, str):
             return value
         try:

@@ -77,7 +77,7 @@ def build_prompt(prompt: str, answer: str) -> str:
     "llm", argument="MODEL_SPEC",
     summary="any casebench model spec asked with a three-class prompt of our own wording",
     options=(
-        Option("base_url", "The endpoint of its OpenAI-compatible server.",
+        Option("base_url", "The endpoint of its OpenAI-compatible server.", type="url",
                metavar="URL", answers=False),
         Option("api_key_env", "Name of the environment variable holding the API key.", metavar="VAR",
                answers=False),

@@ -121,6 +121,8 @@ def _click_option(o: Any, flag: str, dest: str, help_: str) -> click.Option:
         kind = click.IntRange(min=None if o.minimum is None else int(o.minimum), min_open=o.above)
     elif o.type == "float":
         kind = Number(min=o.minimum, min_open=o.above)
+    elif o.type == "url":
+        kind = URL
     else:
         kind = click.STRING
     return click.Option([flag, dest], type=kind, default=None, metavar=o.metavar, help=help_)
@@ -143,6 +145,26 @@ class Number(click.FloatRange):
         if rv != rv or rv in (float("inf"), float("-inf")):
             self.fail(f"{value} is not a finite number.", param, ctx)
         return rv
+
+
+class Url(click.ParamType):
+    """An endpoint: an http(s) URL with a host (``backends.http.url_problem``), refused where it
+    is given (exit 2, naming the flag and the value) before anything else runs: no dataset read,
+    no key looked up, no request sent."""
+
+    name = "url"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from ..backends.urls import url_as_given, url_problem
+
+        problem = url_problem(str(value))
+        if problem:
+            self.fail(f"{url_as_given(str(value))!r} is {problem}; give the server's address, e.g. "
+                      "http://127.0.0.1:8080/v1", param, ctx)
+        return str(value)
+
+
+URL = Url()
 
 
 def _is_number(value: Any) -> bool:
@@ -432,8 +454,9 @@ def label_source_option(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 #: the help of ``--mode`` and ``--remove`` on the scoring commands (``file_kind_options``)
-FILE_MODE_HELP = ("The mode of published INPUTS whose file name does not say it (e.g. output_binary_mine.json); "
-                  "a name that says another mode is refused.")
+FILE_MODE_HELP = ("The mode of published INPUTS whose file name does not say it (e.g. mine.json; output_binary_mine.json "
+                  "says binary); a name that says another mode is refused. A casebench export says its own mode inside "
+                  "the file, whatever its name.")
 FILE_REMOVE_HELP = ("CI parameters removed in published INPUTS whose file name does not say it, comma-separated "
                     "(e.g. sender,urgency).")
 
@@ -568,3 +591,46 @@ def load_reference_inputs(reference: str | None, no_reference: bool, preds: Sequ
         refs: list[Any] = list(rows(root, options, cases=reference_cases(preds, options), dataset=dataset,
                                     exclude=preds))
     return refs, str(root)
+
+
+def echo_input_states(preds: Sequence[Any], to_stderr: bool = False) -> bool:
+    """The first lines of a scoring command when any input is unfinished (``input_state``): per
+    such input, how much is still to ask and the exact command that resumes it, and that its
+    figures are partial; on stdout (before the figures) unless ``to_stderr`` (a format a program
+    reads: CSV, JSON, where each row carries its ``state``). True when any input is unfinished."""
+    from ..input_state import state_lines
+
+    lines = state_lines([getattr(p, "state", None) for p in preds])
+    for line in lines:
+        click.echo(line, err=to_stderr)
+    if lines and not to_stderr:
+        click.echo("")
+    return bool(lines)
+
+
+def min_coverage_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    """``--min-coverage``: an input with fewer cases answered than this share exits with code 3
+    (``runs.results.EXIT_LOW_COVERAGE``), as ``casebench run`` does."""
+    return click.option(
+        "--min-coverage", "min_coverage", type=click.FloatRange(0.0, 1.0), default=None,
+        help="Exit with code 3 when an input has fewer cases answered than this share (an unfinished run counts "
+             "its cases not yet asked as not answered), after printing every figure.",
+    )(f)
+
+
+def check_min_coverage(scores: Sequence[Any], min_coverage: float | None) -> None:
+    """Exit 3 after the figures when an input's coverage is below ``min_coverage``, naming each
+    such input, its coverage and, for an unfinished one, that the rest is still to ask."""
+    if min_coverage is None:
+        return
+    from ..runs.results import EXIT_LOW_COVERAGE
+
+    low = [s for s in scores if s.coverage < min_coverage]
+    for s in low:
+        state = getattr(s, "state", None)
+        why = (f"; {state.cases_to_ask} cases still to ask (resume: {state.resume or state.resume_hint})"
+               if state is not None and not state.complete else "")
+        echo_err(f"casebench: {s.name or s.source}: coverage {100 * s.coverage:.1f}% ({s.answered} of {s.n} cases "
+                 f"answered) is below --min-coverage {100 * min_coverage:.0f}%{why}")
+    if low:
+        sys.exit(EXIT_LOW_COVERAGE)

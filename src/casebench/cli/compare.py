@@ -14,8 +14,8 @@ import click
 from ..modes import MODES, Mode, get_mode
 from ..prompts import CONTEXT_PLACEMENTS
 from ._common import (
-    FILE_MODE_HELP, TEMPERATURE, USD, BadInput, ModeChoice, RegistryCommand, bad_input_errors, echo_err, exit_interrupted,
-    file_kind_options,
+    FILE_MODE_HELP, TEMPERATURE, URL, USD, BadInput, ModeChoice, RegistryCommand, bad_input_errors, echo_err, echo_input_states,
+    exit_interrupted, file_kind_options,
     cluster_option, label_source_option, refusal_classifier_options, remove_option, scoring_options, warn_unreadable_predictions,
 )
 
@@ -49,12 +49,10 @@ def _on_pairs(preds: list[Any], n: int, seed: int) -> list[Any]:
     return out
 
 
-def _warn_incomplete(preds: list[Any]) -> None:
-    for p in preds:
-        pending = p.pending
-        if pending:
-            echo_err(f"casebench: warning: {p.source} is incomplete ({pending} requests pending); "
-                     "its pending cases count as unanswered")
+def _warn_incomplete(preds: list[Any], as_json: bool = False) -> None:
+    """The first lines when an input is unfinished (``_common.echo_input_states``): on stdout
+    before the figures, on stderr with --json (each input's ``state`` is in the JSON)."""
+    echo_input_states(preds, to_stderr=as_json)
 
 
 _STAT_OPTIONS = [
@@ -152,7 +150,7 @@ def compare_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, n_bo
     preds = _load(inputs, data, mode, remove)
     if pairs is not None:
         preds = _on_pairs(preds, pairs, pairs_seed)
-    _warn_incomplete(preds)
+    _warn_incomplete(preds, as_json)
     with bad_input_errors(CompareError, LabelSourceError):
         result = compare(preds, options)
         say = [say_do(a, b, options)
@@ -289,7 +287,7 @@ def ablate_cmd(inputs: tuple[str, ...], model: str | None, mode: "Mode | None", 
         preds = _run_study(functools.partial(run_ablation, params=params, out_root=out_root), condition_name, model,
                            mode, None, None, data, limit, stratified, stratified_seed, samples, temperature, max_tokens,
                            max_connections, max_cost, progress, None, "unsafe", registry_flags, context_as=context_as)
-    _warn_incomplete(preds)
+    _warn_incomplete(preds, as_json)
     with bad_input_errors(CompareError, AblationStudyError, LabelSourceError):
         result = analyse_ablation(preds, options)
     if as_json:
@@ -319,7 +317,7 @@ def ablate_cmd(inputs: tuple[str, ...], model: str | None, mode: "Mode | None", 
 @click.option("--mutator", "mutator", default=None, metavar="SPEC",
               help="Without SORRY-Bench's files: this model writes the rewordings of the --mutations that are not "
                    "built in (casebench's own prompt; cached, and recorded in each run's manifest).")
-@click.option("--mutator-base-url", "mutator_base_url", default=None, metavar="URL",
+@click.option("--mutator-base-url", "mutator_base_url", default=None, metavar="URL", type=URL,
               help="With --mutator: the mutator's OpenAI-compatible server, if not the provider's default.")
 @click.option("--model", default=None, metavar="SPEC",
               help="Run the study with this model (hf/ID, openai/NAME, anthropic/NAME). Without it, INPUTS "
@@ -442,7 +440,7 @@ def study_cmd(inputs: tuple[str, ...], placements: str | None, model: str | None
             lambda cond: cond.name(), model, mode, remove, pairs, data, limit, stratified, stratified_seed, samples,
             temperature, max_tokens, max_connections, max_cost, progress, refusal_classifier, partial_as,
             registry_flags)
-    _warn_incomplete(preds)
+    _warn_incomplete(preds, as_json)
     from ..stats.reveal import analyse_reveal, is_reveal_study
 
     if reveal is not None or is_reveal_study(preds):
@@ -480,7 +478,6 @@ def _run_study(conditions: Callable[..., list[Any]], label: Callable[[Any], str]
     from ..runs.execute import RunConfig, resolve_data_path
     from ..runs.record import RunError, RunLocked, RunState
     from ..runs.results import load_run
-    from ..runs.select import stratified_pairs
     from ..stats.ablation import AblationStudyError
     from ._common import backend_options, call_timeout as wall_limit, classifier_options, setup_logging
 
@@ -494,14 +491,14 @@ def _run_study(conditions: Callable[..., list[Any]], label: Callable[[Any], str]
     try:
         with bad_input_errors(RunError, AblationStudyError, AblationError, UnsupportedModeError):
             dataset = load_dataset(resolve_data_path(data))
-            cases = stratified_pairs(dataset, pairs, stratified_seed) if pairs is not None else None
-            base = RunConfig(mode=mode, model=model, data=dataset.path, removed=remove or (), limit=limit, cases=cases,
+            # the selection as `run` takes it, so a study's runs are named as `run` names them
+            base = RunConfig(mode=mode, model=model, data=dataset.path, removed=remove or (), limit=limit, pairs=pairs,
                              stratified=stratified, selection_seed=stratified_seed, samples=samples,
                              temperature=temperature, max_tokens=max_tokens, max_connections=max_connections,
                              max_cost=max_cost, call_timeout=wall_limit(model, opts), backend_options=opts,
                              progress=progress, refusal_classifier=refusal_classifier,
                              classifier_options=classifier_opts, partial_as_safe=partial_as == "safe",
-                             context_as=context_as)
+                             context_as=context_as, command=("casebench", *sys.argv[1:]))
             try:
                 runs = conditions(base, dataset=dataset, on_condition=note)
             except RunLocked as e:

@@ -144,13 +144,18 @@ def _offline_help() -> str:
                    "mode's default).")
 @click.option("--case", "case_indices", type=click.IntRange(min=0), multiple=True, metavar="INDEX",
               help="Only this case (repeatable).")
+@click.option("--pairs", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Only the cases of N whole query pairs, the ones `casebench run --pairs N` asks (with the same "
+                   "--selection-seed).")
+@click.option("--selection-seed", "--seed", "selection_seed", type=int, default=0, show_default=True,
+              help="Seed of the --pairs selection.")
 @click.option("--mutation", default=None, metavar="NAME",
               help="Every query in this SORRY-Bench rewording, as `casebench run --mutation NAME` asks it.")
 @click.option("--mutations-from", "mutations_from", default=None, type=click.Path(exists=True, file_okay=False),
               metavar="DIR", help="Your copy of SORRY-Bench's files, where --mutation's rewordings come from.")
 def prompts_cmd(data: str | None, mode: str, context_as: str | None, templates: str | None, remove: str,
                 system: str | None = None, case_indices: tuple[int, ...] = (), mutation: str | None = None,
-                mutations_from: str | None = None) -> None:
+                mutations_from: str | None = None, pairs: int | None = None, selection_seed: int = 0) -> None:
     """Print the exact messages a run sends for every case, as JSON lines: {"index", "messages":
     [system?, (user, assistant)*, user], "prompt"}. Every mode and placement (--mode,
     --context-as), --system, --remove and --mutation as `casebench run` takes them.
@@ -176,6 +181,14 @@ def prompts_cmd(data: str | None, mode: str, context_as: str | None, templates: 
         ds = load_dataset(data)
         if case_indices and max(case_indices) >= len(ds):
             raise BadInput(f"--case {max(case_indices)}: the dataset has cases 0..{len(ds) - 1}")
+        if pairs is not None:
+            if case_indices:
+                raise BadInput("choose --case or --pairs, not both")
+            from ..runs.record import RunError
+            from ..runs.select import select_cases
+
+            with bad_input_errors(RunError):  # the cases `run --pairs N` asks, in dataset order
+                case_indices = tuple(select_cases(ds, pairs=pairs, seed=selection_seed)[0])
         texts = None
         if mutation is not None or mutations_from is not None:
             from ..mutations import MutationError, mutated_queries

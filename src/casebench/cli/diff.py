@@ -13,7 +13,7 @@ import click
 
 from ..modes import Mode
 
-from ._common import BadInput, bad_input_errors, file_kind_options, label_source_option
+from ._common import BadInput, bad_input_errors, echo_input_states, file_kind_options, label_source_option
 
 
 def _cell(x: Any, digits: int = 3) -> str:
@@ -58,6 +58,7 @@ def diff_cmd(a: str, b: str, sort: str, fmt: str, hide_text: bool, data: str | N
     with bad_input_errors(RunError):
         dataset = load_dataset(data) if data else None
         preds = [load_predictions(p, dataset=dataset, mode=mode, removed=remove) for p in (a, b)]
+    echo_input_states(preds, to_stderr=fmt != "table")
     with bad_input_errors(CompareError):
         res = diff_inputs(preds[0], preds[1], sort=sort, show_text=not hide_text, label_source=label_source)
     if fmt == "json":

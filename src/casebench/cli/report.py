@@ -8,7 +8,7 @@ from ..modes import Mode
 
 from ._common import (
     BadInput, bad_input_errors, cluster_option, level_option, file_kind_options, label_source_option, load_reference_inputs, reference_option,
-    min_verdict_mass_option, scoring_options, warn_unreadable_predictions,
+    echo_input_states, min_verdict_mass_option, scoring_options, warn_unreadable_predictions,
 )
 
 
@@ -62,6 +62,7 @@ def report_cmd(inputs: tuple[str, ...], out: str, data: str | None, paper_compat
     warn_unreadable_predictions(preds)
     if not preds:
         raise BadInput("give at least one input")
+    echo_input_states(preds)
     with bad_input_errors(LabelSourceError):
         refs, ref_root = load_reference_inputs(reference, no_reference, preds, options, dataset)
         path = write_report(out, preds, options, human_cases=dataset.cases if dataset else None, title=title,

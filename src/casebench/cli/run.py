@@ -15,7 +15,7 @@ import click
 from ..modes import MODES, Mode
 from ..prompts import CONTEXT_PLACEMENTS
 from ._common import (
-    NON_NEGATIVE_INT, POSITIVE_INT, SECONDS, TEMPERATURE, USD, BadInput, ModeChoice, RegistryCommand, backend_options,
+    NON_NEGATIVE_INT, POSITIVE_INT, SECONDS, TEMPERATURE, URL, USD, BadInput, ModeChoice, RegistryCommand, backend_options,
     bad_input_errors, batch_backends, call_timeout, classifier_options,
     exit_interrupted, min_verdict_mass_option, refusal_classifier_options, run_with_signals, setup_logging,
 )
@@ -66,7 +66,7 @@ def _builtin_mutations() -> list[str]:
               help="Without SORRY-Bench's files: this model (any backend spec) writes the rewordings of a --mutation "
                    "that is not built in, with casebench's own prompt; the texts are cached and recorded in the "
                    "manifest, so a resume asks the mutator nothing.")
-@click.option("--mutator-base-url", "mutator_base_url", default=None, metavar="URL",
+@click.option("--mutator-base-url", "mutator_base_url", default=None, metavar="URL", type=URL,
               help="With --mutator: the mutator's OpenAI-compatible server, if not the provider's default.")
 @click.option("--batch", "batch", is_flag=True, default=False,
               help=batch_backends() + ": ask through the provider's batch API (half price, within 24 h); "
@@ -175,6 +175,7 @@ def run_cmd(model: str | None, mode: "Mode | None", data: str | None, remove: st
                 partial_as_safe=partial_as == "safe", batch=batch, batch_poll_s=batch_poll, salvage=salvage, reask=reask,
                 mutation=mutation, mutations_from=mutations_from, mutator=mutator,
                 mutator_options={"base_url": mutator_base_url} if mutator_base_url else {},
+                command=("casebench", *sys.argv[1:]),
             )
             try:
                 summary = run_with_signals(config, dataset)
@@ -197,7 +198,7 @@ def run_cmd(model: str | None, mode: "Mode | None", data: str | None, remove: st
     check = end_of_run_check(Path(summary.run_dir), min_coverage, min_verdict_mass, pred) if pred is not None else None
     if report and summary.status is RunState.COMPLETE:
         score_and_report(Path(summary.run_dir), min_verdict_mass, demo=plan.demo, model_given=not main_job,
-                         max_tokens=max_tokens, pred=pred)
+                         max_tokens=max_tokens, pred=pred, pairs=pairs)
     if check is not None:
         if check.verdict_mass_warning:
             click.echo(f"casebench: warning: {check.verdict_mass_warning}", err=True)
@@ -331,7 +332,8 @@ def choose_data(data: str | None, model: str, limit: int | None, stratified: int
 
 
 def score_and_report(run_dir: Path, min_verdict_mass: float | None = None, *, demo: bool = False,
-                     model_given: bool = True, max_tokens: int | None = None, pred: "Predictions | None" = None) -> None:
+                     model_given: bool = True, max_tokens: int | None = None, pred: "Predictions | None" = None,
+                     pairs: int | None = None) -> None:
     """The end of a run: what the model does, in words (``present.summary``: over- and
     under-refusal, whether it moves with the context beside people's on the same pairs, and in
     respond mode how far the reader can be trusted), the table of every figure, a self-contained
@@ -364,7 +366,7 @@ def score_and_report(run_dir: Path, min_verdict_mass: float | None = None, *, de
                    "these figures set the model's verdicts on the rewording against people's on the original "
                    "(casebench study RUN_PLAIN RUN_MUTATED pairs it with a plain run)")
     for line in summary_lines(score, None if demo else scored.people, demo=demo, max_tokens=max_tokens,
-                              who=who(pred)):
+                              who=who(pred), pairs_asked=pairs):
         click.echo(line)
     if score.turns is not None:  # a reveal run: the figures are the final turn's; its path by turn
         from ..present.reveal_text import by_turn_lines

@@ -9,7 +9,8 @@ from ..modes import Mode
 from typing import Any, TYPE_CHECKING, Sequence
 
 from ._common import (
-    bad_input_errors, cluster_option, load_reference_inputs, level_option, file_kind_options, label_source_option, min_verdict_mass_option, reference_option,
+    bad_input_errors, check_min_coverage, cluster_option, echo_input_states, level_option, file_kind_options,
+    label_source_option, load_reference_inputs, min_coverage_option, min_verdict_mass_option, reference_option,
     scoring_options, warn_low_verdict_mass, warn_unreadable_predictions,
 )
 
@@ -40,12 +41,14 @@ if TYPE_CHECKING:  # pragma: no cover
 @file_kind_options
 @min_verdict_mass_option
 @reference_option
+@min_coverage_option
 def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: str, by: tuple[str, ...],
               n_boot: int, bootstrap_seed: int, data: str | None, label_source: str, cluster: str, mode: "Mode | None",
               remove: str | None, reference: str | None, no_reference: bool, min_verdict_mass: float = 0.5,
-              level: float = 0.95) -> None:
+              level: float = 0.95, min_coverage: float | None = None) -> None:
     """Score INPUTS (run directories or published exp/ files) and print every metric with a CI (95% unless
-    --level says otherwise)."""
+    --level says otherwise). An unfinished run or inspect log is named first, with what is still to
+    ask and the command that resumes it; its figures are marked partial."""
     from ..loader import load_predictions
     from ..stats.metrics import LabelSourceError
     from ..stats.result import score_input, score_predictions
@@ -63,6 +66,7 @@ def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: s
             dataset = load_dataset(data)
         preds = [load_predictions(p, dataset=dataset, mode=mode, removed=remove) for p in inputs]
     warn_unreadable_predictions(preds)
+    echo_input_states(preds, to_stderr=fmt in ("csv", "json"))
     with bad_input_errors(LabelSourceError):
         scores = [score_predictions(p, options, breakdowns=by) for p in preds]
         scored = [score_input(p, options) for p in preds]
@@ -105,4 +109,5 @@ def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: s
             for s in scores:
                 if s.turns is not None:
                     click.echo("\n" + "\n".join(by_turn_lines(s.name or s.model, s.turns)))
+    check_min_coverage(scores[:len(preds)], min_coverage)
 

@@ -161,6 +161,19 @@ def report_lead(ctx: ReportContext) -> str:
             "about whether answering a query is safe <em>in its context</em>" + cite)
 
 
+def _state_note(preds: Sequence[Predictions]) -> str:
+    """The report's first words when an input is unfinished (``input_state.state_lines``): what is
+    still to ask, the command that resumes it, and that its figures (named "(partial)") are
+    partial; "" when every input is whole."""
+    from ..input_state import state_lines
+
+    lines = state_lines([p.state for p in preds])
+    if not lines:
+        return ""
+    return ('<div class="partial-note" role="note" style="border:2px solid #b45309;padding:.5em 1em;margin:1em 0">'
+            + "".join(f"<p>{_e(line.strip())}</p>" for line in lines) + "</div>")
+
+
 @in_session
 def build_report(
     preds: Sequence[Predictions], options: ScoringOptions = DEFAULT_OPTIONS, *,
@@ -218,7 +231,7 @@ def build_report(
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{_e(title)}</title><style>{CSS}</style></head><body><main>"
         f"<h1>{_e(title)}</h1>"
-        f'<p class="lead">{report_lead(ctx)}</p>'
+        f'<p class="lead">{report_lead(ctx)}</p>' + _state_note(preds) +
         f'<p class="meta">{len(preds)} input(s) · {mode} · {options.n_boot} bootstrap resamples, seed {options.bootstrap_seed} · '
         f"casebench {_e(ver)} · generated {when}</p>"
         f"<nav><ol>{toc}</ol></nav>" + sections + "</main></body></html>\n"

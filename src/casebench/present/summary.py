@@ -136,13 +136,14 @@ def _reader_line(classifier: Mapping[str, Any] | None, corrected: "RefusalCorrec
 
 
 def summary_lines(score: "Score", people: "PeopleReferences | None" = None, *, demo: bool = False,
-                  max_tokens: int | None = None, who: str | None = None) -> list[str]:
+                  max_tokens: int | None = None, who: str | None = None, pairs_asked: int | None = None) -> list[str]:
     """The lines that lead ``casebench run``'s output: the model's over- and under-refusal, its
     context shift and follow beside people's on the same pairs (``people``: the input's
     ``result.PeopleReferences``, or None), the reader's validation (respond mode; its stored
     figures say which kind of writer they stand for and the run's), each naming the mode.
     ``who``: the model as it was asked, with its backend (``naming.who``; default the score's
-    model name)."""
+    model name). ``pairs_asked``: the whole query pairs the run asked (``--pairs N``), so that a
+    run that read none of them is told why rather than to ask pairs."""
     mode = score.mode
     m = mode
     behaves = m.reads_behaviour
@@ -196,6 +197,9 @@ def summary_lines(score: "Score", people: "PeopleReferences | None" = None, *, d
         if shift is not None and math.isfinite(shift) and abs(shift) < 0.1 and behaves:
             lines.append(f"                 {score.model} barely moves with the context: it "
                          f"{'answers' if (under or 0) > 0.5 else 'refuses'} most requests whatever their context")
+    elif pairs_asked:
+        lines.append(f"  context:       none of the {pairs_asked} query pairs asked has both contexts answered "
+                     f"({score.answered} of {score.n} cases read: the unread ones are said above)")
     else:
         lines.append("  context:       no query pair with both contexts answered (ask whole pairs: --pairs N)")
     if behaves:

@@ -16,6 +16,8 @@ import math
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from ..jsonutil import json_safe
+from ..input_state import PARTIAL
+from ..naming import partial_name
 from . import people
 
 from ..stats.metrics import (
@@ -394,7 +396,8 @@ def _undefined_shown(s: Score) -> bool:
 def title(s: Score) -> str:
     """What an input is called in a table: its display name (``naming.display_names``, set by the
     command that shows it beside others), else ``model [mode] without removed``."""
-    return s.name or f"{s.model} [{s.mode}]" + (f" without {','.join(s.removed)}" if s.removed else "")
+    name = s.name or f"{s.model} [{s.mode}]" + (f" without {','.join(s.removed)}" if s.removed else "")
+    return partial_name(name, s.partial)
 
 
 def text_table(scores: Sequence[Score]) -> str:
@@ -408,6 +411,9 @@ def text_table(scores: Sequence[Score]) -> str:
         out.append(f"  cases {s.n}, answered {s.answered} (coverage {100 * s.coverage:.1f}%"
                    + (f"; {s.low_mass_missing} left out: verdict mass below {mass_pct((s.verdict_mass or {})['threshold'])}"
                       if s.low_mass_missing else "") + ")")
+        if s.partial and s.state is not None:
+            out.append(f"  {PARTIAL}: {s.state.cases_to_ask} of {s.state.cases} cases still to ask ({s.state.status}); "
+                       "these figures rest on the cases answered so far")
         if s.verdict_mass:
             out.append("  " + verdict_mass_line(s))
         out += [f"  {line}" for line in labels_lines(s)]
@@ -851,11 +857,11 @@ def format_placements(res: "PlacementResult") -> str:
         lines.append("people voted on the whole context: every arm is scored at its final turn against those votes; "
                      "they say nothing about earlier turns")
     lines.append("")
-    width = max(12, max(len(p.placement) for p in ps) + 2)
+    width = max(12, max(len(partial_name(p.placement, p.score.partial)) for p in ps) + 2)
     lines.append(f"{factor:<{width}}{'answered':>10}" + "".join(f"{m:>17}" for m in ms))
     for p in ps:
         sc = p.score
-        lines.append(f"{p.placement:<{width}}{f'{sc.answered}/{sc.n}':>10}"
+        lines.append(f"{partial_name(p.placement, sc.partial):<{width}}{f'{sc.answered}/{sc.n}':>10}"
                      + "".join(f"{fmt_metric(m, sc.values.get(m)) + _mark(sc.cases_of, m, sc.values.get(m)):>17}"
                                for m in ms))
         lines.append(f"{'':<{width}}{'':>10}" + "".join(f"{_bounds(sc.ci.get(m), METRIC[m].digits - 1):>17}" for m in ms))

@@ -122,6 +122,10 @@ class RunConfig:
     #: (``runs.mutator``), and its backend options (e.g. base_url)
     mutator: str | None = None
     mutator_options: dict[str, Any] = field(default_factory=dict)
+    #: the command line that asked for this run (``("casebench", "run", ...)``), recorded in the
+    #: manifest's history so that a reader of a stopped run can say what resumes it; None: the
+    #: Python API (nothing recorded)
+    command: Sequence[str] | None = None
     #: the ``Mode`` object of ``mode`` (set by ``__post_init__``)
     mode_spec: "Mode" = field(init=False, repr=False, compare=False)
     #: the ``Mutation`` object of ``mutation``, resolved once as the mode is (set by

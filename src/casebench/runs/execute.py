@@ -58,7 +58,7 @@ from .record import (
     Invocation, Record, RunDir, RunError, RunCounts, RunState, Totals, add_usage, final_records, iter_records, now_iso,
     usage_tokens,
 )
-from .redact import redact_json, redact_text
+from .redact import invocation_command, redact_json, redact_text
 from .reveal import RevealSteps, reader_prompt
 from .select import stratified_indices
 
@@ -364,22 +364,30 @@ class Runner(RevealSteps):
         if not self.mode.reads_behaviour:
             return [self.mode.read(a, stopped_early=stopped) for a in answers]
         from ..classify import Item
+        from ..classify.encoded import read_encoded
 
         # an encoded query asked for an answer in the same encoding: the reader reads the answer
-        # decoded (and the query in its base wording); the record keeps the raw answer
-        decode = self.prep.mutation.mutation.decode if self.prep.mutation is not None else None
-        texts = [decode(a.text or "") if decode else (a.text or "") for a in answers]
+        # in the form that reads as language (as it came, or decoded; neither: undetermined) and
+        # the query in its base wording; the record keeps the raw answer
+        mut = self.prep.mutation.mutation if self.prep.mutation is not None else None
+        forms = [read_encoded(a.text or "", mut.decode, mut.name) if mut is not None and mut.decode else None
+                 for a in answers]
+        texts = [f.text if f is not None else (a.text or "") for a, f in zip(answers, forms)]
+        asked = [i for i, f in enumerate(forms) if f is None or f.verdict is None]
         # a reveal turn before the query is read against what the user said in it (runs.reveal)
-        items = [Item(reader_prompt(j.turn, len(j.reveal), j.reveal[-1].holds == REVEAL_QUERY, j.prompt,
-                                    self.prep.dataset[j.case].query) if j.reveal
-                      else self.prep.dataset[j.case].query, t) for j, t in zip(jobs, texts)]
+        items = [Item(reader_prompt(jobs[i].turn, len(jobs[i].reveal), jobs[i].reveal[-1].holds == REVEAL_QUERY,
+                                    jobs[i].prompt, self.prep.dataset[jobs[i].case].query) if jobs[i].reveal
+                      else self.prep.dataset[jobs[i].case].query, texts[i]) for i in asked]
         t0 = time.perf_counter()
-        verdicts = await self.prep.classifier.aclassify(items)
+        got = await self.prep.classifier.aclassify(items) if items else []
         per_item = (time.perf_counter() - t0) / max(1, len(items))
+        verdicts = [f.verdict if f is not None else None for f in forms]
+        for i, v in zip(asked, got):
+            verdicts[i] = v
         readings = [self.mode.read_behaviour(a, v, partial_as_safe=self.cfg.partial_as_safe)
                     for a, v in zip(answers, verdicts)]
-        if decode:
-            readings = [replace(r, detail={**r.detail, "decoded_answer": t}) for r, t in zip(readings, texts)]
+        readings = [replace(r, detail={**r.detail, **f.to_dict()}) if f is not None else r
+                    for r, f in zip(readings, forms)]
         # what reading the behaviour cost, per answer (the bench compares it with the run's time)
         return [replace(r, detail={**r.detail, "classify_s": round(per_item, 6)}) for r in readings]
 
@@ -399,6 +407,14 @@ class Runner(RevealSteps):
     def _work(self, job: _Job) -> float:
         """A job's share of the run's time, for the expected duration (prompt bytes in prob mode)."""
         return float(max(1, job.size)) if self.mode.want == "p_safe" else 1.0
+
+    def _token_budget(self, jobs: Sequence[_Job]) -> float | None:
+        """The most tokens ``jobs`` may generate (each its token cap): a text mode's ETA from the
+        token rate before any answer (``Progress.token_seconds``); None in prob mode and for a
+        backend that reports no tokens as it decodes (``Capabilities.per_answer``: local ones do)."""
+        if self.mode.want == "p_safe" or not self.per_answer:
+            return None
+        return float(len(jobs) * int(self.prep.settings.max_tokens))
 
     def _postfix(self) -> str:
         tok = self.prompt_tokens + self.completion_tokens
@@ -609,7 +625,8 @@ class Runner(RevealSteps):
         n_workers = 1 if self.batch_size > 1 else min(self.cfg.max_connections, max(1, len(jobs)))
         self.progress = Progress(total, done, self.cfg.progress, work_total=sum(self._work(j) for j in jobs),
                                  from_answers=self.mode.want == "p_safe" or self.batch_size == 1,
-                                 in_flight=self.batch_size if self.batch_size > 1 else n_workers)
+                                 in_flight=self.batch_size if self.batch_size > 1 else n_workers,
+                                 token_budget=self._token_budget(jobs))
         try:
             if self.cfg.batch and self.queue:
                 self.tasks = [asyncio.create_task(self._batch())]
@@ -685,7 +702,7 @@ async def run_prepared(prep: Prepared, backend: Backend, rng: random.Random | No
         grew = grow(old, prep) if old is not None else None
         invocation = Invocation(started_at=now_iso(), host=platform.node(), pid=os.getpid(),
                                 casebench_version=casebench_version(), transport=prep.transport, backend=backend_desc,
-                                grew=grew)
+                                grew=grew, **invocation_command(prep.config.command))
         if grew:
             log.warning("%s grows from %s (%d cases) to %s: asking the %d new cases; the %d already asked are kept",
                         prep.out, grew["from"], grew["cases_before"], grew["to"], grew["cases_added"],

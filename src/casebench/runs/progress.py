@@ -10,6 +10,12 @@ answers, never a guess made before them (the first line says it will follow them
 for a full round of the requests in flight (``in_flight``: the connections, or a batch), since
 answers asked together come back together: extrapolating from the first of eight concurrent
 answers over-estimated a run fifteen- to twenty-fold.
+
+A local model generating long answers in batches may give no answer for a minute while its tokens
+flow: there the token rate measures the pace first. With ``token_budget`` (the most tokens the
+requests still to ask may generate: each one's token cap), as soon as tokens have flowed for
+``TOKEN_RATE_AFTER_S`` the ETA is the budget left at the measured token rate (an upper bound on
+the generation still to do: an answer may end before its cap), said once, until answers measure it.
 """
 
 from __future__ import annotations
@@ -21,6 +27,9 @@ import time
 LINE_EVERY_S = 30.0
 #: Bar mode: the postfix (tokens per second) is refreshed at most this often.
 REFRESH_S = 0.5
+#: Tokens must have flowed this long before their rate gives an ETA (the first steps of a batch
+#: include its prefill).
+TOKEN_RATE_AFTER_S = 3.0
 
 
 def _duration(seconds: float) -> str:
@@ -45,7 +54,8 @@ class Progress:
     """
 
     def __init__(self, total: int, initial: int, enabled: bool | None, unit: str = "req",
-                 work_total: float | None = None, from_answers: bool = True, in_flight: int = 1):
+                 work_total: float | None = None, from_answers: bool = True, in_flight: int = 1,
+                 token_budget: float | None = None):
         self.total, self.n = total, initial
         self.enabled = enabled is not False
         self.tty = bool(enabled) or (enabled is None and sys.stderr.isatty())
@@ -61,6 +71,12 @@ class Progress:
         self.measure_after = max(1, min(max(2, int(in_flight)), total - initial))
         self.calls_done = 0
         self.token_count = 0
+        #: the most tokens the requests still to ask may generate (None: not known)
+        self.token_budget = token_budget
+        #: when tokens were first reported (None: not yet), and how many since
+        self.tokens_from: float | None = None
+        self.rate_tokens = 0
+        self.token_eta_said = False
         self._postfix = ""
         self._refreshed = self.t0
         self._last_line = (initial, self.t0)
@@ -73,8 +89,9 @@ class Progress:
                             file=sys.stderr)
         if self.enabled and total > initial:
             self.say(f"casebench: asking {total - initial} requests ({initial} of {total} already on disk); the "
-                     f"expected duration follows, measured on this run's first "
-                     f"{'answers' if from_answers else 'batch'}")
+                     f"expected duration follows, measured on this run's "
+                     + ("token rate, then its first " if token_budget is not None else "first ")
+                     + ("answers" if from_answers else "batch"))
 
     # -- measures
     def elapsed(self) -> float:
@@ -92,11 +109,27 @@ class Progress:
 
     def expected_seconds(self) -> float | None:
         """Seconds still to go at the throughput measured so far on this run's answers (None
-        until ``measured``)."""
+        until ``measured``), else at the token rate (``token_seconds``)."""
         if not self.measured():
-            return None
+            return self.token_seconds()
         left = max(0.0, self.work_total - self.work_done)
         return left * self.elapsed() / self.work_done
+
+    def token_seconds(self) -> float | None:
+        """Seconds still to go at the token rate measured since tokens began to flow: the token
+        budget left over that rate (None without a budget, or before tokens have flowed for
+        ``TOKEN_RATE_AFTER_S``)."""
+        rate = self.token_rate()
+        if self.token_budget is None or rate is None:
+            return None
+        return max(0.0, self.token_budget - self.token_count) / rate
+
+    def token_rate(self) -> float | None:
+        """Tokens per second since they began to flow (None before ``TOKEN_RATE_AFTER_S`` of them)."""
+        if self.tokens_from is None or not self.rate_tokens:
+            return None
+        flowing = time.monotonic() - self.tokens_from
+        return self.rate_tokens / flowing if flowing >= TOKEN_RATE_AFTER_S else None
 
     # -- output
     def say(self, line: str) -> None:
@@ -113,11 +146,17 @@ class Progress:
 
     def tokens(self, n: int, postfix: str | None = None) -> None:
         """``n`` more tokens processed (local models report them as they decode)."""
+        if self.tokens_from is None and n:
+            # the rate is counted from the first report on (the tokens it reports came before it)
+            self.tokens_from = time.monotonic()
+        elif n:
+            self.rate_tokens += n
         self.token_count += n
         if postfix is not None:
             self._postfix = postfix
         if not self.enabled:
             return
+        self._maybe_say_token_eta()
         now = time.monotonic()
         if self.bar is not None:
             if now - self._refreshed >= REFRESH_S:
@@ -126,6 +165,20 @@ class Progress:
             return
         if now - self._last_line[1] >= LINE_EVERY_S:
             self._line(now)
+
+    def _maybe_say_token_eta(self) -> None:
+        """Once, before answers measure the pace: the expected duration from the token rate."""
+        if self.token_eta_said or self.eta_said or not self.enabled or self.measured():
+            return
+        left = self.token_seconds()
+        if left is None:
+            return
+        self.token_eta_said = True
+        rate = self.token_rate() or 0.0
+        self.say(f"casebench: expected duration: at most about {_duration(self.elapsed() + left)} for "
+                 f"{self.total - self.initial} requests ({_duration(left)} to go; measured on this run's token rate, "
+                 f"{rate:.1f} tok/s, with up to {max(0, int(self.token_budget or 0) - self.token_count)} tokens still "
+                 "to generate; the answers will measure it again)")
 
     def call_done(self) -> None:
         """A backend call (a whole batch) ended: its pace is a fair measure."""
@@ -169,7 +222,8 @@ class Progress:
     def _line(self, now: float) -> None:
         rate = (self.n - self.initial) / max(now - self.t0, 1e-9)
         left = self.expected_seconds()
-        eta = _duration(left) if left is not None else "measuring"
+        eta = ((_duration(left) if self.measured() else f"<= {_duration(left)} (token rate)") if left is not None
+               else "measuring")
         print(f"casebench: {self.n}/{self.total} requests, {rate:.2f} req/s, ETA {eta}, {self._full_postfix()}",
               file=sys.stderr, flush=True)
         self._last_line = (self.n, now)

@@ -365,6 +365,11 @@ class Invocation:
     transport_failures: int = 0
     elapsed_s: float = 0.0
     message: str | None = None
+    #: the command line that made this invocation (``casebench run ...``, credentials redacted;
+    #: None: made through the Python API) and the directory it ran in: what resumes the run
+    #: (``runs.results.resume_command``)
+    command: list[str] | None = None
+    cwd: str | None = None
     #: the run grew in this invocation (a larger ``--pairs``/``--stratified``/``--limit``):
     #: {"from": the old selection, "to": the new, "cases_before", "cases_added"}; the records
     #: already there were kept as they were

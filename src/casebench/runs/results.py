@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ..data import Dataset, load_dataset
+from ..input_state import InputState, shell_command
 from ..modes import get_mode
 from ..prompts import REVEAL_PLACEMENTS
 from .record import (
@@ -108,12 +109,13 @@ def run_status(run_path: str | Path) -> RunProgress:
     return RunProgress(**asdict(counts), status=m.status, transport_failures=sum(1 for r in recs if not r.final))
 
 
-def _values(run_path: str | Path, m: Manifest, ds: Dataset) -> tuple[list[int], list[Any], int, dict]:
+def _values(run_path: str | Path, m: Manifest, ds: Dataset,
+            records: Sequence[Record] | None = None) -> tuple[list[int], list[Any], int, dict]:
     cases = m.cases
     bad = [c for c in cases if not 0 <= c < len(ds)]
     if bad:
         raise RunError(f"{run_path}: the manifest selects case {bad[0]}, but the dataset has {len(ds)} cases")
-    finals = final_records(iter_records(run_path))
+    finals = final_records(records if records is not None else iter_records(run_path))
     values = aggregate(m.mode, finals, cases, m.samples)
     pending = sum(1 for c in cases for s in range(m.samples) if (c, s) not in finals)
     return cases, values, pending, finals
@@ -210,7 +212,9 @@ def load_run(run_path: str | Path, dataset: Dataset | None = None) -> "Predictio
     check_not_damaged(run_path)  # the same account of a damaged directory as `run` and `runs repair`
     m = read_manifest(run_path)
     ds = run_dataset(run_path, m, dataset)
-    cases, values, pending, finals = _values(run_path, m, ds)
+    records = list(iter_records(run_path))
+    cases, values, pending, finals = _values(run_path, m, ds, records)
+    state = run_input_state(run_path, m, finals, records)
     meta: dict[str, Any] = {
         "format": "run", "run_dir": str(run_path), "model_spec": m.model, "status": m.status.value,
         "samples": m.samples,
@@ -229,7 +233,7 @@ def load_run(run_path: str | Path, dataset: Dataset | None = None) -> "Predictio
                                    values, m.removed, meta, context_as=m.asked.context_as or "", pending=pending,
                                    behaviour=behaviours if any(b for bs in behaviours for b in bs) else None,
                                    verdict_mass=mass if mass and any(v is not None for v in mass) else None,
-                                   mutation=m.mutation)
+                                   mutation=m.mutation, state=state)
     if m.asked.context_as in REVEAL_PLACEMENTS:  # what the reader read at every turn (runs.reveal)
         from .reveal import turn_readings
 
@@ -237,6 +241,46 @@ def load_run(run_path: str | Path, dataset: Dataset | None = None) -> "Predictio
                                    bool((m.asked.classifier or {}).get("partial_as") == "safe"))
         pred.meta["reveal"] = {"placement": m.asked.context_as, "wording_version": m.asked.context_wording_version}
     return pred
+
+
+def resume_command(run_path: str | Path, m: Manifest, here: str | None = None) -> tuple[str | None, str | None]:
+    """The exact command that resumes a run and, when none is known, what to do instead:
+    the command line of its latest invocation that recorded one (``Invocation.command``; a
+    ``casebench run`` or ``study`` resumes by being repeated), run from the directory it ran in
+    (``cd DIR && ...`` when that is not ``here``, the current directory by default). A run made
+    through the Python API records none: the hint names ``casebench run`` with the run's model
+    and mode into the same directory."""
+    import os
+
+    here = os.getcwd() if here is None else here
+    for inv in reversed(m.history):
+        if inv.command:
+            return shell_command(inv.command, inv.cwd, here), None
+    hint = (f"repeat the command or call that made it (this run records none): e.g. casebench run --model {m.model} "
+            f"--mode {m.mode} -o {run_path} with the same options")
+    return None, hint
+
+
+def run_input_state(run_path: str | Path, m: Manifest, finals: Mapping[tuple[int, int], Record],
+                    records: Sequence[Record], here: str | None = None) -> InputState:
+    """Whether a run is whole (``input_state``): its requests without a final record, split into
+    never asked (``pending``) and asked but failed in transport (``failed``, a non-final record
+    and no final one), the cases they belong to, the manifest's state and message, and the
+    command that resumes it (``resume_command``; ``here``: the directory it is read from, ""
+    to always say where to run it)."""
+    planned = [(c, s) for c in m.cases for s in range(m.samples)]
+    open_keys = [k for k in planned if k not in finals]
+    tried = {r.key for r in records if not r.final}
+    failed = sum(1 for k in open_keys if k in tried)
+    complete = not open_keys
+    resume, hint = (None, None) if complete else resume_command(run_path, m, here)
+    status = m.status.value
+    if not complete and m.status is RunState.COMPLETE:  # a run grown or edited since: say what the records say
+        status = RunState.INCOMPLETE.value
+    return InputState(source=str(run_path), complete=complete, status="complete" if complete else status,
+                      requests=len(planned), cases=len(m.cases), pending=len(open_keys) - failed, failed=failed,
+                      cases_to_ask=len({c for c, _ in open_keys}), reason=None if complete else m.message,
+                      resume=resume, resume_hint=hint)
 
 
 #: below this share of cases answered, ``casebench run`` exits with ``EXIT_LOW_COVERAGE``
@@ -254,8 +298,9 @@ class RunCheck:
     min_coverage: float
     advice: list[str] = field(default_factory=list)
     verdict_mass_warning: str | None = None
-    #: respond mode: replies every reader screened as not a chatbot's answer (a judge's verdict,
-    #: a bare label, the request echoed, empty: ``classify.base.not_an_answer``), of ``replies``
+    #: respond mode: replies that are not a chatbot's answer (a judge's verdict, a bare label, the
+    #: request echoed: ``classify.base.NOT_A_CHATBOT``), of ``replies``; an empty reply or one in
+    #: neither plain language nor the query's encoding is unread, but says nothing of what answers
     non_answers: int = 0
     replies: int = 0
 
@@ -274,9 +319,14 @@ class RunCheck:
 
 
 def _non_answer_kind(error: str | None) -> str:
-    """The kind of a screened reply in a few words, from its record's error ("classifier:
-    undetermined: a judge's verdict as JSON (keys ...), not a chatbot's answer (...)")."""
-    text = (error or "").split("undetermined:", 1)[-1].strip()
+    """Why a reply was not read, in a few words, from its record's error: the screen's kind
+    ("classifier: undetermined: a judge's verdict as JSON (keys ...), not a chatbot's answer
+    (...)" -> "a judge's verdict as JSON"; "empty answer"; "neither plain language nor in the
+    caesar encoding"), else the error's first part ("parse error", "classifier")."""
+    text = error or ""
+    if "undetermined:" not in text:
+        return text.split(":", 1)[0][:80] or "no answer"
+    text = text.split("undetermined:", 1)[-1].strip()
     return text.split(" (", 1)[0].split(", not a chatbot", 1)[0][:60] or "no answer"
 
 
@@ -303,25 +353,28 @@ def check_run(run_path: str | Path, min_coverage: float = DEFAULT_MIN_COVERAGE,
     mode = get_mode(m.mode)
     finals = final_records(iter_records(run_path)) if mode.reads_behaviour or check.low_coverage else {}
     if mode.reads_behaviour:
-        from ..classify.base import says_not_an_answer
+        from ..classify.base import NOT_A_CHATBOT
 
         check.replies = len(finals)
-        check.non_answers = sum(1 for r in finals.values() if not r.answered and says_not_an_answer(r.error))
+        check.non_answers = sum(1 for r in finals.values() if not r.answered and NOT_A_CHATBOT in (r.error or ""))
     if not check.low_coverage:
         return check
     missing = [r for r in finals.values() if not r.answered]
-    reasons = Counter((r.error or "no answer").split(":")[0][:80] for r in missing)
+    # the causes seen, each counted (never a guess): the screen's kinds, else the error's first part
+    reasons = Counter(_non_answer_kind(r.error) for r in missing)
     adv = [f"only {check.answered} of {check.cases} cases have a readable answer (coverage "
            f"{100 * check.coverage:.0f}%, {'below' if check.coverage < check.min_coverage else 'at least'} "
            f"--min-coverage {100 * check.min_coverage:.0f}%)"]
     if check.not_a_chatbot:
-        kinds = Counter(_non_answer_kind(r.error) for r in missing if says_not_an_answer(r.error))
+        from ..classify.base import NOT_A_CHATBOT
+
+        kinds = Counter(_non_answer_kind(r.error) for r in missing if NOT_A_CHATBOT in (r.error or ""))
         adv.append(f"the endpoint does not answer as a chatbot: {check.non_answers} of {check.replies} replies are "
                    f"not a chatbot's answer ({'; '.join(f'{k} ({n})' for k, n in kinds.most_common(3))}), so no "
                    "reader reads them; is a judge or guard model behind this URL? respond mode needs the chatbot "
                    "itself")
     elif reasons:
-        adv.append("why: " + "; ".join(f"{why} ({n})" for why, n in reasons.most_common(3)))
+        adv.append("why: " + "; ".join(f"{why} ({n})" for why, n in reasons.most_common(4)))
     shown = [r for r in missing if r.text][:examples]
     for r in shown:
         text = " ".join((r.text or "").split())
@@ -332,6 +385,18 @@ def check_run(run_path: str | Path, min_coverage: float = DEFAULT_MIN_COVERAGE,
         check.advice = adv
         return check
     tries = []
+    if mode.reads_behaviour:  # what to try follows from the causes seen
+        from ..classify.encoded import NOT_IN_THE_ENCODING
+
+        if any(k.startswith(NOT_IN_THE_ENCODING) for k in reasons):
+            tries.append(f"a chatbot that answers in plain language or in the {m.mutation} encoding (these answers "
+                         "read as neither), or the run without --mutation")
+        if "empty answer" in reasons:
+            tries.append("more --max-tokens, or a look at the server's log (empty replies)")
+        tries.append("another reader (--refusal-classifier) if the answers above are plain answers or refusals")
+        adv.append("try: " + "; ".join(tries))
+        check.advice = adv
+        return check
     # never one judge mode for another: a model that cannot judge in one rarely judges in the
     # other (the embedded SmolLM2 does neither), so the way out is another model, or asking what
     # the model does instead of what it says
@@ -364,11 +429,12 @@ def export_run(run_path: str | Path, out_path: str | Path, dataset: Dataset | No
     An incomplete run (requests still pending) is refused unless ``allow_incomplete``: the
     published format cannot tell "not asked yet" from "could not be parsed".
     """
-    from ..published import write_published
+    from ..published import ExportHeader, write_published
 
     m = read_manifest(run_path)
     ds = run_dataset(run_path, m, dataset)
-    cases, values, pending, _ = _values(run_path, m, ds)
+    records = list(iter_records(run_path))
+    cases, values, pending, finals = _values(run_path, m, ds, records)
     if pending and not allow_incomplete:
         raise RunError(f"{run_path}: {pending} request(s) still pending; resume the run first "
                        "(or export anyway with allow_incomplete, writing \"\" for them)")
@@ -376,6 +442,36 @@ def export_run(run_path: str | Path, out_path: str | Path, dataset: Dataset | No
     # the published format has no field for a query mutation: the default model key names it;
     # a subset names the dataset record each of its records is, so that it scores as the run does
     default = model_short_name(m.model) + (f"_mut-{m.mutation}" if m.mutation else "")
-    write_published(out, ds.subset(cases), name or default, m.mode, values,
-                    name_records=list(cases) != list(range(len(ds))))
+    key = name or default
+    # what the file holds, inside it: its name is free (``published.EXPORT_FIELD``)
+    sel = {k: v for k, v in asdict(m.selection).items() if v is not None}
+    state = run_input_state(run_path, m, finals, records, here="")  # read anywhere: says where to resume
+    header = ExportHeader(mode=get_mode(m.mode).name, model_key=key, model_spec=m.model,
+                          context_as=m.asked.context_as or get_mode(m.mode).default_context_as, removed=m.removed,
+                          mutation=m.mutation, reader=_reader_identity(m.asked.classifier), selection=sel,
+                          samples=m.samples, state={k: v for k, v in state.to_dict().items() if k != "source"},
+                          run_dir=str(Path(run_path).resolve()))
+    write_published(out, ds.subset(cases), key, m.mode, values, name_records=list(cases) != list(range(len(ds))),
+                    header=header)
     return out
+
+
+def export_reader(reader: Mapping[str, Any], model_spec: str | None) -> dict[str, Any]:
+    """The reader an export of a respond run names, as a run's is read (``run_classifier``): with
+    the validation that applies to its writer."""
+    from ..classify import validation as _validation
+
+    return _validation.reader_as_read(reader, model_spec)
+
+
+#: what an export leaves out of the reader a run recorded: where it ran, not what it is
+_READER_PRIVATE = ("base_url", "api_key_env", "path", "labels_path")
+
+
+def _reader_identity(classifier: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The reader of a respond run as an export carries it: the run's record of it (its name,
+    version, ``partial_as`` and validation: what ``classify.validation.reader_as_read`` needs to
+    find the validation that applies), less where it ran (an endpoint, a path of this machine)."""
+    if not classifier:
+        return None
+    return {k: v for k, v in classifier.items() if k not in _READER_PRIVATE}

@@ -14,10 +14,10 @@ Why it is built this way:
   first condition that needs asking, used by every condition in one event loop, and closed at
   the end. A study with nothing left to ask builds none.
 * **Runs are ordinary runs.** Each condition lives in ``<out_root>/<name>``, where ``<name>`` is
-  ``config.default_out_dir`` without its dataset and selection parts (model, mode, removals and,
-  when it is not the mode's default, the placement; a study's conditions share one dataset and
-  selection), so a study's runs are found again by the next study and can be scored, compared and
-  resumed one by one (``casebench run -o <out_root>/<name>`` runs one by hand).
+  ``config.default_out_dir``, as ``casebench run`` names it (model, mode, removals, the placement
+  when it is not the mode's default, the mutation, the dataset's SHA-256 and the selection), so a
+  study's runs are found again by the next study, by ``casebench run`` with the same options, and
+  can be scored, compared and resumed one by one.
 * **Nothing is asked twice, nothing is overwritten.** A directory holding a complete run of the
   same request is re-used without loading the model; a partial one is resumed; one holding a
   different run stops the study (``ManifestMismatch``, listing the differences) before
@@ -34,7 +34,7 @@ from typing import Any, Callable, Sequence
 from ..data import Dataset, ablation_conditions, load_dataset, validate_parameter_names
 from ..modes import Mode, get_mode
 from ..prompts import CONTEXT_PLACEMENTS
-from .config import RunConfig, default_out_dir, resolve_data_path
+from .config import RunConfig, default_out_dir, resolve_data_path, selection_tag
 from .record import RunError, RunState
 
 __all__ = [
@@ -83,19 +83,25 @@ class ConditionRun:
 
 
 def study_run_dir(out_root: str | Path, model: str, mode: "str | Mode", removed: Sequence[str] = (),
-                  context_as: str | None = None, mutation: str | None = None, samples: int | None = None) -> Path:
-    """Where a condition's run lives: ``<out_root>/<model>_<mode>[_<removed>][_ctx-<placement>][_mut-<mutation>]``
-    (the placement only when it is not the mode's default): ``casebench run``'s default name less
-    its dataset and selection parts, which a study's conditions share."""
+                  context_as: str | None = None, mutation: str | None = None, samples: int | None = None,
+                  dataset_sha256: str | None = None, selection: str | None = None) -> Path:
+    """Where a condition's run lives: ``<out_root>/`` + ``casebench run``'s default name
+    (``<model>_<mode>[_<removed>][_ctx-<placement>][_mut-<mutation>][_<dataset>][_<selection>]``,
+    the placement only when it is not the mode's default), so that a study's run and the same run
+    made by ``casebench run`` are named alike, and studies of other datasets or selections never
+    share a folder; ``_resample<samples>`` when a condition asks its own number of samples."""
     default = get_mode(mode).default_context_as
-    name = default_out_dir(model, mode, tuple(removed), context_as, default, mutation=mutation).name
+    name = default_out_dir(model, mode, tuple(removed), context_as, default, dataset_sha256, selection,
+                           mutation=mutation).name
     return Path(out_root) / (name + (f"_resample{samples}" if samples else ""))
 
 
 def ablation_run_dir(out_root: str | Path, model: str, mode: str, removed: Sequence[str],
-                     context_as: str | None = None) -> Path:
+                     context_as: str | None = None, dataset_sha256: str | None = None,
+                     selection: str | None = None) -> Path:
     """The run directory of one ablation condition (``study_run_dir``)."""
-    return study_run_dir(out_root, model, mode, removed, context_as)
+    return study_run_dir(out_root, model, mode, removed, context_as, dataset_sha256=dataset_sha256,
+                         selection=selection)
 
 
 def parse_placements(placements: Sequence[str] | str) -> tuple[str, ...]:
@@ -136,9 +142,11 @@ def run_conditions(
     if dataset is None:
         dataset = load_dataset(resolve_data_path(base.data))
     plans = []
+    selection = selection_tag(base.limit, base.stratified, base.pairs, base.selection_seed, base.cases is not None)
     for cond in conditions:
         mode = cond.mode or base.mode
-        out = study_run_dir(out_root, base.model, mode, cond.removed, cond.context_as, cond.mutation, cond.samples)
+        out = study_run_dir(out_root, base.model, mode, cond.removed, cond.context_as, cond.mutation, cond.samples,
+                            dataset.sha256, selection)
         cfg = replace(base, mode=mode, removed=tuple(cond.removed), context_as=cond.context_as, out=out,
                       samples=cond.samples if cond.samples else base.samples,
                       mutation=cond.mutation, mutations_from=mutations_from if cond.mutation else None,

@@ -530,7 +530,8 @@ def _paired_arrays(
 
 def _describe(p: Predictions, i: int, name: str) -> dict[str, Any]:
     return {"label": input_label(i), "name": name, "source": p.source, "model": p.model, "mode": p.mode.name,
-            "removed": list(p.removed), "n": p.n, "answered": int(p.answered.sum())}
+            "removed": list(p.removed), "n": p.n, "answered": int(p.answered.sum()),
+            **({"state": p.state.to_dict()} if p.state is not None else {})}
 
 
 def compare_pair(

@@ -85,7 +85,8 @@ class DiffResult:
 
 
 def _describe(p: Predictions, name: str) -> dict[str, Any]:
-    return {"name": name, "source": p.source, "model": p.model, "mode": p.mode.name, "n": p.n}
+    return {"name": name, "source": p.source, "model": p.model, "mode": p.mode.name, "n": p.n,
+            **({"state": p.state.to_dict()} if p.state is not None else {})}
 
 
 def _behaviour(p: Predictions, pos: int) -> str | None:

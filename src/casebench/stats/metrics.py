@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from ..input_state import InputState
 from ..modes import Mode, get_mode
 from ..predictions import Predictions, verdict_mass_warning
 
@@ -466,6 +467,9 @@ class Score:
     name: str = ""
     #: the query mutation the input was asked under (``Predictions.mutation``); None: none
     mutation: str | None = None
+    #: whether the input is whole (``Predictions.state``): an unfinished run's figures are
+    #: partial; None: an input that cannot be unfinished (a published file)
+    state: InputState | None = None
     #: a live reveal run: its figures by turn (``stats.turns``); the figures above are the
     #: final turn's
     turns: "TurnFigures | None" = None
@@ -473,6 +477,11 @@ class Score:
     @property
     def coverage(self) -> float:
         return self.answered / self.n if self.n else 0.0
+
+    @property
+    def partial(self) -> bool:
+        """The input is unfinished: every figure rests on part of its cases."""
+        return self.state is not None and not self.state.complete
 
     @property
     def low_mass_missing(self) -> int:
@@ -514,7 +523,8 @@ class Score:
                                    for k, v in (d.get("design_effects") or {}).items()},
                    refusal_people=d.get("people_labels") or d.get("run_labels"),
                    ci_notes=dict(d.get("ci_notes") or {}), level=float(d.get("level", 0.95)),
-                   name=str(d.get("name") or ""), mutation=d.get("mutation"))
+                   name=str(d.get("name") or ""), mutation=d.get("mutation"),
+                   state=InputState.from_dict({"source": d["source"], **d["state"]}) if d.get("state") else None)
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"name": self.name} if self.name else {}
@@ -529,6 +539,8 @@ class Score:
             "answered": self.answered,
             "coverage": self.coverage,
         }
+        if self.state is not None:  # a run or log: whole, or partial and how to finish it
+            d["state"] = self.state.to_dict()
         if self.verdict_mass is not None:
             d["verdict_mass"] = dict(self.verdict_mass, missing=self.low_mass_missing)
         # counts (``digits == 0``, e.g. context_pairs) as integers
@@ -601,7 +613,7 @@ def score_arrays(pred: Predictions, a: ScoringArrays, mask: np.ndarray,
     s = Score(pred.source, pred.model, pred.mode, pred.removed, pred.n, int(answered.sum()),
               options.paper_compat, values, ci, classifier=pred.meta.get("classifier"),
               cases_of=figure_cases(a, list(values)), verdict_mass=pred.verdict_mass_summary(),
-              cluster=a.cluster_by, ci_notes=notes, level=options.level, mutation=pred.mutation)
+              cluster=a.cluster_by, ci_notes=notes, level=options.level, mutation=pred.mutation, state=pred.state)
     if a.cluster_by != "case" and not options.paper_compat:
         s.design_effects = {m: design_effect(a, m) for m in values if METRIC[m].proportion is not None}
     if pred.mode.reads_behaviour and not options.paper_compat:
