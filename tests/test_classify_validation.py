@@ -196,7 +196,7 @@ def _anchored_lines(text: str) -> list[str]:
     """The lines (or HTML list items) of an output that quote the reader's figures."""
     import re
 
-    anchors = ("refusals read by", "read each answer", "corrected with the reader", "refusal_classifier")
+    anchors = ("refusals read by", "reader: ", "corrected with the reader", "refusal_classifier")
     parts = re.split(r"\n|<li>|<br>|</p>", text)
     return [p for p in parts if any(a in p for a in anchors)]
 
@@ -218,7 +218,7 @@ def test_no_output_of_a_respond_run_calls_ai_labels_people_s(tmp_path: Path) -> 
         "md": invoke("score", out, "--format", "md", "--bootstrap", "20").output,
         "report": (out / "report.html").read_text(encoding="utf-8"),
     }
-    allowed = ("XSTest v2 (people)", "labelled by people:")
+    allowed = ("XSTest v2 (people)", "labelled by people:", "(people: 1 of ")
     for fmt, text in outputs.items():
         assert "agrees with people" not in text, fmt
         if fmt == "json":

@@ -369,8 +369,9 @@ def test_the_end_of_a_run_runs_one_people_bootstrap_per_label_source(tmp_path, m
     assert sorted(calls) == ["published", "votes"]
     people = score_input(load_predictions(out), ScoringOptions()).people
     (shift, shift_ci), (follow, _) = people.shift(), people.follow()
-    assert people.pair_count and f"people on the same {people.pair_count} pairs: shift {shift:.2f} " \
-        f"[{shift_ci[0]:.2f}, {shift_ci[1]:.2f}], their majority follows the context in {100 * follow:.0f}%" in r.output
+    assert people.pair_count and f"one person on the same {people.pair_count} pairs: {shift:.2f} " \
+        f"[{shift_ci[0]:.2f}, {shift_ci[1]:.2f}]" in r.output
+    assert f"people's majority: {100 * follow:.0f}%" in r.output
 
 
 def test_compare_prints_people_at_its_level_and_clustering(exp_dir):

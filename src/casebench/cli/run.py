@@ -332,17 +332,17 @@ def choose_data(data: str | None, model: str, limit: int | None, stratified: int
 
 def score_and_report(run_dir: Path, min_verdict_mass: float | None = None, *, demo: bool = False,
                      model_given: bool = True, max_tokens: int | None = None, pred: "Predictions | None" = None) -> None:
-    """The end of a run: what the model does, in words (``present.summary``: over- and
+    """The end of a run, its first screen: what the model does (``present.summary``: over- and
     under-refusal, whether it moves with the context beside people's on the same pairs, and in
-    respond mode how far the reader can be trusted), the table of every figure, a self-contained
-    HTML report with the published models beside it on the same cases, and what to do next.
-    The run is scored once (``stats.result.score_input``): the summary, the table and the report
-    read that one result. ``pred``: the run's predictions when already loaded."""
+    respond mode the reader), a self-contained HTML report with the published models beside it
+    on the same cases, and what to do next. Every other figure and the method notes live in
+    ``casebench score`` and the report. The run is scored once (``stats.result.score_input``):
+    the summary and the report read that one result. ``pred``: the run's predictions when
+    already loaded."""
     from ..stats.options import ScoringOptions
     from ..stats.result import score_input
     from ..runs.results import load_run
     from ..present.summary import next_steps, summary_lines
-    from ..present.tables import text_table
 
     if pred is None:
         pred = load_run(run_dir)
@@ -355,19 +355,13 @@ def score_and_report(run_dir: Path, min_verdict_mass: float | None = None, *, de
     scored = score_input(pred, options)
     score = scored.score
     click.echo("")
-    from dataclasses import replace
-
-    from ..naming import display_name, who
+    from ..naming import who
 
     if pred.mutation:
-        click.echo(f"queries reworded ({pred.mutation}), contexts untouched: people voted on the base wording only, so "
-                   "these figures set the model's verdicts on the rewording against people's on the original "
-                   "(casebench study RUN_PLAIN RUN_MUTATED pairs it with a plain run)")
+        click.echo(f"queries reworded ({pred.mutation}), contexts untouched; people voted on the base wording only")
     for line in summary_lines(score, None if demo else scored.people, demo=demo, max_tokens=max_tokens,
                               who=who(pred)):
         click.echo(line)
-    click.echo("")
-    click.echo(text_table([replace(score, name=display_name(pred))]), nl=False)
     refs: list[Any] = []
     root = None
     try:
@@ -378,14 +372,13 @@ def score_and_report(run_dir: Path, min_verdict_mass: float | None = None, *, de
         refs, root = ([], None) if demo else _cached_references(pred, options)
         path = write_report(run_dir / "report.html", [pred], options, references=refs, reference_root=root,
                             show_text=False)
+        click.echo("")
         click.echo(f"report: {path}")
         if refs:
-            verb = "answered" if pred.mode.reads_behaviour else "judged"
-            click.echo(f"the report shows the {len(refs)} published models (they judged each case; this run {verb}) "
-                       f"beside it on the {int(pred.answered.sum())} cases it answered (from {root})")
-    click.echo("")
+            click.echo(f"  with the {len(refs)} published models (judges) beside it on the same "
+                       f"{int(pred.answered.sum())} cases")
     for line in next_steps(model_given=model_given, demo=demo, mode=pred.mode, references=bool(refs),
-                           run_dir=str(run_dir)):
+                           run_dir=str(run_dir), labelled=bool(getattr(score, "refusal_people", None))):
         click.echo(line)
 
 
