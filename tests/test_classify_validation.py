@@ -79,7 +79,8 @@ def test_the_manifest_score_and_report_carry_it(tmp_path: Path) -> None:
     assert r.exit_code == 0, r.output
     lines = r.output.splitlines()
     at = next(i for i, line in enumerate(lines) if line.strip().startswith("refusal rate"))
-    assert f"{100 * v['agreement']:.1f}%" in lines[at + 1] and name in lines[at + 1]
+    assert f"{100 * v['agreement']:.1f}%" in lines[at + 1] and f"read by {default.name}:" in lines[at + 1]
+    assert name in invoke("score", out, "--bootstrap", "50", "--explain").output  # the version: with the method
     s = json.loads(invoke("score", out, "--json", "--bootstrap", "0").output)
     assert s["classifier"]["validation"] == v
     row = next(csv.DictReader(io.StringIO(invoke("score", out, "--format", "csv", "--bootstrap", "0").output)))

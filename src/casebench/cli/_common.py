@@ -563,3 +563,10 @@ def load_reference_inputs(reference: str | None, no_reference: bool, preds: Sequ
     with bad_input_errors():
         refs = reference_inputs(root, options, dataset=dataset, exclude=preds)
     return refs, str(root)
+
+
+#: ``--explain``: the method in full where a command prints figures (``score``, ``compare``)
+explain_option = click.option(
+    "--explain", is_flag=True, default=False,
+    help="Also print how each figure is made: the intervals' method, the reader's validation sets, the "
+         "correction for the reader's error and why a figure is not corrected, people's intervals.")

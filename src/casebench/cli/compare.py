@@ -172,7 +172,10 @@ def compare_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, n_bo
         ref = score_input(preds[0], options).people.cases
         line = reference_line if paper_compat else people_line  # the paper-compatible text stays as it was
         if ref is not None:
-            click.echo(f"\nreference: {line(ref)}")
+            from ..present.tables import wrap
+
+            click.echo("")
+            click.echo("\n".join(wrap(f"reference: {line(ref)}") if not paper_compat else [f"reference: {line(ref)}"]))
 
 
 def _per_sample(inputs: tuple[str, ...], cluster_by: str | None) -> bool:

@@ -7,7 +7,7 @@ import click
 from typing import Any, TYPE_CHECKING, Sequence
 
 from ._common import (
-    bad_input_errors, cluster_option, level_option, file_kind_options, label_source_option, min_verdict_mass_option, reference_option,
+    bad_input_errors, cluster_option, explain_option, level_option, file_kind_options, label_source_option, min_verdict_mass_option, reference_option,
     scoring_options, warn_low_verdict_mass, warn_unreadable_predictions,
 )
 
@@ -38,16 +38,17 @@ if TYPE_CHECKING:  # pragma: no cover
 @file_kind_options
 @min_verdict_mass_option
 @reference_option
+@explain_option
 def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: str, by: tuple[str, ...],
               n_boot: int, bootstrap_seed: int, data: str | None, label_source: str, cluster: str, mode: str | None,
               remove: str | None, reference: str | None, no_reference: bool, min_verdict_mass: float = 0.5,
-              level: float = 0.95) -> None:
+              level: float = 0.95, explain: bool = False) -> None:
     """Score INPUTS (run directories or published exp/ files) and print every metric with a CI (95% unless
     --level says otherwise)."""
     from ..loader import load_predictions
     from ..stats.metrics import LabelSourceError
     from ..stats.result import score_input, score_predictions
-    from ..present.tables import FORMATS, reference_table
+    from ..present.tables import FORMATS, reference_table, text_table
 
     if as_json:
         fmt = "json"
@@ -82,7 +83,7 @@ def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: s
         # one table: the published models' rows follow the inputs', marked in their name
         scores = scores + ref_scores
         ref_scores = []
-    click.echo(FORMATS[fmt](scores), nl=False)
+    click.echo(text_table(scores, explain=explain) if fmt == "table" else FORMATS[fmt](scores), nl=False)
     warn_low_verdict_mass(scores)
     if ref_scores and fmt == "table":
         click.echo(f"\n{reference_table(ref_scores, ref_root or '')}", nl=False)
@@ -93,10 +94,16 @@ def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: s
         from ..stats.result import people_by_case_set
 
         people = people_by_case_set(scored)  # each input's own, at the options' level and clustering
+        from ..present.people import agreement_line
+        from ..present.tables import wrap
+
         line = reference_line if paper_compat else people_line  # the paper-compatible text stays as it was
+        if not paper_compat and not explain and all(s.people for s in scores):
+            line = agreement_line  # people's context figures stand in the table's rows
         for members, ref in people:
             which = "" if len(people) == 1 else " (inputs " + ", ".join(str(i + 1) for i in members) + ")"
-            click.echo(f"\nreference{which}: {line(ref)}")
+            click.echo("")
+            click.echo("\n".join(wrap(f"reference{which}: {line(ref)}")))
 
 
 def _reference_scores(reference: str | None, no_reference: bool, preds: Sequence["Predictions"],
