@@ -202,10 +202,39 @@ class RegistryCommand(click.Command):
     ``"prefixed"`` (``--refusal-...``), ``"plain"`` (as declared) or None."""
 
     def __init__(self, *args: Any, backend_flags: bool = False, classifier_flags: str | None = None,
-                 **kwargs: Any) -> None:
+                 sections: Sequence[tuple[str, Sequence[str]]] = (), **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.backend_flags = backend_flags
         self.classifier_flags = classifier_flags
+        self.sections = tuple(sections)
+
+    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """``--help`` in titled sections (``sections``: (title, parameter names); click has no
+        option groups of its own): the first section's options with their whole help, every other
+        option on one line (its help's first sentence; the whole of it in docs/running.md). The
+        backend and reader options derived from the registries get sections of their own."""
+        if not self.sections:
+            return super().format_options(ctx, formatter)
+        params = [p for p in self.get_params(ctx) if isinstance(p, click.Option)]
+        placed: set[str] = set()
+        groups: list[tuple[str, list[click.Option]]] = []
+        for title, names in self.sections:
+            group = [p for name in names for p in params if p.name == name]
+            placed |= {p.name for p in group if p.name}
+            groups.append((title, group))
+        rest = [p for p in params if p.name not in placed]
+        groups.append(("Backend options (each names the backends it applies to)",
+                       [p for p in rest if (p.name or "").startswith(BACKEND_DEST)]))
+        groups.append(("Refusal reader options", [p for p in rest if (p.name or "").startswith(CLASSIFIER_DEST)]))
+        groups.append(("Other options", [p for p in rest if not (p.name or "").startswith((BACKEND_DEST, CLASSIFIER_DEST))]))
+        for k, (title, group) in enumerate(groups):
+            rows = [r for r in (p.get_help_record(ctx) for p in group) if r]
+            if not rows:
+                continue
+            rows = [(flags, _first_sentence(text, 130 if k == 0 else 28 if "[default" in text else 40))
+                    for flags, text in rows]
+            with formatter.section(title):
+                formatter.write_dl(rows)
 
     def derived_params(self) -> list[click.Parameter]:
         out: list[click.Parameter] = []
@@ -223,6 +252,20 @@ class RegistryCommand(click.Command):
         extra = [p for p in self.derived_params()
                  if p.name not in taken and not any(flag in taken for flag in getattr(p, "opts", []))]
         return own + extra + ([help_option] if help_option is not None else [])
+
+
+def _first_sentence(text: str, limit: int = 44) -> str:
+    """A help text's first sentence, cut to ``limit`` characters at a word (one line in a
+    sectioned help); its default, where it shows one, kept (ranges dropped)."""
+    import re
+
+    extra = re.search(r"\s*\[([^\]]*)\]$", text)
+    body = text[:extra.start()] if extra else text
+    first = re.split(r"(?<=[a-z0-9)]{3}[.;])\s", body, maxsplit=1)[0].rstrip(".;")
+    if len(first) > limit:
+        first = first[:limit].rsplit(" ", 1)[0].rstrip(",;:(") + " ..."
+    default = [part for part in (extra.group(1).split("; ") if extra else []) if part.startswith("default")]
+    return first + (f"  [{default[0]}]" if default else "")
 
 
 def batch_backends() -> str:

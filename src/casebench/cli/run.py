@@ -40,7 +40,20 @@ def _builtin_mutations() -> list[str]:
     return [m.name for m in MUTATIONS.values() if m.builtin]
 
 
-@click.command("run", cls=RegistryCommand, backend_flags=True, classifier_flags="prefixed")
+#: ``run --help`` in sections: the flags most runs need first, the rest under their titles
+RUN_HELP_SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("Options most runs need", ("model", "mode", "data", "pairs", "out", "report")),
+    ("Which cases", ("limit", "stratified", "selection_seed", "remove")),
+    ("How the model is asked", ("context_as", "system", "templates_path", "temperature", "max_tokens", "samples",
+                                "full_answers", "parse_retries", "reask", "min_verdict_mass")),
+    ("Query rewordings (SORRY-Bench mutations)", ("mutation", "mutations_from", "mutator", "mutator_base_url")),
+    ("The refusal reader (respond mode)", ("refusal_classifier", "partial_as")),
+    ("Requests, cost and recovery", ("max_connections", "max_attempts", "batch", "batch_poll", "prices_path",
+                                     "max_cost", "min_coverage", "salvage", "progress", "verbose")),
+)
+
+
+@click.command("run", cls=RegistryCommand, backend_flags=True, classifier_flags="prefixed", sections=RUN_HELP_SECTIONS)
 @click.option("--model", "model", default=None, metavar="SPEC",
               help="Model spec: PREFIX/MODEL, e.g. openai/NAME, anthropic/NAME, hf/ID-or-path (every backend: "
                    "README, or python -m casebench.cli.registry_tables --list). Default: hf/smollm2-135m-instruct.")
@@ -131,11 +144,9 @@ def run_cmd(model: str | None, mode: str | None, data: str | None, remove: str, 
             mutation: str | None = None, mutations_from: str | None = None, mutator: str | None = None,
             mutator_base_url: str | None = None, **registry_flags: Any) -> None:
     """Run a model as a judge (or, in respond mode, as the chatbot) over a dataset.
-    Re-run the same command to resume a run.
-
-    The backend options (--base-url, --device, ...) and the refusal classifier's (--refusal-labels,
-    ...) come from the backends' and classifiers' own descriptions; each applies to the backends
-    named in its help."""
+    Re-run the same command to resume a run. Options past the first section: their help's first
+    sentence here, in full in docs/running.md; the backend and reader options come from the
+    backends' and readers' own descriptions."""
     from ..runs.pricing import PriceTable, PricingError
     from ..prompts import load_templates
     from ..runs.execute import DEFAULT_MODEL, RetryPolicy, RunConfig
