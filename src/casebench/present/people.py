@@ -75,8 +75,8 @@ def table_columns(people: dict[str, Any] | None) -> dict[str, Any]:
     cols: dict[str, Any] = {"headings": ["1 person", "majority"]}
     for m in FIGURES:
         cols[m] = [_num(people[ref].get(m), 3) if m in people[ref] else "" for ref, _ in REFERENCES]
-    rule = {"published": "the votes and the intent as a 21st vote", "votes": "the votes alone"}.get(src, src)
-    cols["notes"] = [f"1 person, majority: people on the same {people['pairs']} pairs (labels from {rule})"]
+    rule = {"published": "the votes and the intent, a 21st vote", "votes": "the votes alone"}.get(src, src)
+    cols["notes"] = [f"1 person, majority: people on the same {people['pairs']} pairs (labels: {rule})"]
     return cols
 
 
