@@ -197,7 +197,7 @@ def _anchored_lines(text: str) -> list[str]:
     """The lines (or HTML list items) of an output that quote the reader's figures."""
     import re
 
-    anchors = ("refusals read by", "reader: ", "corrected with the reader", "refusal_classifier")
+    anchors = ("refusals read by", "(read by ", "reader: ", "corrected with the reader", "refusal_classifier")
     parts = re.split(r"\n|<li>|<br>|</p>", text)
     return [p for p in parts if any(a in p for a in anchors)]
 
