@@ -145,7 +145,7 @@ def test_a_respond_run_carries_the_corrected_figures_in_every_format(tmp_path) -
     assert s["ci"]["refusal_rate_corrected"] == pytest.approx(list(want.ci))
     lo, hi = s["ci"]["refusal_rate"]
     assert want.ci[1] - want.ci[0] >= hi - lo  # never narrower than the raw interval
-    table = invoke("score", out, "--bootstrap", "20").output
+    table = invoke("score", out, "--bootstrap", "20", "--explain").output
     assert f"refusal rate: raw {s['refusal_rate']:.4f}, corrected {want.corrected:.4f}" in table
     row = next(csv.DictReader(io.StringIO(invoke("score", out, "--format", "csv", "--bootstrap", "20").output)))
     assert float(row["refusal_rate_corrected_ci_hi"]) == pytest.approx(want.ci[1])
