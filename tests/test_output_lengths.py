@@ -129,3 +129,57 @@ def test_the_readme_first_screen_is_what_a_run_prints(respond_run):
     assert block[0].startswith("hf/smollm2-135m-instruct as the deployed chatbot (respond mode): ")
     assert any(line.startswith("reader: learned, checked on ") for line in block)
     assert any(line.startswith("next: a real model: casebench run --model ") for line in block)
+
+
+#: flags that mean different things in different commands (so their help differs), and why
+DIFFERENT_MEANING = {
+    "--model": "run asks it; ablate/study run a study with it; contexts generate writes contexts with it",
+    "--mode": "run asks in it; scoring commands read a published file's mode; study/ablate run in it",
+    "--context-as": "run places the context; prompts shows a placement; ablate sets every condition's",
+    "--mutation": "run asks in the rewording; prompts shows it",
+    "--mutations-from": "one mutation (run, prompts) or the study's several",
+    "--mutator": "one mutation (run) or the study's several",
+    "--data": "the dataset asked (run) or the dataset of inputs already made (score, compare, report, export, diff)",
+    "--remove": "parameters to remove (run, prompts) or removed in a published file (scoring commands)",
+    "--limit": "cases (run, studies) or queries (contexts generate)",
+    "--pairs": "a run's selection, compare's subset, a study's selection",
+    "--seed": "the older name of different seeds: case selection (run), bootstrap, draws",
+    "--out": "a run directory, a file, a dataset: what each command writes",
+    "--system": "run sends it; prompts shows where it goes",
+    "--temperature": "contexts generate writes contexts (its own default)",
+    "--max-tokens": "contexts generate writes contexts (its own default)",
+    "--parse-retries": "a verdict (run) or a set of contexts (contexts generate)",
+    "--refusal-classifier": "refusal-eval scores the classifier it names",
+    "--partial-as": "refusal-eval applies it to both sides of its figures",
+    "--base-url": "refusal-eval's is its reader's server", "--api-key-env": "refusal-eval's is its reader's key",
+    "--batch-size": "refusal-eval's is its reader's batch", "--device": "refusal-eval's is its reader's device",
+    "--json": "score writes JSON lines (one object per input)",
+    "--label-source": "human stats applies it to the votes' own statistics",
+    "--output": "a fetched file or an exported dataset",
+    "--alpha": "a test's level (human), a false discovery rate (compare)",
+    "--human-draw-seed": "human stats' draws, or the report's human section's",
+    "--out-root": "ablate's conditions or study's placements",
+}
+
+
+def test_a_flag_that_means_the_same_has_the_same_help_everywhere():
+    import click
+
+    ctx = click.Context(cli)
+    helps: dict[str, dict[str, list[str]]] = {}
+
+    def walk(cmd, path):
+        if isinstance(cmd, click.Group):
+            for name in cmd.list_commands(ctx):
+                walk(cmd.get_command(ctx, name), [*path, name])
+            return
+        for p in cmd.get_params(click.Context(cmd, info_name=path[-1])):
+            if isinstance(p, click.Option):
+                for flag in p.opts:
+                    if flag.startswith("--"):
+                        helps.setdefault(flag, {}).setdefault(p.help or "", []).append(" ".join(path))
+
+    for name in cli.list_commands(ctx):
+        walk(cli.get_command(ctx, name), [name])
+    differ = {flag: h for flag, h in helps.items() if len(h) > 1 and flag not in DIFFERENT_MEANING}
+    assert not differ, "\n".join(f"{flag}: {list(h.values())}" for flag, h in differ.items())

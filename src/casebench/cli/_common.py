@@ -508,11 +508,39 @@ def file_kind_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--mode", "mode", type=ModeChoice(), default=None, help=FILE_MODE_HELP)(f)
 
 
+#: the help of a flag that means the same in every command that takes it: one home, so that
+#: ``--help`` says the same of it everywhere (``tests/test_output_lengths.py`` checks; flags that
+#: mean different things in different commands are listed there with why)
+HELP: dict[str, str] = {
+    "--bootstrap": "Bootstrap resamples for the intervals and paired tests (0: none).",
+    "--bootstrap-seed": "Seed of the bootstrap resamples (--seed: the same, the older name).",
+    "--level": "Confidence level of every interval.",
+    "--json": "Print one JSON object instead of tables.",
+    "--paper-compat": "Score exactly as the authors' compute_score.py does (missing answers filled, unclipped "
+                      "BCE, ...); default: only the cases every input answered.",
+    "--limit": "Only the first N cases, in dataset order.",
+    "--stratified": "A seeded subset of N cases stratified by category x intent.",
+    "--temperature": "Sampling temperature, 0 to 2 (default: 1.0 score, 0 else).",
+    "--max-tokens": "Answer length limit (default 256; respond mode 512; the main job's respond run: see "
+                    "docs/running.md, 'The main job').",
+    "--max-connections": "Requests in flight (API models).",
+    "--max-cost": "Stop a run before its total cost (all its sessions) would pass this; in a study, each "
+                  "condition's run.",
+    "--progress": "Progress bar (default: on a terminal).",
+    "--templates": "A template file in the published format (judge, judgescore, judgelogits).",
+    "--db": "SQLAlchemy URL: sqlite:///FILE, or postgresql://USER:PASS@HOST:PORT/DB for a team; one study per "
+            "database.",
+    "--reserve-minutes": "How long an item (a case or an answer) shown to an annotator is held for them.",
+    "--sqlite-sync": "SQLite only. full: every label is on disk before the next page (survives a power cut); "
+                     "normal: faster, survives a server crash but not a power cut.",
+}
+
+
 def level_option(f: Callable[..., Any]) -> Callable[..., Any]:
     """``--level``: the confidence level of every interval a scoring command prints (and of the
     words that name it)."""
     return click.option("--level", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95,
-                        show_default=True, help="Confidence level of every interval.")(f)
+                        show_default=True, help=HELP["--level"])(f)
 
 
 def cluster_option(f: Callable[..., Any]) -> Callable[..., Any]:

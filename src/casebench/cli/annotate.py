@@ -19,7 +19,7 @@ from typing import Any
 
 import click
 
-from ._common import BadInput, bad_input_errors, dataset_argument
+from ._common import HELP, BadInput, bad_input_errors, dataset_argument
 
 DEFAULT_DB = "sqlite:///votes.db"
 
@@ -104,7 +104,7 @@ def _bind(host: str, port: int) -> socket.socket:
 @annotate_group.command("serve")
 @click.argument("data", type=click.Path(dir_okay=False), required=False)
 @click.option("--db", default=DEFAULT_DB, show_default=True,
-              help="SQLAlchemy URL: sqlite:///FILE, or postgresql://USER:PASS@HOST:PORT/DB for a team.")
+              help=HELP["--db"])
 @click.option("--votes-per-case", type=click.IntRange(min=1), default=None,
               help="Votes each case gets. Default: annotators per context for 80% power on the paper's "
                    "context effect (casebench human power --p1 0.63 --p2 0.25).")
@@ -125,10 +125,9 @@ def _bind(host: str, port: int) -> socket.socket:
 @click.option("--admin-token", envvar="CASEBENCH_ADMIN_TOKEN", default=None,
               help="Token for /admin (env CASEBENCH_ADMIN_TOKEN; default: a new random one, printed).")
 @click.option("--reserve-minutes", type=click.FloatRange(min=0.05), default=20.0, show_default=True,
-              help="How long a case shown to an annotator is held for them.")
+              help=HELP["--reserve-minutes"])
 @click.option("--sqlite-sync", type=click.Choice(["full", "normal"]), default="full", show_default=True,
-              help="SQLite only. full: every vote is on disk before the next case is shown (survives a power "
-                   "cut); normal: faster, survives a server crash but not a power cut.")
+              help=HELP["--sqlite-sync"])
 @click.option("--access-log", is_flag=True, help="Log every request (off by default).")
 def serve_cmd(data: str | None, db: str, votes_per_case: int | None, host: str, port: int, one_context_per_query: bool,
               attention_checks: str | None, attention_every: int, cases_per_annotator: int | None,
@@ -240,7 +239,7 @@ def _run_app(store: Any, *, db: str, what: str, new: bool, host: str, port: int,
               help="Only say how many labels would give the run's refusal rate (from people's labels, PPI++) a "
                    "95% interval of this width, from the reader's stored validation; serve nothing.")
 @click.option("--db", default="sqlite:///answer_labels.db", show_default=True,
-              help="SQLAlchemy URL: sqlite:///FILE, or postgresql://USER:PASS@HOST:PORT/DB. One study per database.")
+              help=HELP["--db"])
 @click.option("--labels-per-answer", type=click.IntRange(min=1), default=1, show_default=True,
               help="How many people label each answer (the export takes the majority; ties are left out).")
 @click.option("--host", default="127.0.0.1", show_default=True)
@@ -253,9 +252,9 @@ def _run_app(store: Any, *, db: str, what: str, new: bool, host: str, port: int,
 @click.option("--admin-token", envvar="CASEBENCH_ADMIN_TOKEN", default=None,
               help="Token for /admin (env CASEBENCH_ADMIN_TOKEN; default: a new random one, printed).")
 @click.option("--reserve-minutes", type=click.FloatRange(min=0.05), default=20.0, show_default=True,
-              help="How long an answer shown to an annotator is held for them.")
+              help=HELP["--reserve-minutes"])
 @click.option("--sqlite-sync", type=click.Choice(["full", "normal"]), default="full", show_default=True,
-              help="SQLite only: full (every label on disk before the next page) or normal (faster).")
+              help=HELP["--sqlite-sync"])
 @click.option("--access-log", is_flag=True, help="Log every request (off by default).")
 def answers_cmd(run_dir: str, n_sample: int, sample_seed: int, target_width: float | None, db: str, labels_per_answer: int, host: str, port: int,
                 answers_per_annotator: int | None, completion_code: str | None, completion_url: str | None,
@@ -356,7 +355,7 @@ def _count(xs: Any) -> dict[str, int]:
 
 
 @annotate_group.command("export")
-@click.option("--db", default=DEFAULT_DB, show_default=True, help="The database given to `annotate serve`.")
+@click.option("--db", default=DEFAULT_DB, show_default=True, help=HELP["--db"])
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False), default=None,
               help="The dataset file to write (CASE-Bench JSON); a study of cases needs it.")
 @click.option("--answers", "answers_out", type=click.Path(), default=None,

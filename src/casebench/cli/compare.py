@@ -14,7 +14,7 @@ import click
 from ..modes import MODES
 from ..prompts import CONTEXT_PLACEMENTS
 from ._common import (
-    FILE_MODE_HELP, TEMPERATURE, USD, BadInput, ModeChoice, RegistryCommand, bad_input_errors, echo_err, exit_interrupted,
+    FILE_MODE_HELP, HELP, TEMPERATURE, USD, BadInput, ModeChoice, RegistryCommand, bad_input_errors, echo_err, exit_interrupted,
     file_kind_options,
     cluster_option, label_source_option, refusal_classifier_options, remove_option, scoring_options, warn_unreadable_predictions,
 )
@@ -58,16 +58,14 @@ def _warn_incomplete(preds: list[Any]) -> None:
 
 
 _STAT_OPTIONS = [
-    click.option("--paper-compat", is_flag=True,
-                 help="Score all cases as the published script does (missing answers filled); default: "
-                      "only the cases both inputs answered."),
-    click.option("--json", "as_json", is_flag=True, help="One JSON object (for machines)."),
+    click.option("--paper-compat", is_flag=True, help=HELP["--paper-compat"]),
+    click.option("--json", "as_json", is_flag=True, help=HELP["--json"]),
     click.option("--bootstrap", "n_boot", type=click.IntRange(min=0), default=2000, show_default=True,
-                 help="Paired bootstrap resamples."),
+                 help=HELP["--bootstrap"]),
     click.option("--bootstrap-seed", "--seed", "bootstrap_seed", type=int, default=0, show_default=True,
-                 help="Seed of the bootstrap resamples (--seed: the same, the older name)."),
+                 help=HELP["--bootstrap-seed"]),
     click.option("--level", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95,
-                 show_default=True, help="Confidence level of the CIs."),
+                 show_default=True, help=HELP["--level"]),
     click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05,
                  show_default=True, help="False discovery rate of the Benjamini-Hochberg adjustment."),
     click.option("--data", type=click.Path(dir_okay=False), default=None,
@@ -86,16 +84,17 @@ def _stat_options(f: Any) -> Any:
 
 #: how a study's runs are made (``ablate`` and ``study`` with --model; backend flags come from the registry)
 _RUN_OPTIONS = [
-    click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N cases (with --model)."),
+    click.option("--limit", type=click.IntRange(min=1), default=None, help=HELP["--limit"]),
     click.option("--stratified", type=click.IntRange(min=1), default=None, metavar="N",
-                 help="A seeded subset of N cases stratified by category x intent (with --model)."),
+                 help=HELP["--stratified"]),
     click.option("--stratified-seed", type=int, default=0, show_default=True, help="Seed of --stratified."),
     click.option("--samples", type=click.IntRange(min=1), default=None, help="Samples per case (default: 3 in score mode, else 1)."),
-    click.option("--temperature", type=TEMPERATURE, default=None, help="Sampling temperature, 0 to 2."),
-    click.option("--max-tokens", type=click.IntRange(min=1), default=None),
-    click.option("--max-connections", type=click.IntRange(min=1), default=8, show_default=True),
-    click.option("--max-cost", type=USD, default=None, metavar="USD", help="Stop each condition before spending past this."),
-    click.option("--progress/--no-progress", default=None),
+    click.option("--temperature", type=TEMPERATURE, default=None, help=HELP["--temperature"]),
+    click.option("--max-tokens", type=click.IntRange(min=1), default=None, help=HELP["--max-tokens"]),
+    click.option("--max-connections", type=click.IntRange(min=1), default=8, show_default=True,
+                 help=HELP["--max-connections"]),
+    click.option("--max-cost", type=USD, default=None, metavar="USD", help=HELP["--max-cost"]),
+    click.option("--progress/--no-progress", default=None, help=HELP["--progress"]),
 ]
 
 

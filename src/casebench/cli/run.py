@@ -15,7 +15,7 @@ import click
 from ..modes import MODES
 from ..prompts import CONTEXT_PLACEMENTS
 from ._common import (
-    NON_NEGATIVE_INT, POSITIVE_INT, SECONDS, TEMPERATURE, USD, BadInput, ModeChoice, RegistryCommand, backend_options,
+    HELP, NON_NEGATIVE_INT, POSITIVE_INT, SECONDS, TEMPERATURE, USD, BadInput, ModeChoice, RegistryCommand, backend_options,
     bad_input_errors, batch_backends, call_timeout, classifier_options,
     exit_interrupted, min_verdict_mass_option, refusal_classifier_options, run_with_signals, setup_logging,
 )
@@ -93,7 +93,7 @@ RUN_HELP_SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
               "pinned published file, else the demo set (the command says which).")
 @click.option("--remove", "remove", default="", metavar="PARAMS", help="CI parameters to remove (comma-separated).")
 @click.option("--samples", type=POSITIVE_INT, default=None, help="Samples per case (default: 3 in score mode, else 1).")
-@click.option("--limit", type=POSITIVE_INT, default=None, help="Only the first N cases, in dataset order.")
+@click.option("--limit", type=POSITIVE_INT, default=None, help=HELP["--limit"])
 @click.option("--stratified", type=POSITIVE_INT, default=None, metavar="N",
               help="A seeded subset of N cases stratified by category x intent.")
 @click.option("--pairs", type=POSITIVE_INT, default=None, metavar="N",
@@ -101,9 +101,9 @@ RUN_HELP_SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
                    "so the context figures (shift, follow) have pairs to read. Any model and mode.")
 @click.option("--selection-seed", "--seed", "selection_seed", type=int, default=0, show_default=True,
               help="Seed of the case selection (--stratified, --pairs).")
-@click.option("--max-connections", type=POSITIVE_INT, default=8, show_default=True, help="Requests in flight (API models).")
+@click.option("--max-connections", type=POSITIVE_INT, default=8, show_default=True, help=HELP["--max-connections"])
 @click.option("--templates", "templates_path", default=None, metavar="FILE",
-              help="Template file in the published format (judge, judgescore, judgelogits).")
+              help=HELP["--templates"])
 @click.option("-o", "--out", default=None, metavar="RUN_DIR",
               help="Run directory (default: runs/<model>_<mode>[_<removed>][_ctx-<placement>][_mut-<mutation>]_<dataset SHA-256, 8 hex>"
                    "[_<pairsN|stratN|limitN>]). Re-running resumes it.")
@@ -125,8 +125,8 @@ RUN_HELP_SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
               help="Transport attempts per request (429, 5xx, timeouts, dropped connections).")
 @click.option("--prices", "prices_path", default=None, metavar="FILE.json",
               help="Extra prices, USD per 1M tokens: {\"model\": {\"input\": x, \"output\": y}}.")
-@click.option("--max-cost", type=USD, default=None, metavar="USD", help="Stop before the run's total cost (all sessions) would pass this.")
-@click.option("--progress/--no-progress", default=None, help="Progress bar (default: on a terminal).")
+@click.option("--max-cost", type=USD, default=None, metavar="USD", help=HELP["--max-cost"])
+@click.option("--progress/--no-progress", default=None, help=HELP["--progress"])
 @click.option("--salvage", is_flag=True, default=False,
               help="A damaged run directory: move damaged lines of records.jsonl aside (records.damaged.jsonl) and, "
                    "if manifest.json is lost, rebuild it from this command's settings when every surviving record "

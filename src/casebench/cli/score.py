@@ -7,7 +7,7 @@ import click
 from typing import Any, TYPE_CHECKING, Sequence
 
 from ._common import (
-    bad_input_errors, cluster_option, explain_option, level_option, file_kind_options, label_source_option, min_verdict_mass_option, reference_option,
+    HELP, bad_input_errors, cluster_option, explain_option, level_option, file_kind_options, label_source_option, min_verdict_mass_option, reference_option,
     scoring_options, warn_low_verdict_mass, warn_unreadable_predictions,
 )
 
@@ -20,15 +20,14 @@ if TYPE_CHECKING:  # pragma: no cover
 
 @click.command("score")
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True))
-@click.option("--paper-compat", is_flag=True,
-              help="Do exactly what the authors' compute_score.py does (missing -> 1.0, unclipped BCE, ...).")
+@click.option("--paper-compat", is_flag=True, help=HELP["--paper-compat"])
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per input per line (same as --format json).")
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json", "md"]), default="table", show_default=True)
 @click.option("--by", "by", type=click.Choice(["category", "intent"]), multiple=True,
               help="Also print a breakdown with CIs (repeatable); every --format carries it (JSON: 'breakdowns').")
-@click.option("--bootstrap", "n_boot", type=click.IntRange(min=0), default=2000, show_default=True, help="Bootstrap resamples for CIs (0: none).")
+@click.option("--bootstrap", "n_boot", type=click.IntRange(min=0), default=2000, show_default=True, help=HELP["--bootstrap"])
 @click.option("--bootstrap-seed", "--seed", "bootstrap_seed", type=int, default=0, show_default=True,
-              help="Seed of the bootstrap resamples (--seed: the same, the older name).")
+              help=HELP["--bootstrap-seed"])
 @click.option("--data", type=click.Path(dir_okay=False), default=None,
               help="The dataset of run directories, if their manifest's path is not reachable; published files "
                    "are checked against it record by record (default: the CASEBench_data.json beside their exp/).")
