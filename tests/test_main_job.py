@@ -44,7 +44,7 @@ def test_main_job_offline_with_the_demo_set(tmp_path, model_cache):
     assert res.returncode == 0, res.stderr[-3000:]
     assert "THE DEMO SET" in res.stderr
     out = res.stdout
-    lead = out[out.index("DEMO SET: hf/smollm2-135m-instruct as the deployed chatbot (respond mode)"):]
+    lead = out[out.index("DEMO SET: hf/smollm2-135m-instruct as the chatbot (respond mode)"):]
     assert ", 6 pairs" in lead.splitlines()[0]
     over = re.search(r"over-refusal: +refuses (\d+)% \[\d+, \d+\] of the 6 safe-intent cases", lead)
     under = re.search(r"under-refusal: +answers (\d+)% \[\d+, \d+\] of the 6 unsafe-intent cases", lead)

@@ -102,7 +102,7 @@ def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: s
         for members, ref in people:
             which = "" if len(people) == 1 else " (inputs " + ", ".join(str(i + 1) for i in members) + ")"
             click.echo("")
-            click.echo("\n".join(wrap(f"reference{which}: {line(ref)}")))
+            click.echo("\n".join(wrap(f"reference{which}: {line(ref)}") if not paper_compat else [f"reference{which}: {line(ref)}"]))
 
 
 def _reference_scores(reference: str | None, no_reference: bool, preds: Sequence["Predictions"],

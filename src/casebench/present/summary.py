@@ -155,8 +155,11 @@ def summary_lines(score: "Score", people: "PeopleReferences | None" = None, *, d
     unsafe_word, safe_word = m.words
     asked = f"the deployed chatbot ({m} mode)" if behaves else f"a judge ({m} mode)"
     pairs = int(score.values.get("context_pairs", 0) or 0) if math.isfinite(score.values.get("context_pairs", 0) or 0) else 0
-    head = (f"{'DEMO SET: ' if demo else ''}{who or score.model} as {asked}: {score.answered} of {score.n} "
-            f"{'answers' if behaves else 'cases'} read" + (f", {pairs} pairs" if pairs else ""))
+    counts = f": {score.answered} of {score.n} {'answers' if behaves else 'cases'} read" + (f", {pairs} pairs" if pairs else "")
+    tag = "DEMO SET: " if demo else ""
+    head = _fit(f"{tag}{who or score.model} as {asked}{counts}",
+                f"{tag}{who or score.model} as {asked.replace('deployed ', '')}{counts}",
+                f"{tag}{who or score.model} ({m} mode){counts}")
     if max_tokens and behaves and len(head) + 30 <= SCREEN_WIDTH:
         head += f", up to {max_tokens} tokens"
     lines = [head]

@@ -343,6 +343,20 @@ CONTEXT_LEGEND: tuple[tuple[str, str], ...] = (
 )
 
 
+def _paper_notes(scores: Sequence[Score]) -> list[str]:
+    """The lines under a paper-compatible table, as they always were: the small-sample and
+    undefined marks."""
+    out = []
+    small = any(_mark(s.cases_of, m, s.values[m]) for s in scores for m in _shown(s)) or any(
+        _mark(r.get("cases_of", {}), m, r.get(m)) for s in scores for _, _, r in _breakdown_groups(s)
+        for m in _shown(s, BREAKDOWN_METRICS) if m in r)
+    if small:
+        out.append(f"{SMALL} from fewer than {MIN_CASES} cases: read with care")
+    if any(_undefined_shown(s) for s in scores):
+        out.append(f"{UNDEFINED} undefined (e.g. a recall with no case of its class); blank: does not apply to the mode")
+    return out
+
+
 def wrap(text: str, indent: str = "", width: int = WIDTH) -> list[str]:
     """``text`` as lines of at most ``width`` characters (a note, never a table row)."""
     import textwrap
@@ -351,16 +365,23 @@ def wrap(text: str, indent: str = "", width: int = WIDTH) -> list[str]:
                          break_on_hyphens=False) or [indent]
 
 
-def legend(names: Sequence[str]) -> list[str]:
+def legend(names: Sequence[str], width: int = WIDTH) -> list[str]:
     """The legend of the context figures among ``names`` (empty when none is printed)."""
     parts = [text for m, text in CONTEXT_LEGEND if m in names]
-    return wrap("context figures, over query pairs: " + "; ".join(parts)) if parts else []
+    return wrap("context figures, over query pairs: " + "; ".join(parts), width=width) if parts else []
 
 
-def notes(scores: Sequence[Score], explain: bool = False) -> list[str]:
+def notes(scores: Sequence[Score], explain: bool = False, reader: bool = True, width: int = WIDTH) -> list[str]:
     """The lines under a table, each said once: how the CIs were made (in full with ``explain``),
-    the marks used, the legend of the context figures, and the reader of a respond input with,
-    under ``explain``, how its refusal figures were corrected."""
+    the marks used, the legend of the context figures, and (``reader``) the reader of a respond
+    input with, under ``explain``, how its refusal figures were corrected. Paper-compatible
+    scores alone: the notes as they always were (``_paper_notes``)."""
+    if scores and all(s.paper_compat for s in scores):
+        return _paper_notes(scores)
+
+    def lines(text: str, indent: str = "") -> list[str]:
+        return wrap(text, indent, width)
+
     out: list[str] = []
     marks = []
     for by in dict.fromkeys(getattr(s, "cluster", "case") for s in scores if not s.paper_compat and s.ci):
@@ -368,10 +389,10 @@ def notes(scores: Sequence[Score], explain: bool = False) -> list[str]:
             marks.append("CIs: Wilson for shares, percentile bootstrap for the rest"
                          + ("" if by == "case" else f", clustered by {by}"))
         elif by == "case":
-            out += wrap("CIs: Wilson score interval for proportions (accuracy, safe and unsafe recall, refusal rate); "
+            out += lines("CIs: Wilson score interval for proportions (accuracy, safe and unsafe recall, refusal rate); "
                         "percentile bootstrap of cases for the other figures")
         else:
-            out += wrap(f"CIs clustered by {by} (the cases of a {by} resampled together): Wilson score interval on the "
+            out += lines(f"CIs clustered by {by} (the cases of a {by} resampled together): Wilson score interval on the "
                         "effective number of cases (n / design effect, never above n) for proportions (accuracy, safe "
                         f"and unsafe recall, refusal rate); percentile bootstrap of whole {_PLURAL[by]} for the other "
                         "figures")
@@ -386,15 +407,15 @@ def notes(scores: Sequence[Score], explain: bool = False) -> list[str]:
         marks.append(f"{POINT_MARK} every resample gave one value: a conservative interval instead")
     if marks and not explain:
         marks.append("--explain: the method")
-    out += wrap("; ".join(marks)) if marks else []
-    out += legend([m for s in scores for m in _shown(s)])
+    out += lines("; ".join(marks)) if marks else []
+    out += legend([m for s in scores for m in _shown(s)], width)
     for s in scores:
-        if not explain or (s.classifier is None and not s.refusal_corrected):
+        if not reader or not explain or (s.classifier is None and not s.refusal_corrected):
             continue
         head = f"{title(s)}: " if len(scores) > 1 else ""
-        out += wrap(head + classifier_note(s.classifier, s.refusal_corrected))
+        out += lines(head + classifier_note(s.classifier, s.refusal_corrected))
         if s.refusal_corrected and "note" not in s.refusal_corrected:
-            out += wrap(corrected_lines(s)[-1], "  ")  # how the correction was made
+            out += lines(corrected_lines(s)[-1], "  ")  # how the correction was made
     return out
 
 
@@ -427,7 +448,7 @@ def text_table(scores: Sequence[Score], explain: bool = False) -> str:
         tag = " (paper-compatible)" if s.paper_compat else ""
         out.append(title(s) + tag)
         out.append(f"  source: {s.source}")
-        pairs = s.values.get("context_pairs")
+        pairs = None if s.paper_compat else s.values.get("context_pairs")  # its own row there, as it was
         out.append(f"  cases {s.n}, answered {s.answered} (coverage {100 * s.coverage:.1f}%"
                    + (f"; {s.low_mass_missing} left out: verdict mass below {mass_pct(s.verdict_mass['threshold'])}"
                       if s.low_mass_missing else "") + ")"
@@ -435,7 +456,7 @@ def text_table(scores: Sequence[Score], explain: bool = False) -> str:
         if s.verdict_mass:
             out.append("  " + verdict_mass_line(s))
         out += [f"  {line}" for line in labels_lines(s)]
-        shown = [m for m in _shown(s) if m != "context_pairs"]
+        shown = [m for m in _shown(s) if m != "context_pairs" or s.paper_compat]
         ref = people.table_columns(s.people) if not explain else {}
         level = f"{getattr(s, 'level', 0.95):.0%} CI"
         if ref:
@@ -676,7 +697,7 @@ def markdown_table(scores: Sequence[Score]) -> str:
                      if "refusal_rate" in s.values]
     if refusal_notes:
         lines += ["", "Refusal rate:"] + refusal_notes
-    foot = notes(scores)
+    foot = notes(scores, explain=True, reader=False, width=10**6)  # a document: the method in full, unwrapped
     if foot:
         lines += [""] + [f"{x}  " if i < len(foot) - 1 else x for i, x in enumerate(foot)]
     return "\n".join(lines) + "\n"
@@ -1098,3 +1119,4 @@ def format_say_do(s: "SayDo", limit: int = 20) -> str:
         shown = ", ".join(map(str, cases[:limit])) + (f", ... ({len(cases)} in all)" if len(cases) > limit else "")
         lines.append(f"  {title}: {shown or '-'}")
     return "\n".join(lines) + "\n"
+
