@@ -183,3 +183,23 @@ def test_a_flag_that_means_the_same_has_the_same_help_everywhere():
         walk(cli.get_command(ctx, name), [name])
     differ = {flag: h for flag, h in helps.items() if len(h) > 1 and flag not in DIFFERENT_MEANING}
     assert not differ, "\n".join(f"{flag}: {list(h.values())}" for flag, h in differ.items())
+
+
+def test_a_set_without_votes_says_nothing_of_people(tmp_path):
+    """The demo set is labelled by its contexts' intent alone: ``score`` of a run on it names
+    no people (the first screen's test is the main job's, tests/test_main_job.py)."""
+    from servers.fault_server import FaultServer
+
+    from casebench.sources import demo_dataset_path
+
+    out = tmp_path / "run"
+    with FaultServer(answer_fn=bot, latency=0.0) as srv:
+        r = invoke("run", "--model", "openai/bot-x", "--mode", "respond", "--data", demo_dataset_path(),
+                   "--base-url", srv.base_url, "-o", out, "--no-progress", "--no-report")
+    assert r.exit_code == 0, r.output
+    for args in ((), ("--explain",)):
+        text = " ".join(invoke("score", out, "--bootstrap", 100, *args).stdout.split())
+        # the reader's validation sets people did label are named so (they are not the demo's cases)
+        for allowed in ("labelled by people:", "XSTest v2 (people)"):
+            text = text.replace(allowed, "")
+        assert "context blind (labels differ)" in text and "people" not in text, text

@@ -64,10 +64,12 @@ def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: s
     with bad_input_errors(LabelSourceError):
         scores = [score_predictions(p, options, breakdowns=by) for p in preds]
         scored = [score_input(p, options) for p in preds]
+        # which inputs' cases hold people's votes: one without (the demo set) says nothing of people
+        voted = [r.people.cases is not None for r in scored]
         if not paper_compat:  # people's references beside each input's figures, on its own pairs
             from dataclasses import replace as _with
 
-            scores = [_with(s, people=r.people.pairs) for s, r in zip(scores, scored)]
+            scores = [_with(s, people=r.people.pairs if v else None) for s, r, v in zip(scores, scored, voted)]
         ref_scores, ref_root = _reference_scores(reference, no_reference, preds, dataset, options)
     # every input named by what sets it apart from the others shown (naming.display_names); the
     # published models shown for reference marked as such
@@ -82,7 +84,7 @@ def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: s
         # one table: the published models' rows follow the inputs', marked in their name
         scores = scores + ref_scores
         ref_scores = []
-    click.echo(text_table(scores, explain=explain) if fmt == "table" else FORMATS[fmt](scores), nl=False)
+    click.echo(text_table(scores, explain=explain, voted=voted) if fmt == "table" else FORMATS[fmt](scores), nl=False)
     warn_low_verdict_mass(scores)
     if ref_scores and fmt == "table":
         click.echo(f"\n{reference_table(ref_scores, ref_root or '')}", nl=False)

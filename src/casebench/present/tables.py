@@ -365,13 +365,22 @@ def wrap(text: str, indent: str = "", width: int = WIDTH) -> list[str]:
                          break_on_hyphens=False) or [indent]
 
 
-def legend(names: Sequence[str], width: int = WIDTH) -> list[str]:
-    """The legend of the context figures among ``names`` (empty when none is printed)."""
-    parts = [text for m, text in CONTEXT_LEGEND if m in names]
+def unvoted(text: str) -> str:
+    """``text`` for a set without votes (the demo set, a new domain's): its labels are not
+    people's, so what would name people names the labels."""
+    return text.replace("the pairs people label differently", "the pairs whose two labels differ").replace(
+        "people's share", "the safe rate").replace("people's", "the labels'").replace("people", "labels")
+
+
+def legend(names: Sequence[str], width: int = WIDTH, voted: bool = True) -> list[str]:
+    """The legend of the context figures among ``names`` (empty when none is printed);
+    ``voted``: False for a set without people's votes (``unvoted``)."""
+    parts = [text if voted else unvoted(text) for m, text in CONTEXT_LEGEND if m in names]
     return wrap("context figures, over query pairs: " + "; ".join(parts), width=width) if parts else []
 
 
-def notes(scores: Sequence[Score], explain: bool = False, reader: bool = True, width: int = WIDTH) -> list[str]:
+def notes(scores: Sequence[Score], explain: bool = False, reader: bool = True, width: int = WIDTH,
+          voted: bool = True) -> list[str]:
     """The lines under a table, each said once: how the CIs were made (in full with ``explain``),
     the marks used, the legend of the context figures, and (``reader``) the reader of a respond
     input with, under ``explain``, how its refusal figures were corrected. Paper-compatible
@@ -408,7 +417,7 @@ def notes(scores: Sequence[Score], explain: bool = False, reader: bool = True, w
     if marks and not explain:
         marks.append("--explain: the method")
     out += lines("; ".join(marks)) if marks else []
-    out += legend([m for s in scores for m in _shown(s)], width)
+    out += legend([m for s in scores for m in _shown(s)], width, voted)
     for s in scores:
         if not reader or not explain or (s.classifier is None and not s.refusal_corrected):
             continue
@@ -438,13 +447,17 @@ def title(s: Score) -> str:
     return s.name or f"{s.model} [{s.mode}]" + (f" without {','.join(s.removed)}" if s.removed else "")
 
 
-def text_table(scores: Sequence[Score], explain: bool = False) -> str:
+def text_table(scores: Sequence[Score], explain: bool = False, voted: Sequence[bool] | None = None) -> str:
     """One block per input: every metric with its CI once (the context figures with people's
     beside them on the same pairs) and, when asked, its breakdowns; prob-mode runs also their
     verdict mass (and how many cases it left out). The notes follow once, under every block
-    (``notes``); ``explain``: the method in full, and people's references with their intervals."""
+    (``notes``); ``explain``: the method in full, and people's references with their intervals.
+    ``voted``: per input, whether its cases hold people's votes (default all); one without says
+    nothing of people (``unvoted``)."""
     out = []
-    for s in scores:
+    voted = list(voted) if voted is not None else [True] * len(scores)
+    for s, has_votes in zip(scores, voted):
+        name = (lambda m: METRIC[m].label) if has_votes else (lambda m: unvoted(METRIC[m].label))
         tag = " (paper-compatible)" if s.paper_compat else ""
         out.append(title(s) + tag)
         out.append(f"  source: {s.source}")
@@ -471,7 +484,7 @@ def text_table(scores: Sequence[Score], explain: bool = False) -> str:
             cells = "".join(f"{c:>10}" for c in ref.get(m, [])) if ref else ""
             if cells:
                 ci = f"{ci:<27}"
-            out.append(f"  {METRIC[m].label:<34} {fig:>8}{ci}{cells}".rstrip())
+            out.append(f"  {name(m):<34} {fig:>8}{ci}{cells}".rstrip())
             if point and explain:  # the bootstrap gave a point: what was printed instead
                 out += wrap(f"(interval: {s.ci_notes[m]})", "    ")
             if m == "refusal_rate":
@@ -486,7 +499,7 @@ def text_table(scores: Sequence[Score], explain: bool = False) -> str:
             out.append("")
             out.append(breakdown_table(s, kind).rstrip("\n"))
         out.append("")
-    out += notes(scores, explain)
+    out += notes(scores, explain, voted=all(voted))
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -532,7 +545,7 @@ def _corrected_short(s: Score) -> list[str]:
         elif name in (rc.get("withheld") or {}):
             held.append(label)
     if held:
-        out.append(f"not corrected for the reader's error: {', '.join(held)} (--explain: why)")
+        out += wrap(f"not corrected for the reader's error: {', '.join(held)} (--explain: why)", width=WIDTH - 4)
     return out
 
 
