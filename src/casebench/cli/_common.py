@@ -231,8 +231,7 @@ class RegistryCommand(click.Command):
             rows = [r for r in (p.get_help_record(ctx) for p in group) if r]
             if not rows:
                 continue
-            rows = [(flags, _first_sentence(text, 130 if k == 0 else 28 if "[default" in text else 40))
-                    for flags, text in rows]
+            rows = [(flags, _first_sentence(text, 130 if k == 0 else 40)) for flags, text in rows]
             with formatter.section(title):
                 formatter.write_dl(rows)
 
@@ -256,16 +255,22 @@ class RegistryCommand(click.Command):
 
 def _first_sentence(text: str, limit: int = 44) -> str:
     """A help text's first sentence, cut to ``limit`` characters at a word (one line in a
-    sectioned help); its default, where it shows one, kept (ranges dropped)."""
+    sectioned help); the bracketed tags at its end kept (its default, the backends it applies
+    to: "[openai/, anthropic/]"), its range dropped."""
     import re
 
-    extra = re.search(r"\s*\[([^\]]*)\]$", text)
-    body = text[:extra.start()] if extra else text
+    tail = re.search(r"(\s*\[[^\]]*\])+$", text)
+    body = text[:tail.start()] if tail else text
+    parts = [part for group in re.findall(r"\[([^\]]*)\]", tail.group(0) if tail else "") for part in group.split("; ")]
+    kept = [part for part in parts if not re.search(r"x[<>]|[<>]=?x", part)]
+    tag = f"  [{'; '.join(kept)}]" if kept else ""
+    limit = max(16, limit - len(tag))  # the tag shares the line
     first = re.split(r"(?<=[a-z0-9)]{3}[.;])\s", body, maxsplit=1)[0].rstrip(".;")
     if len(first) > limit:
         first = first[:limit].rsplit(" ", 1)[0].rstrip(",;:(") + " ..."
-    default = [part for part in (extra.group(1).split("; ") if extra else []) if part.startswith("default")]
-    return first + (f"  [{default[0]}]" if default else "")
+    if first.count("(") > first.count(")"):  # never an unclosed parenthesis
+        first = first[:first.rindex("(")].rstrip(",;: ") + " ..."
+    return first + tag
 
 
 def batch_backends() -> str:

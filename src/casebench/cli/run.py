@@ -105,8 +105,8 @@ RUN_HELP_SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
 @click.option("--templates", "templates_path", default=None, metavar="FILE",
               help=HELP["--templates"])
 @click.option("-o", "--out", default=None, metavar="RUN_DIR",
-              help="Run directory (default: runs/<model>_<mode>[_<removed>][_ctx-<placement>][_mut-<mutation>]_<dataset SHA-256, 8 hex>"
-                   "[_<pairsN|stratN|limitN>]). Re-running resumes it.")
+              help="Run directory; re-running resumes it (default: runs/<model>_<mode>[_<removed>][_ctx-<placement>]"
+                   "[_mut-<mutation>]_<dataset SHA-256, 8 hex>[_<pairsN|stratN|limitN>]).")
 @click.option("--system", default=None, help="System prompt.")
 @click.option("--temperature", type=TEMPERATURE, default=None,
               help="Sampling temperature, 0 to 2 (default: 1.0 score, 0 else).")
@@ -369,7 +369,7 @@ def score_and_report(run_dir: Path, min_verdict_mass: float | None = None, *, de
     from ..naming import who
 
     if pred.mutation:
-        click.echo(f"queries reworded ({pred.mutation}), contexts untouched; people voted on the base wording only")
+        click.echo(f"queries reworded ({pred.mutation}), contexts untouched: people voted on the base wording only")
     for line in summary_lines(score, None if demo else scored.people, demo=demo, max_tokens=max_tokens,
                               who=who(pred)):
         click.echo(line)

@@ -95,12 +95,9 @@ def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: s
         from ..stats.result import people_by_case_set
 
         people = people_by_case_set(scored)  # each input's own, at the options' level and clustering
-        from ..present.people import agreement_line
         from ..present.tables import wrap
 
         line = reference_line if paper_compat else people_line  # the paper-compatible text stays as it was
-        if not paper_compat and not explain and all(s.people for s in scores):
-            line = agreement_line  # people's context figures stand in the table's rows
         for members, ref in people:
             which = "" if len(people) == 1 else " (inputs " + ", ".join(str(i + 1) for i in members) + ")"
             click.echo("")

@@ -67,28 +67,16 @@ def _differ_lines(people: dict[str, Any], indent: str) -> list[str]:
 
 def table_columns(people: dict[str, Any] | None) -> dict[str, Any]:
     """People's references as two columns beside an input's context figures in ``score``'s table
-    (one person, people's majority; points: their intervals are under ``--explain``), with the
-    lines under the table that say what they are. Empty without pairs."""
+    (one person, people's majority; points: their intervals are under ``--explain``; the labels'
+    rule in the reference line under the table), with the heading that says whose. Empty without
+    pairs."""
     if not people:
         return {}
-    src = people.get("label_source", "published")
     cols: dict[str, Any] = {"headings": ["1 person", "majority"]}
     for m in FIGURES:
         cols[m] = [_num(people[ref].get(m), 3) if m in people[ref] else "" for ref, _ in REFERENCES]
-    rule = {"published": "the votes and the intent, a 21st vote", "votes": "the votes alone"}.get(src, src)
-    cols["notes"] = [f"1 person, majority: people on the same {people['pairs']} pairs (labels: {rule})"]
+    cols["title"] = f"people on the same {people['pairs']} pairs ->"
     return cols
-
-
-def agreement_line(ref: dict[str, Any]) -> str:
-    """People's agreement references over every case with votes (``stats.context.human_references``),
-    for the foot of a table whose rows already carry people's context figures."""
-    def f(x: Any) -> str:
-        return _num(x, 3)
-
-    return (f"people ({ref['cases']} cases): one annotator agrees with another {f(ref['annotator_agreement'])}, the "
-            f"majority with single votes {f(ref['oracle_vote_agreement'])} (vote-agreement ceiling); BCE floor "
-            f"{f(ref['bce_floor'])}")
 
 
 def csv_cells(people: dict[str, Any] | None) -> dict[str, Any]:

@@ -333,13 +333,13 @@ POINT_MARK = "‡"
 #: what each context figure measures, over which pairs, and its range: the legend under every
 #: table that prints them (the names alone cannot say it; their denominators differ)
 CONTEXT_LEGEND: tuple[tuple[str, str], ...] = (
-    ("context_shift", "shift = mean of the safe-intent case's value minus the unsafe one's (-1 to 1)"),
-    ("context_follow", "follow = share of pairs safe only in the safe-intent context (0 to 1)"),
-    ("context_moved", "moved = share of pairs whose two values differ (0 to 1)"),
-    ("context_direction", "direction = mean over pairs where people's share differs of +1 (moved their way), "
-                          "-1 (against), 0 (not moved) (-1 to 1)"),
+    ("context_shift", "shift = mean of the safe-intent value minus the unsafe-intent one (-1 to 1)"),
+    ("context_follow", "follow = pairs safe only in the safe-intent context (0 to 1)"),
+    ("context_moved", "moved = pairs whose two values differ (0 to 1)"),
+    ("context_direction", "direction = mean, over pairs where people's share differs, of +1 (their way), "
+                          "-1 (against), 0 (unmoved) (-1 to 1)"),
     ("context_concordance", "concordance = the same over the moved pairs only (-1 to 1)"),
-    ("context_blind", "blind = share of the pairs people label differently that get one label (0 to 1)"),
+    ("context_blind", "blind = pairs people label differently given one label (0 to 1)"),
 )
 
 
@@ -368,7 +368,7 @@ def wrap(text: str, indent: str = "", width: int = WIDTH) -> list[str]:
 def unvoted(text: str) -> str:
     """``text`` for a set without votes (the demo set, a new domain's): its labels are not
     people's, so what would name people names the labels."""
-    return text.replace("the pairs people label differently", "the pairs whose two labels differ").replace(
+    return text.replace("pairs people label differently", "pairs whose two labels differ").replace(
         "people's share", "the safe rate").replace("people's", "the labels'").replace("people", "labels")
 
 
@@ -392,31 +392,31 @@ def notes(scores: Sequence[Score], explain: bool = False, reader: bool = True, w
         return wrap(text, indent, width)
 
     out: list[str] = []
-    marks = []
+    marks: list[str] = []  # one line each: a mark's words never split across lines
     for by in dict.fromkeys(getattr(s, "cluster", "case") for s in scores if not s.paper_compat and s.ci):
         if not explain:
-            marks.append("CIs: Wilson for shares, percentile bootstrap for the rest"
-                         + ("" if by == "case" else f", clustered by {by}"))
+            out += lines("CIs: Wilson score interval or percentile bootstrap"
+                         + ("" if by == "case" else f", clustered by {by}") + " (--explain: which, and how)")
         elif by == "case":
             out += lines("CIs: Wilson score interval for proportions (accuracy, safe and unsafe recall, refusal rate); "
-                        "percentile bootstrap of cases for the other figures")
+                         "percentile bootstrap of cases for the other figures")
         else:
             out += lines(f"CIs clustered by {by} (the cases of a {by} resampled together): Wilson score interval on the "
-                        "effective number of cases (n / design effect, never above n) for proportions (accuracy, safe "
-                        f"and unsafe recall, refusal rate); percentile bootstrap of whole {_PLURAL[by]} for the other "
-                        "figures")
+                         "effective number of cases (n / design effect, never above n) for proportions (accuracy, safe "
+                         f"and unsafe recall, refusal rate); percentile bootstrap of whole {_PLURAL[by]} for the other "
+                         "figures")
     small = any(_mark(s.cases_of, m, s.values[m]) for s in scores for m in _shown(s)) or any(
         _mark(r.get("cases_of", {}), m, r.get(m)) for s in scores for _, _, r in _breakdown_groups(s)
         for m in _shown(s, BREAKDOWN_METRICS) if m in r)
     if small:
-        marks.append(f"{SMALL} fewer than {MIN_CASES} cases: read with care")
+        marks.append(f"{SMALL} from fewer than {MIN_CASES} cases: read with care")
     if any(_undefined_shown(s) for s in scores):
-        marks.append(f"{UNDEFINED} undefined (e.g. a recall with no case of its class); blank: does not apply")
+        marks.append(f"{UNDEFINED} undefined; blank: does not apply")
+    if marks:
+        out.append("; ".join(marks) if sum(map(len, marks)) + 2 <= width else marks[0])
+        out += marks[1:] if sum(map(len, marks)) + 2 > width else []
     if any(getattr(s, "ci_notes", None) for s in scores) and not explain:
-        marks.append(f"{POINT_MARK} every resample gave one value: a conservative interval instead")
-    if marks and not explain:
-        marks.append("--explain: the method")
-    out += lines("; ".join(marks)) if marks else []
+        out.append(f"{POINT_MARK} every resample gave one value: a conservative interval instead")
     out += legend([m for s in scores for m in _shown(s)], width, voted)
     for s in scores:
         if not reader or not explain or (s.classifier is None and not s.refusal_corrected):
@@ -473,7 +473,7 @@ def text_table(scores: Sequence[Score], explain: bool = False, voted: Sequence[b
         ref = people.table_columns(s.people) if not explain else {}
         level = f"{getattr(s, 'level', 0.95):.0%} CI"
         if ref:
-            out.append(f"  {'':<34} {'':>8}   {level:<24}" + "".join(f"{h:>10}" for h in ref["headings"]))
+            out.append(f"  {ref['title']:<43}   {level:<24}" + "".join(f"{h:>10}" for h in ref["headings"]))
         for m in shown:
             fig = fmt_metric(m, s.values[m]) + _mark(s.cases_of, m, s.values[m])
             point = m in getattr(s, "ci_notes", {})
@@ -493,8 +493,6 @@ def text_table(scores: Sequence[Score], explain: bool = False, voted: Sequence[b
                 out += [f"    {line}" for line in (_corrected_rows(s) if explain else _corrected_short(s))]
         if explain:
             out += people.text_lines(s.people, mode=s.mode)
-        elif ref:
-            out += [f"  {line}" for line in ref["notes"]]
         for kind in s.breakdowns:
             out.append("")
             out.append(breakdown_table(s, kind).rstrip("\n"))
