@@ -203,3 +203,12 @@ def test_a_set_without_votes_says_nothing_of_people(tmp_path):
         for allowed in ("labelled by people:", "XSTest v2 (people)"):
             text = text.replace(allowed, "")
         assert "context blind (labels differ)" in text and "people" not in text, text
+
+
+def test_compare_says_its_method_in_one_line_and_in_full_under_explain(exp_dir):
+    a, b = exp_dir / "safety_gpt-4o/output_binary.json", exp_dir / "safety_llama370B/output_binary.json"
+    short = invoke("compare", a, b, "--pairs", 10, "--bootstrap", 100).stdout
+    full = invoke("compare", a, b, "--pairs", 10, "--bootstrap", 100, "--explain").stdout
+    assert "--explain: each test and interval" in short and "Newcombe" not in short
+    assert "Newcombe's paired interval" in full and "drawn whole" in full and not repeated_sentences(full)
+    assert len(short.splitlines()) < len(full.splitlines())

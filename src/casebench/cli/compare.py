@@ -16,7 +16,7 @@ from ..prompts import CONTEXT_PLACEMENTS
 from ._common import (
     FILE_MODE_HELP, HELP, TEMPERATURE, USD, BadInput, ModeChoice, RegistryCommand, bad_input_errors, echo_err, exit_interrupted,
     file_kind_options,
-    cluster_option, label_source_option, refusal_classifier_options, remove_option, scoring_options, warn_unreadable_predictions,
+    cluster_option, explain_option, label_source_option, refusal_classifier_options, remove_option, scoring_options, warn_unreadable_predictions,
 )
 
 
@@ -113,12 +113,14 @@ def _run_options(f: Any) -> Any:
                    "category, as `casebench run --pairs N` chooses them: what a comparison of that size can detect "
                    "(the MDD column).")
 @click.option("--pairs-seed", type=int, default=0, show_default=True, help="Seed of --pairs.")
+@explain_option
 @click.option("--cluster-by", "cluster_by", default=None, metavar="FIELD",
               help="Inspect logs: compare per scorer over the samples both logs scored, clustered by this sample "
                    "metadata field (logs of tasks other than casebench's are always compared per scorer).")
 def compare_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, n_boot: int, bootstrap_seed: int,
                 level: float, alpha: float, data: str | None, label_source: str, cluster: str, mode: str | None,
-                remove: str | None, pairs: int | None = None, pairs_seed: int = 0, cluster_by: str | None = None) -> None:
+                remove: str | None, pairs: int | None = None, pairs_seed: int = 0, cluster_by: str | None = None,
+                explain: bool = False) -> None:
     """Paired tests between INPUTS (run directories, published exp/ files or inspect logs on the
     same cases).
 
@@ -159,7 +161,7 @@ def compare_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, n_bo
         click.echo(json.dumps({**result.to_dict(), "say_do": [json_safe(x.to_dict()) for x in say]}, indent=2,
                               ensure_ascii=False))
     else:
-        click.echo(format_comparison(result), nl=False)
+        click.echo(format_comparison(result, explain=explain), nl=False)
         for x in say:
             click.echo("")
             click.echo(format_say_do(x), nl=False)

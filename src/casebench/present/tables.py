@@ -770,9 +770,10 @@ def _marks_line(settings: dict[str, Any]) -> str:
             f"fewer than {settings.get('min_discordant', MIN_DISCORDANT)} discordant cases (McNemar)")
 
 
-def format_comparison(c: "Comparison") -> str:
+def format_comparison(c: "Comparison", explain: bool = False) -> str:
     """``casebench compare``: a table per pair, for people, at most 100 characters wide; each
-    mark and method note said once, under the tables (the paper-compatible table as it was)."""
+    mark and method note said once, under the tables (the paper-compatible table as it was);
+    the tests and intervals named in one line, described in full with ``explain``."""
     lines = ["inputs:"]
     for d in c.inputs:
         lines.append(f"  {d['label']}  {d['name']}  ({d['answered']}/{d['n']} answered)  {d['source']}")
@@ -793,6 +794,11 @@ def format_comparison(c: "Comparison") -> str:
     if "mdd" in s:
         head.append(f"MDD: {s['mdd']}")
     head.append(f"cases: {s['cases']}")
+    if not old and not explain:  # the method in one line; in full under --explain
+        head = [f"differences are A - B with {s['level']:.0%} paired-bootstrap CIs ({s['bootstrap']} resamples, seed "
+                f"{s['seed']})" + (f", resampled by {s['cluster']}" if s.get("cluster") else "")
+                + f"; p(BH): Benjamini-Hochberg (alpha {s['alpha']}); --explain: each test and interval",
+                f"cases: {s['cases']}"]
     lines += head if old else [w for h in head for w in wrap(h)]
     lines += _labels_line(s)
     withheld = False
