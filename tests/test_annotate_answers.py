@@ -203,7 +203,7 @@ def test_schema_1_is_migrated_to_admit_partial(db_url: str) -> None:
     store.close()
     store = VoteStore.open(db_url, Settings(votes_per_case=1))
     try:
-        assert store.schema_version() == SCHEMA_VERSION == 2 and store.study == "answers"
+        assert store.schema_version() == SCHEMA_VERSION == 3 and store.study == "answers"
         with store.engine.begin() as conn:
             conn.execute(text("INSERT INTO votes (case_id, annotator_id, vote, shown_at, voted_at) "
                               "VALUES (1, 'p1', 3, 0, 1)"))

@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "ablate": ("compare", "ablate_cmd", "CI-parameter ablation study: run or re-analyse removals."),
     "study": ("compare", "study_cmd", "Placement study (the context in the prompt, the system prompt or the turns before the query) or query-mutation study (SORRY-Bench rewordings)."),
     "report": ("report", "report_cmd", "Write a self-contained HTML report."),
+    "leaderboard": ("leaderboard", "leaderboard_cmd", "Write a static leaderboard site (ranks with tie groups, plot, a page per input, JSON, Every Eval Ever records)."),
     "refusal-eval": ("refusal_eval", "refusal_eval_cmd", "Score a refusal classifier on human-labelled answers (XSTest format)."),
     "annotate": ("annotate", "annotate_group", "Collect human votes in a web app; export them as a dataset."),
     "contexts": ("contexts", "contexts_group", "Write CI contexts for your own queries and domain (a dataset without votes)."),

@@ -426,3 +426,64 @@ def context_shift_by_mode(groups: Sequence[dict[str, Any]]) -> bytes:
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", fontsize=8.5, ncols=2)
     return to_png(fig)
+
+
+def to_svg(fig: Any) -> str:
+    """Render a figure to an SVG document (text drawn as paths, so it needs no font when opened)."""
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg")
+    return buf.getvalue()
+
+
+def refusal_plane(points: Sequence[dict[str, Any]], people: dict[str, Any] | None,
+                  ceiling: dict[str, Any] | None) -> Any:
+    """Over-refusal (x) against under-refusal (y), one marker per input with its two intervals,
+    labelled with its place on the board; people's own position (one annotator drawn at random
+    per case) and the ceiling (a judge that knew people's population majority), with the line
+    of every point as accurate as the ceiling. ``points``: ``label``, ``over``, ``over_ci``,
+    ``under``, ``under_ci``, ``respond`` (a chatbot: drawn as a square); returns the figure
+    (``to_svg``)."""
+    fig = _figure(7.0, 5.6)
+    ax = fig.add_subplot(1, 1, 1)
+    if ceiling and ceiling.get("over") is not None and ceiling.get("under") is not None:
+        cx, cy = float(ceiling["over"]), float(ceiling["under"])
+        ax.plot([cx], [cy], marker="D", color="#444", linestyle="none", label="ceiling (people's population majority)")
+        ws, wu = float(ceiling.get("safe_share", 0.5)), 1.0 - float(ceiling.get("safe_share", 0.5))
+        err = ws * cx + wu * cy  # the ceiling's error; points on the line are as accurate
+        xs = np.linspace(0, min(1.0, err / ws) if ws else 1.0, 20)
+        ax.plot(xs, (err - ws * xs) / wu if wu else xs * 0, color="#999", linestyle=":", linewidth=1,
+                label="as accurate as the ceiling")
+    if people and people.get("over") is not None:
+        ax.errorbar([people["over"]], [people["under"]],
+                    xerr=_err(np.array([people["over"]]), np.array([people.get("over_ci") or [np.nan] * 2])),
+                    yerr=_err(np.array([people["under"]]), np.array([people.get("under_ci") or [np.nan] * 2])),
+                    marker="*", markersize=12, color="#2a9d8f", linestyle="none", label="one person (people's votes)")
+    for k, pt in enumerate(points):
+        if pt.get("over") is None or pt.get("under") is None:
+            continue
+        color = COLORS[k % len(COLORS)]
+        ax.errorbar([pt["over"]], [pt["under"]],
+                    xerr=_err(np.array([pt["over"]]), np.array([pt.get("over_ci") or [np.nan] * 2])),
+                    yerr=_err(np.array([pt["under"]]), np.array([pt.get("under_ci") or [np.nan] * 2])),
+                    marker="s" if pt.get("respond") else "o", markersize=5, color=color, elinewidth=0.8,
+                    linestyle="none", alpha=0.85)
+        ax.annotate(str(pt["label"]), (pt["over"], pt["under"]), textcoords="offset points", xytext=(4, 3),
+                    fontsize=8, color=color)
+    # the axes reach past the farthest interval (not to 1: the inputs would crowd one corner)
+    his = [0.0]
+    for pt in points:
+        for key in ("over_ci", "under_ci", "over", "under"):
+            got = pt.get(key)
+            values: list[Any] = list(got) if isinstance(got, (list, tuple)) else [got]
+            his += [float(v) for v in values if v is not None and np.isfinite(v)]
+    if people:
+        his += [float(v) for v in (people.get("over"), people.get("under")) if v is not None]
+    top = min(1.0, max(his) * 1.12 + 0.02)
+    ax.set_xlim(0, top)
+    ax.set_ylim(0, top)
+    ax.set_xlabel("over-refusal: share of what people find safe judged unsafe / refused", fontsize=9)
+    ax.set_ylabel("under-refusal: share of what people find unsafe judged safe / answered", fontsize=9)
+    ax.tick_params(labelsize=8)
+    ax.grid(True, color="#eee", linewidth=0.6)
+    ax.legend(fontsize=8, loc="upper right", frameon=False)
+    return fig

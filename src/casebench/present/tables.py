@@ -760,8 +760,12 @@ def reference_table(scores: Sequence[Score], root: str) -> str:
 
 def _labels_line(settings: dict[str, Any]) -> list[str]:
     """A line naming votes-only labels (nothing for the published labels, the default)."""
-    if settings.get("label_source", "published") == "published":
+    source = settings.get("label_source", "published")
+    if source == "published":
         return []
+    if source == "posterior":
+        return ["labels: each case's posterior P(safe) > 0.5, people's votes weighed by annotator ability "
+                "(--label-source posterior)"]
     return ["labels: the majority of each case's votes alone (--label-source votes)"]
 
 
