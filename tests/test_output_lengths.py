@@ -159,6 +159,16 @@ DIFFERENT_MEANING = {
     "--alpha": "a test's level (human), a false discovery rate (compare)",
     "--human-draw-seed": "human stats' draws, or the report's human section's",
     "--out-root": "ablate's conditions or study's placements",
+    "--format": "score's table formats, export's file formats",
+    "--by": "score's breakdowns, annotate stats' annotator traits",
+    "--bootstrap": "export's applies to --format eee only; annotate stats' draws cases, with no paired test",
+    "--level": "annotate plan's is the level of the interval it plans for",
+    "--db": "annotate plan reads a pilot's votes",
+    "--reference": "the leaderboard ranks the published models with the inputs; score and report set them apart",
+    "--show-text": "what text each output would show",
+    "--draws": "stability draws of votes (human stats) or of the fitted model (annotate plan)",
+    "--title": "a report's or a board's",
+    "--target-width": "a run's refusal rate (annotate answers) or a case's safe share (annotate plan)",
 }
 
 

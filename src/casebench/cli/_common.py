@@ -518,7 +518,7 @@ def file_kind_options(f: Callable[..., Any]) -> Callable[..., Any]:
 #: mean different things in different commands are listed there with why)
 HELP: dict[str, str] = {
     "--bootstrap": "Bootstrap resamples for the intervals and paired tests (0: none).",
-    "--bootstrap-seed": "Seed of the bootstrap resamples (--seed: the same, the older name).",
+    "--bootstrap-seed": "Seed of the bootstrap resamples.",
     "--level": "Confidence level of every interval.",
     "--json": "Print one JSON object instead of tables.",
     "--paper-compat": "Score exactly as the authors' compute_score.py does (missing answers filled, unclipped "

@@ -460,13 +460,13 @@ def export_cmd(db: str, out: str | None, answers_out: str | None, labelled_by: s
 
 
 @annotate_group.command("stats")
-@click.option("--db", default=DEFAULT_DB, show_default=True, help="The database given to `annotate serve`.")
-@click.option("--json", "as_json", is_flag=True, help="Print every figure as JSON.")
+@click.option("--db", default=DEFAULT_DB, show_default=True, help=HELP["--db"])
+@click.option("--json", "as_json", is_flag=True, help=HELP["--json"])
 @click.option("--bootstrap", "n_boot", type=click.IntRange(min=0), default=400, show_default=True,
               help="Case resamples behind the intervals (0: none).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the case resamples.")
 @click.option("--level", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95, show_default=True,
-              help="Interval level.")
+              help=HELP["--level"])
 @click.option("--window", type=click.IntRange(min=2), default=None,
               help="Votes per window of time, in the order cast (default: a sixth of the votes, at least 30).")
 @click.option("--by", "by", default=None, metavar="TRAIT",
