@@ -343,14 +343,18 @@ CONTEXT_LEGEND: tuple[tuple[str, str], ...] = (
 )
 
 
+def _any_small(scores: Sequence[Score]) -> bool:
+    """Whether any printed figure (or breakdown figure) of ``scores`` carries the small-sample mark."""
+    return any(_mark(s.cases_of, m, s.values[m]) for s in scores for m in _shown(s)) or any(
+        _mark(r.get("cases_of", {}), m, r.get(m)) for s in scores for _, _, r in _breakdown_groups(s)
+        for m in _shown(s, BREAKDOWN_METRICS) if m in r)
+
+
 def _paper_notes(scores: Sequence[Score]) -> list[str]:
     """The lines under a paper-compatible table, as they always were: the small-sample and
     undefined marks."""
     out = []
-    small = any(_mark(s.cases_of, m, s.values[m]) for s in scores for m in _shown(s)) or any(
-        _mark(r.get("cases_of", {}), m, r.get(m)) for s in scores for _, _, r in _breakdown_groups(s)
-        for m in _shown(s, BREAKDOWN_METRICS) if m in r)
-    if small:
+    if _any_small(scores):
         out.append(f"{SMALL} from fewer than {MIN_CASES} cases: read with care")
     if any(_undefined_shown(s) for s in scores):
         out.append(f"{UNDEFINED} undefined (e.g. a recall with no case of its class); blank: does not apply to the mode")
@@ -405,10 +409,7 @@ def notes(scores: Sequence[Score], explain: bool = False, reader: bool = True, w
                          "effective number of cases (n / design effect, never above n) for proportions (accuracy, safe "
                          f"and unsafe recall, refusal rate); percentile bootstrap of whole {_PLURAL[by]} for the other "
                          "figures")
-    small = any(_mark(s.cases_of, m, s.values[m]) for s in scores for m in _shown(s)) or any(
-        _mark(r.get("cases_of", {}), m, r.get(m)) for s in scores for _, _, r in _breakdown_groups(s)
-        for m in _shown(s, BREAKDOWN_METRICS) if m in r)
-    if small:
+    if _any_small(scores):
         marks.append(f"{SMALL} from fewer than {MIN_CASES} cases: read with care")
     if any(_undefined_shown(s) for s in scores):
         marks.append(f"{UNDEFINED} undefined; blank: does not apply")
