@@ -27,7 +27,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "compare": ("compare", "compare_cmd", "Paired significance tests between runs or published files."),
     "diff": ("diff", "diff_cmd", "The cases where two runs or published files disagree, with people's vote share."),
     "ablate": ("compare", "ablate_cmd", "CI-parameter ablation study: run or re-analyse removals."),
-    "study": ("compare", "study_cmd", "Placement study (the context in the prompt, the system prompt or the turns before the query) or query-mutation study (SORRY-Bench rewordings)."),
+    "study": ("compare", "study_cmd", "Placement study (the context in the prompt, the system prompt or the turns before the query), query-mutation study (SORRY-Bench rewordings) or reveal study (the context revealed over a live conversation)."),
     "report": ("report", "report_cmd", "Write a self-contained HTML report."),
     "leaderboard": ("leaderboard", "leaderboard_cmd", "Write a static leaderboard site (ranks with tie groups, plot, a page per input, JSON, Every Eval Ever records)."),
     "refusal-eval": ("refusal_eval", "refusal_eval_cmd", "Score a refusal classifier on human-labelled answers (XSTest format)."),

@@ -302,9 +302,14 @@ def _run_app(store: Any, *, db: str, what: str, new: bool, host: str, port: int,
 @click.option("--sqlite-sync", type=click.Choice(["full", "normal"]), default="full", show_default=True,
               help=HELP["--sqlite-sync"])
 @click.option("--access-log", is_flag=True, help="Log every request (off by default).")
+@click.option("--turns", "by_turn", is_flag=True, default=False,
+              help="A reveal run (--context-as reveal-early/late): sample the answers of every turn, stratified by turn "
+                   "too; labels of earlier turns are exported apart (reader_turn_labels.csv), as they measure the "
+                   "reader inside a conversation, not the run's final answers.")
 def answers_cmd(run_dir: str, n_sample: int, sample_seed: int, target_width: float | None, db: str, labels_per_answer: int, host: str, port: int,
                 answers_per_annotator: int | None, completion_code: str | None, completion_url: str | None,
-                admin_token: str | None, reserve_minutes: float, sqlite_sync: str, access_log: bool) -> None:
+                admin_token: str | None, reserve_minutes: float, sqlite_sync: str, access_log: bool,
+                by_turn: bool = False) -> None:
     """Serve a sample of a respond run's answers for people to label comply / partial / refuse.
 
     The labels measure the refusal reader's error on this very model's answers: export them into
@@ -332,8 +337,13 @@ def answers_cmd(run_dir: str, n_sample: int, sample_seed: int, target_width: flo
     except (RunError, OSError, ValueError) as e:
         raise BadInput(str(e)) from None
     items = [AnswerItem(case=c, sample=s, query=ds[c].query, answer=rec.text, reader=rec.behaviour,
-                        intended_safe=ds[c].intended_safe)
+                        intended_safe=ds[c].intended_safe,
+                        **({"turn": rec.detail.get("turn"), "turns": rec.detail.get("turns")} if by_turn else {}))
              for (c, s), rec in sorted(finals.items()) if rec.text and rec.text.strip()]
+    if by_turn:
+        items += _earlier_turns(run_dir, m, ds)
+        if target_width is not None:
+            raise BadInput("--target-width plans the labels of the run's final answers; leave out --turns")
     if not items:
         raise BadInput(f"{run_dir}: the run holds no answer text to label")
     if target_width is not None:
@@ -360,6 +370,26 @@ def answers_cmd(run_dir: str, n_sample: int, sample_seed: int, target_width: flo
                         f"reader's verdicts in it: {strata}"], study="answers")
     finally:
         store.close()
+
+
+def _earlier_turns(run_dir: str, m: Any, ds: Any) -> list[Any]:
+    """The answers of a reveal run's earlier turns as items to label (``--turns``): each shown
+    with the user turn it answered."""
+    from ..annotate.answers import AnswerItem
+    from ..prompts import REVEAL_PLACEMENTS
+    from ..runs.record import RunError
+    from ..runs.reveal import iter_turns
+
+    if m.asked.context_as not in REVEAL_PLACEMENTS:
+        raise BadInput(f"--turns: {run_dir} is not a reveal run (its context is placed as {m.asked.context_as}); "
+                       "its answers have one turn")
+    try:
+        turns = list(iter_turns(run_dir))
+    except RunError as e:
+        raise BadInput(str(e)) from None
+    return [AnswerItem(case=t.case, sample=t.sample, query=t.prompt, answer=t.text, reader=t.behaviour,
+                       intended_safe=ds[t.case].intended_safe, turn=t.turn + 1, turns=t.turns)
+            for t in sorted(turns, key=lambda t: t.key) if t.text.strip()]
 
 
 def _say_labels_needed(run_dir: str, m: Any, items: list[Any], width: float) -> None:
@@ -613,9 +643,9 @@ def _open_existing(db: str) -> Any:
 
 def _export_answers(store: Any, answers_out: str | None, labelled_by: str = "people") -> None:
     """``export --answers``: the labels of an answer study, in XSTest's CSV format."""
-    from ..annotate.answers import labelled_rows, labels_csv
+    from ..annotate.answers import earlier_turn, labelled_rows, labels_csv, turn_labels_csv
     from ..atomic import write_text_atomic
-    from ..classify.validation import RUN_LABELS_FILE
+    from ..classify.validation import RUN_LABELS_FILE, RUN_TURN_LABELS_FILE
 
     if store.study != "answers":
         raise BadInput("--answers: this database holds votes on cases, not labels of answers; export it with -o")
@@ -625,7 +655,15 @@ def _export_answers(store: Any, answers_out: str | None, labelled_by: str = "peo
     if not rows:
         raise BadInput("no answer has a label yet: nothing to export")
     target = Path(answers_out)
+    earlier = [r for r in rows if earlier_turn(r.record)]
+    if earlier:  # a reveal run sampled by turn: the earlier turns' labels apart from the final answers'
+        where = target / RUN_TURN_LABELS_FILE if target.is_dir() else target.with_name(target.stem + "_turns.csv")
+        write_text_atomic(where, turn_labels_csv(earlier, labelled_by))
+        click.echo(f"wrote {sum(1 for r in earlier if r.label)} labelled answers of earlier turns to {where}")
+        rows = [r for r in rows if not earlier_turn(r.record)]
     target = target / RUN_LABELS_FILE if target.is_dir() else target
+    if not rows:
+        return
     write_text_atomic(target, labels_csv(rows, labelled_by))
     ties = sum(1 for r in rows if r.label is None)
     counts = _count(r.label for r in rows if r.label)

@@ -64,7 +64,9 @@ RUN_HELP_SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
 @click.option("--context-as", "context_as", type=click.Choice(CONTEXT_PLACEMENTS), default=None,
               help="Where the context goes: inside the judge prompt (user, the paper's framing; default of the "
                    "judge modes), rendered as the operator's system prompt (system; default of respond mode), or "
-                   "as the conversation before the query (turns; a judge is asked about its final query).")
+                   "as the conversation before the query (turns; a judge is asked about its final query); respond "
+                   "mode also: concat (the CI groups as paragraphs of one message), reveal-early / reveal-late "
+                   "(the groups one per turn of a live conversation, before / after the query: docs/reveal.md).")
 @click.option("--mutation", "mutation", type=click.Choice(_mutation_names()), default=None, metavar="NAME",
               help="Ask every query in one of SORRY-Bench's twenty rewordings, in both its contexts (the contexts "
                    "untouched): built in, offline: " + ", ".join(_builtin_mutations()) + "; the others from your copy "
@@ -373,6 +375,12 @@ def score_and_report(run_dir: Path, min_verdict_mass: float | None = None, *, de
     for line in summary_lines(score, None if demo else scored.people, demo=demo, max_tokens=max_tokens,
                               who=who(pred)):
         click.echo(line)
+    if score.turns is not None:  # a reveal run: the figures are the final turn's; its path by turn
+        from ..naming import display_name
+        from ..present.reveal_text import by_turn_lines
+
+        for line in by_turn_lines(display_name(pred), score.turns):
+            click.echo(line)
     refs: list[Any] = []
     root = None
     try:

@@ -304,12 +304,7 @@ def stability_curve(k: Sequence[int], agreement: Sequence[float], exact: Sequenc
         ax.annotate(f"{a:.2f}", (ki, a), textcoords="offset points", xytext=(0, -14), ha="center", fontsize=8)
     ax.set_xticks(list(k))
     ax.set_ylim(min(0.5, min(agreement, default=0.5) - 0.05), 1.01)
-    ax.set_xlabel("annotators per case (k)", fontsize=10)
-    ax.set_ylabel("agreement with the full-panel majority", fontsize=10)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=9, loc="lower right")
-    ax.tick_params(labelsize=9)
-    return to_png(fig)
+    return _finish(fig, ax, "annotators per case (k)", "agreement with the full-panel majority", "lower right")
 
 
 def shift_scatter(panels: Sequence[dict[str, Any]]) -> bytes:
@@ -425,6 +420,40 @@ def context_shift_by_mode(groups: Sequence[dict[str, Any]]) -> bytes:
                         fontsize=10)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", fontsize=8.5, ncols=2)
+    return to_png(fig)
+
+
+def first_refusal_curves(curves: Sequence[dict[str, Any]], turns: int) -> bytes:
+    """Kaplan-Meier curves of the first refusal by turn (``stats.turns.FirstRefusal``: one
+    per context intent, each ``{"label", "survival": [(turn, S, (low, high))]}``), as steps from
+    S = 1 before turn 1, with their pointwise intervals shaded."""
+    fig = _figure(7, 3.8)
+    ax = fig.add_subplot()
+    for i, c in enumerate(curves):
+        pts = list(c["survival"])
+        xs = [0] + [t for t, _, _ in pts] + [turns]
+        ys = [1.0] + [s for _, s, _ in pts]
+        ys.append(ys[-1])
+        ax.step(xs, ys, where="post", color=COLORS[i % len(COLORS)], lw=1.6, label=c["label"])
+        lo = [1.0] + [ci[0] for _, _, ci in pts]
+        hi = [1.0] + [ci[1] for _, _, ci in pts]
+        lo.append(lo[-1])
+        hi.append(hi[-1])
+        ax.fill_between(xs, np.asarray(lo, dtype=float), np.asarray(hi, dtype=float), step="post",
+                        color=COLORS[i % len(COLORS)], alpha=0.15, lw=0)
+    ax.set_xticks(list(range(1, turns + 1)))
+    ax.set_xlim(0.5, turns + 0.2)
+    ax.set_ylim(-0.02, 1.02)
+    return _finish(fig, ax, "turn", "P(no refusal yet), Kaplan-Meier", "lower left")
+
+
+def _finish(fig: Any, ax: Any, xlabel: str, ylabel: str, legend: str) -> bytes:
+    """A line chart's axis labels, grid, legend (at ``legend``) and tick size, as PNG bytes."""
+    ax.set_xlabel(xlabel, fontsize=10)
+    ax.set_ylabel(ylabel, fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=9, loc=legend)
+    ax.tick_params(labelsize=9)
     return to_png(fig)
 
 
