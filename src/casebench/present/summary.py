@@ -206,7 +206,9 @@ def _corrected_lines(score: "Score") -> list[str]:
         return ["  not corrected for the reader's error (why: casebench score RUN --explain)"]
     withheld = rc.get("withheld") or {}
     figs = (("over_refusal", "over-refusal"), ("under_refusal", "under-refusal"))
-    parts = [f"{label} {_pct(rc[key]['corrected'])}{_ci_pct(rc[key]['ci'])}" for key, label in figs if rc.get(key)]
+    from .tables import corrected_words
+
+    parts = [f"{label} {corrected_words(rc[key], percent=True)}" for key, label in figs if rc.get(key)]
     held = [label for key, label in figs if not rc.get(key) and key in withheld]
     if not parts and not held:
         return []
