@@ -208,15 +208,19 @@ def _corrected_lines(score: "Score") -> list[str]:
     figs = (("over_refusal", "over-refusal"), ("under_refusal", "under-refusal"))
     from .tables import corrected_words
 
-    parts = [f"{label} {corrected_words(rc[key], percent=True)}" for key, label in figs if rc.get(key)]
+    words = {key: corrected_words(rc[key], percent=True) for key, _ in figs if rc.get(key)}
+    bound = any(not rc[key].get("ci") for key in words)  # a one-sided bound: its level said once
+    parts = [f"{label} {words[key].split(' (')[0]}" for key, label in figs if key in words]
+    level = f"{100 * (rc.get('level') or 0.95):.0f}%"
     held = [label for key, label in figs if not rc.get(key) and key in withheld]
     if not parts and not held:
         return []
     if not parts:
         return [f"  not corrected for the reader's error: {_both(held)} (why: casebench score --explain)"]
     line = "  corrected for the reader's error: " + "; ".join(parts)
-    return [_fit(line + f"; {_both(held)}: not possible (why: score --explain)" if held else line,
-                 line + f"; {_both(held)}: not possible" if held else line)]
+    if held:
+        return [_fit(line + f"; {_both(held)}: not possible (why: score --explain)", line + f"; {_both(held)}: not possible")]
+    return [_fit(line + f" ({level} bound)", line) if bound else line]
 
 
 def _both(labels: list[str]) -> str:

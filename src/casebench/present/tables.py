@@ -558,20 +558,24 @@ def _corrected_rows(s: Score) -> list[str]:
 
 
 def _corrected_short(s: Score) -> list[str]:
-    """The refusal figures corrected for the reader's error, one line each, and one line naming
-    those that could not be (why: ``--explain``)."""
+    """The refusal figures corrected for the reader's error in one wrapped line (three places,
+    the level once; a bound where only a bound is supported), and one line naming those that
+    could not be (why, and each figure in full: ``--explain``)."""
     rc = s.refusal_corrected
     if not rc:
         return []
     if "note" in rc:
         return ["not corrected for the reader's error (--explain: why)"]
-    out, held = [], []
+    out, held, parts = [], [], []
+    pct = f"{100 * (rc.get('level') or 0.95):.0f}%"
     for name, label in CORRECTED_FIGURES:
         fig = rc.get(name)
-        if fig:
-            out += wrap(f"{label}: corrected for the reader's error {corrected_words(fig, 4)}", width=WIDTH - 4)
+        if fig:  # three places, the level said once: "0.160 [0.000, 0.574]", "at least 0.463"
+            parts.append(f"{label} " + corrected_words(fig, 3).replace(f"{pct} CI ", "").split(" (")[0])
         elif name in (rc.get("withheld") or {}):
             held.append(label)
+    if parts:
+        out += wrap(f"corrected for the reader's error ({pct}): " + "; ".join(parts), width=WIDTH - 4)
     if held:
         out += wrap(f"not corrected for the reader's error: {', '.join(held)} (--explain: why)", width=WIDTH - 4)
     return out
