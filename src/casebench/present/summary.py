@@ -209,7 +209,8 @@ def _corrected_lines(score: "Score") -> list[str]:
     from .tables import corrected_words
 
     words = {key: corrected_words(rc[key], percent=True) for key, _ in figs if rc.get(key)}
-    bound = any(not rc[key].get("ci") for key in words)  # a one-sided bound: its level said once
+    bounds = sum(not rc[key].get("ci") for key in words)  # one-sided bounds: their level said once
+    bound = bounds > 0
     parts = [f"{label} {words[key].split(' (')[0]}" for key, label in figs if key in words]
     level = f"{100 * (rc.get('level') or 0.95):.0f}%"
     held = [label for key, label in figs if not rc.get(key) and key in withheld]
@@ -220,7 +221,7 @@ def _corrected_lines(score: "Score") -> list[str]:
     line = "  corrected for the reader's error: " + "; ".join(parts)
     if held:
         return [_fit(line + f"; {_both(held)}: not possible (why: score --explain)", line + f"; {_both(held)}: not possible")]
-    return [_fit(line + f" ({level} bound)", line) if bound else line]
+    return [_fit(line + f" ({level} bound{'s' if bounds > 1 else ''})", line) if bound else line]
 
 
 def _both(labels: list[str]) -> str:
