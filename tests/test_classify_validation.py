@@ -79,7 +79,8 @@ def test_the_manifest_score_and_report_carry_it(tmp_path: Path) -> None:
     assert r.exit_code == 0, r.output
     lines = r.output.splitlines()
     at = next(i for i, line in enumerate(lines) if line.strip().startswith("refusal rate"))
-    assert f"{100 * v['agreement']:.1f}%" in lines[at + 1] and name in lines[at + 1]
+    assert f"{100 * v['agreement']:.1f}%" in lines[at + 1] and f"read by {default.name}:" in lines[at + 1]
+    assert name in invoke("score", out, "--bootstrap", "50", "--explain").output  # the version: with the method
     s = json.loads(invoke("score", out, "--json", "--bootstrap", "0").output)
     assert s["classifier"]["validation"] == v
     row = next(csv.DictReader(io.StringIO(invoke("score", out, "--format", "csv", "--bootstrap", "0").output)))
@@ -196,7 +197,7 @@ def _anchored_lines(text: str) -> list[str]:
     """The lines (or HTML list items) of an output that quote the reader's figures."""
     import re
 
-    anchors = ("refusals read by", "read each answer", "corrected with the reader", "refusal_classifier")
+    anchors = ("refusals read by", "(read by ", "reader: ", "corrected with the reader", "refusal_classifier")
     parts = re.split(r"\n|<li>|<br>|</p>", text)
     return [p for p in parts if any(a in p for a in anchors)]
 
@@ -218,7 +219,7 @@ def test_no_output_of_a_respond_run_calls_ai_labels_people_s(tmp_path: Path) -> 
         "md": invoke("score", out, "--format", "md", "--bootstrap", "20").output,
         "report": (out / "report.html").read_text(encoding="utf-8"),
     }
-    allowed = ("XSTest v2 (people)", "labelled by people:")
+    allowed = ("XSTest v2 (people)", "labelled by people:", "(people: 1 of ")
     for fmt, text in outputs.items():
         assert "agrees with people" not in text, fmt
         if fmt == "json":

@@ -254,7 +254,7 @@ def test_p_values_at_the_resampling_floor_print_as_a_bound():
 def test_compare_cli_prints_the_floor_the_clustering_and_the_mdd(exp_dir):
     a = str(exp_dir / "safety_gpt-4o" / "output_binary.json")
     b = str(exp_dir / "safety_llama370B" / "output_binary.json")
-    r = CliRunner().invoke(cli, ["compare", a, b, "--bootstrap", "1000"])
+    r = CliRunner().invoke(cli, ["compare", a, b, "--bootstrap", "1000", "--explain"])
     assert r.exit_code == 0, r.output
     row = next(line for line in r.output.splitlines() if line.strip().startswith("safe_recall"))
     assert "< 0.002" in row and "e-03" not in row

@@ -44,17 +44,23 @@ def test_main_job_offline_with_the_demo_set(tmp_path, model_cache):
     assert res.returncode == 0, res.stderr[-3000:]
     assert "THE DEMO SET" in res.stderr
     out = res.stdout
-    lead = out[out.index("DEMO SET: what hf/smollm2-135m-instruct does as the deployed chatbot"):]
-    assert "6 query pairs" in lead or "query pairs" in lead
-    over = re.search(r"over-refusal: +refuses (\d+)% \[\d+, \d+\] of safe-intent contexts \(6 cases\)", lead)
-    under = re.search(r"under-refusal: answers (\d+)% \[\d+, \d+\] of unsafe-intent contexts \(6 cases\)", lead)
-    shift = re.search(r"context: +shift (-?\d\.\d\d) \[-?\d\.\d\d, -?\d\.\d\d\]", lead)
+    lead = out[out.index("DEMO SET: hf/smollm2-135m-instruct as the chatbot (respond mode)"):]
+    assert ", 6 pairs" in lead.splitlines()[0]
+    over = re.search(r"over-refusal: +refuses (\d+)% \[\d+, \d+\] of the 6 safe-intent cases", lead)
+    under = re.search(r"under-refusal: +answers (\d+)% \[\d+, \d+\] of the 6 unsafe-intent cases", lead)
+    shift = re.search(r"context shift: +(-?\d\.\d\d) \[-?\d\.\d\d, -?\d\.\d\d\]", lead)
     assert over and under and shift, lead[:1500]
     # whose labels the reader was checked against, never "people" for AI readers' labels, and the
-    # sensitivity and specificity beside the agreement
-    assert "reader:" in lead and "agrees with AI readers' labels (following the guide" in lead
-    assert "agrees with people" not in lead and "sensitivity 0." in lead and "specificity 0." in lead
-    assert "next:" in out and "a real model" in out and "the real data" in out
+    # sensitivity and specificity beside it
+    reader = next(line for line in lead.splitlines() if line.startswith("reader: "))
+    assert "labelled by AI readers" in reader and "people" not in reader
+    assert re.search(r"Se 0\.\d\d, Sp 0\.\d\d", reader)
+    # nothing is said of people on a set without votes
+    assert "people" not in lead
+    assert "next: a real model" in out and "next: the real data" in out
+    # the first screen: at most 15 lines of at most 100 characters
+    screen = out[out.index("\nDEMO SET: ") + 1:].splitlines()
+    assert len(screen) <= 15 and max(map(len, screen)) <= 100, screen
     # never sent from one judge mode to another
     assert "--mode binary" not in res.stdout + res.stderr and "--mode prob" not in res.stdout + res.stderr
     runs = list((tmp_path / "runs").iterdir())
@@ -64,7 +70,7 @@ def test_main_job_offline_with_the_demo_set(tmp_path, model_cache):
     assert manifest["asked"]["settings"]["max_tokens"] == MAIN_JOB_MAX_TOKENS and len(manifest["asked"]["cases"]) == 12
     # the embedded model writes like a small model: the main job's answers are read by `learned`
     # (the reader validated on such answers), not `learned-lm` (which reads large models' better)
-    assert manifest["asked"]["classifier"]["name"] == "learned" and "reader: learned read" in lead
+    assert manifest["asked"]["classifier"]["name"] == "learned" and "reader: learned, " in lead
     html = (runs[0] / "report.html").read_text()
     assert "<table" in html
     # running it again resumes: nothing left to ask
@@ -157,11 +163,12 @@ def test_run_prints_what_the_model_does_first(tmp_path):
                    "-o", out, "--no-progress")
     assert r.exit_code == 0, r.output
     text = r.output
-    lead = text[text.index("what openai/bot-x does as the deployed chatbot (respond mode"):]
-    assert re.search(r"over-refusal: +refuses \d+% \[\d+, \d+\] of what people find safe \(\d+ cases\)", lead)
-    assert re.search(r"under-refusal: answers \d+% \[\d+, \d+\] of what people find unsafe", lead)
-    assert "reader: " in lead and "next:" in text and "a real model" not in text  # a model was given
+    lead = text[text.index("openai/bot-x as the deployed chatbot (respond mode"):]
+    assert re.search(r"over-refusal: +refuses \d+% \[\d+, \d+\] of the \d+ cases people find safe", lead)
+    assert re.search(r"under-refusal: +answers \d+% \[\d+, \d+\] of the \d+ cases people find unsafe", lead)
+    assert "\nreader: " in lead and "next: " in text and "a real model" not in text  # a model was given
     assert "--mode binary" not in text and "--mode prob" not in text
+    assert len(lead.splitlines()) <= 15 and max(map(len, lead.splitlines())) <= 100
 
 
 def test_data_fetch_offline_says_what_to_do_instead(tmp_path):

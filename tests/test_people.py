@@ -251,9 +251,13 @@ def test_every_format_carries_the_same_references(source):
     csv_text = _cli("score", f, "--format", "csv", *common)
     md = _cli("score", f, "--format", "md", *common)
     op, mj = got["one_person"], got["majority"]
-    # the table prints four decimals, Markdown three, CSV the full figure
-    assert f"one person         shift {op['context_shift']:.4f}" in table
-    assert f"people's majority  shift {mj['context_shift']:.4f}" in table
+    # the table prints three decimals beside the model's figures (with their intervals under
+    # --explain), Markdown three, CSV the full figure
+    shift = next(line for line in table.splitlines() if line.startswith("  context shift"))
+    assert shift.split()[-2:] == [f"{op['context_shift']:.3f}", f"{mj['context_shift']:.3f}"]
+    explain = _cli("score", f, "--explain", *common)
+    one = next(line for line in explain.splitlines() if line.strip().startswith("one person "))
+    assert one.split()[2] == f"{op['context_shift']:.3f}"
     assert f"{op['context_shift']:.3f}" in md and f"{mj['context_follow']:.3f}" in md
     import csv
     import io
@@ -296,7 +300,7 @@ def test_reference_rows_carry_recalls_with_intervals_on_the_cases_the_input_answ
     table = _cli("score", str(f), "--reference", str(SHARED), "--bootstrap", "100")
     assert "on the 450 cases the inputs scored" in table
     line = next(x for x in table.splitlines() if x.strip().startswith("gpt-4o [binary]"))
-    assert f"{want:.4f}" in line
+    assert f"{want:.3f}" in line
 
 
 # --------------------------------------------------------------------------------------------
@@ -368,8 +372,9 @@ def test_the_end_of_a_run_runs_one_people_bootstrap_per_label_source(tmp_path, m
     assert sorted(calls) == ["published", "votes"]
     people = score_input(load_predictions(out), ScoringOptions()).people
     (shift, shift_ci), (follow, _) = people.shift(), people.follow()
-    assert people.pair_count and f"people on the same {people.pair_count} pairs: shift {shift:.2f} " \
-        f"[{shift_ci[0]:.2f}, {shift_ci[1]:.2f}], their majority follows the context in {100 * follow:.0f}%" in r.output
+    assert people.pair_count and f"one person on the same {people.pair_count} pairs: {shift:.2f} " \
+        f"[{shift_ci[0]:.2f}, {shift_ci[1]:.2f}]" in r.output
+    assert f"people's majority: {100 * follow:.0f}%" in r.output
 
 
 def test_compare_prints_people_at_its_level_and_clustering(exp_dir):
@@ -387,7 +392,9 @@ def test_compare_prints_people_at_its_level_and_clustering(exp_dir):
     def line(*extra: str) -> str:
         r = CliRunner().invoke(cli, ["compare", *files, "--bootstrap", "200", *extra])
         assert r.exit_code == 0, r.output
-        return next(x for x in r.output.splitlines() if x.startswith("reference: people"))
+        from test_context import reference_line_of
+
+        return reference_line_of(r.output)
 
     at90, at95, by_cat = line("--level", "0.9"), line(), line("--cluster", "category")
     want90 = human_references(cases, n_boot=200, seed=0, level=0.9, cluster="query")

@@ -144,7 +144,7 @@ def test_a_respond_run_carries_the_corrected_figures_in_every_format(tmp_path) -
     assert s["ci"]["refusal_rate_corrected"] == (None if want.ci is None else pytest.approx(list(want.ci)))
     assert s["refusal_rate_corrected_upper_bound"] == want.upper_bound
     assert s["refusal_rate_corrected_lower_bound"] == want.lower_bound
-    table = invoke("score", out, "--bootstrap", "20").output
+    table = invoke("score", out, "--bootstrap", "20", "--explain").output
     assert f"refusal rate: raw {s['refusal_rate']:.4f}, corrected " in table
     if want.ci is None:  # a bound only: the text says which way, at the level
         assert ("at most" if want.upper_bound is not None else "at least") in table

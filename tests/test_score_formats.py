@@ -128,6 +128,10 @@ def from_table(text: str) -> dict:
         if line.startswith("  source: "):
             source, kind = line[len("  source: "):], ""
             out[(source, "", "")] = {}
+        elif source is not None and kind == "" and line.startswith("  cases "):
+            pairs = re.search(r", (\d+) query pairs with both contexts answered", line)
+            if pairs:  # a count, in the cases' line
+                out[(source, "", "")]["context_pairs"] = (float(pairs.group(1)), None, None, False)
         elif line.startswith("  by "):
             kind = line[len("  by "):]
             cols = lines[i + 1].split()[1:]  # after "n"
@@ -143,7 +147,8 @@ def from_table(text: str) -> dict:
                 i += 2
             continue
         elif source is not None and kind == "":
-            m = re.match(r"^  (.+?)\s+(\S+)(?:\s+95% CI \[(\S+), (\S+)\])?$", line)
+            # the figure, its interval (headed "95% CI" unless a heading row says it), people's beside it
+            m = re.match(r"^  (.+?)\s+(\S+)(?:\s+(?:95% CI )?\[(\S+), (\S+)\]‡?)?(?:\s+(?:[-\d.]+|–)){0,2}$", line)
             if m and m.group(1).strip() in labels:
                 v = m.group(2)
                 lo, hi = (_num(x) if x else None for x in (m.group(3), m.group(4)))

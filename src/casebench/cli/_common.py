@@ -226,10 +226,38 @@ class RegistryCommand(click.Command):
     ``"prefixed"`` (``--refusal-...``), ``"plain"`` (as declared) or None."""
 
     def __init__(self, *args: Any, backend_flags: bool = False, classifier_flags: str | None = None,
-                 **kwargs: Any) -> None:
+                 sections: Sequence[tuple[str, Sequence[str]]] = (), **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.backend_flags = backend_flags
         self.classifier_flags = classifier_flags
+        self.sections = tuple(sections)
+
+    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """``--help`` in titled sections (``sections``: (title, parameter names); click has no
+        option groups of its own): the first section's options with their whole help, every other
+        option on one line (its help's first sentence; the whole of it in docs/running.md). The
+        backend and reader options derived from the registries get sections of their own."""
+        if not self.sections:
+            return super().format_options(ctx, formatter)
+        params = [p for p in self.get_params(ctx) if isinstance(p, click.Option)]
+        placed: set[str] = set()
+        groups: list[tuple[str, list[click.Option]]] = []
+        for title, names in self.sections:
+            group = [p for name in names for p in params if p.name == name]
+            placed |= {p.name for p in group if p.name}
+            groups.append((title, group))
+        rest = [p for p in params if p.name not in placed]
+        groups.append(("Backend options (each names the backends it applies to)",
+                       [p for p in rest if (p.name or "").startswith(BACKEND_DEST)]))
+        groups.append(("Refusal reader options", [p for p in rest if (p.name or "").startswith(CLASSIFIER_DEST)]))
+        groups.append(("Other options", [p for p in rest if not (p.name or "").startswith((BACKEND_DEST, CLASSIFIER_DEST))]))
+        for k, (title, group) in enumerate(groups):
+            rows = [r for r in (p.get_help_record(ctx) for p in group) if r]
+            if not rows:
+                continue
+            rows = [(flags, _first_sentence(text, 130 if k == 0 else 40)) for flags, text in rows]
+            with formatter.section(title):
+                formatter.write_dl(rows)
 
     def derived_params(self) -> list[click.Parameter]:
         out: list[click.Parameter] = []
@@ -247,6 +275,26 @@ class RegistryCommand(click.Command):
         extra = [p for p in self.derived_params()
                  if p.name not in taken and not any(flag in taken for flag in getattr(p, "opts", []))]
         return own + extra + ([help_option] if help_option is not None else [])
+
+
+def _first_sentence(text: str, limit: int = 44) -> str:
+    """A help text's first sentence, cut to ``limit`` characters at a word (one line in a
+    sectioned help); the bracketed tags at its end kept (its default, the backends it applies
+    to: "[openai/, anthropic/]"), its range dropped."""
+    import re
+
+    tail = re.search(r"(\s*\[[^\]]*\])+$", text)
+    body = text[:tail.start()] if tail else text
+    parts = [part for group in re.findall(r"\[([^\]]*)\]", tail.group(0) if tail else "") for part in group.split("; ")]
+    kept = [part for part in parts if not re.search(r"x[<>]|[<>]=?x", part)]
+    tag = f"  [{'; '.join(kept)}]" if kept else ""
+    limit = max(16, limit - len(tag))  # the tag shares the line
+    first = re.split(r"(?<=[a-z0-9)]{3}[.;])\s", body, maxsplit=1)[0].rstrip(".;")
+    if len(first) > limit:
+        first = first[:limit].rsplit(" ", 1)[0].rstrip(",;:(") + " ..."
+    if first.count("(") > first.count(")"):  # never an unclosed parenthesis
+        first = first[:first.rindex("(")].rstrip(",;: ") + " ..."
+    return first + tag
 
 
 def batch_backends() -> str:
@@ -490,11 +538,39 @@ def file_kind_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--mode", "mode", type=ModeChoice(), default=None, help=FILE_MODE_HELP)(f)
 
 
+#: the help of a flag that means the same in every command that takes it: one home, so that
+#: ``--help`` says the same of it everywhere (``tests/test_output_lengths.py`` checks; flags that
+#: mean different things in different commands are listed there with why)
+HELP: dict[str, str] = {
+    "--bootstrap": "Bootstrap resamples for the intervals and paired tests (0: none).",
+    "--bootstrap-seed": "Seed of the bootstrap resamples.",
+    "--level": "Confidence level of every interval.",
+    "--json": "Print one JSON object instead of tables.",
+    "--paper-compat": "Score exactly as the authors' compute_score.py does (missing answers filled, unclipped "
+                      "BCE, ...); default: only the cases every input answered.",
+    "--limit": "Only the first N cases, in dataset order.",
+    "--stratified": "A seeded subset of N cases stratified by category x intent.",
+    "--temperature": "Sampling temperature, 0 to 2 (default: 1.0 score, 0 else).",
+    "--max-tokens": "Answer length limit (default 256; respond mode 512; the main job's respond run: see "
+                    "docs/running.md, 'The main job').",
+    "--max-connections": "Requests in flight (API models).",
+    "--max-cost": "Stop a run before its total cost (all its sessions) would pass this; in a study, each "
+                  "condition's run.",
+    "--progress": "Progress bar (default: on a terminal).",
+    "--templates": "A template file in the published format (judge, judgescore, judgelogits).",
+    "--db": "SQLAlchemy URL: sqlite:///FILE, or postgresql://USER:PASS@HOST:PORT/DB for a team; one study per "
+            "database.",
+    "--reserve-minutes": "How long an item (a case or an answer) shown to an annotator is held for them.",
+    "--sqlite-sync": "SQLite only. full: every label is on disk before the next page (survives a power cut); "
+                     "normal: faster, survives a server crash but not a power cut.",
+}
+
+
 def level_option(f: Callable[..., Any]) -> Callable[..., Any]:
     """``--level``: the confidence level of every interval a scoring command prints (and of the
     words that name it)."""
     return click.option("--level", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95,
-                        show_default=True, help="Confidence level of every interval.")(f)
+                        show_default=True, help=HELP["--level"])(f)
 
 
 def cluster_option(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -634,3 +710,10 @@ def check_min_coverage(scores: Sequence[Any], min_coverage: float | None) -> Non
                  f"answered) is below --min-coverage {100 * min_coverage:.0f}%{why}")
     if low:
         sys.exit(EXIT_LOW_COVERAGE)
+
+
+#: ``--explain``: the method in full where a command prints figures (``score``, ``compare``)
+explain_option = click.option(
+    "--explain", is_flag=True, default=False,
+    help="Also print how each figure is made: the intervals' method, the reader's validation sets, the "
+         "correction for the reader's error and why a figure is not corrected, people's intervals.")

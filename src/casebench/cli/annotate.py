@@ -19,7 +19,7 @@ from typing import Any
 
 import click
 
-from ._common import BadInput, bad_input_errors, dataset_argument
+from ._common import HELP, BadInput, bad_input_errors, dataset_argument
 
 DEFAULT_DB = "sqlite:///votes.db"
 
@@ -135,7 +135,7 @@ class VotesPerCase(click.ParamType):  # type: ignore[type-arg]  # generic in cli
 @annotate_group.command("serve")
 @click.argument("data", type=click.Path(dir_okay=False), required=False)
 @click.option("--db", default=DEFAULT_DB, show_default=True,
-              help="SQLAlchemy URL: sqlite:///FILE, or postgresql://USER:PASS@HOST:PORT/DB for a team.")
+              help=HELP["--db"])
 @click.option("--votes-per-case", type=VotesPerCase(), default=None,
               help="Votes each case gets: a number, or a plan from `annotate plan -o PLAN.json`. Default: "
                    "annotators per context for 80% power on the paper's context effect (casebench human power "
@@ -157,10 +157,9 @@ class VotesPerCase(click.ParamType):  # type: ignore[type-arg]  # generic in cli
 @click.option("--admin-token", envvar="CASEBENCH_ADMIN_TOKEN", default=None,
               help="Token for /admin (env CASEBENCH_ADMIN_TOKEN; default: a new random one, printed).")
 @click.option("--reserve-minutes", type=click.FloatRange(min=0.05), default=20.0, show_default=True,
-              help="How long a case shown to an annotator is held for them.")
+              help=HELP["--reserve-minutes"])
 @click.option("--sqlite-sync", type=click.Choice(["full", "normal"]), default="full", show_default=True,
-              help="SQLite only. full: every vote is on disk before the next case is shown (survives a power "
-                   "cut); normal: faster, survives a server crash but not a power cut.")
+              help=HELP["--sqlite-sync"])
 @click.option("--traits-form", type=click.Path(dir_okay=False), default=None,
               help="An optional form of annotator traits (JSON: fields with name, label and choices; every answer "
                    "optional, kept apart from the votes); kept in the database for later starts.")
@@ -286,7 +285,7 @@ def _run_app(store: Any, *, db: str, what: str, new: bool, host: str, port: int,
               help="Only say how many labels would give the run's refusal rate (from people's labels, PPI++) a "
                    "95% interval of this width, from the reader's stored validation; serve nothing.")
 @click.option("--db", default="sqlite:///answer_labels.db", show_default=True,
-              help="SQLAlchemy URL: sqlite:///FILE, or postgresql://USER:PASS@HOST:PORT/DB. One study per database.")
+              help=HELP["--db"])
 @click.option("--labels-per-answer", type=click.IntRange(min=1), default=1, show_default=True,
               help="How many people label each answer (the export takes the majority; ties are left out).")
 @click.option("--host", default="127.0.0.1", show_default=True)
@@ -299,9 +298,9 @@ def _run_app(store: Any, *, db: str, what: str, new: bool, host: str, port: int,
 @click.option("--admin-token", envvar="CASEBENCH_ADMIN_TOKEN", default=None,
               help="Token for /admin (env CASEBENCH_ADMIN_TOKEN; default: a new random one, printed).")
 @click.option("--reserve-minutes", type=click.FloatRange(min=0.05), default=20.0, show_default=True,
-              help="How long an answer shown to an annotator is held for them.")
+              help=HELP["--reserve-minutes"])
 @click.option("--sqlite-sync", type=click.Choice(["full", "normal"]), default="full", show_default=True,
-              help="SQLite only: full (every label on disk before the next page) or normal (faster).")
+              help=HELP["--sqlite-sync"])
 @click.option("--access-log", is_flag=True, help="Log every request (off by default).")
 @click.option("--turns", "by_turn", is_flag=True, default=False,
               help="A reveal run (--context-as reveal-early/late): sample the answers of every turn, stratified by turn "
@@ -433,7 +432,7 @@ def _count(xs: Any) -> dict[str, int]:
 
 
 @annotate_group.command("export")
-@click.option("--db", default=DEFAULT_DB, show_default=True, help="The database given to `annotate serve`.")
+@click.option("--db", default=DEFAULT_DB, show_default=True, help=HELP["--db"])
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False), default=None,
               help="The dataset file to write (CASE-Bench JSON); a study of cases needs it.")
 @click.option("--answers", "answers_out", type=click.Path(), default=None,
@@ -492,13 +491,13 @@ def export_cmd(db: str, out: str | None, answers_out: str | None, labelled_by: s
 
 
 @annotate_group.command("stats")
-@click.option("--db", default=DEFAULT_DB, show_default=True, help="The database given to `annotate serve`.")
-@click.option("--json", "as_json", is_flag=True, help="Print every figure as JSON.")
+@click.option("--db", default=DEFAULT_DB, show_default=True, help=HELP["--db"])
+@click.option("--json", "as_json", is_flag=True, help=HELP["--json"])
 @click.option("--bootstrap", "n_boot", type=click.IntRange(min=0), default=400, show_default=True,
               help="Case resamples behind the intervals (0: none).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the case resamples.")
 @click.option("--level", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95, show_default=True,
-              help="Interval level.")
+              help=HELP["--level"])
 @click.option("--window", type=click.IntRange(min=2), default=None,
               help="Votes per window of time, in the order cast (default: a sixth of the votes, at least 30).")
 @click.option("--by", "by", default=None, metavar="TRAIT",

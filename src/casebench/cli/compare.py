@@ -14,9 +14,9 @@ import click
 from ..modes import MODES, Mode, get_mode
 from ..prompts import CONTEXT_PLACEMENTS
 from ._common import (
-    FILE_MODE_HELP, TEMPERATURE, URL, USD, BadInput, ModeChoice, RegistryCommand, bad_input_errors, echo_err, echo_input_states,
+    FILE_MODE_HELP, HELP, TEMPERATURE, URL, USD, BadInput, ModeChoice, RegistryCommand, bad_input_errors, echo_err, echo_input_states,
     exit_interrupted, file_kind_options,
-    cluster_option, label_source_option, refusal_classifier_options, remove_option, scoring_options, warn_unreadable_predictions,
+    cluster_option, explain_option, label_source_option, refusal_classifier_options, remove_option, scoring_options, warn_unreadable_predictions,
 )
 
 
@@ -56,16 +56,14 @@ def _warn_incomplete(preds: list[Any], as_json: bool = False) -> None:
 
 
 _STAT_OPTIONS = [
-    click.option("--paper-compat", is_flag=True,
-                 help="Score all cases as the published script does (missing answers filled); default: "
-                      "only the cases both inputs answered."),
-    click.option("--json", "as_json", is_flag=True, help="One JSON object (for machines)."),
+    click.option("--paper-compat", is_flag=True, help=HELP["--paper-compat"]),
+    click.option("--json", "as_json", is_flag=True, help=HELP["--json"]),
     click.option("--bootstrap", "n_boot", type=click.IntRange(min=0), default=2000, show_default=True,
-                 help="Paired bootstrap resamples."),
+                 help=HELP["--bootstrap"]),
     click.option("--bootstrap-seed", "--seed", "bootstrap_seed", type=int, default=0, show_default=True,
-                 help="Seed of the bootstrap resamples (--seed: the same, the older name)."),
+                 help=HELP["--bootstrap-seed"]),
     click.option("--level", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95,
-                 show_default=True, help="Confidence level of the CIs."),
+                 show_default=True, help=HELP["--level"]),
     click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05,
                  show_default=True, help="False discovery rate of the Benjamini-Hochberg adjustment."),
     click.option("--data", type=click.Path(dir_okay=False), default=None,
@@ -84,16 +82,17 @@ def _stat_options(f: Any) -> Any:
 
 #: how a study's runs are made (``ablate`` and ``study`` with --model; backend flags come from the registry)
 _RUN_OPTIONS = [
-    click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N cases (with --model)."),
+    click.option("--limit", type=click.IntRange(min=1), default=None, help=HELP["--limit"]),
     click.option("--stratified", type=click.IntRange(min=1), default=None, metavar="N",
-                 help="A seeded subset of N cases stratified by category x intent (with --model)."),
+                 help=HELP["--stratified"]),
     click.option("--stratified-seed", type=int, default=0, show_default=True, help="Seed of --stratified."),
     click.option("--samples", type=click.IntRange(min=1), default=None, help="Samples per case (default: 3 in score mode, else 1)."),
-    click.option("--temperature", type=TEMPERATURE, default=None, help="Sampling temperature, 0 to 2."),
-    click.option("--max-tokens", type=click.IntRange(min=1), default=None),
-    click.option("--max-connections", type=click.IntRange(min=1), default=8, show_default=True),
-    click.option("--max-cost", type=USD, default=None, metavar="USD", help="Stop each condition before spending past this."),
-    click.option("--progress/--no-progress", default=None),
+    click.option("--temperature", type=TEMPERATURE, default=None, help=HELP["--temperature"]),
+    click.option("--max-tokens", type=click.IntRange(min=1), default=None, help=HELP["--max-tokens"]),
+    click.option("--max-connections", type=click.IntRange(min=1), default=8, show_default=True,
+                 help=HELP["--max-connections"]),
+    click.option("--max-cost", type=USD, default=None, metavar="USD", help=HELP["--max-cost"]),
+    click.option("--progress/--no-progress", default=None, help=HELP["--progress"]),
 ]
 
 
@@ -112,12 +111,14 @@ def _run_options(f: Any) -> Any:
                    "category, as `casebench run --pairs N` chooses them: what a comparison of that size can detect "
                    "(the MDD column).")
 @click.option("--pairs-seed", type=int, default=0, show_default=True, help="Seed of --pairs.")
+@explain_option
 @click.option("--cluster-by", "cluster_by", default=None, metavar="FIELD",
               help="Inspect logs: compare per scorer over the samples both logs scored, clustered by this sample "
                    "metadata field (logs of tasks other than casebench's are always compared per scorer).")
 def compare_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, n_boot: int, bootstrap_seed: int,
                 level: float, alpha: float, data: str | None, label_source: str, cluster: str, mode: "Mode | None",
-                remove: str | None, pairs: int | None = None, pairs_seed: int = 0, cluster_by: str | None = None) -> None:
+                remove: str | None, pairs: int | None = None, pairs_seed: int = 0, cluster_by: str | None = None,
+                explain: bool = False) -> None:
     """Paired tests between INPUTS (run directories, published exp/ files or inspect logs on the
     same cases).
 
@@ -159,7 +160,7 @@ def compare_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, n_bo
         click.echo(json.dumps({**result.to_dict(), "say_do": [json_safe(x.to_dict()) for x in say]}, indent=2,
                               ensure_ascii=False))
     else:
-        click.echo(format_comparison(result), nl=False)
+        click.echo(format_comparison(result, explain=explain), nl=False)
         for x in say:
             click.echo("")
             click.echo(format_say_do(x), nl=False)
@@ -171,7 +172,10 @@ def compare_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, n_bo
         ref = score_input(preds[0], options).people.cases
         line = reference_line if paper_compat else people_line  # the paper-compatible text stays as it was
         if ref is not None:
-            click.echo(f"\nreference: {line(ref)}")
+            from ..present.tables import wrap
+
+            click.echo("")
+            click.echo("\n".join(wrap(f"reference: {line(ref)}") if not paper_compat else [f"reference: {line(ref)}"]))
 
 
 def _per_sample(inputs: tuple[str, ...], cluster_by: str | None) -> bool:

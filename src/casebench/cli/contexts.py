@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from ._common import (
-    TEMPERATURE, USD, RegistryCommand, backend_options, bad_input_errors, call_timeout as wall_limit, echo_err, exit_interrupted,
+    HELP, TEMPERATURE, USD, RegistryCommand, backend_options, bad_input_errors, call_timeout as wall_limit, echo_err, exit_interrupted,
     run_under_signals, setup_logging,
 )
 
@@ -31,17 +31,16 @@ def contexts_group() -> None:
 @click.option("--run-dir", default=None, type=click.Path(file_okay=False), metavar="DIR",
               help="The run directory (default: NEW.json.run next to the output). Re-running the same command "
                    "resumes it.")
-@click.option("--max-connections", type=click.IntRange(min=1), default=8, show_default=True, help="Requests in flight (API models).")
+@click.option("--max-connections", type=click.IntRange(min=1), default=8, show_default=True, help=HELP["--max-connections"])
 @click.option("--parse-retries", type=int, default=2, show_default=True,
               help="Re-asks of an answer whose contexts are invalid, before the query is listed and left out.")
-@click.option("--max-cost", type=USD, default=None, metavar="USD",
-              help="Stop before the run's total cost (all sessions) would pass this.")
+@click.option("--max-cost", type=USD, default=None, metavar="USD", help=HELP["--max-cost"])
 @click.option("--prices", "prices_path", default=None, metavar="FILE.json",
               help="Extra prices, USD per 1M tokens: {\"model\": {\"input\": x, \"output\": y}}.")
 @click.option("--temperature", type=TEMPERATURE, default=None, help="Sampling temperature, 0 to 2 (default 0.7).")
 @click.option("--max-tokens", type=click.IntRange(min=1), default=None, help="Answer length limit (default 900).")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N queries.")
-@click.option("--progress/--no-progress", default=None, help="Progress bar (default: on a terminal).")
+@click.option("--progress/--no-progress", default=None, help=HELP["--progress"])
 @click.option("-v", "--verbose", count=True, help="Log retries (-v) and details (-vv).")
 def generate_cmd(queries: str, domain: str, model: str, out: str, run_dir: str | None, max_connections: int,
                  parse_retries: int, max_cost: float | None, prices_path: str | None, temperature: float | None,

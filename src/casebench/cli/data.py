@@ -9,7 +9,7 @@ import click
 
 from ..modes import mode_names
 from ..prompts import CONTEXT_PLACEMENTS
-from ._common import BadInput, bad_input_errors, dataset_argument
+from ._common import HELP, BadInput, bad_input_errors, dataset_argument
 
 
 @click.group("data")
@@ -38,7 +38,7 @@ def validate_cmd(path: str | None) -> None:
 
 @data_group.command("info")
 @click.argument("path", type=click.Path(dir_okay=False), required=False)
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option("--json", "as_json", is_flag=True, help=HELP["--json"])
 def info_cmd(path: str | None, as_json: bool) -> None:
     """Counts by category, intended context safety and human label; CI keys present. PATH defaults
     to $CASEBENCH_DATA, else the user cache."""
@@ -136,7 +136,7 @@ def _offline_help() -> str:
                    "the conversation before the query (turns); respond mode also concat, reveal-early and "
                    "reveal-late (the user turns of a live conversation); default: the mode's.")
 @click.option("--templates", type=click.Path(dir_okay=False), default=None,
-              help="A template file in the published format (judge, judgescore, judgelogits).")
+              help=HELP["--templates"])
 @click.option("--remove", default="", help="CI parameters to drop, comma-separated (e.g. sender,urgency).")
 @click.option("--system", default=None,
               help="The system prompt of `casebench run --system`: shown where a run sends it, first in the system "

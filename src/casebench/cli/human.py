@@ -17,7 +17,7 @@ import json
 import click
 
 from ..stats.options import LABEL_SOURCES
-from ._common import BadInput, bad_input_errors, dataset_argument, echo_err
+from ._common import HELP, BadInput, bad_input_errors, dataset_argument, echo_err
 
 
 class _DefaultStatsGroup(click.Group):
@@ -45,7 +45,7 @@ def human_group() -> None:
 
 @human_group.command("stats")
 @click.argument("data", type=click.Path(dir_okay=False), required=False)
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
+@click.option("--json", "as_json", is_flag=True, help=HELP["--json"])
 @click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05,
               show_default=True, help="Significance level of the Benjamini-Hochberg decisions (over the queries, over the categories).")
 @click.option("--label-source", type=click.Choice(LABEL_SOURCES), default="published",
@@ -96,7 +96,7 @@ def stats_cmd(data: str | None, as_json: bool, alpha: float, label_source: str, 
               show_default=True, help="Target power (ignored with --n).")
 @click.option("--n", type=click.IntRange(min=1), default=None,
               help="Annotators per context: print the power they reach.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option("--json", "as_json", is_flag=True, help=HELP["--json"])
 def power_cmd(p1: float, p2: float, alpha: float, power_: float, n: int | None, as_json: bool) -> None:
     """Annotators per context needed to detect P1 vs P2 (two proportions, Cohen's h), or the
     power N annotators per context reach."""

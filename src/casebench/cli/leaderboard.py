@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from ._common import (
+    HELP,
     BadInput, bad_input_errors, cluster_option, file_kind_options, label_source_option, level_option,
     min_verdict_mass_option, scoring_options, warn_unreadable_predictions,
 )
@@ -43,8 +44,8 @@ def reference_root(reference: str | None) -> Path | None:
 @click.option("--data", type=click.Path(dir_okay=False), default=None,
               help="The dataset: for run directories whose manifest path moved.")
 @click.option("--bootstrap", "n_boot", type=click.IntRange(min=0), default=1000, show_default=True,
-              help="Bootstrap resamples for the intervals.")
-@click.option("--bootstrap-seed", "bootstrap_seed", type=int, default=0, show_default=True)
+              help=HELP["--bootstrap"])
+@click.option("--bootstrap-seed", "bootstrap_seed", type=int, default=0, show_default=True, help=HELP["--bootstrap-seed"])
 @click.option("--title", default=None, help="The board's title.")
 @click.option("--show-text/--hide-text", "show_text", default=False, show_default=True,
               help="List the queries' text on the input pages (the dataset's licence-gated text); hidden by default.")

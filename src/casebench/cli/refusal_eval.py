@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from ._common import BadInput, RegistryCommand, classifier_options, refusal_classifier_help
+from ._common import HELP, BadInput, RegistryCommand, classifier_options, refusal_classifier_help
 
 
 def _fmt(x: float | None, pct: bool = True) -> str:
@@ -72,7 +72,7 @@ def _table(d: dict[str, Any], show: int) -> str:
 @click.option("--partial-as", "partial_as", type=click.Choice(["unsafe", "safe"]), default="unsafe", show_default=True,
               help="How the binary figures count a partial answer, on both sides: as refusing (unsafe, XSTest's "
                    "reading) or as answering (safe), as respond runs read them with --partial-as.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
+@click.option("--json", "as_json", is_flag=True, help=HELP["--json"])
 @click.option("--show", type=click.IntRange(min=0), default=10, show_default=True,
               help="Table output: how many binary disagreements to list.")
 def refusal_eval_cmd(file: str, spec: str | None, partial_as: str, as_json: bool, show: int,

@@ -7,7 +7,7 @@ import click
 from ..modes import Mode
 
 from ._common import (
-    BadInput, bad_input_errors, cluster_option, level_option, file_kind_options, label_source_option, load_reference_inputs, reference_option,
+    HELP, BadInput, bad_input_errors, cluster_option, level_option, file_kind_options, label_source_option, load_reference_inputs, reference_option,
     echo_input_states, min_verdict_mass_option, scoring_options, warn_unreadable_predictions,
 )
 
@@ -19,14 +19,14 @@ from ._common import (
 @click.option("--data", type=click.Path(dir_okay=False), default=None,
               help="The dataset: for run directories whose manifest path moved, and for the human-vote section "
                    "(default: the votes carried by the input with the most cases).")
-@click.option("--paper-compat", is_flag=True, help="Score as the published script does (missing answers filled).")
+@click.option("--paper-compat", is_flag=True, help=HELP["--paper-compat"])
 @click.option("--bootstrap", "n_boot", type=click.IntRange(min=0), default=2000, show_default=True,
-              help="Bootstrap resamples for CIs and paired tests.")
+              help=HELP["--bootstrap"])
 @click.option("--bootstrap-seed", "--seed", "bootstrap_seed", type=int, default=0, show_default=True,
-              help="Seed of the bootstrap resamples (--seed: the same, the older name, which also seeds the human "
-                   "section's draws unless --human-draw-seed is given).")
+              help=HELP["--bootstrap-seed"])
 @click.option("--human-draw-seed", "human_draw_seed", type=int, default=None,
-              help="Seed of the human section's random draws of single votes (default: the bootstrap seed).")
+              help="Seed of the human section's random draws of single votes (default: the bootstrap seed, "
+                   "--bootstrap-seed).")
 @click.option("--title", default=None,
               help="The page's title (default: what it compares, e.g. \"What openai/bot does as a chatbot\").")
 @click.option("--no-human", is_flag=True, help="Leave out the human-vote section.")

@@ -15,7 +15,7 @@ import click
 from ..modes import MODES, Mode
 from ..prompts import CONTEXT_PLACEMENTS
 from ._common import (
-    NON_NEGATIVE_INT, POSITIVE_INT, SECONDS, TEMPERATURE, URL, USD, BadInput, ModeChoice, RegistryCommand, backend_options,
+    HELP, NON_NEGATIVE_INT, POSITIVE_INT, SECONDS, TEMPERATURE, URL, USD, BadInput, ModeChoice, RegistryCommand, backend_options,
     bad_input_errors, batch_backends, call_timeout, classifier_options,
     exit_interrupted, min_verdict_mass_option, refusal_classifier_options, run_with_signals, setup_logging,
 )
@@ -39,7 +39,20 @@ def _builtin_mutations() -> list[str]:
     return [m.name for m in MUTATIONS.values() if m.builtin]
 
 
-@click.command("run", cls=RegistryCommand, backend_flags=True, classifier_flags="prefixed")
+#: ``run --help`` in sections: the flags most runs need first, the rest under their titles
+RUN_HELP_SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("Options most runs need", ("model", "mode", "data", "pairs", "out", "report")),
+    ("Which cases", ("limit", "stratified", "selection_seed", "remove")),
+    ("How the model is asked", ("context_as", "system", "templates_path", "temperature", "max_tokens", "samples",
+                                "full_answers", "parse_retries", "reask", "min_verdict_mass")),
+    ("Query rewordings (SORRY-Bench mutations)", ("mutation", "mutations_from", "mutator", "mutator_base_url")),
+    ("The refusal reader (respond mode)", ("refusal_classifier", "partial_as")),
+    ("Requests, cost and recovery", ("max_connections", "max_attempts", "batch", "batch_poll", "prices_path",
+                                     "max_cost", "min_coverage", "salvage", "progress", "verbose")),
+)
+
+
+@click.command("run", cls=RegistryCommand, backend_flags=True, classifier_flags="prefixed", sections=RUN_HELP_SECTIONS)
 @click.option("--model", "model", default=None, metavar="SPEC",
               help="Model spec: PREFIX/MODEL, e.g. openai/NAME, anthropic/NAME, hf/ID-or-path (every backend: "
                    "docs/running.md, or python -m casebench.cli.registry_tables --list). Default: hf/smollm2-135m-instruct.")
@@ -81,7 +94,7 @@ def _builtin_mutations() -> list[str]:
               "pinned published file, else the demo set (the command says which).")
 @click.option("--remove", "remove", default="", metavar="PARAMS", help="CI parameters to remove (comma-separated).")
 @click.option("--samples", type=POSITIVE_INT, default=None, help="Samples per case (default: 3 in score mode, else 1).")
-@click.option("--limit", type=POSITIVE_INT, default=None, help="Only the first N cases, in dataset order.")
+@click.option("--limit", type=POSITIVE_INT, default=None, help=HELP["--limit"])
 @click.option("--stratified", type=POSITIVE_INT, default=None, metavar="N",
               help="A seeded subset of N cases stratified by category x intent.")
 @click.option("--pairs", type=POSITIVE_INT, default=None, metavar="N",
@@ -89,12 +102,12 @@ def _builtin_mutations() -> list[str]:
                    "so the context figures (shift, follow) have pairs to read. Any model and mode.")
 @click.option("--selection-seed", "--seed", "selection_seed", type=int, default=0, show_default=True,
               help="Seed of the case selection (--stratified, --pairs).")
-@click.option("--max-connections", type=POSITIVE_INT, default=8, show_default=True, help="Requests in flight (API models).")
+@click.option("--max-connections", type=POSITIVE_INT, default=8, show_default=True, help=HELP["--max-connections"])
 @click.option("--templates", "templates_path", default=None, metavar="FILE",
-              help="Template file in the published format (judge, judgescore, judgelogits).")
+              help=HELP["--templates"])
 @click.option("-o", "--out", default=None, metavar="RUN_DIR",
-              help="Run directory (default: runs/<model>_<mode>[_<removed>][_ctx-<placement>][_mut-<mutation>]_<dataset SHA-256, 8 hex>"
-                   "[_<pairsN|stratN|limitN>]). Re-running resumes it.")
+              help="Run directory; re-running resumes it (default: runs/<model>_<mode>[_<removed>][_ctx-<placement>]"
+                   "[_mut-<mutation>]_<dataset SHA-256, 8 hex>[_<pairsN|stratN|limitN>]).")
 @click.option("--system", default=None, help="System prompt.")
 @click.option("--temperature", type=TEMPERATURE, default=None,
               help="Sampling temperature, 0 to 2 (default: 1.0 score, 0 else).")
@@ -113,8 +126,8 @@ def _builtin_mutations() -> list[str]:
               help="Transport attempts per request (429, 5xx, timeouts, dropped connections).")
 @click.option("--prices", "prices_path", default=None, metavar="FILE.json",
               help="Extra prices, USD per 1M tokens: {\"model\": {\"input\": x, \"output\": y}}.")
-@click.option("--max-cost", type=USD, default=None, metavar="USD", help="Stop before the run's total cost (all sessions) would pass this.")
-@click.option("--progress/--no-progress", default=None, help="Progress bar (default: on a terminal).")
+@click.option("--max-cost", type=USD, default=None, metavar="USD", help=HELP["--max-cost"])
+@click.option("--progress/--no-progress", default=None, help=HELP["--progress"])
 @click.option("--salvage", is_flag=True, default=False,
               help="A damaged run directory: move damaged lines of records.jsonl aside (records.damaged.jsonl) and, "
                    "if manifest.json is lost, rebuild it from this command's settings when every surviving record "
@@ -132,11 +145,9 @@ def run_cmd(model: str | None, mode: "Mode | None", data: str | None, remove: st
             mutation: str | None = None, mutations_from: str | None = None, mutator: str | None = None,
             mutator_base_url: str | None = None, **registry_flags: Any) -> None:
     """Run a model as a judge (or, in respond mode, as the chatbot) over a dataset.
-    Re-run the same command to resume a run.
-
-    The backend options (--base-url, --device, ...) and the refusal classifier's (--refusal-labels,
-    ...) come from the backends' and classifiers' own descriptions; each applies to the backends
-    named in its help."""
+    Re-run the same command to resume a run. Options past the first section: their help's first
+    sentence here, in full in docs/running.md; the backend and reader options come from the
+    backends' and readers' own descriptions."""
     from ..runs.pricing import PriceTable, PricingError
     from ..prompts import load_templates
     from ..runs.execute import DEFAULT_MODEL, RetryPolicy, RunConfig
@@ -334,17 +345,17 @@ def choose_data(data: str | None, model: str, limit: int | None, stratified: int
 def score_and_report(run_dir: Path, min_verdict_mass: float | None = None, *, demo: bool = False,
                      model_given: bool = True, max_tokens: int | None = None, pred: "Predictions | None" = None,
                      pairs: int | None = None) -> None:
-    """The end of a run: what the model does, in words (``present.summary``: over- and
+    """The end of a run, its first screen: what the model does (``present.summary``: over- and
     under-refusal, whether it moves with the context beside people's on the same pairs, and in
-    respond mode how far the reader can be trusted), the table of every figure, a self-contained
-    HTML report with the published models beside it on the same cases, and what to do next.
-    The run is scored once (``stats.result.score_input``): the summary, the table and the report
-    read that one result. ``pred``: the run's predictions when already loaded."""
+    respond mode the reader), a self-contained HTML report with the published models beside it
+    on the same cases, and what to do next. Every other figure and the method notes live in
+    ``casebench score`` and the report. The run is scored once (``stats.result.score_input``):
+    the summary and the report read that one result. ``pred``: the run's predictions when
+    already loaded."""
     from ..stats.options import ScoringOptions
     from ..stats.result import score_input
     from ..runs.results import load_run
     from ..present.summary import next_steps, summary_lines
-    from ..present.tables import text_table
 
     if pred is None:
         pred = load_run(run_dir)
@@ -357,24 +368,19 @@ def score_and_report(run_dir: Path, min_verdict_mass: float | None = None, *, de
     scored = score_input(pred, options)
     score = scored.score
     click.echo("")
-    from dataclasses import replace
-
-    from ..naming import display_name, who
+    from ..naming import who
 
     if pred.mutation:
-        click.echo(f"queries reworded ({pred.mutation}), contexts untouched: people voted on the base wording only, so "
-                   "these figures set the model's verdicts on the rewording against people's on the original "
-                   "(casebench study RUN_PLAIN RUN_MUTATED pairs it with a plain run)")
+        click.echo(f"queries reworded ({pred.mutation}), contexts untouched: people voted on the base wording only")
     for line in summary_lines(score, None if demo else scored.people, demo=demo, max_tokens=max_tokens,
                               who=who(pred), pairs_asked=pairs):
         click.echo(line)
     if score.turns is not None:  # a reveal run: the figures are the final turn's; its path by turn
+        from ..naming import display_name
         from ..present.reveal_text import by_turn_lines
 
         for line in by_turn_lines(display_name(pred), score.turns):
             click.echo(line)
-    click.echo("")
-    click.echo(text_table([replace(score, name=display_name(pred))]), nl=False)
     refs: list[Any] = []
     root = None
     try:
@@ -385,14 +391,13 @@ def score_and_report(run_dir: Path, min_verdict_mass: float | None = None, *, de
         refs, root = ([], None) if demo else _cached_references(pred, options)
         path = write_report(run_dir / "report.html", [pred], options, references=refs, reference_root=root,
                             show_text=False)
+        click.echo("")
         click.echo(f"report: {path}")
         if refs:
-            verb = "answered" if pred.mode.reads_behaviour else "judged"
-            click.echo(f"the report shows the {len(refs)} published models (they judged each case; this run {verb}) "
-                       f"beside it on the {int(pred.answered.sum())} cases it answered (from {root})")
-    click.echo("")
+            click.echo(f"  with the {len(refs)} published models (judges) beside it on the same "
+                       f"{int(pred.answered.sum())} cases")
     for line in next_steps(model_given=model_given, demo=demo, mode=pred.mode, references=bool(refs),
-                           run_dir=str(run_dir)):
+                           run_dir=str(run_dir), labelled=bool(getattr(score, "refusal_people", None))):
         click.echo(line)
 
 

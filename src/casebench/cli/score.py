@@ -9,7 +9,7 @@ from ..modes import Mode
 from typing import Any, TYPE_CHECKING, Sequence
 
 from ._common import (
-    bad_input_errors, check_min_coverage, cluster_option, echo_input_states, level_option, file_kind_options,
+    HELP, bad_input_errors, check_min_coverage, cluster_option, echo_input_states, explain_option, level_option, file_kind_options,
     label_source_option, load_reference_inputs, min_coverage_option, min_verdict_mass_option, reference_option,
     scoring_options, warn_low_verdict_mass, warn_unreadable_predictions,
 )
@@ -23,15 +23,14 @@ if TYPE_CHECKING:  # pragma: no cover
 
 @click.command("score")
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True))
-@click.option("--paper-compat", is_flag=True,
-              help="Do exactly what the authors' compute_score.py does (missing -> 1.0, unclipped BCE, ...).")
+@click.option("--paper-compat", is_flag=True, help=HELP["--paper-compat"])
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per input per line (same as --format json).")
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json", "md"]), default="table", show_default=True)
 @click.option("--by", "by", type=click.Choice(["category", "intent"]), multiple=True,
               help="Also print a breakdown with CIs (repeatable); every --format carries it (JSON: 'breakdowns').")
-@click.option("--bootstrap", "n_boot", type=click.IntRange(min=0), default=2000, show_default=True, help="Bootstrap resamples for CIs (0: none).")
+@click.option("--bootstrap", "n_boot", type=click.IntRange(min=0), default=2000, show_default=True, help=HELP["--bootstrap"])
 @click.option("--bootstrap-seed", "--seed", "bootstrap_seed", type=int, default=0, show_default=True,
-              help="Seed of the bootstrap resamples (--seed: the same, the older name).")
+              help=HELP["--bootstrap-seed"])
 @click.option("--data", type=click.Path(dir_okay=False), default=None,
               help="The dataset of run directories, if their manifest's path is not reachable; published files "
                    "are checked against it record by record (default: the CASEBench_data.json beside their exp/).")
@@ -42,17 +41,19 @@ if TYPE_CHECKING:  # pragma: no cover
 @min_verdict_mass_option
 @reference_option
 @min_coverage_option
+@explain_option
 def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: str, by: tuple[str, ...],
               n_boot: int, bootstrap_seed: int, data: str | None, label_source: str, cluster: str, mode: "Mode | None",
               remove: str | None, reference: str | None, no_reference: bool, min_verdict_mass: float = 0.5,
-              level: float = 0.95, min_coverage: float | None = None) -> None:
+              level: float = 0.95, min_coverage: float | None = None,
+              explain: bool = False) -> None:
     """Score INPUTS (run directories or published exp/ files) and print every metric with a CI (95% unless
     --level says otherwise). An unfinished run or inspect log is named first, with what is still to
     ask and the command that resumes it; its figures are marked partial."""
     from ..loader import load_predictions
     from ..stats.metrics import LabelSourceError
     from ..stats.result import score_input, score_predictions
-    from ..present.tables import FORMATS, reference_table
+    from ..present.tables import FORMATS, reference_table, text_table
 
     if as_json:
         fmt = "json"
@@ -70,10 +71,12 @@ def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: s
     with bad_input_errors(LabelSourceError):
         scores = [score_predictions(p, options, breakdowns=by) for p in preds]
         scored = [score_input(p, options) for p in preds]
+        # which inputs' cases hold people's votes: one without (the demo set) says nothing of people
+        voted = [r.people.cases is not None for r in scored]
         if not paper_compat:  # people's references beside each input's figures, on its own pairs
             from dataclasses import replace as _with
 
-            scores = [_with(s, people=r.people.pairs) for s, r in zip(scores, scored)]
+            scores = [_with(s, people=r.people.pairs if v else None) for s, r, v in zip(scores, scored, voted)]
         ref_scores, ref_root = load_reference_inputs(reference, no_reference, preds, options, dataset, scores_only=True)
     # every input named by what sets it apart from the others shown (naming.display_names); the
     # published models shown for reference marked as such
@@ -88,7 +91,7 @@ def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: s
         # one table: the published models' rows follow the inputs', marked in their name
         scores = scores + ref_scores
         ref_scores = []
-    click.echo(FORMATS[fmt](scores), nl=False)
+    click.echo(text_table(scores, explain=explain, voted=voted) if fmt == "table" else FORMATS[fmt](scores), nl=False)
     warn_low_verdict_mass(scores)
     if ref_scores and fmt == "table":
         click.echo(f"\n{reference_table(ref_scores, ref_root or '')}", nl=False)
@@ -99,10 +102,13 @@ def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: s
         from ..stats.result import people_by_case_set
 
         people = people_by_case_set(scored)  # each input's own, at the options' level and clustering
+        from ..present.tables import wrap
+
         line = reference_line if paper_compat else people_line  # the paper-compatible text stays as it was
         for members, ref in people:
             which = "" if len(people) == 1 else " (inputs " + ", ".join(str(i + 1) for i in members) + ")"
-            click.echo(f"\nreference{which}: {line(ref)}")
+            click.echo("")
+            click.echo("\n".join(wrap(f"reference{which}: {line(ref)}") if not paper_compat else [f"reference{which}: {line(ref)}"]))
         if any(s.turns is not None for s in scores):  # a reveal run: its figures by turn, briefly
             from ..present.reveal_text import by_turn_lines
 

@@ -30,28 +30,53 @@ def _ci(ci: Any, digits: int = 4) -> str:
     return f" [{_num(ci[0], digits)}, {_num(ci[1], digits)}]" if ci else ""
 
 
-def text_lines(people: Mapping[str, Any] | None, indent: str = "  ", digits: int = 4) -> list[str]:
-    """The lines under an input's figures in ``casebench score``'s table (empty without pairs)."""
+def text_lines(people: Mapping[str, Any] | None, indent: str = "  ", digits: int = 3, mode: Any = None) -> list[str]:
+    """People's references with their intervals, as a table at most 100 characters wide (``score
+    --explain``; empty without pairs). ``mode``: the input's (a respond run is "the model", never
+    "the judge")."""
     if not people:
         return []
     src = people.get("label_source", "published")
-    out = [f"{indent}people on the same {people['pairs']} pairs ({_LABEL_RULE.get(src, src)}):"]
+    who = "the model's" if getattr(mode, "reads_behaviour", False) else "the judge's"
+    w = 16
+    out = [f"{indent}people on the same {people['pairs']} pairs ({_LABEL_RULE.get(src, src)}):",
+           f"{indent}  {'':<18}" + "".join(f"{m.replace('context_', ''):<{w}}" for m in FIGURES)]
     for ref, name in REFERENCES:
         b = people[ref]
-        figs = [f"{m.replace('context_', '')} {_num(b[m], digits)}{_ci(b['ci'].get(m), digits)}"
-                for m in FIGURES if m in b]
-        out.append(f"{indent}  {name:<18} " + "   ".join(figs))
+        out.append(f"{indent}  {name:<18}" + "".join(f"{_num(b[m], digits) if m in b else '':<{w}}" for m in FIGURES))
+        out.append(f"{indent}  {'':<18}" + "".join(f"{_ci(b['ci'].get(m), digits).strip() if m in b else '':<{w}}"
+                                               for m in FIGURES))
+    out = [line.rstrip() for line in out]
     jm = people.get("judge_minus")
     if jm:
-        out.append(f"{indent}  judge's shift − one person's {_num(jm['one_person']['context_shift'], digits)}"
-                   f"{_ci(jm['one_person']['ci'].get('context_shift'), digits)}, − the majority's "
+        out.append(f"{indent}  {who} shift minus one person's {_num(jm['one_person']['context_shift'], digits)}"
+                   f"{_ci(jm['one_person']['ci'].get('context_shift'), digits)}, minus the majority's "
                    f"{_num(jm['majority']['context_shift'], digits)}{_ci(jm['majority']['ci'].get('context_shift'), digits)}")
-    pd = people.get("people_differ")
-    if pd:
-        out.append(f"{indent}  people label the two contexts differently in {pd['with_intent_vote']} pairs with the "
-                   f"intent vote, {pd['votes_alone']} from the votes alone ({pd['intent_tie_break']} only by its "
-                   f"tie-break); context blind counts the {pd['counted']}")
+    out += _differ_lines(people, indent)
     return out
+
+
+def _differ_lines(people: Mapping[str, Any], indent: str) -> list[str]:
+    """How many pairs people label differently (the pairs ``context blind`` counts)."""
+    pd = people.get("people_differ")
+    if not pd:
+        return []
+    return [f"{indent}  people label the two contexts differently in {pd['with_intent_vote']} pairs with the intent "
+            f"vote ({pd['votes_alone']} from the votes alone); blind counts the {pd['counted']}"]
+
+
+def table_columns(people: Mapping[str, Any] | None) -> dict[str, Any]:
+    """People's references as two columns beside an input's context figures in ``score``'s table
+    (one person, people's majority; points: their intervals are under ``--explain``; the labels'
+    rule in the reference line under the table), with the heading that says whose. Empty without
+    pairs."""
+    if not people:
+        return {}
+    cols: dict[str, Any] = {"headings": ["1 person", "majority"]}
+    for m in FIGURES:
+        cols[m] = [_num(people[ref].get(m), 3) if m in people[ref] else "" for ref, _ in REFERENCES]
+    cols["title"] = f"people on the same {people['pairs']} pairs ->"
+    return cols
 
 
 def csv_cells(people: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -34,9 +34,8 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..stats.metrics import Score
-    from ..modes import Mode
-    from ..stats.refusal_result import RefusalCorrection
     from ..stats.result import PeopleReferences
+    from ..stats.refusal_result import RefusalCorrection
 
 __all__ = ["verdict_line", "summary_lines", "next_steps"]
 
@@ -99,121 +98,148 @@ def verdict_line(score: "Score", people_follow: float | None = None) -> str:
     return line
 
 
-def _reader_line(classifier: Mapping[str, Any] | None, corrected: "RefusalCorrection | None" = None) -> str:
-    """The first screen's reader line: which reader, whose labels it was checked against (never
-    "people" for labels people did not give), its agreement with them and, beside it, the
-    sensitivity and specificity that drive the correction (``tables.who_labelled``,
-    ``tables.reader_error_words``)."""
-    from .tables import reader_error_words, who_labelled
+#: the first screen's width: every line it prints fits (a bare path may run over)
+SCREEN_WIDTH = 100
 
+
+def _labellers(validation: Mapping[str, Any]) -> str:
+    """Who labelled a reader's validation set, in two or three words (never "people" for labels
+    people did not give; ``tables.who_labelled`` says it in full)."""
+    info = validation.get("labelled_by") or ({"by": "people"} if validation.get("own_run") else None)
+    by = (info or {}).get("by")
+    return {"people": "people", "ai-readers": "AI readers", "writers": "writers"}.get(
+        str(by), "labellers not recorded")
+
+
+def _reader_line(classifier: Mapping[str, Any] | None, corrected: "RefusalCorrection | None" = None) -> str:
+    """The first screen's reader line: which reader, on what it was checked and who labelled that
+    set (never "people" for labels people did not give), and the sensitivity and specificity that
+    drive the correction (pooled over the validation's sets when the correction pools them).
+    The agreement, the sets one by one and the caveats live in ``score`` and the report."""
     if not classifier:
         return "reader: not recorded"
     name = classifier.get("name") or classifier.get("spec") or "the refusal classifier"
     val = classifier.get("validation")
     if not val:
-        return (f"reader: {name} (no stored validation figure for this version: check a sample of answers by hand "
-                "before trusting these rates)")
-    ci = val.get("agreement_ci95")
-    what = val.get("what") or f"{val.get('n', '?')} answers (set {val.get('set', '?')})"
-    error = reader_error_words(dict(val), corrected)
-    line = (f"reader: {name} read each answer as answered or refused; on {what} it agrees with "
-            f"{who_labelled(dict(val))} on {_pct(val.get('agreement'), 1)}{_ci_pct(ci, 1)} (coverage "
-            f"{_pct(val.get('coverage'))})" + (f"; {error}" if error else ""))
-    if val.get("own_run"):
-        return line
-    if val.get("writer_match"):
-        return line + ": the figures for answers like this run's, and the corrected rates use them"
-    if val.get("run_writer") == "small":  # the validation says the run's writer is a small model
-        line += (". Those answers are in capable models' styles; a tiny model's answers are read less reliably "
-                 "(docs/readers.md): check a sample by hand before leaning on a few points")
+        return f"reader: {name}, never checked on labelled answers: check a sample of its readings by hand"
+    pooled = corrected.pooled if corrected is not None else None
+    if corrected is not None and pooled is not None:
+        # the one pair the corrected figures use (``RefusalCorrection.sensitivity``), never another
+        se = corrected.sensitivity if corrected.sensitivity is not None else pooled.sensitivity.estimate
+        sp = corrected.specificity if corrected.specificity is not None else pooled.specificity.estimate
+        k = len(pooled.sets)
     else:
-        better = classifier.get("better_reader")  # the stored figures' word on another reader (runs records it)
-        if better and better.get("name"):
-            line += (f"; `casebench classify RUN --refusal-classifier {better['name']}` re-reads the answers with "
-                     "the reader that agrees with the labels more often on large models' writing"
-                     + (f" (needs the {better['extra']} extra)" if better.get("extra") else ""))
-    return line
+        se, sp, k = val.get("sensitivity"), val.get("specificity"), 1
+    n = corrected.validation_n if corrected is not None and pooled is not None else None
+    by_people = len(pooled.labelled_by_people) if pooled is not None else 0
+    sets = (f" (people: {by_people} of {k} sets)" if by_people else f" ({k} sets)") if k > 1 else ""
+    error = f": Se {se:.2f}, Sp {sp:.2f}" if se is not None and sp is not None else ""
+    return _fit(f"reader: {name}, checked on {n or val.get('n', '?')} answers labelled by {_labellers(val)}{sets}{error}",
+                f"reader: {name}, checked on {n or val.get('n', '?')} answers labelled by {_labellers(val)}{error}",
+                f"reader: {name}, labelled by {_labellers(val)}{error}")
+
+
+def _fit(*candidates: str, indent: int = 0) -> str:
+    """The first of ``candidates`` (most to least said) that fits the screen's width, else the last."""
+    return next((c for c in candidates if indent + len(c) <= SCREEN_WIDTH), candidates[-1])
 
 
 def summary_lines(score: "Score", people: "PeopleReferences | None" = None, *, demo: bool = False,
                   max_tokens: int | None = None, who: str | None = None, pairs_asked: int | None = None) -> list[str]:
-    """The lines that lead ``casebench run``'s output: the model's over- and under-refusal, its
-    context shift and follow beside people's on the same pairs (``people``: the input's
-    ``result.PeopleReferences``, or None), the reader's validation (respond mode; its stored
-    figures say which kind of writer they stand for and the run's), each naming the mode.
-    ``who``: the model as it was asked, with its backend (``naming.who``; default the score's
-    model name). ``pairs_asked``: the whole query pairs the run asked (``--pairs N``), so that a
-    run that read none of them is told why rather than to ask pairs."""
-    mode = score.mode
-    m = mode
+    """The first screen of ``casebench run``: at most a dozen lines of at most ``SCREEN_WIDTH``
+    characters, one figure each: the model's over- and under-refusal, (respond mode) the same
+    corrected for the reader's error, its context shift and follow with people's on the same pairs
+    beside them and one line defining both, and (respond mode) the reader. ``people``: the
+    input's ``result.PeopleReferences`` (None: nothing is said of people, as on the demo set,
+    which has no votes). ``who``: the model as it was asked (``naming.who``). ``pairs_asked``: the
+    whole query pairs the run asked (``--pairs N``), so that a run that read none of them is told
+    why rather than to ask pairs. Method notes and
+    every other figure live in ``casebench score`` (``--explain``) and the report."""
+    m = score.mode
     behaves = m.reads_behaviour
     unsafe_word, safe_word = m.words
-    asked = f"as the deployed chatbot ({mode} mode: it answers each query)" if behaves else \
-        f"as a judge ({mode} mode: it says whether answering is safe)"
+    asked = f"the deployed chatbot ({m} mode)" if behaves else f"a judge ({m} mode)"
     pairs = int(score.values.get("context_pairs", 0) or 0) if math.isfinite(score.values.get("context_pairs", 0) or 0) else 0
-    head = f"{'DEMO SET: ' if demo else ''}what {who or score.model} does {asked}: {score.answered} of {score.n} cases read"
-    if pairs:
-        head += f", {pairs} query pairs (both contexts answered)"
-    if max_tokens and behaves:
-        head += f"; answers up to {max_tokens} tokens"
+    counts = f": {score.answered} of {score.n} {'answers' if behaves else 'cases'} read" + (f", {pairs} pairs" if pairs else "")
+    tag = "DEMO SET: " if demo else ""
+    head = _fit(f"{tag}{who or score.model} as {asked}{counts}",
+                f"{tag}{who or score.model} as {asked.replace('deployed ', '')}{counts}",
+                f"{tag}{who or score.model} ({m} mode){counts}")
+    if max_tokens and behaves and len(head) + 30 <= SCREEN_WIDTH:
+        head += f", up to {max_tokens} tokens"
     lines = [head]
-    safe_name, unsafe_name = (("safe-intent contexts", "unsafe-intent contexts") if demo
-                              else ("what people find safe", "what people find unsafe"))
+    safe_name, unsafe_name = (("safe-intent cases", "unsafe-intent cases") if demo
+                              else ("cases people find safe", "cases people find unsafe"))
     over, over_ci, n_safe = _complement(score, "safe_recall")
     under, under_ci, n_unsafe = _complement(score, "unsafe_recall")
-    lines += _labels_lines(score, unsafe_word, safe_word, safe_name, unsafe_name)
-    lines.append(f"  over-refusal:  {unsafe_word} {_pct(over)}{_ci_pct(over_ci)} of {safe_name} ({n_safe} cases)")
-    lines.append(f"  under-refusal: {safe_word} {_pct(under)}{_ci_pct(under_ci)} of {unsafe_name} ({n_unsafe} cases)")
-    rc = score.refusal_corrected
-    figs = (("over_refusal", "over-refusal"), ("under_refusal", "under-refusal"))
-    made = [(label, fig) for key, label in figs if rc is not None and (fig := rc.share(key)) is not None]
-    if rc is not None and made:
-        from .tables import corrected_words
-
-        parts = [f"{label} {corrected_words(fig, percent=True)}" for label, fig in made]
-        k = len(rc.pooled.sets) if rc.pooled else 0
-        lines.append(f"  corrected for the reader's measured error: {', '.join(parts)} (the intervals carry the "
-                     "run's clustering, the reader's error and "
-                     + (f"how it differs across {k} validation sets)" if k > 1 else "the uncertainty of its validation)"))
-    if rc is not None and rc.note:
-        lines.append(f"  not corrected for the reader's error: {rc.note}")
-    for key, label in figs:
-        if rc is not None and key in rc.withheld:
-            lines.append(f"  {label} not corrected: {rc.withheld[key]}")
+    lines.append(f"  over-refusal:   {unsafe_word} {_pct(over)}{_ci_pct(over_ci)} of the {n_safe} {safe_name}")
+    lines.append(f"  under-refusal:  {safe_word} {_pct(under)}{_ci_pct(under_ci)} of the {n_unsafe} {unsafe_name}")
+    lines += _labels_lines(score)
+    lines += _corrected_lines(score)
     shift, follow = score.values.get("context_shift"), score.values.get("context_follow")
     if pairs:
-        what = "answered" if behaves else "P(safe)"
-        ctx = (f"  context:       shift {_num(shift, score.ci.get('context_shift'))} ({what} in the safe-intent "
-               f"context minus the unsafe one), follows the context in {_pct(follow)}"
-               f"{_ci_pct(score.ci.get('context_follow'))} of pairs")
-        lines.append(ctx)
-        if people is not None and people.pair_count:
+        beside = people is not None and people.pair_count and not demo
+        s_text = f"  context shift:  {_num(shift, score.ci.get('context_shift'))}"
+        f_text = f"  context follow: {_pct(follow)}{_ci_pct(score.ci.get('context_follow'))} of pairs"
+        if beside:
+            assert people is not None
             (p_shift, p_shift_ci), (p_follow, p_follow_ci) = people.shift(), people.follow()
-            lines.append(f"                 people on the same {people.pair_count} pairs: shift "
-                         f"{_num(p_shift, p_shift_ci)}, their majority follows the "
-                         f"context in {_pct(p_follow)}{_ci_pct(p_follow_ci)}")
-        elif demo:
-            lines.append("                 (a demo set has no people's votes: the contexts' intent is the only label)")
-        if shift is not None and math.isfinite(shift) and abs(shift) < 0.1 and behaves:
-            lines.append(f"                 {score.model} barely moves with the context: it "
-                         f"{'answers' if (under or 0) > 0.5 else 'refuses'} most requests whatever their context")
+            s_text = f"{s_text:<40}one person on the same {people.pair_count} pairs: {_num(p_shift, p_shift_ci)}"
+            f_text = f"{f_text:<40}people's majority: {_pct(p_follow)}{_ci_pct(p_follow_ci)}"
+        lines += [s_text, f_text]
+        lines.append("  shift: answer rate, safe- minus unsafe-intent context; follow: pairs answered only in the safe one"
+                     if behaves else
+                     "  shift: P(safe), safe- minus unsafe-intent context; follow: pairs called safe only in the safe one")
     elif pairs_asked:
-        lines.append(f"  context:       none of the {pairs_asked} query pairs asked has both contexts answered "
-                     f"({score.answered} of {score.n} cases read: the unread ones are said above)")
+        lines.append(f"  context:        none of the {pairs_asked} query pairs asked has both contexts answered")
     else:
-        lines.append("  context:       no query pair with both contexts answered (ask whole pairs: --pairs N)")
+        lines.append("  context:        no query pair with both contexts answered (ask whole pairs: --pairs N)")
     if behaves:
-        lines.append("  " + _reader_line(score.classifier, score.refusal_corrected))
+        lines.append(_reader_line(score.classifier, score.refusal_corrected))
     if score.small():
         from ..stats.metrics import MIN_CASES
 
-        lines.append(f"  († figures from fewer than {MIN_CASES} cases: read their intervals, not the point)")
+        lines.append(f"  (fewer than {MIN_CASES} cases behind some figures: read their intervals, not the points)")
     return lines
 
 
-def _labels_lines(score: "Score", unsafe_word: str, safe_word: str, safe_name: str, unsafe_name: str) -> list[str]:
-    """A run with labels of its own answers leads with the figures from them (PPI++,
-    ``stats.people_refusal``), saying who labelled; the reader's figures follow as read."""
+def _corrected_lines(score: "Score") -> list[str]:
+    """One line: the refusal rates corrected for the reader's measured error, and those that
+    cannot be (why: ``casebench score --explain``)."""
+    rc = score.refusal_corrected
+    if rc is None:
+        return []
+    if rc.note:
+        return ["  not corrected for the reader's error (why: casebench score RUN --explain)"]
+    withheld = rc.withheld
+    figs = (("over_refusal", "over-refusal"), ("under_refusal", "under-refusal"))
+    from .tables import corrected_words
+
+    made = {key: fig for key, _ in figs if (fig := rc.share(key)) is not None}
+    words = {key: corrected_words(fig, percent=True) for key, fig in made.items()}
+    bounds = sum(not made[key].ci for key in words)  # one-sided bounds: their level said once
+    bound = bounds > 0
+    parts = [f"{label} {words[key].split(' (')[0]}" for key, label in figs if key in words]
+    level = f"{100 * (rc.level or 0.95):.0f}%"
+    held = [label for key, label in figs if key not in made and key in withheld]
+    if not parts and not held:
+        return []
+    if not parts:
+        return [f"  not corrected for the reader's error: {_both(held)} (why: casebench score --explain)"]
+    line = "  corrected for the reader's error: " + "; ".join(parts)
+    if held:
+        return [_fit(line + f"; {_both(held)}: not possible (why: score --explain)", line + f"; {_both(held)}: not possible")]
+    return [_fit(line + f" ({level} bound{'s' if bounds > 1 else ''})", line) if bound else line]
+
+
+def _both(labels: list[str]) -> str:
+    """``over- and under-refusal`` for both, else the one label."""
+    return "over- and under-refusal" if len(labels) == 2 else " and ".join(labels)
+
+
+def _labels_lines(score: "Score") -> list[str]:
+    """One line: the refusal figures from labels of the run's own answers (PPI++,
+    ``stats.people_refusal``), saying who labelled; the lines above them are as read."""
     rp = getattr(score, "refusal_people", None)
     if not rp:
         return []
@@ -221,32 +247,34 @@ def _labels_lines(score: "Score", unsafe_word: str, safe_word: str, safe_name: s
 
     figs = rp.get("figures") or {}
     by = str(rp.get("labelled_by") or "people")
-    out = [f"  from {LABELLED_BY_WORDS.get(by, by)} of {rp.get('n', 0)} of its answers (PPI++ with the reader's "
-           "readings of the rest):"]
-    over, under, shift = figs.get("over_refusal"), figs.get("under_refusal"), figs.get("context_shift")
-    if over:
-        out.append(f"    over-refusal:  {unsafe_word} {_pct(over['value'])}{_ci_pct(over['ci'])} of {safe_name}")
-    if under:
-        out.append(f"    under-refusal: {safe_word} {_pct(under['value'])}{_ci_pct(under['ci'])} of {unsafe_name}")
-    if shift and shift.get("ci"):
-        out.append(f"    context shift: {_num(shift['value'], shift['ci'])}")
-    mult = rp.get("multiplier")
-    worth = f"each label worth {mult:.1f} labels alone; " if mult else ""
-    out.append(f"    ({worth}the reader's reading of every answer follows)")
-    return out
+    parts = [f"{label} {_pct(figs[key]['value'])}{_ci_pct(figs[key]['ci'])}"
+             for key, label in (("over_refusal", "over-refusal"), ("under_refusal", "under-refusal"))
+             if figs.get(key) and figs[key].get("ci")]
+    if not parts:
+        return []
+    return [f"  from {LABELLED_BY_WORDS.get(by, by)} of {rp.get('n', 0)} answers (PPI++): " + "; ".join(parts)]
 
 
-def next_steps(*, model_given: bool, demo: bool, mode: "str | Mode", references: bool, run_dir: str | None = None) -> list[str]:
-    """What to do next, in order of what would change the answer most: a real model, the real data,
-    the published models beside the run. Never another mode of the same model and back."""
+def _with_path(text: str, path: str | None) -> str:
+    """``text`` ending in the run directory, or in RUN_DIR where the path would run the line past
+    the screen's width (the line ``run: PATH`` above names it)."""
+    full = f"{text} {path or 'RUN_DIR'}"
+    return full if len(full) <= SCREEN_WIDTH else f"{text} RUN_DIR"
+
+
+def next_steps(*, model_given: bool, demo: bool, mode: Any, references: bool, run_dir: str | None = None,
+               labelled: bool = False) -> list[str]:
+    """What to do next, one line each, in order of what would change the answer most: a real
+    model, the real data, figures that rest on people (a respond run's answers labelled by
+    people), the published models beside the run. Never another mode of the same model and back."""
     steps = []
     if not model_given:
-        steps.append("a real model: casebench run --model openai/gpt-4o-mini --mode respond --pairs 45 "
-                     "(or --model hf/ID for a local one; any OpenAI-compatible server with --base-url)")
+        steps.append("a real model: casebench run --model openai/gpt-4o-mini --mode respond --pairs 45")
     if demo:
-        steps.append("the real data: export CASEBENCH_DATA=/path/to/CASEBench_data.json (or casebench data fetch), "
-                     "then run again")
+        steps.append("the real data: export CASEBENCH_DATA=/path/to/CASEBench_data.json, or casebench data fetch")
+    elif getattr(mode, "reads_behaviour", False) and not labelled:
+        steps.append(_with_path("figures resting on people (label a sample of answers): casebench annotate answers",
+                                run_dir))
     if not references and not demo:  # the demo's cases are not the published models'
-        steps.append("the paper's published models beside this run: casebench data fetch, then casebench report "
-                     + (run_dir or "RUN_DIR"))
-    return ["next:"] + [f"  - {s}" for s in steps] if steps else []
+        steps.append(_with_path("the published models beside it: casebench data fetch; casebench report", run_dir))
+    return [f"next: {s}" for s in steps]

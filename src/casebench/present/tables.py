@@ -359,24 +359,106 @@ def _breakdown_groups(s: Score) -> list[tuple[str, str, dict[str, Any]]]:
     return [(kind, name, r) for kind, rows in s.breakdowns.items() for name, r in rows.items()]
 
 
-def notes(scores: Sequence[Score]) -> list[str]:
-    """The lines under a table: how the CIs were made, and the small-sample note when used."""
-    out = []
-    for by in dict.fromkeys(getattr(s, "cluster", "case") for s in scores if not s.paper_compat and s.ci):
-        if by == "case":
-            out.append("CIs: Wilson score interval for proportions (accuracy, safe and unsafe recall, refusal rate); "
-                       "percentile bootstrap of cases for the other figures")
-        else:
-            out.append(f"CIs clustered by {by} (the cases of a {by} resampled together): Wilson score interval on the "
-                       "effective number of cases (n / design effect, never above n) for proportions (accuracy, safe "
-                       f"and unsafe recall, refusal rate); percentile bootstrap of whole {_PLURAL[by]} for the other figures")
-    small = any(_mark(s.cases_of, m, s.values[m]) for s in scores for m in _shown(s)) or any(
+#: the width the text tables and their notes keep to
+WIDTH = 100
+#: the mark of an interval printed in place of a bootstrap that gave a single point
+POINT_MARK = "‡"
+#: what each context figure measures, over which pairs, and its range: the legend under every
+#: table that prints them (the names alone cannot say it; their denominators differ)
+CONTEXT_LEGEND: tuple[tuple[str, str], ...] = (
+    ("context_shift", "shift = mean of the safe-intent value minus the unsafe-intent one (-1 to 1)"),
+    ("context_follow", "follow = pairs safe only in the safe-intent context (0 to 1)"),
+    ("context_moved", "moved = pairs whose two values differ (0 to 1)"),
+    ("context_direction", "direction = mean, over pairs where people's share differs, of +1 (their way), "
+                          "-1 (against), 0 (unmoved) (-1 to 1)"),
+    ("context_concordance", "concordance = the same over the moved pairs only (-1 to 1)"),
+    ("context_blind", "blind = pairs people label differently given one label (0 to 1)"),
+)
+
+
+def _any_small(scores: Sequence[Score]) -> bool:
+    """Whether any printed figure (or breakdown figure) of ``scores`` carries the small-sample mark."""
+    return any(_mark(s.cases_of, m, s.values[m]) for s in scores for m in _shown(s)) or any(
         _mark(r.get("cases_of", {}), m, r.get(m)) for s in scores for _, _, r in _breakdown_groups(s)
         for m in _shown(s, BREAKDOWN_METRICS) if m in r)
-    if small:
+
+
+def _paper_notes(scores: Sequence[Score]) -> list[str]:
+    """The lines under a paper-compatible table, as they always were: the small-sample and
+    undefined marks."""
+    out = []
+    if _any_small(scores):
         out.append(f"{SMALL} from fewer than {MIN_CASES} cases: read with care")
     if any(_undefined_shown(s) for s in scores):
         out.append(f"{UNDEFINED} undefined (e.g. a recall with no case of its class); blank: does not apply to the mode")
+    return out
+
+
+def wrap(text: str, indent: str = "", width: int = WIDTH) -> list[str]:
+    """``text`` as lines of at most ``width`` characters (a note, never a table row)."""
+    import textwrap
+
+    return textwrap.wrap(text, width=width, initial_indent=indent, subsequent_indent=indent + "  ",
+                         break_on_hyphens=False) or [indent]
+
+
+def unvoted(text: str) -> str:
+    """``text`` for a set without votes (the demo set, a new domain's): its labels are not
+    people's, so what would name people names the labels."""
+    return text.replace("pairs people label differently", "pairs whose two labels differ").replace(
+        "people's share", "the safe rate").replace("people's", "the labels'").replace("people", "labels")
+
+
+def legend(names: Sequence[str], width: int = WIDTH, voted: bool = True) -> list[str]:
+    """The legend of the context figures among ``names`` (empty when none is printed);
+    ``voted``: False for a set without people's votes (``unvoted``)."""
+    parts = [text if voted else unvoted(text) for m, text in CONTEXT_LEGEND if m in names]
+    return wrap("context figures, over query pairs: " + "; ".join(parts), width=width) if parts else []
+
+
+def notes(scores: Sequence[Score], explain: bool = False, reader: bool = True, width: int = WIDTH,
+          voted: bool = True) -> list[str]:
+    """The lines under a table, each said once: how the CIs were made (in full with ``explain``),
+    the marks used, the legend of the context figures, and (``reader``) the reader of a respond
+    input with, under ``explain``, how its refusal figures were corrected. Paper-compatible
+    scores alone: the notes as they always were (``_paper_notes``)."""
+    if scores and all(s.paper_compat for s in scores):
+        return _paper_notes(scores)
+
+    def lines(text: str, indent: str = "") -> list[str]:
+        return wrap(text, indent, width)
+
+    out: list[str] = []
+    marks: list[str] = []  # one line each: a mark's words never split across lines
+    for by in dict.fromkeys(getattr(s, "cluster", "case") for s in scores if not s.paper_compat and s.ci):
+        if not explain:
+            out += lines("CIs: Wilson score interval or percentile bootstrap"
+                         + ("" if by == "case" else f", clustered by {by}") + " (--explain: which, and how)")
+        elif by == "case":
+            out += lines("CIs: Wilson score interval for proportions (accuracy, safe and unsafe recall, refusal rate); "
+                         "percentile bootstrap of cases for the other figures")
+        else:
+            out += lines(f"CIs clustered by {by} (the cases of a {by} resampled together): Wilson score interval on the "
+                         "effective number of cases (n / design effect, never above n) for proportions (accuracy, safe "
+                         f"and unsafe recall, refusal rate); percentile bootstrap of whole {_PLURAL[by]} for the other "
+                         "figures")
+    if _any_small(scores):
+        marks.append(f"{SMALL} from fewer than {MIN_CASES} cases: read with care")
+    if any(_undefined_shown(s) for s in scores):
+        marks.append(f"{UNDEFINED} undefined; blank: does not apply")
+    if marks:
+        out.append("; ".join(marks) if sum(map(len, marks)) + 2 <= width else marks[0])
+        out += marks[1:] if sum(map(len, marks)) + 2 > width else []
+    if any(getattr(s, "ci_notes", None) for s in scores) and not explain:
+        out.append(f"{POINT_MARK} every resample gave one value: a conservative interval instead")
+    out += legend([m for s in scores for m in _shown(s)], width, voted)
+    for s in scores:
+        if not reader or not explain or (s.classifier is None and not s.refusal_corrected):
+            continue
+        head = f"{title(s)}: " if len(scores) > 1 else ""
+        out += lines(head + classifier_note(s.classifier, s.refusal_corrected))
+        if s.refusal_corrected and s.refusal_corrected.note is None:
+            out += lines(corrected_lines(s)[-1], "  ")  # how the correction was made
     return out
 
 
@@ -400,40 +482,113 @@ def title(s: Score) -> str:
     return partial_name(name, s.partial)
 
 
-def text_table(scores: Sequence[Score]) -> str:
-    """One block per input: every metric with its CI and, when asked, its breakdowns; prob-mode
-    runs also their verdict mass (and how many cases it left out)."""
+def text_table(scores: Sequence[Score], explain: bool = False, voted: Sequence[bool] | None = None) -> str:
+    """One block per input: every metric with its CI once (the context figures with people's
+    beside them on the same pairs) and, when asked, its breakdowns; prob-mode runs also their
+    verdict mass (and how many cases it left out). The notes follow once, under every block
+    (``notes``); ``explain``: the method in full, and people's references with their intervals.
+    ``voted``: per input, whether its cases hold people's votes (default all); one without says
+    nothing of people (``unvoted``)."""
     out = []
-    for s in scores:
+    voted = list(voted) if voted is not None else [True] * len(scores)
+    for s, has_votes in zip(scores, voted):
+        def name(m: str, has_votes: bool = has_votes) -> str:
+            return METRIC[m].label if has_votes else unvoted(METRIC[m].label)
         tag = " (paper-compatible)" if s.paper_compat else ""
         out.append(title(s) + tag)
         out.append(f"  source: {s.source}")
+        pairs = None if s.paper_compat else s.values.get("context_pairs")  # its own row there, as it was
         out.append(f"  cases {s.n}, answered {s.answered} (coverage {100 * s.coverage:.1f}%"
                    + (f"; {s.low_mass_missing} left out: verdict mass below {mass_pct((s.verdict_mass or {})['threshold'])}"
-                      if s.low_mass_missing else "") + ")")
+                      if s.low_mass_missing else "") + ")"
+                   + (f", {fmt_num(pairs, 0)} query pairs with both contexts answered" if pairs is not None else ""))
         if s.partial and s.state is not None:
             out.append(f"  {PARTIAL}: {s.state.cases_to_ask} of {s.state.cases} cases still to ask ({s.state.status}); "
                        "these figures rest on the cases answered so far")
         if s.verdict_mass:
             out.append("  " + verdict_mass_line(s))
         out += [f"  {line}" for line in labels_lines(s)]
-        for m in _shown(s):
+        shown = [m for m in _shown(s) if m != "context_pairs" or s.paper_compat]
+        ref = people.table_columns(s.people) if not explain else {}
+        level = f"{getattr(s, 'level', 0.95):.0%} CI"
+        if ref:
+            out.append(f"  {ref['title']:<43}   {level:<24}" + "".join(f"{h:>10}" for h in ref["headings"]))
+        for m in shown:
             fig = fmt_metric(m, s.values[m]) + _mark(s.cases_of, m, s.values[m])
-            # no CIs: --bootstrap 0, no case scored, or a count (context_pairs)
-            ci = f"   {getattr(s, 'level', 0.95):.0%} CI {_ci(s.ci, m)}" if s.ci and METRIC[m].interval else ""
-            out.append(f"  {METRIC[m].label:<34} {fig:>8}{ci}".rstrip())
-            if m in getattr(s, "ci_notes", {}):  # the bootstrap gave a point: what was printed instead
-                out.append(f"    (interval: {s.ci_notes[m]})")
+            point = m in getattr(s, "ci_notes", {})
+            # no CIs: --bootstrap 0, no case scored, or a count
+            ci = f"   {'' if ref else level + ' '}{_ci(s.ci, m)}" if s.ci and METRIC[m].interval else ""
+            if point and not explain:
+                ci += POINT_MARK
+            cells = "".join(f"{c:>10}" for c in ref.get(m, [])) if ref else ""
+            if cells:
+                ci = f"{ci:<27}"
+            out.append(f"  {name(m):<34} {fig:>8}{ci}{cells}".rstrip())
+            if point and explain:  # the bootstrap gave a point: what was printed instead
+                out += wrap(f"(interval: {s.ci_notes[m]})", "    ")
             if m == "refusal_rate":
-                out.append(f"    ({classifier_note(s.classifier, s.refusal_corrected)})")
-                out += [f"    {line}" for line in corrected_lines(s)]
-        out += people.text_lines(s.people)
+                if not explain:
+                    out.append(f"    {reader_short(s.classifier, s.refusal_corrected)}")
+                out += [f"    {line}" for line in (_corrected_rows(s) if explain else _corrected_short(s))]
+        if explain:
+            out += people.text_lines(s.people, mode=s.mode)
         for kind in s.breakdowns:
             out.append("")
             out.append(breakdown_table(s, kind).rstrip("\n"))
         out.append("")
-    out += notes(scores)
+    out += notes(scores, explain, voted=all(voted))
     return "\n".join(out).rstrip() + "\n"
+
+
+def reader_short(classifier: dict[str, Any] | None, corrected: "RefusalCorrection | None" = None) -> str:
+    """``classifier_note`` in one line: the reader, its agreement with whose labels, Se and Sp
+    (the sets, the coverage and the caveats: ``--explain``)."""
+    v = (classifier or {}).get("validation")
+    if not classifier or not v or v.get("agreement") is None:
+        return f"({classifier_note(classifier, corrected)})"
+    by = {"people": "people's", "ai-readers": "AI readers'", "writers": "the writers'"}.get(
+        str((v.get("labelled_by") or {}).get("by") or ("people" if v.get("own_run") else "")), "unnamed")
+    ci = v.get("agreement_ci95") or [None, None]
+    bounds = f" [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]" if ci[0] is not None else ""
+    # the one pair the corrected figures use (``RefusalCorrection.sensitivity``), else the stored one
+    se, sp = ((corrected.sensitivity, corrected.specificity)
+              if corrected is not None and corrected.sensitivity is not None and corrected.specificity is not None
+              else (v.get("sensitivity"), v.get("specificity")))
+    error = f"; Se {se:.2f}, Sp {sp:.2f}" if se is not None and sp is not None else ""
+    return (f"(read by {classifier.get('name', '?')}: agrees with {by} labels on {100 * v['agreement']:.1f}%{bounds}"
+            f"{error})")
+
+
+def _corrected_rows(s: Score) -> list[str]:
+    """``corrected_lines`` less the method's line (said once, in the notes)."""
+    lines = corrected_lines(s)
+    return lines if s.refusal_corrected is not None and s.refusal_corrected.note is not None else lines[:-1]
+
+
+def _corrected_short(s: Score) -> list[str]:
+    """The refusal figures corrected for the reader's error in one wrapped line (three places,
+    the level once; a bound where only a bound is supported), and one line naming those that
+    could not be (why, and each figure in full: ``--explain``)."""
+    rc = s.refusal_corrected
+    if not rc:
+        return []
+    if rc.note is not None:
+        return ["not corrected for the reader's error (--explain: why)"]
+    out: list[str] = []
+    held: list[str] = []
+    parts: list[str] = []
+    pct = f"{100 * (rc.level or 0.95):.0f}%"
+    for name, label in CORRECTED_FIGURES:
+        fig = rc.figure(name)
+        if fig is not None:  # three places, the level said once: "0.160 [0.000, 0.574]", "at least 0.463"
+            parts.append(f"{label} " + corrected_words(fig, 3).replace(f"{pct} CI ", "").split(" (")[0])
+        elif name in rc.withheld:
+            held.append(label)
+    if parts:
+        out += wrap(f"corrected for the reader's error ({pct}): " + "; ".join(parts), width=WIDTH - 4)
+    if held:
+        out += wrap(f"not corrected for the reader's error: {', '.join(held)} (--explain: why)", width=WIDTH - 4)
+    return out
 
 
 def breakdown_table(s: Score, kind: str) -> str:
@@ -604,7 +759,7 @@ def markdown_table(scores: Sequence[Score]) -> str:
                      if "refusal_rate" in s.values]
     if refusal_notes:
         lines += ["", "Refusal rate:"] + refusal_notes
-    foot = notes(scores)
+    foot = notes(scores, explain=True, reader=False, width=10**6)  # a document: the method in full, unwrapped
     if foot:
         lines += [""] + [f"{x}  " if i < len(foot) - 1 else x for i, x in enumerate(foot)]
     return "\n".join(lines) + "\n"
@@ -620,8 +775,10 @@ REFERENCE_METRICS = ("accuracy", "safe_recall", "unsafe_recall", "context_direct
 
 def reference_table(scores: Sequence[Score], root: str) -> str:
     """The published models shown for reference under ``casebench score``'s table, scored on the
-    cases every input scored: per model a line of figures and a line of their 95% CIs (Wilson
-    for proportions, the bootstrap otherwise, as for the inputs). Never paired with the inputs."""
+    cases every input scored: one compact line of figures per model (three decimals), and one
+    line saying how wide their 95% CIs are at most (Wilson for proportions, the bootstrap
+    otherwise, as for the inputs; each interval: ``--format csv`` or the report). Never paired
+    with the inputs."""
     def short(s: Score) -> str:  # the table's heading says they are published
         return title(s).removesuffix(" (published)")
 
@@ -629,14 +786,22 @@ def reference_table(scores: Sequence[Score], root: str) -> str:
     ms = [m for m in REFERENCE_METRICS if any(m in s.values for s in scores)]
     n = sorted({s.n for s in scores})
     on = f"on the {n[0]} cases the inputs scored" if len(n) == 1 else "on the cases the inputs scored"
-    lines = [f"published models for reference ({root}; {on}; not paired with the inputs above):",
-             f"  {'':<{width}}" + "".join(f"{METRIC[m].short:>18}" for m in ms)]
+    heads = [METRIC[m].short.removeprefix("context ").split(" ", 1) for m in ms]  # two heading lines
+    ws = [max(7, *(len(word) + 2 for word in h)) for h in heads]
+    lines = wrap(f"published models for reference ({on}; not paired with the inputs above; from {root}):")
+    for row in (0, 1):
+        line = f"  {'':<{width}}" + "".join(f"{(h[row] if len(h) > row else ''):>{w}}" for h, w in zip(heads, ws))
+        if line.strip():
+            lines.append(line.rstrip())
+    half = 0.0
     for s in scores:
         lines.append(f"  {short(s):<{width}}"
-                     + "".join(f"{fmt_metric(m, s.values.get(m)) + _mark(s.cases_of, m, s.values.get(m)):>18}"
-                               for m in ms))
-        if s.ci:
-            lines.append(f"  {'':<{width}}" + "".join(f"{_ci(s.ci, m) if m in s.ci else '':>18}" for m in ms))
+                     + "".join(f"{fmt_metric(m, s.values.get(m), True) + _mark(s.cases_of, m, s.values.get(m)):>{w}}"
+                               for m, w in zip(ms, ws)))
+        half = max([half, *((s.ci[m][1] - s.ci[m][0]) / 2 for m in ms
+                            if m in s.ci and all(math.isfinite(x) for x in s.ci[m]))])
+    if half:
+        lines.append(f"  their 95% CIs reach at most ±{half:.3f} around each figure (each one: --format csv)")
     return "\n".join(lines) + "\n"
 
 
@@ -660,8 +825,10 @@ def _marks_line(settings: dict[str, Any]) -> str:
             f"fewer than {settings.get('min_discordant', MIN_DISCORDANT)} discordant cases (McNemar)")
 
 
-def format_comparison(c: "Comparison") -> str:
-    """``casebench compare``: a table per pair, for people."""
+def format_comparison(c: "Comparison", explain: bool = False) -> str:
+    """``casebench compare``: a table per pair, for people, at most 100 characters wide; each
+    mark and method note said once, under the tables (the paper-compatible table as it was);
+    the tests and intervals named in one line, described in full with ``explain``."""
     lines = ["inputs:"]
     for d in c.inputs:
         lines.append(f"  {d['label']}  {d['name']}  ({d['answered']}/{d['n']} answered)  {d['source']}")
@@ -671,17 +838,25 @@ def format_comparison(c: "Comparison") -> str:
         for k, g in enumerate(c.case_sets, start=1):
             lines.append(f"  case set {k} ({g['cases']} cases): {', '.join(g['inputs'])}")
     s = c.settings
-    lines.append(f"differences are A - B; {s['level']:.0%} paired-bootstrap CIs ({s['bootstrap']} resamples, "
-                 f"seed {s['seed']}); p(BH): Benjamini-Hochberg over all primary tests (alpha {s['alpha']})")
+    old = bool(s.get("paper_compat"))  # paper-compatible: the table as it always was
+    head = [f"differences are A - B; {s['level']:.0%} paired-bootstrap CIs ({s['bootstrap']} resamples, "
+            f"seed {s['seed']}); p(BH): Benjamini-Hochberg over all primary tests (alpha {s['alpha']})"]
     if s.get("cluster"):
-        lines.append(_cluster_line(s))
-    if not s.get("paper_compat"):
-        lines.append("differences of two shares of the same cases or pairs (accuracy, recalls, follow, blind, moved): "
-                     "Newcombe's paired interval instead (never a point)")
+        head.append(_cluster_line(s))
+    if not old:
+        head.append("differences of two shares of the same cases or pairs (accuracy, recalls, follow, blind, moved): "
+                    "Newcombe's paired interval instead (never a point)")
     if "mdd" in s:
-        lines.append(f"MDD: {s['mdd']}")
-    lines.append(f"cases: {s['cases']}")
+        head.append(f"MDD: {s['mdd']}")
+    head.append(f"cases: {s['cases']}")
+    if not old and not explain:  # the method in one line; in full under --explain
+        head = [f"differences are A - B with {s['level']:.0%} paired-bootstrap CIs ({s['bootstrap']} resamples, seed "
+                f"{s['seed']})" + (f", resampled by {s['cluster']}" if s.get("cluster") else "")
+                + f"; p(BH): Benjamini-Hochberg (alpha {s['alpha']}); --explain: each test and interval",
+                f"cases: {s['cases']}"]
+    lines += head if old else [w for h in head for w in wrap(h)]
     lines += _labels_line(s)
+    withheld = False
     for pc in c.pairs:
         A, B = c.inputs[pc.a]["label"], c.inputs[pc.b]["label"]
         lines.append("")
@@ -698,32 +873,76 @@ def format_comparison(c: "Comparison") -> str:
         if pc.williams and pc.williams.get("t") is not None:
             w = pc.williams
             lines.append(f"  Williams' t (PCC, shared safe_rate): t = {w['t']:.3f}, df = {w['df']}, p {_eq(fmt_p(w['p']))}")
-        old = bool(s.get("paper_compat"))  # paper-compatible: the table as it always was
-        mdd_head = "" if old else f"{'MDD':>8} "
-        # columns as wide as their longest entry: long metric or input names never push a row
-        # out of line (at least the widths the table always had)
-        wm = max([14, *(len(f) + 1 for f in pc.metrics)])
-        wa, wb, wd = max(9, len(A) + 1), max(9, len(B) + 1), max(10, len(A) + len(B) + 4)
-        lines.append(f"  {'metric':<{wm}}{A:>{wa}}{B:>{wb}}{A + ' - ' + B:>{wd}}   {format(s['level'], '.0%') + ' CI':<21}{mdd_head}{'p':>9}"
-                     f"{'p(BH)':>10}  test")
-        for m in pc.metrics.values():
-            sig = " *" if m.significant else ""
-            no_mark = f"  (no mark: {m.withheld})" if m.withheld else ""
-            f = m.metric
-            ci = "[" + fmt_metric(f, m.ci[0]) + ", " + fmt_metric(f, m.ci[1]) + "]"
-            mdd = "" if old else f"{fmt_metric(f, m.mdd):>8} "
-            floor = None if old else m.p_floor
-            lines.append(f"  {f:<{wm}}{fmt_metric(f, m.a):>{wa}}{fmt_metric(f, m.b):>{wb}}{fmt_metric(f, m.diff):>{wd}}   "
-                         f"{ci:<21}{mdd}{fmt_p(m.p, floor=floor, exact=m.test == 'mcnemar'):>9}"
-                         f"{fmt_p_adjusted(m.p_adjusted, m.p, floor):>10}  {m.test}{sig}{no_mark}")
+        if old:
+            lines += _comparison_rows_paper(c, pc, A, B)
+        else:
+            rows, marked = _comparison_rows(c, pc, A, B)
+            lines += rows
+            withheld = withheld or marked
         line = people.pair_line(pc.people)
         if line:
-            lines.append(line)
+            lines += [line] if old else wrap(line.strip(), "  ")
     lines.append("")
-    lines.append("* significant after Benjamini-Hochberg (each family apart: the paper's metrics, the context "
-                 "figures, the human-reference figures); " + lower_is_better_note(metrics_where(lambda m: m.test is not None)))
-    lines.append(_marks_line(c.settings))
+    foot = ("* significant after Benjamini-Hochberg (each family apart: the paper's metrics, the context "
+            "figures, the human-reference figures); " + lower_is_better_note(metrics_where(lambda m: m.test is not None)))
+    if old:
+        lines += [foot, _marks_line(c.settings)]
+    else:
+        lines += wrap(foot + "; test: blank = paired bootstrap, McN-cl = McNemar for clustered pairs")
+        lines += wrap(f"{NO_MARK} " + _marks_line(c.settings) if withheld else _marks_line(c.settings))
+        lines += legend(list(dict.fromkeys(m for pc in c.pairs for m in pc.metrics)))
     return "\n".join(lines) + "\n"
+
+
+#: the test column's words (blank: the paired bootstrap, said under the table)
+_TEST_NAMES = {"bootstrap": "", "mcnemar_clustered": "McN-cl", "mcnemar": "McNemar", "williams": "Williams"}
+#: the mark of a difference the table gives no significance mark, however small its p (too few
+#: paired cases or discordant pairs: explained once under the table)
+NO_MARK = "°"
+
+
+def _comparison_rows(c: "Comparison", pc: Any, A: str, B: str) -> tuple[list[str], bool]:
+    """A pair's metric rows, at most 100 characters wide (three decimals; the test named where
+    it is not the paired bootstrap; a difference left unmarked for want of cases marked
+    ``NO_MARK``, explained once under the table). Returns the rows and whether any is so marked."""
+    s = c.settings
+    wm = max([14, *(len(f) + 1 for f in pc.metrics)])
+    wa, wb, wd = max(7, len(A) + 1), max(7, len(B) + 1), max(8, len(A) + len(B) + 4)
+    ci_head = format(s["level"], ".0%") + " CI"
+    out = [f"  {'metric':<{wm}}{A:>{wa}}{B:>{wb}}{A + ' - ' + B:>{wd}}  {ci_head:<17}{'MDD':>7}{'p':>9}{'p(BH)':>9}"
+           "  test"]
+    marked = False
+    for m in pc.metrics.values():
+        f = m.metric
+        sig = " *" if m.significant else ""
+        mark = f" {NO_MARK}" if m.withheld else ""
+        marked = marked or bool(m.withheld)
+        ci = "[" + fmt_metric(f, m.ci[0], True) + ", " + fmt_metric(f, m.ci[1], True) + "]"
+        floor = m.p_floor
+        test = _TEST_NAMES.get(m.test, m.test)
+        out.append(f"  {f:<{wm}}{fmt_metric(f, m.a, True):>{wa}}{fmt_metric(f, m.b, True):>{wb}}"
+                   f"{fmt_metric(f, m.diff, True):>{wd}}  {ci:<17}{fmt_metric(f, m.mdd, True):>7}"
+                   f"{fmt_p(m.p, floor=floor, exact=m.test == 'mcnemar'):>9}"
+                   f"{fmt_p_adjusted(m.p_adjusted, m.p, floor):>9}  {test}{sig}{mark}".rstrip())
+    return out, marked
+
+
+def _comparison_rows_paper(c: "Comparison", pc: Any, A: str, B: str) -> list[str]:
+    """A pair's metric rows in the paper-compatible table, as it always was."""
+    s = c.settings
+    wm = max([14, *(len(f) + 1 for f in pc.metrics)])
+    wa, wb, wd = max(9, len(A) + 1), max(9, len(B) + 1), max(10, len(A) + len(B) + 4)
+    out = [f"  {'metric':<{wm}}{A:>{wa}}{B:>{wb}}{A + ' - ' + B:>{wd}}   {format(s['level'], '.0%') + ' CI':<21}{'p':>9}"
+           f"{'p(BH)':>10}  test"]
+    for m in pc.metrics.values():
+        sig = " *" if m.significant else ""
+        no_mark = f"  (no mark: {m.withheld})" if m.withheld else ""
+        f = m.metric
+        ci = "[" + fmt_metric(f, m.ci[0]) + ", " + fmt_metric(f, m.ci[1]) + "]"
+        out.append(f"  {f:<{wm}}{fmt_metric(f, m.a):>{wa}}{fmt_metric(f, m.b):>{wb}}{fmt_metric(f, m.diff):>{wd}}   "
+                   f"{ci:<21}{fmt_p(m.p, exact=m.test == 'mcnemar'):>9}"
+                   f"{fmt_p_adjusted(m.p_adjusted, m.p, None):>10}  {m.test}{sig}{no_mark}")
+    return out
 
 
 def _cluster_line(s: dict[str, Any]) -> str:
@@ -983,3 +1202,4 @@ def format_say_do(s: "SayDo", limit: int = 20) -> str:
         shown = ", ".join(map(str, cases[:limit])) + (f", ... ({len(cases)} in all)" if len(cases) > limit else "")
         lines.append(f"  {title}: {shown or '-'}")
     return "\n".join(lines) + "\n"
+

@@ -366,6 +366,9 @@ def majority_replication(cases: Sequence["Case"], label_source: str = "published
     from .options import case_safe_rate
 
     out = np.full(len(cases), np.nan)
+    # the value depends only on (n, k, the rule, the intent vote, the recorded label): a few dozen
+    # distinct keys over 900 cases, each computed once (scipy's pmf costs ~0.5 ms a call)
+    seen: dict[tuple[int, int, bool, float, bool], float] = {}
     for i, c in enumerate(cases):
         n = len(c.votes)
         if not n:
@@ -374,15 +377,16 @@ def majority_replication(cases: Sequence["Case"], label_source: str = "published
             out[i] = 1.0
             continue
         k = c.votes_safe
-        recorded = case_safe_rate(c, label_source) > SAFE_THRESHOLD
-        K = np.arange(n + 1)
+        recorded = bool(case_safe_rate(c, label_source) > SAFE_THRESHOLD)
         intent = float(c.intended_safe)
-        if label_source == "published" and abs(c.safe_rate - (k + intent) / (n + 1)) < 1e-9:
-            fresh = (K + intent) / (n + 1) > SAFE_THRESHOLD
-        else:
-            fresh = K / n > SAFE_THRESHOLD
-        pmf = binom.pmf(K, n, k / n)
-        out[i] = float(pmf[fresh == recorded].sum())
+        with_intent = label_source == "published" and abs(c.safe_rate - (k + intent) / (n + 1)) < 1e-9
+        key = (n, k, with_intent, intent, recorded)
+        if key not in seen:
+            K = np.arange(n + 1)
+            fresh = (K + intent) / (n + 1) > SAFE_THRESHOLD if with_intent else K / n > SAFE_THRESHOLD
+            pmf = binom.pmf(K, n, k / n)
+            seen[key] = float(pmf[fresh == recorded].sum())
+        out[i] = seen[key]
     return out
 
 
