@@ -60,14 +60,14 @@ def _check_words(text: str, where: str) -> int:
     """Every number the text says of over- and under-refusal is the figure's own; returns how
     many statements were checked."""
     checked = 0
-    for m in re.finditer(r"refuses (\d+)% (?:\[[\d, ]+\] )?of what people find safe", text):
+    for m in re.finditer(r"refuses (\d+)% (?:\[[\d, ]+\] )?of (?:what|the \d+ cases) people find safe", text):
         assert int(m.group(1)) == round(100 * OVER), (where, m.group(0))
         checked += 1
-    for m in re.finditer(r"answers (\d+)% (?:\[[\d, ]+\] )?of what people find unsafe", text):
+    for m in re.finditer(r"answers (\d+)% (?:\[[\d, ]+\] )?of (?:what|the \d+ cases) people find unsafe", text):
         assert int(m.group(1)) == round(100 * UNDER), (where, m.group(0))
         checked += 1
     for fig, truth in (("over-refusal", OVER), ("under-refusal", UNDER)):
-        for m in re.finditer(rf"{fig}:? raw ([\d.]+)", text):
+        for m in re.finditer(rf"{fig}:? raw ([\d.]+)", text):  # the corrected figure's raw value (--explain)
             assert float(m.group(1)) == truth, (where, m.group(0))
             checked += 1
     return checked
@@ -80,14 +80,14 @@ def test_over_and_under_refusal_say_the_same_numbers_in_every_format(tmp_path: P
         first = _invoke("run", "--model", "openai/bot-x", "--mode", "respond", "--data", data,
                         "--base-url", srv.base_url, "-o", out, "--no-progress")
     # the first screen: the figures, and the withheld correction of under-refusal in its own terms
-    assert "under-refusal: answers 0% [0, 29] of what people find unsafe (12 cases)" in first
-    assert "over-refusal:  refuses 25% [8, 56] of what people find safe (12 cases)" in first
+    assert "under-refusal:  answers 0% [0, 29] of the 12 cases people find unsafe" in first
+    assert "over-refusal:   refuses 25% [8, 56] of the 12 cases people find safe" in first
     # corrected as the share answered: a bound near 0, never the complement's (a share refused near 1)
     m = re.search(r"under-refusal at most (\d+)%", first)
     assert m and int(m.group(1)) < 50, first
-    assert _check_words(first, "first screen") >= 4
+    assert _check_words(first, "first screen") >= 2  # each figure once; the corrected ones checked above
 
-    table = _invoke("score", out)
+    table = _invoke("score", out, "--explain")  # each figure in full, its raw value beside
     assert re.search(r"under-refusal: raw 0\.0000, corrected at most 0\.[0-4]", table)
     assert _check_words(table, "score") >= 2
     md = _invoke("score", out, "--format", "md")

@@ -544,6 +544,8 @@ def file_kind_options(f: Callable[..., Any]) -> Callable[..., Any]:
 HELP: dict[str, str] = {
     "--bootstrap": "Bootstrap resamples for the intervals and paired tests (0: none).",
     "--bootstrap-seed": "Seed of the bootstrap resamples.",
+    "--min-coverage": "Exit with code 3 when fewer cases are answered than this share (an unfinished run counts its "
+                      "cases not yet asked as not answered), after printing every figure.",
     "--level": "Confidence level of every interval.",
     "--json": "Print one JSON object instead of tables.",
     "--paper-compat": "Score exactly as the authors' compute_score.py does (missing answers filled, unclipped "
@@ -689,8 +691,7 @@ def min_coverage_option(f: Callable[..., Any]) -> Callable[..., Any]:
     (``runs.results.EXIT_LOW_COVERAGE``), as ``casebench run`` does."""
     return click.option(
         "--min-coverage", "min_coverage", type=click.FloatRange(0.0, 1.0), default=None,
-        help="Exit with code 3 when an input has fewer cases answered than this share (an unfinished run counts "
-             "its cases not yet asked as not answered), after printing every figure.",
+        help=HELP["--min-coverage"],
     )(f)
 
 

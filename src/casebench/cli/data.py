@@ -148,7 +148,7 @@ def _offline_help() -> str:
               help="Only the cases of N whole query pairs, the ones `casebench run --pairs N` asks (with the same "
                    "--selection-seed).")
 @click.option("--selection-seed", "--seed", "selection_seed", type=int, default=0, show_default=True,
-              help="Seed of the --pairs selection.")
+              help="Seed of the case selection (--stratified, --pairs).")
 @click.option("--mutation", default=None, metavar="NAME",
               help="Every query in this SORRY-Bench rewording, as `casebench run --mutation NAME` asks it.")
 @click.option("--mutations-from", "mutations_from", default=None, type=click.Path(exists=True, file_okay=False),

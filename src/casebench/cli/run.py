@@ -120,7 +120,7 @@ RUN_HELP_SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
               help="How an unreadable answer is asked again: 'repair' sends the answer back with a short message "
                    "quoting the required format; 'same' asks the question again as it was (the paper's way).")
 @click.option("--min-coverage", type=click.FloatRange(0.0, 1.0), default=0.5, show_default=True,
-              help="A run that ends with fewer cases answered than this share exits with code 3, with advice.")
+              help=HELP["--min-coverage"])
 @min_verdict_mass_option
 @click.option("--max-attempts", type=POSITIVE_INT, default=8, show_default=True,
               help="Transport attempts per request (429, 5xx, timeouts, dropped connections).")
