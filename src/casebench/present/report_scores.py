@@ -333,7 +333,7 @@ def _pairwise(ctx: ReportContext) -> str:
                     cells.append("<td>–</td>")
                     continue
                 cls = ' class="sig"' if d.significant else ""
-                test = TEST_NAMES[d.test]
+                test = TEST_NAMES.get(d.test, d.test)
                 cells.append(f'<td{cls}>{_fm(m, d.diff)}<span class="ci">[{_fm(m, d.ci[0])}, {_fm(m, d.ci[1])}]</span>'
                              f'<span class="ci">{test} p {_fp(d.p, d.p_floor, d.test == "mcnemar")} · BH {_fp(d.p_adjusted, d.p_floor, d.test == "mcnemar")}'
                              f' · MDD {_fm(m, d.mdd)}</span></td>')

@@ -359,6 +359,8 @@ def _breakdown_groups(s: Score) -> list[tuple[str, str, dict[str, Any]]]:
 
 def notes(scores: Sequence[Score]) -> list[str]:
     """The lines under a table: how the CIs were made, and the small-sample note when used."""
+    from ..stats.small_sample import FEW_CLUSTERS
+
     out = []
     for by in dict.fromkeys(getattr(s, "cluster", "case") for s in scores if not s.paper_compat and s.ci):
         if by == "case":
@@ -368,6 +370,10 @@ def notes(scores: Sequence[Score]) -> list[str]:
             out.append(f"CIs clustered by {by} (the cases of a {by} resampled together): Wilson score interval on the "
                        "effective number of cases (n / design effect, never above n) for proportions (accuracy, safe "
                        f"and unsafe recall, refusal rate); percentile bootstrap of whole {_PLURAL[by]} for the other figures")
+    if any(s.breakdowns or 0 < (s.values.get("context_pairs") or 0) < FEW_CLUSTERS for s in scores
+           if not s.paper_compat and s.ci):
+        out.append(f"a bounded mean (the context shift) from fewer than {FEW_CLUSTERS} clusters: Student's t on K - 1 "
+                   "df over its clusters, clipped to its range (exact where they all gave one value)")
     small = any(_mark(s.cases_of, m, s.values[m]) for s in scores for m in _shown(s)) or any(
         _mark(r.get("cases_of", {}), m, r.get(m)) for s in scores for _, _, r in _breakdown_groups(s)
         for m in _shown(s, BREAKDOWN_METRICS) if m in r)

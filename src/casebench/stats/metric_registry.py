@@ -83,7 +83,7 @@ class MetricDef:
     paper: bool = True
     #: the range of the per-case (per-pair) values the figure is a mean of (e.g. (-1, 1) for a
     #: shift); where the bootstrap degenerates to a point it then gets an analytic interval
-    #: (``bootstrap.bounded_mean_ci``); None: not a bounded mean, so no interval in that case
+    #: (``small_sample``); None: not a bounded mean, so no interval in that case
     bounds: tuple[float, float] | None = None
 
     @property
