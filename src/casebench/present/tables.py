@@ -374,6 +374,10 @@ def notes(scores: Sequence[Score]) -> list[str]:
            if not s.paper_compat and s.ci):
         out.append(f"a bounded mean (the context shift) from fewer than {FEW_CLUSTERS} clusters: Student's t on K - 1 "
                    "df over its clusters, clipped to its range (exact where they all gave one value)")
+    if any("accuracy_ceiling" in s.values for s in scores):
+        out.append(f"{METRIC['accuracy_ceiling'].label}: the expected accuracy against the recorded labels of a judge "
+                   "that knows people's population majority; a plug-in estimate, biased low (`casebench human` gives "
+                   "the fitted-prior estimate beside it), its interval from case sampling only; never a threshold")
     small = any(_mark(s.cases_of, m, s.values[m]) for s in scores for m in _shown(s)) or any(
         _mark(r.get("cases_of", {}), m, r.get(m)) for s in scores for _, _, r in _breakdown_groups(s)
         for m in _shown(s, BREAKDOWN_METRICS) if m in r)
