@@ -27,7 +27,7 @@ LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON
 # come back).
 LLAMA_STAMP := $(VENV)/.llama-$(shell printf '%s %s' '$(LLAMA_VERSION)' '$(LLAMA_CMAKE_ARGS)' | sha256sum | cut -c1-12)
 
-.PHONY: venv test-deps run test bench clean pip-check llama-isa-check
+.PHONY: venv test-deps run test test-fast typecheck bench clean pip-check llama-isa-check
 
 venv: $(VENV)/.installed
 
@@ -83,9 +83,22 @@ pip-check:
 run: venv
 	$(BIN)/casebench run
 
+# The type checker over src/ (mypy; its settings in pyproject.toml: strict for stats/, present/ and
+# reference_rows.py, where a figure crosses from computation to words). `make test` runs it first.
+typecheck: test-deps
+	$(BIN)/python -m mypy
+
 test: test-deps
+	@$(MAKE) --no-print-directory typecheck
 	@$(MAKE) --no-print-directory llama-isa-check
 	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=15; rc=$$?; \
+	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
+
+# The fast subset (a few minutes): every test but those marked slow (real models, compiled servers,
+# a browser); `make test` runs them all.
+test-fast: test-deps
+	@$(MAKE) --no-print-directory typecheck
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not slow" --durations=15; rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
 
 bench: venv

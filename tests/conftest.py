@@ -92,6 +92,31 @@ def embedded_model() -> Path:
 
 
 # Real servers on loopback: a scripted OpenAI-compatible fault server and a llama.cpp server.
+@pytest.fixture()
+def scoring_counts(monkeypatch):
+    """Per input source, how often ``stats.result`` built an input's scoring arrays (``builds``)
+    and computed its figures (``scored``: the bootstraps, not a kept reference row): the real
+    functions, counted (the tests check that each input is scored once)."""
+    from collections import Counter
+
+    from casebench.stats import result
+
+    counts: dict[str, Counter] = {"builds": Counter(), "scored": Counter()}
+    real_arrays, real_score = result.scoring_arrays, result.score_arrays
+
+    def arrays(pred, *args, **kwargs):
+        counts["builds"][pred.source] += 1
+        return real_arrays(pred, *args, **kwargs)
+
+    def score(pred, *args, **kwargs):
+        counts["scored"][pred.source] += 1
+        return real_score(pred, *args, **kwargs)
+
+    monkeypatch.setattr(result, "scoring_arrays", arrays)
+    monkeypatch.setattr(result, "score_arrays", score)
+    return counts
+
+
 from conftest_servers import db_url, fault_server, llama_server, llama_server_stateless, postgres_server  # noqa: E402,F401
 
 

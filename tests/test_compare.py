@@ -11,6 +11,7 @@ import json
 
 import numpy as np
 
+from casebench.stats.schema import SCHEMA_VERSION
 from casebench.stats.metrics import METRIC
 import pytest
 from click.testing import CliRunner
@@ -111,6 +112,7 @@ def test_cli_compare_published_files_table_and_json(gpt4o, exp_dir):
     (pair,) = d["pairs"]
     assert pair["n_paired"] == 900 and pair["metrics"]["accuracy"]["test"] == "mcnemar"
     assert d["settings"]["adjustment"].startswith("Benjamini-Hochberg")
+    assert d["schema_version"] == SCHEMA_VERSION  # the JSON shape's version, for machines that read it
     r = CliRunner().invoke(cli, ["compare", b, b, "--bootstrap", "200", "--json"])
     m = json.loads(r.output)["pairs"][0]["metrics"]
     assert all(v["p"] == 1.0 and v["ci_bootstrap"] == [0.0, 0.0] and v["ci"] != [0.0, 0.0] for v in m.values())

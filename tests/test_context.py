@@ -378,7 +378,7 @@ def test_cli_fetch_then_score_and_report_show_reference_rows(served_release, tmp
 
 
 @pytest.mark.skipif(not (SHARED / "exp").is_dir(), reason="the published outputs are not at ../shared/casebench")
-def test_main_job_finds_the_cached_published_models(tmp_path, monkeypatch, real_dataset):
+def test_main_job_finds_the_cached_published_models(tmp_path, monkeypatch, real_dataset, scoring_counts):
     from casebench.cli.run import _cached_references
     from casebench.sources import PUBLISHED_OUTPUTS, cached_outputs_dir
 
@@ -391,12 +391,10 @@ def test_main_job_finds_the_cached_published_models(tmp_path, monkeypatch, real_
     for rel in PUBLISHED_OUTPUTS:  # the cache as `casebench data fetch` leaves it (links, not copies)
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).symlink_to(SHARED / rel)
-    from casebench.stats import result
-
-    before = sum(result.SCORED.values())
+    before = sum(scoring_counts["scored"].values())
     refs, where = _cached_references(mine, opts)
     assert where == str(root) and len(refs) == 17  # 18 full-context files, less the run's own model and mode
-    assert sum(result.SCORED.values()) - before == 17
+    assert sum(scoring_counts["scored"].values()) - before == 17
     assert ("llama370B", "prob") not in {(r.pred.model, str(r.pred.mode)) for r in refs}
     # each published model stands beside the run on the cases the run answered, in the run's order
     answered = [c for c, v in zip(mine.cases, PROB) if v is not None]
@@ -405,9 +403,9 @@ def test_main_job_finds_the_cached_published_models(tmp_path, monkeypatch, real_
     # the next run on the same cases reads the rows kept on disk (the one cache of reference rows)
     kept = list((tmp_path / "cache" / "scores").glob("reference-*.json"))
     assert len(kept) == 17
-    before = sum(result.SCORED.values())
+    before = sum(scoring_counts["scored"].values())
     again, _ = _cached_references(mine, opts)
-    assert sum(result.SCORED.values()) == before  # nothing scored again
+    assert sum(scoring_counts["scored"].values()) == before  # nothing scored again
     assert [json.dumps(r.score.to_dict()) for r in again] == [json.dumps(r.score.to_dict()) for r in refs]
 
 

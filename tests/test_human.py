@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from casebench.stats.schema import SCHEMA_VERSION
 from casebench.cli import cli
 from casebench.data import Case, load_dataset
 from casebench.stats.human import (
@@ -413,6 +414,7 @@ def test_cli_json_has_every_documented_key():
                 "p_adjusted"} <= set(row)
     assert [set(r) >= {"k", "agreement"} for r in out["stability"]] == [True, True]
     assert out["dataset"]["path"].endswith("human_small.json")
+    assert out["schema_version"] == SCHEMA_VERSION  # the JSON shape's version, for machines that read it
 
 
 def test_cli_alpha_and_label_source_and_stats_alias():

@@ -6,7 +6,7 @@ a dependency -- and checked against ``MAY_IMPORT``, which says for each unit (a 
 or a subpackage) which other units it may import. The table is the layering of
 ``../shared/DESIGN.md``:
 
-    foundation (atomic, jsonutil, cache, extras, plugins, registry, the package itself)
+    foundation (atomic, jsonutil, session, cache, extras, plugins, registry, the package itself)
       < data, sources, parse < prompts < backends < modes < predictions < naming, published, classify
       < runs < loader < stats < reference_rows, present < contexts, annotate, integrations < cli
 
@@ -30,7 +30,7 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "casebench"
 
-FOUNDATION = frozenset({"casebench", "atomic", "jsonutil", "cache", "extras", "plugins", "registry"})
+FOUNDATION = frozenset({"casebench", "atomic", "jsonutil", "cache", "extras", "plugins", "registry", "session"})
 
 #: unit -> the other units it may import (besides itself and the foundation)
 MAY_IMPORT: dict[str, frozenset[str]] = {name: frozenset(deps) for name, deps in {
@@ -38,6 +38,8 @@ MAY_IMPORT: dict[str, frozenset[str]] = {name: frozenset(deps) for name, deps in
     "casebench": (),  # the package: lazy re-exports by name only
     "atomic": (),
     "jsonutil": (),
+    # the scoring session: the memo caches of one piece of work (standard library only)
+    "session": (),
     "cache": (),
     "extras": (),
     # the plugin loader: every registry (backends, classifiers, metrics, modes) may ask it to

@@ -308,6 +308,9 @@ def test_compare_and_diff_of_two_logs_of_another_task(tmp_path):
     from statsmodels.stats.contingency_tables import mcnemar
 
     assert s["p"] == pytest.approx(mcnemar([[18, 6], [9, 3]], exact=True).pvalue)
+    # the case-by-case flags this comparison cannot honour are refused, never silently ignored
+    refused = casebench("compare", str(a), str(b), "--paper-compat", "--mode", "binary", "--cluster", "case", ok=False)
+    assert refused.returncode == 2 and "--cluster, --paper-compat, --mode: not used by a per-scorer" in refused.stderr
     text = casebench("compare", str(a), str(b)).stdout
     assert "36 samples scored by both" in text and "McNemar exact (6/9 discordant)" in text
     rows = json.loads(casebench("diff", str(a), str(b), "--format", "json").stdout)["disagreements"]

@@ -315,7 +315,6 @@ def _count_people_bootstraps(monkeypatch) -> list[str]:
         calls.append(k["label_source"])
         return real(*a, **k)
 
-    monkeypatch.setattr(context, "_PEOPLE", {})
     monkeypatch.setattr(context, "_people_figures", counted)
     return calls
 

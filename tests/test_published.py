@@ -39,11 +39,11 @@ def test_detect_model_and_mode_from_values(tmp_path, small_records):
     f = tmp_path / "preds.json"
     f.write_text(json.dumps(_with_model(small_records, [7.0, 2.0, "", 9.5, 6, 1, 3, 4])))
     p = load_published(f)
-    assert (p.model, p.mode, p.removed) == ("mymodel", "score", ())
+    assert (p.model, p.mode.name, p.removed) == ("mymodel", "score", ())
     assert np.isnan(p.value[2]) and p.value[0] == 7.0 and p.label[0] == 1.0
     f.write_text(json.dumps(_with_model(small_records, ["safe", "unsafe", "", "safe", "x", "safe", "unsafe", "safe"])))
     p = load_published(f)
-    assert p.mode == "binary" and p.meta["unrecognised_labels"] == 1 and p.answered.sum() == 6
+    assert p.mode.name == "binary" and p.meta["unrecognised_labels"] == 1 and p.answered.sum() == 6
 
 
 def test_bad_prediction_values_name_record_and_field(tmp_path, small_records):
@@ -65,7 +65,7 @@ def test_write_then_read_round_trip(tmp_path, small_data_path):
     out = tmp_path / "safety_x" / "output_logits_urgency.json"
     write_published(out, cases, "x", "prob", vals)
     p = load_published(out)
-    assert (p.model, p.mode, p.removed) == ("x", "prob", ("urgency",))
+    assert (p.model, p.mode.name, p.removed) == ("x", "prob", ("urgency",))
     assert np.allclose(p.value, [np.nan if v is None else v for v in vals], equal_nan=True)
     recs = json.loads(out.read_text())
     assert recs[1]["x"] == "" and recs[0]["query"] == cases[0].query
@@ -107,7 +107,7 @@ def test_an_ablation_file_accepts_exactly_the_declared_absences(tmp_path, small_
     values = [7.0, 2.0, "", 9.5, 6, 1, 3, 4]
     f = _ablation_file(tmp_path, small_records, ("sender", "urgency"), values)
     p = load_published(f)
-    assert p.removed == ("sender", "urgency") and p.mode == "score"
+    assert p.removed == ("sender", "urgency") and p.mode.name == "score"
     assert all("sender" not in c.context for c in p.cases)
     # the same contexts under a name that declares only "sender": urgency's absence is still fine
     # (it is optional), but a missing recipient is not
@@ -217,7 +217,7 @@ def test_mode_and_remove_name_what_a_file_holds_when_its_name_does_not(tmp_path,
     with pytest.raises(DatasetError, match=r"unknown ablation.*name it with --mode \(and --remove\)"):
         load_published(f)
     p = load_published(f, mode="binary")
-    assert p.mode == "binary" and p.removed == () and p.n == 8
+    assert p.mode.name == "binary" and p.removed == () and p.n == 8
     with pytest.raises(DatasetError, match="the file name says mode 'binary' but --mode says 'score'"):
         load_published(f, mode="score")
     ablated = [dict(r, context=ablate_context(r["context"], ("sender",))) for r in small_records]
@@ -226,7 +226,7 @@ def test_mode_and_remove_name_what_a_file_holds_when_its_name_does_not(tmp_path,
     with pytest.raises(DatasetError, match="sender"):  # without --remove, the absent sender is an error
         load_published(g)
     p = load_published(g, mode="prob", removed=["sender"])
-    assert p.mode == "prob" and p.removed == ("sender",)
+    assert p.mode.name == "prob" and p.removed == ("sender",)
     # a name that says its removal keeps it (--remove is for names that do not say)
     h = tmp_path / "output_logits_sender.json"
     h.write_text(g.read_text())

@@ -4,7 +4,7 @@ of figure in every command; published reference rows scored once and kept on dis
 
 Real data where it matters: the published GPT-4o file (counts behind the small-sample mark), the
 published files in a report (how often each input's arrays are built, counted by
-``result.BUILDS``), the CLI on the published outputs (the reference cache).
+the ``scoring_counts`` fixture), the CLI on the published outputs (the reference cache).
 """
 
 from __future__ import annotations
@@ -22,13 +22,13 @@ from casebench.cli import cli
 from casebench.data import Case
 from casebench.predictions import Predictions
 from casebench.published import reference_files
-from casebench.stats import result
 from casebench.stats.context import contested
 from casebench.stats.metrics import wilson_ci
 from casebench.stats.options import ScoringOptions
 from casebench.stats.pairs import pair_by_query
 from casebench.stats.placement import analyse_placements
 from casebench.reference_rows import ReferenceCache
+from casebench.session import scoring_session
 from casebench.stats.result import score_input, score_predictions
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "casebench"
@@ -141,20 +141,25 @@ def test_study_and_score_print_the_same_figures_for_one_run(tmp_path):
             assert f"{own.values[m]:.3f} [{lo:.3f}, {hi:.3f}]" in text
 
 
-def test_an_input_is_scored_once_and_the_threshold_is_an_option():
+def test_an_input_is_scored_once_and_the_threshold_is_an_option(scoring_counts):
     cases = _pairs(5)
     pred = Predictions.from_values("p", "m", "prob", cases, [0.9, 0.2] * 5, verdict_mass=[0.9, 0.3] * 5)
     opts = ScoringOptions(n_boot=0)
-    before = result.BUILDS["p"]
-    a = score_input(pred, opts)
-    assert score_input(pred, opts) is a and score_predictions(pred, opts) is a.score
-    assert result.BUILDS["p"] == before + 1
-    low = score_input(pred, replace(opts, min_verdict_mass=0.2))
-    assert low.scored == 10 and a.scored == 5 and pred.min_verdict_mass == 0.5  # the predictions keep theirs
-    assert result.BUILDS["p"] == before + 2
+    before = scoring_counts["builds"]["p"]
+    with scoring_session():  # what one command does: each input scored once in its session
+        a = score_input(pred, opts)
+        assert score_input(pred, opts) is a and score_predictions(pred, opts) is a.score
+        assert scoring_counts["builds"]["p"] == before + 1
+        low = score_input(pred, replace(opts, min_verdict_mass=0.2))
+        assert low.scored == 10 and a.scored == 5 and pred.min_verdict_mass == 0.5  # the predictions keep theirs
+        assert scoring_counts["builds"]["p"] == before + 2
+    # nothing outlives the session: no process-wide cache keyed by the predictions' identity
+    again = score_input(pred, opts)
+    assert again is not a and json.dumps(again.score.to_dict()) == json.dumps(a.score.to_dict())
+    assert scoring_counts["builds"]["p"] == before + 3
 
 
-def test_scoring_arrays_are_built_once_per_input_in_a_report(exp_dir):
+def test_scoring_arrays_are_built_once_per_input_in_a_report(exp_dir, scoring_counts):
     """A report over three published inputs (two models and an ablation condition: ranked,
     compared pair by pair, an ablation study) builds each input's scoring arrays once."""
     from casebench.loader import load_predictions
@@ -163,13 +168,13 @@ def test_scoring_arrays_are_built_once_per_input_in_a_report(exp_dir):
     files = ["safety_gpt-4o-mini-2024-07-18/output_score.json", "safety_gpt-4o-mini-2024-07-18/output_score_sender.json",
              "safety_gpt-4o/output_score.json"]
     preds = [load_predictions(exp_dir / f) for f in files]
-    before = {p.source: result.BUILDS[p.source] for p in preds}
+    before = {p.source: scoring_counts["builds"][p.source] for p in preds}
     page = build_report(preds, ScoringOptions(n_boot=50), human=False)
     assert 'id="ablation"' in page
-    assert {p.source: result.BUILDS[p.source] - before[p.source] for p in preds} == {p.source: 1 for p in preds}
+    assert {p.source: scoring_counts["builds"][p.source] - before[p.source] for p in preds} == {p.source: 1 for p in preds}
 
 
-def test_reference_rows_are_scored_once_and_kept_until_the_options_change(tmp_path, monkeypatch):
+def test_reference_rows_are_scored_once_and_kept_until_the_options_change(tmp_path, monkeypatch, scoring_counts):
     """``score --reference``: the first call scores the published files and keeps each row in
     the cache directory (JSON, one file a row); the second reads them without loading or scoring
     any file; other options are other keys."""
@@ -178,7 +183,7 @@ def test_reference_rows_are_scored_once_and_kept_until_the_options_change(tmp_pa
     rows = len(reference_files(SHARED)) - 1  # the input's own published file is not a reference row
 
     def builds() -> int:  # scoring arrays built so far, every input
-        return sum(result.BUILDS.values())
+        return sum(scoring_counts["builds"].values())
 
     n = builds()
     first = CliRunner().invoke(cli, args)
@@ -236,12 +241,13 @@ def test_a_scored_input_is_frozen_and_kept_beside_the_predictions():
     cases = _pairs(12)
     pred = Predictions.from_values("p", "m", "prob", cases, [0.8, 0.3] * 12, verdict_mass=[0.9, 0.4] * 12)
     before = set(vars(pred))
-    r = score_input(pred, ScoringOptions(n_boot=20))
-    low = score_input(pred, ScoringOptions(n_boot=20, min_verdict_mass=0.2))
-    pred.fingerprint()
-    assert set(vars(pred)) == before == {f.name for f in fields(pred)}
-    assert score_input(pred, ScoringOptions(n_boot=20)) is r and score_input(
-        pred, ScoringOptions(n_boot=20, min_verdict_mass=0.2)) is low
+    with scoring_session():
+        r = score_input(pred, ScoringOptions(n_boot=20))
+        low = score_input(pred, ScoringOptions(n_boot=20, min_verdict_mass=0.2))
+        pred.fingerprint()
+        assert set(vars(pred)) == before == {f.name for f in fields(pred)}
+        assert score_input(pred, ScoringOptions(n_boot=20)) is r and score_input(
+            pred, ScoringOptions(n_boot=20, min_verdict_mass=0.2)) is low
     with pytest.raises(FrozenInstanceError):
         r.score = low.score  # type: ignore[misc]
     with pytest.raises(FrozenInstanceError):
@@ -250,7 +256,7 @@ def test_a_scored_input_is_frozen_and_kept_beside_the_predictions():
     assert low.people.pair_count == 12 and r.people.pair_count == 0 and r.people.cases is not None
 
 
-def test_casebench_run_reads_its_dataset_once_and_scores_the_run_once(tmp_path, monkeypatch):
+def test_casebench_run_reads_its_dataset_once_and_scores_the_run_once(tmp_path, monkeypatch, scoring_counts):
     """The end of ``casebench run`` (coverage check, summary, table, report) reads the run's
     dataset once and scores the run once (against a local OpenAI-compatible server)."""
     import casebench.data as data_mod
@@ -272,17 +278,18 @@ def test_casebench_run_reads_its_dataset_once_and_scores_the_run_once(tmp_path, 
     monkeypatch.setattr(data_mod, "load_dataset", counted)
     monkeypatch.setattr(results_mod, "load_dataset", counted)
     out = tmp_path / "run"
-    before = sum(result.BUILDS.values())
+    before = sum(scoring_counts["builds"].values())
     with FaultServer(answer_fn=binary_answer) as srv:
         r = CliRunner().invoke(cli, ["run", "--model", "openai/judge-x", "--mode", "binary", "--data", str(data),
                                      "--base-url", srv.base_url, "-o", str(out), "--no-progress"])
     assert r.exit_code == 0, r.output
     assert (out / "report.html").is_file()
     assert [p for p in reads if Path(p).name == "cases.json"] == [str(data)]
-    assert result.BUILDS[str(out)] == 1 and sum(result.BUILDS.values()) - before == 1
+    assert scoring_counts["builds"][str(out)] == 1 and sum(scoring_counts["builds"].values()) - before == 1
 
 
-def test_report_reference_rows_are_scored_once_and_kept_until_the_options_change(tmp_path, monkeypatch):
+def test_report_reference_rows_are_scored_once_and_kept_until_the_options_change(tmp_path, monkeypatch,
+                                                                                 scoring_counts):
     """``casebench report --reference``: the first report scores each published reference input
     and keeps its result in the cache directory; a second report with the same references scores
     none of them (only the report's own input); another label source is another key."""
@@ -296,9 +303,9 @@ def test_report_reference_rows_are_scored_once_and_kept_until_the_options_change
     args = ["report", str(SHARED / GPT4O), "--reference", str(refs), "--bootstrap", "0", "--no-human"]
 
     def scored(before: dict[str, int]) -> dict[str, int]:  # per source, figures computed since ``before``
-        return {s: n - before.get(s, 0) for s, n in result.SCORED.items() if n - before.get(s, 0)}
+        return {s: n - before.get(s, 0) for s, n in scoring_counts["scored"].items() if n - before.get(s, 0)}
 
-    before = dict(result.SCORED)
+    before = dict(scoring_counts["scored"])
     first = CliRunner().invoke(cli, [*args, "-o", str(tmp_path / "a.html")])
     assert first.exit_code == 0, first.output
     got = scored(before)
@@ -306,7 +313,7 @@ def test_report_reference_rows_are_scored_once_and_kept_until_the_options_change
     kept = list((tmp_path / "cache" / "scores").glob("reference-*.json"))
     assert len(kept) == len(ref_files) and not list((tmp_path / "cache").rglob("*.pickle"))
 
-    before = dict(result.SCORED)
+    before = dict(scoring_counts["scored"])
     second = CliRunner().invoke(cli, [*args, "-o", str(tmp_path / "b.html")])
     assert second.exit_code == 0, second.output
     got = scored(before)
@@ -316,7 +323,7 @@ def test_report_reference_rows_are_scored_once_and_kept_until_the_options_change
     strip = lambda page: page.split("<main>", 1)[1].split("UTC", 1)[1]  # noqa: E731 - the time stamp aside
     assert strip(a) == strip(b)  # the same report, reference rows read back
 
-    before = dict(result.SCORED)
+    before = dict(scoring_counts["scored"])
     third = CliRunner().invoke(cli, [*args, "--label-source", "votes", "-o", str(tmp_path / "c.html")])
     assert third.exit_code == 0, third.output
     assert ref_files <= set(scored(before))  # other options: scored again

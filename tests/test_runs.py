@@ -261,7 +261,7 @@ def test_load_run_gives_predictions_over_the_selected_cases(tmp_path, dataset):
     ], samples=2)
     pred = load_run(run)
     assert [c.index for c in pred.cases] == [1, 4, 7]
-    assert pred.mode == "score" and pred.model == "judge-x"
+    assert pred.mode.name == "score" and pred.model == "judge-x"
     np.testing.assert_allclose(pred.value, [8.0, 2.0, 5.0])
     np.testing.assert_array_equal(pred.label, [1.0, 0.0, 0.0])
     assert pred.pending == 1 and pred.complete is False and pred.context_as == "user"

@@ -181,7 +181,7 @@ def _verdict_score(sample: Any, mode_name: str) -> Any:
     return next(iter(scores.values())) if len(scores) == 1 else None
 
 
-def load_inspect_log(path: str | Path, dataset: "Dataset | None" = None, mode: str | None = None) -> "Predictions":
+def load_inspect_log(path: str | Path, dataset: "Dataset | None" = None, mode: "str | Mode | None" = None) -> "Predictions":
     """Per-case predictions of a log of ``casebench/case_bench`` (see the module docstring).
     ``mode`` (``--mode``): refused when it contradicts the log's. Raises ``InspectLogError``
     for a log of another task or a sample whose case is not ``dataset``'s."""

@@ -9,7 +9,13 @@ from __future__ import annotations
 import json
 import math
 import os
-from typing import Any, Iterator
+from typing import Any, Iterator, overload
+
+
+@overload
+def json_safe(x: dict[str, Any]) -> dict[str, Any]: ...
+@overload
+def json_safe(x: Any) -> Any: ...
 
 
 def json_safe(x: Any) -> Any:

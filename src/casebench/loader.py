@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING, Sequence
 
 if TYPE_CHECKING:
     from .data import Dataset
+    from .modes import Mode
     from .predictions import Predictions
 
 
-def load_predictions(path: str | Path, dataset: "Dataset | None" = None, mode: str | None = None,
+def load_predictions(path: str | Path, dataset: "Dataset | None" = None, mode: "str | Mode | None" = None,
                      removed: Sequence[str] | None = None) -> "Predictions":
     """Load a run directory (``runs.results.load_run``), an inspect log of casebench's task
     (``.eval`` or ``.json``, ``inspect_log.load_inspect_log``) or a published output
@@ -32,10 +33,11 @@ def load_predictions(path: str | Path, dataset: "Dataset | None" = None, mode: s
     p = Path(path)
     if p.is_dir():
         from .data import DatasetError
+        from .modes import get_mode
         from .runs.results import load_run
 
         pred = load_run(p, dataset=dataset)
-        if mode is not None and mode != pred.mode:
+        if mode is not None and get_mode(mode) != pred.mode:
             raise DatasetError(p, [(None, None, f"this run is in {pred.mode} mode, not {mode} (--mode)")])
         return pred
     from .inspect_log import is_inspect_log
@@ -78,17 +80,11 @@ def _known_dataset() -> "tuple[Dataset | None, str | None]":
     return _dataset_beside(choice.path), origin
 
 
-_BESIDE: dict[tuple[str, int, int], "Dataset"] = {}
-
-
 def _dataset_beside(path: Path) -> "Dataset":
-    """The dataset beside published files, read once per process (a report reads dozens of
-    files beside the same dataset); keyed by path, size and mtime so an edited file is re-read."""
+    """The dataset beside published files, read once per scoring session (a report reads dozens
+    of files beside the same dataset); keyed by path, size and mtime so an edited file is re-read."""
     from .data import load_dataset
+    from .session import memo_by_key
 
     st = path.stat()
-    key = (str(path), st.st_size, st.st_mtime_ns)
-    if key not in _BESIDE:
-        _BESIDE.clear()
-        _BESIDE[key] = load_dataset(path)
-    return _BESIDE[key]
+    return memo_by_key("dataset", (str(path), st.st_size, st.st_mtime_ns), lambda: load_dataset(path))

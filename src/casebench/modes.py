@@ -171,6 +171,11 @@ class Mode:
             return Reading(error=parsed.error, retry=True)
         return self.reading_from(parsed)
 
+    def read_behaviour(self, answer: "Answer", verdict: Any, partial_as_safe: bool = False) -> Reading:
+        """A chatbot answer and a refusal classifier's verdict -> a Reading: only for a mode that
+        ``reads_behaviour`` (respond); a judge mode's answer is read by its parser (``read``)."""
+        raise ModeError(f"mode {self.name!r} reads answers with its parser, not a refusal classifier")
+
     def parse_prefix(self, text: str) -> Parsed | None:
         """The verdict of an answer cut right after it (stop at the verdict): the completed
         ``judgement`` value read as a whole answer would be, or None."""
@@ -262,21 +267,20 @@ class Mode:
         return self.name
 
     def __eq__(self, other: object) -> bool:
-        """Two modes are the same mode when they have the same name; a mode equals its name, as
-        the disk and the CLI spell it (so a name read from a file or an option compares)."""
+        """Two modes are the same mode when they have the same name. A mode never equals a
+        string: a name read from a file or an option is resolved once (``get_mode``) and the
+        object compared, so no branch on a mode's name hides in a comparison."""
         if isinstance(other, Mode):
             return self.name == other.name
-        if isinstance(other, str):
-            return self.name == other
         return NotImplemented
 
     def __hash__(self) -> int:
-        return hash(self.name)
+        return hash(("mode", self.name))
 
     def __lt__(self, other: object) -> bool:
         """By name (modes sort as their names do)."""
-        if isinstance(other, (Mode, str)):
-            return self.name < str(other)
+        if isinstance(other, Mode):
+            return self.name < other.name
         return NotImplemented
 
 

@@ -33,6 +33,7 @@ An extension is one ``Mutation`` plus ``register`` (``casebench.registry``).
 
 from __future__ import annotations
 
+import os
 import hashlib
 import json
 import re
@@ -372,7 +373,7 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
 BASE_FILES = ("question.jsonl", "question_base.jsonl")
 
 
-def sorrybench_texts(directory: str | Path, mutation: "str | Mutation", queries: Iterable[str],
+def sorrybench_texts(directory: "str | os.PathLike[str]", mutation: "str | Mutation", queries: Iterable[str],
                      ) -> tuple[dict[str, str], Path, str]:
     """SORRY-Bench's rewording of each query in ``queries`` from the user's copy of its files in
     ``directory``: the base file (``question.jsonl`` or ``question_base.jsonl``) gives each
@@ -419,7 +420,7 @@ def sorrybench_texts(directory: str | Path, mutation: "str | Mutation", queries:
     return out, path, digest.hexdigest()
 
 
-def mutated_queries(mutation: "str | Mutation", cases: Sequence[Any], from_dir: str | Path | None = None,
+def mutated_queries(mutation: "str | Mutation", cases: Sequence[Any], from_dir: "str | os.PathLike[str] | None" = None,
                     ) -> MutationSource:
     """The query as asked under ``mutation`` for each of ``cases`` (objects with ``index`` and
     ``query``): the built-in rewording, or with ``from_dir`` SORRY-Bench's from the user's files

@@ -15,7 +15,7 @@ imports plugins from, in this order:
 Each is imported once. The registries load plugins themselves the first time they are read, so
 the Python API sees the same backends and classifiers as the CLI.
 
-The README's tables of the registries are written by ``casebench.cli.registry_tables``: this
+The documentation's tables of the registries (docs/running.md, readers.md, scoring.md) are written by ``casebench.cli.registry_tables``: this
 module is imported by every registry, so it imports none of them.
 """
 

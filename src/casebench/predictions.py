@@ -131,7 +131,7 @@ class Predictions:
         ``"safe"``/``"unsafe"``/None in binary mode, a score or P(safe) (or None) otherwise;
         ``verdict_mass`` per case (None: unknown)."""
         m = get_mode(mode)
-        mass = None if verdict_mass is None else [np.nan if v is None else float(v) for v in verdict_mass]
+        mass = None if verdict_mass is None else np.array([np.nan if v is None else float(v) for v in verdict_mass])
         return cls(source, model, m, list(cases), m.labels(values), m.numeric(values), tuple(removed),
                    dict(meta or {}), context_as, pending, behaviour, mass, mutation=mutation)
 
@@ -247,22 +247,8 @@ class Predictions:
         return f"{self.model} [{self.mode}]{self.placement_note}{tail}{mut}"
 
 
-#: cases fingerprints by (the predictions' identity, the parameters left out), with a weak
-#: reference to the predictions (an identity is reused once they are gone); at most
-#: ``_FINGERPRINTS_MAX``, the oldest dropped first
-_FINGERPRINTS: dict[tuple[int, tuple[str, ...]], tuple[Any, str]] = {}
-_FINGERPRINTS_MAX = 256
-
-
 def _fingerprint(pred: Predictions, ignore: tuple[str, ...]) -> str:
-    import weakref
+    """The cases fingerprint of ``pred`` less ``ignore``, hashed once per scoring session."""
+    from .session import memo_by_object
 
-    key = (id(pred), ignore)
-    got = _FINGERPRINTS.get(key)
-    if got is not None and got[0]() is pred:
-        return got[1]
-    fp = cases_fingerprint(pred.cases, ignore)
-    _FINGERPRINTS[key] = (weakref.ref(pred), fp)
-    while len(_FINGERPRINTS) > _FINGERPRINTS_MAX:
-        _FINGERPRINTS.pop(next(iter(_FINGERPRINTS)))
-    return fp
+    return memo_by_object("cases fingerprint", pred, ignore, lambda: cases_fingerprint(pred.cases, ignore))

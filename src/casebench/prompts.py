@@ -252,7 +252,7 @@ def render_system_context(context: Mapping[str, Any]) -> str:
         if isinstance(g, Mapping) and key in g:
             lines.append(f"- {label}: {_plain(g[key])}")
     for group, g in context.items():
-        items = g.items() if isinstance(g, Mapping) else [(None, g)]
+        items: Any = g.items() if isinstance(g, Mapping) else [(None, g)]
         for key, value in items:
             if (group, key) not in known:
                 name = str(group).replace("_", " ") + (f", {str(key).replace('_', ' ')}" if key else "")
@@ -314,7 +314,7 @@ def render_turns(context: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
             turns.append(("\n".join([opening, *body]), ack))
     other = []
     for group, g in context.items():
-        items = g.items() if isinstance(g, Mapping) else [(None, g)]
+        items: Any = g.items() if isinstance(g, Mapping) else [(None, g)]
         for key, value in items:
             if (group, key) not in known:
                 name = str(group).replace("_", " ") + (f", {str(key).replace('_', ' ')}" if key else "")

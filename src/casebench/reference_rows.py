@@ -167,6 +167,23 @@ def _load(f: Path, cases: Sequence["Case"] | None, dataset: "Dataset | None") ->
     return pred if cases is None else restrict_to(pred, cases)
 
 
+def reference_cases(preds: Sequence["Predictions"], options: ScoringOptions) -> list["Case"]:
+    """The one case policy of reference rows (``score``, ``report`` and the end of ``run`` alike):
+    the cases every input scored (answered; every case with ``paper_compat``), in the first
+    input's order. The published models are scored on these, so a 450-case run stands beside them
+    on its 450 cases, and ``casebench report RUN`` shows the rows the report ``run`` wrote shows."""
+    def key(c: "Case") -> tuple[str, bool, str]:
+        return (c.query, bool(c.intended_safe), c.category)
+
+    def scored(p: "Predictions") -> list["Case"]:
+        return list(p.cases) if options.paper_compat else [c for c, a in zip(p.cases, p.answered) if a]
+
+    if not preds:
+        return []
+    common = set.intersection(*[{key(c) for c in scored(p)} for p in preds])
+    return [c for c in scored(preds[0]) if key(c) in common]
+
+
 def _identity(x: Any) -> tuple[str, str, tuple[str, ...]]:
     """What makes a published file the same input as another: model, mode, removals."""
     return (x.model, str(x.mode), tuple(x.removed))

@@ -456,7 +456,8 @@ class OpenAIBatch(_Adapter):
                 continue
             case, sample = job.items[cid]
             error = obj.get("error")
-            response = obj.get("response") if isinstance(obj.get("response"), dict) else {}
+            got = obj.get("response")
+            response: dict[str, Any] = got if isinstance(got, dict) else {}
             code = response.get("status_code")
             if error:
                 kind = "expired" if isinstance(error, dict) and error.get("code") == "batch_expired" else "failed"
@@ -465,7 +466,7 @@ class OpenAIBatch(_Adapter):
             elif code == 200 and isinstance(response.get("body"), dict):
                 completion = ChatCompletion.construct(**response["body"])
                 req = self.request_for(job, cid)
-                results[cid] = self.answer_from(job, cid, lambda c=completion, r=req: self.backend._to_answer(r, c))
+                results[cid] = self.answer_from(job, cid, lambda c=completion, r=req: self.backend._to_answer(r, c))  # type: ignore[misc]
             else:
                 excerpt = self.transport.excerpt(json.dumps(response.get("body")))
                 results[cid] = BatchItemError(cid, case, sample, "failed", f"HTTP {code} in batch: {excerpt}")
@@ -540,7 +541,7 @@ class AnthropicBatch(_Adapter):
                 kind = getattr(result, "type", None)
                 if kind == "succeeded":
                     message = result.message
-                    results[cid] = self.answer_from(job, cid, lambda m=message: self.backend._to_answer(m))
+                    results[cid] = self.answer_from(job, cid, lambda m=message: self.backend._to_answer(m))  # type: ignore[misc]
                 elif kind == "errored":
                     err = getattr(getattr(result, "error", None), "error", None)
                     what = getattr(err, "type", None) or "error"

@@ -229,7 +229,7 @@ class HFBackend:
         # slow each other (measured: the same forward pass 10-15% slower on 2 cores).
         from concurrent.futures import ThreadPoolExecutor
 
-        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="casebench-hf")
+        self._worker: ThreadPoolExecutor | None = ThreadPoolExecutor(max_workers=1, thread_name_prefix="casebench-hf")
         self.tokenizer, self.model = self._worker.submit(self._load).result()
         #: the hooks of the call the torch thread is working on (checked between layers)
         self._active: CallHooks | None = None
@@ -289,7 +289,7 @@ class HFBackend:
         finally:
             if bars:
                 hf_logging.enable_progress_bar()
-        model.to(self.device)
+        model.to(self.device)  # type: ignore[arg-type]  # transformers' stubs take a device string
         model.eval()
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token
@@ -333,6 +333,7 @@ class HFBackend:
     def on_torch_thread(self, fn: Any, *args: Any) -> Any:
         """Run ``fn(*args)`` on the backend's torch thread and return its result (for benches
         that time other code against the backend's on equal terms)."""
+        assert self._worker is not None, "the backend is closed"
         return self._worker.submit(fn, *args).result()
 
     # ------------------------------------------------------------------ the protocol
@@ -400,8 +401,10 @@ class HFBackend:
                 groups.setdefault((float(t), int(n)), []).append(i)
             for (temperature, max_tokens), idx in groups.items():
                 batch = [requests[i] for i in idx]
-                emit = lambda j, a, idx=idx: hooks.answer(idx[j], a)  # noqa: E731
-                for i, a in zip(idx, self._generate(batch, settings, temperature, max_tokens, system, hooks, emit)):
+                def emit_at(j: int, a: Answer, idx: list[int] = idx) -> None:
+                    hooks.answer(idx[j], a)
+
+                for i, a in zip(idx, self._generate(batch, settings, temperature, max_tokens, system, hooks, emit_at)):
                     answers[i] = a
             hooks.tokens(0, flush=True)
         return [a for a in answers if a is not None]
@@ -440,14 +443,14 @@ class HFBackend:
             except RuntimeError as e:  # out of memory, device errors: not worth retrying as is
                 raise PermanentError(f"hf model failed on a batch of {len(chunk)}: {e}") from None
             seconds = time.perf_counter() - started
-            cells = len(chunk) * max(len(e.ids) for e in chunk)  # what a padded batch computes
+            cells = len(chunk) * max(len(c.ids) for c in chunk)  # what a padded batch computes
             rate = seconds / max(1, cells)
             self._prob_rate = rate if self._prob_rate is None else 0.5 * (self._prob_rate + rate)
-            for e, (p, s_mass, u_mass, top) in zip(chunk, rows):
-                out[e.index] = Answer(
+            for enc, (p, s_mass, u_mass, top) in zip(chunk, rows):
+                out[enc.index] = Answer(
                     text=top,
                     p_safe=p,
-                    usage={"prompt_tokens": len(e.ids), "completion_tokens": 0},
+                    usage={"prompt_tokens": len(enc.ids), "completion_tokens": 0},
                     detail={
                         "p_safe_mass": s_mass,
                         "p_unsafe_mass": u_mass,
@@ -458,8 +461,8 @@ class HFBackend:
                     latency_s=round(seconds, 4),
                 )
                 if emit is not None:
-                    emit(e.index, out[e.index])  # type: ignore[arg-type]
-            hooks.tokens(sum(len(e.ids) for e in chunk))
+                    emit(enc.index, out[enc.index])  # type: ignore[arg-type]
+            hooks.tokens(sum(len(c.ids) for c in chunk))
         return [a for a in out if a is not None]
 
     def _last_logits(self, chunk: Sequence[_Encoded], use_cache: bool = False) -> tuple[Any, Any, Any]:
@@ -474,7 +477,7 @@ class HFBackend:
         output = self.model(**kwargs)
         return output.logits[:, -1, :].float(), output, (mask, pos)
 
-    def _first_token_batch(self, chunk: Sequence[_Encoded]) -> list[tuple[float, float, float, str]]:
+    def _first_token_batch(self, chunk: Sequence[_Encoded]) -> list[tuple[float | None, float, float, str]]:
         torch = self._torch
         logits, _, _ = self._last_logits(chunk)
         logp = torch.log_softmax(logits, dim=-1)
@@ -482,7 +485,7 @@ class HFBackend:
         unsafe = torch.logsumexp(logp[:, self.variants["unsafe"]], dim=-1)
         return self._rows(safe, unsafe, logp)
 
-    def _continuation_batch(self, chunk: Sequence[_Encoded]) -> list[tuple[float, float, float, str]]:
+    def _continuation_batch(self, chunk: Sequence[_Encoded]) -> list[tuple[float | None, float, float, str]]:
         torch = self._torch
         logits, output, (mask, pos) = self._last_logits(chunk, use_cache=True)
         logp_first = torch.log_softmax(logits, dim=-1)
@@ -521,7 +524,7 @@ class HFBackend:
         unsafe = torch.logsumexp(ll[:, n_safe:], dim=-1)
         return self._rows(safe, unsafe, logp_first)
 
-    def _rows(self, safe: Any, unsafe: Any, logp: Any) -> list[tuple[float, float, float, str]]:
+    def _rows(self, safe: Any, unsafe: Any, logp: Any) -> list[tuple[float | None, float, float, str]]:
         """(P(safe), mass(safe), mass(unsafe), top token) per row, from log masses."""
         torch = self._torch
         p = torch.sigmoid(safe - unsafe)  # = S / (S + U), without forming S + U

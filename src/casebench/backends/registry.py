@@ -14,7 +14,7 @@ A description says everything the rest of casebench needs to know without buildi
 
 Derived from these descriptions, and listed nowhere else: ``make_backend``'s prefixes, the
 backend flags of ``casebench run``/``ablate``/``contexts generate`` and their ``--help``,
-``runs.pricing``'s local prefixes, the batch path, and the README's backend table
+``runs.pricing``'s local prefixes, the batch path, and the backend table in docs/running.md
 (``python -m casebench.cli.registry_tables --readme README.md docs/*.md``).
 
 A new backend is one module with one decorated class; it is found when casebench imports the
@@ -65,7 +65,7 @@ OPTION_TYPES: tuple[str, ...] = ("str", "int", "float", "bool", "json")
 class Option:
     """One option of a backend or refusal classifier.
 
-    ``name``: the constructor keyword. ``help``: the help text (the CLI's and the README's).
+    ``name``: the constructor keyword. ``help``: the help text (the CLI's and the documentation's).
     ``flag``: the CLI flag; empty (the default) means ``--`` + name with dashes; None keeps the
     option off the CLI (the Python API still takes it). ``type``: one of ``OPTION_TYPES``;
     ``choices``: the allowed values of a ``str`` option. ``answers``: whether the option can
@@ -169,7 +169,7 @@ def register_backend(info: BackendInfo) -> BackendInfo:
     if len(set(names)) != len(names):
         raise RegistryError(f"backend {prefix!r} declares an option twice")
     if info.cls is not None:
-        params = inspect.signature(info.cls.__init__).parameters
+        params = inspect.signature(info.cls).parameters
         takes_any = any(p.kind is p.VAR_KEYWORD for p in params.values())
         missing = [n for n in names if n not in params and not takes_any]
         if missing:
@@ -324,7 +324,7 @@ def resolve_options(spec: str, options: dict[str, Any], cls: type | None = None)
     cls = cls or backend_class(spec)
     info = info_for(spec)
     transport_names = info.transport_options() if info is not None and info.cls is cls else _described_transport(cls)
-    params = inspect.signature(cls.__init__).parameters
+    params = inspect.signature(cls).parameters
     unknown = sorted(set(options) - set(params))
     if unknown:
         raise ValueError(f"backend for {spec!r} does not take option(s) {', '.join(unknown)}")

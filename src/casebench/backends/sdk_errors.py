@@ -151,7 +151,8 @@ def _stream_error(exc: Any, *, where: str) -> Exception:
     body = getattr(exc, "body", None)
     kind = None
     if isinstance(body, dict):
-        inner = body.get("error") if isinstance(body.get("error"), dict) else body
+        err = body.get("error")
+        inner: dict[str, Any] = err if isinstance(err, dict) else body
         kind = inner.get("type") or inner.get("code")
     kind = str(kind) if kind is not None else "unknown"
     message = f"error event in the stream from {where} (type {kind[:60]})"

@@ -136,9 +136,10 @@ def share_usage(answers: list[Answer], total: dict[str, int], weights: list[int]
     if completion is not None:
         s = sum(weights) or 1
         raw = [completion * w / s for w in weights]
-        parts = [int(x) for x in raw]
-        for k in sorted(range(n), key=lambda k: raw[k] - int(raw[k]), reverse=True)[: completion - sum(parts)]:
-            parts[k] += 1
+        whole = [int(x) for x in raw]
+        for k in sorted(range(n), key=lambda k: raw[k] - int(raw[k]), reverse=True)[: completion - sum(whole)]:
+            whole[k] += 1
+        parts = list(whole)
     for k, a in enumerate(answers):
         a.usage = {}
         if "prompt_tokens" in total:

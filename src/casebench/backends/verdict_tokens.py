@@ -273,7 +273,7 @@ def continuation_forms(
     (else one event contains the other), so a sequence that is a proper prefix of any other, in
     either word, is dropped; a sequence found for both words is dropped from both.
     """
-    seqs = {key: [] for key in ("safe", "unsafe")}
+    seqs: dict[str, list[tuple[int, ...]]] = {key: [] for key in ("safe", "unsafe")}
     for key, word in (("safe", safe), ("unsafe", unsafe)):
         for form in surface_forms(word):
             ids = tuple(_encode(tokenizer, form))

@@ -2,7 +2,7 @@
 
 ``make_classifier(spec, **options)`` builds one from a spec. Every classifier describes itself once,
 with ``@refusal_classifier(...)`` on its class (``casebench.classify.registry``: kind, argument,
-options with their help); the CLI flags and the README's table are derived from those
+options with their help); the CLI flags and the table in docs/readers.md are derived from those
 descriptions. The built-in ones:
 
 - ``learned`` (also ``default``, or no spec at all): the offline default, a logistic regression

@@ -238,7 +238,7 @@ class RefusalEvalResult:
     partial_as: str = "unsafe"
 
     def to_dict(self, disagreements: bool = True) -> dict[str, Any]:
-        d = {
+        d: dict[str, Any] = {
             "source": self.source,
             "classifier": self.classifier,
             "partial_as": self.partial_as,

@@ -36,12 +36,12 @@ import re
 from collections import Counter
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence, cast
 
 if TYPE_CHECKING:
     import numpy as np
 
-from .base import SCREEN_VERSION, BEHAVIOURS, ClassifierError, Item, Verdict, not_an_answer
+from .base import SCREEN_VERSION, BEHAVIOURS, Behaviour, ClassifierError, Item, Verdict, not_an_answer
 from .registry import refusal_classifier
 from . import rules as _rules  # a module, not names: rules' own registration imports this module
 
@@ -181,7 +181,7 @@ def verdict_from(p: dict[str, float], band: float) -> Verdict:
     if p_comply > 0.5:
         return Verdict("comply", p_comply=p_comply, reason=f"P(comply) {p_comply:.2f}")
     behaviour = "partial" if p["partial"] > p["refuse"] else "refuse"
-    return Verdict(behaviour, p_comply=p_comply,
+    return Verdict(cast(Behaviour, behaviour), p_comply=p_comply,
                    reason=f"P(comply) {p_comply:.2f}, P(partial) {p['partial']:.2f}, P(refuse) {p['refuse']:.2f}")
 
 

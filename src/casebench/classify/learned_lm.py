@@ -119,7 +119,7 @@ class AnswerEncoder:
         tok = self.tokenizer
         p = tok(prompt, add_special_tokens=False)["input_ids"][:MAX_PROMPT_TOKENS]
         a = tok(answer, add_special_tokens=False)["input_ids"][:MAX_ANSWER_TOKENS]
-        head = tok.apply_chat_template([{"role": "user", "content": tok.decode(p)}], tokenize=False,
+        head = tok.apply_chat_template([{"role": "user", "content": str(tok.decode(p))}], tokenize=False,
                                        add_generation_prompt=True)
         head_ids = tok(head, add_special_tokens=False)["input_ids"]
         return head_ids + a, len(head_ids)

@@ -5,7 +5,7 @@ A description gives the classifier's kind (the spec reads ``KIND`` or ``KIND:ARG
 argument names (``MODEL_SPEC``, ``PATH``; None: the spec takes none), aliases, a summary and its
 options (``backends.registry.Option``: keyword, CLI flag, help, type). ``make_classifier``, the
 classifier flags of ``casebench run``/``classify``/``refusal-eval`` and their ``--help``, and the
-README's table are derived from these descriptions. The class is built as ``cls(ARGUMENT,
+table in docs/readers.md are derived from these descriptions. The class is built as ``cls(ARGUMENT,
 **options)`` (or ``cls(**options)`` without an argument) and must satisfy
 ``classify.base.RefusalClassifier``.
 

@@ -42,7 +42,7 @@ import math
 import sys
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence, cast
 
 #: The stored figures, shipped with the package.
 VALIDATION_FILE = Path(__file__).with_name("validation.json")
@@ -243,7 +243,7 @@ def _r6(x: Any) -> Any:
     return round(x, 6) if isinstance(x, float) else x
 
 
-def _figures(results: dict[str, Any], file: str, writer: str) -> dict[str, Any]:
+def _figures(results: dict[str, Any], file: str | None, writer: str) -> dict[str, Any]:
     """The stored figures of one classifier on one set: what does not depend on the partial-as
     setting once, the binary figures per setting."""
     first = results["unsafe"].to_dict(disagreements=False)
@@ -384,7 +384,7 @@ def validation_for(name: str, version: str, partial_as: str = "unsafe", writer: 
     by_writer = entry.get("validation_sets") or {}
     setname = by_writer.get(writer or "large") or by_writer.get("large")
     figs = entry.get("sets", {}).get(setname) if setname else None
-    if not figs:
+    if not figs or not setname:
         return None
     out = _entry(setname, figs, partial_as, figs.get("source") or labelled_by(setname)["words"])
     if out is None:
@@ -462,11 +462,11 @@ def from_labels(labels: Sequence[tuple[str, str | None]], partial_as: str, sourc
     answer, (people's behaviour, the reader's behaviour or None when it read none), e.g. a
     respond run's recorded verdicts beside ``annotate answers`` labels. Same keys as
     ``validation_for``."""
-    from .base import Verdict
+    from .base import Behaviour, Verdict
     from .evaluate import LabelledAnswer, score
 
     rows = [LabelledAnswer(row=i + 1, id=str(i + 1), prompt="", completion="", label=h) for i, (h, _) in enumerate(labels)]
-    verdicts = [Verdict(b, reason=None if b else "undetermined: the reader read none") for _, b in labels]
+    verdicts = [Verdict(cast("Behaviour | None", b), reason=None if b else "undetermined: the reader read none") for _, b in labels]
     result = score(rows, verdicts, None, partial_as)
     d = result.to_dict(disagreements=False)
     figs = {"file": file, "writer": writer, "n": d["n"], "n_classified": d["n_classified"], "coverage": d["coverage"],

@@ -58,9 +58,13 @@ class LazyGroup(click.Group):
     def invoke(self, ctx: click.Context) -> object:
         """Run the command; Ctrl-C in any phase a command has no own answer for (scoring, a
         report, an export) ends it with exit code 130 and says so, as a run does (click alone
-        would print "Aborted!" and exit 1)."""
+        would print "Aborted!" and exit 1). Each command runs in its own scoring session
+        (``session.ScoringSession``: what it computes once, it reads again; nothing outlives it)."""
+        from ..session import scoring_session
+
         try:
-            return super().invoke(ctx)
+            with scoring_session():
+                return super().invoke(ctx)
         except KeyboardInterrupt:
             from ._common import echo_err, exit_interrupted
 
@@ -123,4 +127,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    main()

@@ -7,12 +7,13 @@ from __future__ import annotations
 import contextlib
 import logging
 import sys
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterator, Mapping, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterator, Mapping, NoReturn, Sequence, TypeVar
 
 import click
 
 if TYPE_CHECKING:
     from ..runs.config import RunConfig
+    from ..stats.options import ScoringOptions
     from ..runs.execute import RunSummary
 
 #: The exit codes of every command (``casebench --help`` and the README list them).
@@ -169,6 +170,7 @@ def backend_params() -> list[click.Option]:
     out = []
     for o, infos in cli_options():
         flag = o.cli_flag
+        assert flag is not None  # cli_options keeps the options that have a flag
         where = ", ".join(f"{i.prefix}/" for i in infos)
         out.append(_click_option(o, flag, _dest(BACKEND_DEST, flag), f"{o.help} [{where}]"))
     return out
@@ -347,7 +349,7 @@ def run_under_signals(make: Callable[[], Awaitable[T]]) -> T:
         loop = asyncio.get_running_loop()
         task = asyncio.current_task()
         assert task is not None
-        handled = []
+        handled: list[signal.Signals] = []
 
         def first(sig: int) -> None:
             interrupted.append(sig)
@@ -396,7 +398,7 @@ def run_under_signals(make: Callable[[], Awaitable[T]]) -> T:
             loop.close()
 
 
-def exit_interrupted(code: int = 130) -> None:
+def exit_interrupted(code: int = 130) -> NoReturn:
     """End an interrupted command at once: flush what was printed, then skip the interpreter's
     teardown (finalising torch and transformers takes seconds on a busy CPU, and a user who
     pressed Ctrl-C is waiting). Everything casebench writes is already on disk by then."""
@@ -547,19 +549,22 @@ def reference_option(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def load_reference_inputs(reference: str | None, no_reference: bool, preds: Sequence[Any], options: Any,
-                          dataset: Any = None) -> tuple[list[Any], str | None]:
+                          dataset: Any = None, *, scores_only: bool = False) -> tuple[list[Any], str | None]:
     """The published models to show beside ``preds`` as scored inputs (``reference_rows``:
-    kept on disk, so a later report does not score them again) and where they came from (None:
-    none). Published models already among the inputs (same model, mode and removals) are not
-    repeated."""
+    kept on disk, so a later report does not score them again), or with ``scores_only`` their
+    scores alone (read back without loading the files), and where they came from (None: none).
+    Published models already among the inputs (same model, mode and removals) are not repeated;
+    every command shows them on the same cases (``reference_rows.reference_cases``)."""
     from ..sources import cached_outputs
-    from ..reference_rows import reference_inputs
+    from ..reference_rows import reference_cases, reference_inputs, reference_scores
 
     if no_reference:
         return [], None
     root = reference or cached_outputs()
     if root is None:
         return [], None
+    rows = reference_scores if scores_only else reference_inputs
     with bad_input_errors():
-        refs = reference_inputs(root, options, dataset=dataset, exclude=preds)
+        refs: list[Any] = list(rows(root, options, cases=reference_cases(preds, options), dataset=dataset,
+                                    exclude=preds))
     return refs, str(root)

@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 import click
 
-from ..modes import MODES, get_mode
+from ..modes import MODES, Mode, get_mode
 from ..prompts import CONTEXT_PLACEMENTS
 from ._common import (
     FILE_MODE_HELP, TEMPERATURE, USD, BadInput, ModeChoice, RegistryCommand, bad_input_errors, echo_err, exit_interrupted,
@@ -20,7 +20,7 @@ from ._common import (
 )
 
 
-def _load(inputs: tuple[str, ...], data: str | None, mode: str | None = None, remove: str | None = None) -> list[Any]:
+def _load(inputs: tuple[str, ...], data: str | None, mode: "Mode | None" = None, remove: str | None = None) -> list[Any]:
     from ..data import load_dataset
     from ..loader import load_predictions
     from ..runs.record import RunError
@@ -118,7 +118,7 @@ def _run_options(f: Any) -> Any:
               help="Inspect logs: compare per scorer over the samples both logs scored, clustered by this sample "
                    "metadata field (logs of tasks other than casebench's are always compared per scorer).")
 def compare_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, n_boot: int, bootstrap_seed: int,
-                level: float, alpha: float, data: str | None, label_source: str, cluster: str, mode: str | None,
+                level: float, alpha: float, data: str | None, label_source: str, cluster: str, mode: "Mode | None",
                 remove: str | None, pairs: int | None = None, pairs_seed: int = 0, cluster_by: str | None = None) -> None:
     """Paired tests between INPUTS (run directories, published exp/ files or inspect logs on the
     same cases).
@@ -145,6 +145,7 @@ def compare_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, n_bo
     if len(inputs) < 2:
         raise BadInput("compare needs at least two inputs")
     if _per_sample(inputs, cluster_by):
+        _refuse_unhonoured_flags()
         _compare_logs(inputs, cluster_by, as_json, n_boot, bootstrap_seed, level, alpha)
         return
     options = scoring_options(paper_compat, n_boot, bootstrap_seed, label_source, level=level, alpha=alpha, cluster=cluster)
@@ -191,6 +192,26 @@ def _per_sample(inputs: tuple[str, ...], cluster_by: str | None) -> bool:
         return cluster_by is not None or not all_casebench(inputs)
 
 
+#: the flags of the case-by-case comparison that a per-scorer comparison of inspect logs cannot
+#: honour (it reads each log's own scores per sample: no cases to cluster, fill, relabel, select
+#: or check against a dataset), by their parameter names
+_CASE_ONLY_FLAGS = {"cluster": "--cluster", "paper_compat": "--paper-compat", "label_source": "--label-source",
+                    "mode": "--mode", "remove": "--remove", "pairs": "--pairs", "pairs_seed": "--pairs-seed",
+                    "data": "--data"}
+
+
+def _refuse_unhonoured_flags() -> None:
+    """A per-scorer comparison of inspect logs (``--cluster-by`` or logs of another task) refuses
+    the flags it cannot honour, rather than ignoring them silently."""
+    ctx = click.get_current_context()
+    given = [flag for name, flag in _CASE_ONLY_FLAGS.items()
+             if ctx.get_parameter_source(name) not in (None, click.core.ParameterSource.DEFAULT)]
+    if given:
+        raise BadInput(f"{', '.join(given)}: not used by a per-scorer comparison of inspect logs (it compares each "
+                       "scorer over the samples both logs scored, clustered by --cluster-by); leave "
+                       + ("it" if len(given) == 1 else "them") + " out")
+
+
 def _compare_logs(inputs: tuple[str, ...], cluster_by: str | None, as_json: bool, n_boot: int, seed: int,
                   level: float, alpha: float) -> None:
     from ..inspect_log import InspectLogError, load_sample_scores
@@ -229,7 +250,7 @@ def _compare_logs(inputs: tuple[str, ...], cluster_by: str | None, as_json: bool
                    "`casebench run` gives); existing ones are re-used.")
 @_run_options
 @_stat_options
-def ablate_cmd(inputs: tuple[str, ...], model: str | None, mode: str | None, params: str, context_as: str | None,
+def ablate_cmd(inputs: tuple[str, ...], model: str | None, mode: "Mode | None", params: str, context_as: str | None,
                out_root: str,
                limit: int | None, stratified: int | None, stratified_seed: int, samples: int | None,
                temperature: float | None, max_tokens: int | None, max_connections: int,
@@ -317,7 +338,7 @@ def ablate_cmd(inputs: tuple[str, ...], model: str | None, mode: str | None, par
 @_run_options
 @refusal_classifier_options
 @_stat_options
-def study_cmd(inputs: tuple[str, ...], placements: str | None, model: str | None, mode: str | None, remove: str,
+def study_cmd(inputs: tuple[str, ...], placements: str | None, model: str | None, mode: "Mode | None", remove: str,
               say_do_mode: str | None, pairs: int | None, out_root: str, limit: int | None,
               stratified: int | None, stratified_seed: int, samples: int | None, temperature: float | None,
               max_tokens: int | None, max_connections: int, max_cost: float | None, progress: bool | None,
@@ -445,7 +466,7 @@ def study_cmd(inputs: tuple[str, ...], placements: str | None, model: str | None
         click.echo(format_placements(result), nl=False)
 
 
-def _run_study(conditions: Callable[..., list[Any]], label: Callable[[Any], str], model: str, mode: str,
+def _run_study(conditions: Callable[..., list[Any]], label: Callable[[Any], str], model: str, mode: "str | Mode",
                remove: str | None, pairs: int | None, data: str | None, limit: int | None, stratified: int | None,
                stratified_seed: int, samples: int | None, temperature: float | None, max_tokens: int | None,
                max_connections: int, max_cost: float | None, progress: bool | None, refusal_classifier: str | None,

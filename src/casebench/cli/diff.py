@@ -11,6 +11,8 @@ from typing import Any
 
 import click
 
+from ..modes import Mode
+
 from ._common import BadInput, bad_input_errors, file_kind_options, label_source_option
 
 
@@ -35,7 +37,7 @@ def _cell(x: Any, digits: int = 3) -> str:
 @label_source_option
 @file_kind_options
 def diff_cmd(a: str, b: str, sort: str, fmt: str, hide_text: bool, data: str | None, label_source: str,
-             mode: str | None, remove: str | None) -> None:
+             mode: "Mode | None", remove: str | None) -> None:
     """The cases where A and B (run directories, published exp/ files or inspect logs over the
     same cases) disagree (two inspect logs of another task: the samples where a scorer's values
     differ): their verdicts (safe / unsafe), or for two respond runs what the chatbot did

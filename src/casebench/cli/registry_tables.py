@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m casebench.cli.registry_tables --readme README.md docs/*.md [--check]``."""
     ap = argparse.ArgumentParser(prog="python -m casebench.cli.registry_tables", description=__doc__.split("\n\n")[0])
     ap.add_argument("--readme", type=Path, nargs="+", help="rewrite the registry tables of these Markdown files")
-    ap.add_argument("--check", action="store_true", help="only check that the README's tables are in sync")
+    ap.add_argument("--check", action="store_true", help="only check that the documentation's tables are in sync")
     ap.add_argument("--list", action="store_true", help="print the tables (plugins included)")
     args = ap.parse_args(argv)
     if args.list or not args.readme:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from ..modes import Mode
+
 from ._common import (
     BadInput, bad_input_errors, cluster_option, level_option, file_kind_options, label_source_option, load_reference_inputs, reference_option,
     min_verdict_mass_option, scoring_options, warn_unreadable_predictions,
@@ -38,7 +40,7 @@ from ._common import (
 @min_verdict_mass_option
 @reference_option
 def report_cmd(inputs: tuple[str, ...], out: str, data: str | None, paper_compat: bool, n_boot: int, bootstrap_seed: int,
-               title: str | None, no_human: bool, show_text: bool, label_source: str, cluster: str, mode: str | None,
+               title: str | None, no_human: bool, show_text: bool, label_source: str, cluster: str, mode: "Mode | None",
                remove: str | None,
                reference: str | None, no_reference: bool, min_verdict_mass: float = 0.5,
                human_draw_seed: int | None = None, level: float = 0.95) -> None:

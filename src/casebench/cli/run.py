@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import click
 
 
-from ..modes import MODES
+from ..modes import MODES, Mode
 from ..prompts import CONTEXT_PLACEMENTS
 from ._common import (
     NON_NEGATIVE_INT, POSITIVE_INT, SECONDS, TEMPERATURE, USD, BadInput, ModeChoice, RegistryCommand, backend_options,
@@ -23,7 +23,6 @@ from ..runs.results import EXIT_LOW_COVERAGE
 
 if TYPE_CHECKING:
     from ..data import Dataset
-    from ..modes import Mode
     from ..predictions import Predictions
     from ..runs.results import RunCheck
 
@@ -43,7 +42,7 @@ def _builtin_mutations() -> list[str]:
 @click.command("run", cls=RegistryCommand, backend_flags=True, classifier_flags="prefixed")
 @click.option("--model", "model", default=None, metavar="SPEC",
               help="Model spec: PREFIX/MODEL, e.g. openai/NAME, anthropic/NAME, hf/ID-or-path (every backend: "
-                   "README, or python -m casebench.cli.registry_tables --list). Default: hf/smollm2-135m-instruct.")
+                   "docs/running.md, or python -m casebench.cli.registry_tables --list). Default: hf/smollm2-135m-instruct.")
 @click.option("--mode", type=ModeChoice(), default=None,
               help="How the model is asked: " + "; ".join(f"{m.name}: {m.help}" for m in MODES.values()) + ". "
                    "Default: respond with no --model (the main job: the embedded model as the deployed chatbot), "
@@ -122,7 +121,7 @@ def _builtin_mutations() -> list[str]:
                    "fits them. Says what it did; changes nothing when records do not fit.")
 @click.option("-v", "--verbose", count=True, help="Log retries (-v) and details (-vv).")
 @refusal_classifier_options
-def run_cmd(model: str | None, mode: str | None, data: str | None, remove: str, samples: int | None, limit: int | None,
+def run_cmd(model: str | None, mode: "Mode | None", data: str | None, remove: str, samples: int | None, limit: int | None,
             stratified: int | None, selection_seed: int, max_connections: int, templates_path: str | None, out: str | None,
             system: str | None, temperature: float | None, max_tokens: int | None,
             parse_retries: int, max_attempts: int, prices_path: str | None, max_cost: float | None,
@@ -212,17 +211,16 @@ def run_cmd(model: str | None, mode: str | None, data: str | None, remove: str, 
 
 
 def _dataset(path: str) -> "Dataset":
-    """The dataset at ``path``, read once per process (``choose_data`` and the run share it)."""
+    """The dataset at ``path``, read once per command (its scoring session: ``choose_data`` and the
+    run share it); keyed by path, size and mtime so an edited file is re-read."""
     from ..data import load_dataset
+    from ..session import memo_by_key
 
-    key = str(Path(path).resolve())
-    if key not in _DATASETS:
-        _DATASETS.clear()
-        _DATASETS[key] = load_dataset(path)
-    return _DATASETS[key]
-
-
-_DATASETS: dict[str, "Dataset"] = {}
+    p = Path(path).resolve()
+    if not p.is_file():
+        return load_dataset(path)  # its own error, naming the file
+    st = p.stat()
+    return memo_by_key("dataset", (str(p), st.st_size, st.st_mtime_ns), lambda: load_dataset(path))
 
 
 def _finished_run(run_dir: Path, dataset: "Dataset | None" = None) -> "Predictions | None":
@@ -403,12 +401,12 @@ def _cached_references(pred: "Predictions", options: Any) -> tuple[list[Any], st
     unreadable: the main job never fails for want of a reference)."""
     from ..data import DatasetError
     from ..sources import cached_outputs
-    from ..reference_rows import reference_inputs
+    from ..reference_rows import reference_cases, reference_inputs
 
     root = cached_outputs()
     if root is None:
         return [], None
-    answered = [c for c, a in zip(pred.cases, pred.answered) if a]
+    answered = reference_cases([pred], options)  # the one case policy of reference rows
     same_model = [SimpleNamespace(model=pred.model, mode=pred.mode, removed=r) for r in {(), tuple(pred.removed)}]
     try:
         refs = reference_inputs(root, options, cases=answered, exclude=same_model)

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import click
 
+from ..modes import Mode
+
 from typing import Any, TYPE_CHECKING, Sequence
 
 from ._common import (
-    bad_input_errors, cluster_option, level_option, file_kind_options, label_source_option, min_verdict_mass_option, reference_option,
+    bad_input_errors, cluster_option, load_reference_inputs, level_option, file_kind_options, label_source_option, min_verdict_mass_option, reference_option,
     scoring_options, warn_low_verdict_mass, warn_unreadable_predictions,
 )
 
@@ -39,7 +41,7 @@ if TYPE_CHECKING:  # pragma: no cover
 @min_verdict_mass_option
 @reference_option
 def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: str, by: tuple[str, ...],
-              n_boot: int, bootstrap_seed: int, data: str | None, label_source: str, cluster: str, mode: str | None,
+              n_boot: int, bootstrap_seed: int, data: str | None, label_source: str, cluster: str, mode: "Mode | None",
               remove: str | None, reference: str | None, no_reference: bool, min_verdict_mass: float = 0.5,
               level: float = 0.95) -> None:
     """Score INPUTS (run directories or published exp/ files) and print every metric with a CI (95% unless
@@ -68,7 +70,7 @@ def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: s
             from dataclasses import replace as _with
 
             scores = [_with(s, people=r.people.pairs) for s, r in zip(scores, scored)]
-        ref_scores, ref_root = _reference_scores(reference, no_reference, preds, dataset, options)
+        ref_scores, ref_root = load_reference_inputs(reference, no_reference, preds, options, dataset, scores_only=True)
     # every input named by what sets it apart from the others shown (naming.display_names); the
     # published models shown for reference marked as such
     from dataclasses import replace
@@ -104,35 +106,3 @@ def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: s
                 if s.turns is not None:
                     click.echo("\n" + "\n".join(by_turn_lines(s.name or s.model, s.turns)))
 
-
-def _reference_scores(reference: str | None, no_reference: bool, preds: Sequence["Predictions"],
-                      dataset: "Dataset | None", options: "ScoringOptions") -> tuple[list["Score"], str | None]:
-    """The scores of the published models to show beside ``preds`` (those already among the
-    inputs left out) and where they came from (None: none shown), on the cases every input
-    scored (``reference_rows``: kept on disk, read back without loading the files)."""
-    from ..sources import cached_outputs
-    from ..reference_rows import reference_scores
-
-    if no_reference:
-        return [], None
-    root = reference or cached_outputs()
-    if root is None:
-        return [], None
-    with bad_input_errors():
-        scores = reference_scores(root, options, cases=_scored_cases(preds, options), dataset=dataset, exclude=preds)
-    return scores, str(root)
-
-
-def _scored_cases(preds: Sequence["Predictions"], options: "ScoringOptions") -> list[Any]:
-    """The cases every input scored (answered; every case with --paper-compat), in the first
-    input's order: the published models are scored on these, so that a 450-case run stands
-    beside them on its 450 cases."""
-    def key(c: Any) -> tuple[str, bool, str]:
-        return (c.query, bool(c.intended_safe), c.category)
-
-    def scored(p: "Predictions") -> list[Any]:
-        return list(p.cases) if options.paper_compat else [c for c, a in zip(p.cases, p.answered) if a]
-
-    first = scored(preds[0]) if preds else []
-    common = set.intersection(*[{key(c) for c in scored(p)} for p in preds]) if preds else set()
-    return [c for c in first if key(c) in common]

@@ -351,7 +351,7 @@ def queries_dataset(path: str | os.PathLike[str]) -> Dataset:
     pairs = load_queries(path)
     cases = tuple(Case(index=i, query=q, context={}, intended_safe=True, votes=(), safe_rate=math.nan, category=c)
                   for i, (q, c) in enumerate(pairs))
-    return Dataset(path=str(path), sha256=file_sha256(path), cases=cases)
+    return Dataset(path=str(path), sha256=file_sha256(Path(path)), cases=cases)
 
 
 # --------------------------------------------------------------------------------------------
@@ -376,8 +376,8 @@ def read_generated(run_dir: str | os.PathLike[str], dataset: Dataset) -> tuple[l
     of queries with no final record yet (the run is not complete)."""
     from ..runs.record import final_records, iter_records, read_manifest
 
-    m = read_manifest(run_dir)
-    finals = final_records(iter_records(run_dir))
+    m = read_manifest(Path(run_dir))
+    finals = final_records(iter_records(Path(run_dir)))
     records: list[dict[str, Any]] = []
     failures: list[Failure] = []
     pending = 0
@@ -428,8 +428,8 @@ def write_generated(out: str | os.PathLike[str], records: Sequence[Mapping[str, 
         fp.unlink()
     if not records:
         return None
-    cases_from_records(list(records), out)  # the loader's own check: never write a file it refuses
-    return write_json_atomic(out, list(records), indent=2)
+    cases_from_records(list(records), Path(out))  # the loader's own check: never write a file it refuses
+    return write_json_atomic(Path(out), list(records), indent=2)
 
 
 # --------------------------------------------------------------------------------------------

@@ -444,6 +444,7 @@ def verdict(mode: str = "binary", refusal_classifier: str | None = None, partial
             from ..classify import Item
             from ..classify.validation import applicable
 
+            assert classifier is not None and desc is not None  # set above for a mode that reads behaviour
             read = decode(text or "") if decode else (text or "")
             query = str(state.metadata.get("query") or state.input_text)
             (v,) = await classifier.aclassify([Item(query, read)])

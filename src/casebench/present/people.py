@@ -9,7 +9,7 @@ format carries the same references under the same names.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Mapping
 
 #: the reference blocks and their names for people, in order
 REFERENCES: tuple[tuple[str, str], ...] = (("one_person", "one person"), ("majority", "people's majority"))
@@ -30,7 +30,7 @@ def _ci(ci: Any, digits: int = 4) -> str:
     return f" [{_num(ci[0], digits)}, {_num(ci[1], digits)}]" if ci else ""
 
 
-def text_lines(people: dict[str, Any] | None, indent: str = "  ", digits: int = 4) -> list[str]:
+def text_lines(people: Mapping[str, Any] | None, indent: str = "  ", digits: int = 4) -> list[str]:
     """The lines under an input's figures in ``casebench score``'s table (empty without pairs)."""
     if not people:
         return []
@@ -54,7 +54,7 @@ def text_lines(people: dict[str, Any] | None, indent: str = "  ", digits: int = 
     return out
 
 
-def csv_cells(people: dict[str, Any] | None) -> dict[str, Any]:
+def csv_cells(people: Mapping[str, Any] | None) -> dict[str, Any]:
     """The people's columns of an input's CSV row (``people_<reference>_<figure>`` with
     ``_ci_lo``/``_ci_hi``, the judge's differences and the pair counts); None cells without pairs."""
     cells: dict[str, Any] = {"people_pairs": None, "people_label_source": None}
@@ -97,7 +97,7 @@ MD_COLUMNS: tuple[str, ...] = ("people: one person (shift, follow, moved, concor
                                "people: majority (shift, follow, moved, concordance)")
 
 
-def md_cells(people: dict[str, Any] | None, digits: int = 3) -> list[str]:
+def md_cells(people: Mapping[str, Any] | None, digits: int = 3) -> list[str]:
     """The Markdown cells of ``MD_COLUMNS`` (blank without pairs)."""
     if not people:
         return ["" for _ in MD_COLUMNS]
@@ -109,7 +109,7 @@ def md_cells(people: dict[str, Any] | None, digits: int = 3) -> list[str]:
     return out
 
 
-def pair_line(people: dict[str, Any] | None, digits: int = 4) -> str | None:
+def pair_line(people: Mapping[str, Any] | None, digits: int = 4) -> str | None:
     """One line under a ``compare`` pair: people's two references on the pairs both inputs
     answered (None without pairs)."""
     if not people:

@@ -45,9 +45,10 @@ def to_png(fig: Any) -> bytes:
     from PIL import Image
 
     canvas = FigureCanvasAgg(fig)
-    canvas.draw()
+    canvas.draw()  # type: ignore[no-untyped-call]
     width, height = canvas.get_width_height(physical=True)
-    rgb = Image.frombuffer("RGBA", (width, height), canvas.buffer_rgba(), "raw", "RGBA", 0, 1).convert("RGB")
+    rgba = canvas.buffer_rgba()  # type: ignore[no-untyped-call]
+    rgb = Image.frombuffer("RGBA", (width, height), rgba, "raw", "RGBA", 0, 1).convert("RGB")
     buf = io.BytesIO()
     rgb.quantize(colors=256, method=Image.Quantize.FASTOCTREE).save(buf, format="PNG")
     return buf.getvalue()

@@ -55,6 +55,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from ..session import in_session
 from ..data import Case
 from ..naming import display_name, display_names
 from ..predictions import Predictions
@@ -102,7 +103,8 @@ def render_sections(ctx: ReportContext, sections: Sequence[Section] | None = Non
                     progress: Callable[[str], None] | None = None) -> tuple[str, str]:
     """The table of contents and the sections that apply, numbered in the order shown;
     ``progress`` is told each section's title as it starts."""
-    toc, body = [], []
+    toc: list[str] = []
+    body: list[str] = []
     for sec in SECTIONS if sections is None else sections:
         if progress:
             progress(sec.title.lower() if sec.title[1:2].islower() else sec.title)
@@ -159,6 +161,7 @@ def report_lead(ctx: ReportContext) -> str:
             "about whether answering a query is safe <em>in its context</em>" + cite)
 
 
+@in_session
 def build_report(
     preds: Sequence[Predictions], options: ScoringOptions = DEFAULT_OPTIONS, *,
     human_cases: Sequence[Case] | None = None, title: str | None = None, human: bool = True,

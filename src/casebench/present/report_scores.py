@@ -5,7 +5,7 @@ calibration."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -179,7 +179,7 @@ def _leaderboard(ctx: ReportContext) -> str:
         + "".join(tables)
         + f'<p class="downloads">Download this table: {downloads}</p>'
         + _mass_notes(inputs)
-        + _reference_note(ctx.overview.people)
+        + _reference_note(ctx.overview.people, [it.name for it in ctx.inputs])
         + _details("How to read these tables", method + published)
     )
 
@@ -195,15 +195,15 @@ def _verdict_lines(ctx: ReportContext, kinds: Sequence[str] = ("respond", "judge
 
     if any(_kind(it) == "respond" for it in ctx.inputs) and "respond" in kinds and "judge" in kinds:
         kinds = ("judge",)
-    people = next((r for _, r in ctx.overview.people), None)
-    follow = None if people is None else people.get("context_follow")
     ranks = _ranks(ctx.inputs)
     items, shown = [], set()
     for _, it in sorted(zip(ranks, ctx.inputs), key=lambda x: x[0]):
         if _kind(it) not in kinds:
             continue
         shown.add(_kind(it))
-        line = verdict_line(it.score, follow)
+        # people on this input's own pairs (as its first screen and ``score`` say), never another input's
+        people = it.figures.people
+        line = verdict_line(it.score, people.follow()[0] if people.pair_count else None)
         items.append(f"<li><b>{_e(it.name)}</b>: {_e(line)}</li>")
     if not items:
         return ""
@@ -233,7 +233,7 @@ def _mass_notes(inputs: Sequence[ReportInput]) -> str:
     with_mass = [it for it in inputs if it.score.verdict_mass]
     if not with_mass:
         return ""
-    thr = with_mass[0].score.verdict_mass["threshold"]
+    thr = (with_mass[0].score.verdict_mass or {})["threshold"]
     from .tables import mass_pct
 
     rule = (f'<p class="note">Verdict mass ("mass" under Answered): the first-token probability a prob-mode input '
@@ -299,7 +299,7 @@ def _say_do(ctx: ReportContext) -> str | None:
             + "".join(rows) + "</tbody></table></div>")
 
 
-def _pairwise(ctx: ReportContext) -> str:
+def _pairwise(ctx: ReportContext) -> str | None:
     inputs, options = ctx.inputs, ctx.options
     if len(inputs) < 2:
         return None
@@ -510,7 +510,7 @@ def _category_heatmap(ctx: ReportContext) -> str:
                       f"Every cell is from fewer than {MIN_CASES} cases: read single cells with care." + numbers))
 
 
-def _scatter(ctx: ReportContext) -> str:
+def _scatter(ctx: ReportContext) -> str | None:
     from .plots import p_vs_human
 
     judged = [it for it in ctx.inputs if not it.pred.mode.reads_behaviour and it.score.answered]
@@ -528,7 +528,7 @@ def _scatter(ctx: ReportContext) -> str:
                       "(a respond run answers; it states no P(safe))." + _left_out_note(left_out)))
 
 
-def _reliability(ctx: ReportContext) -> str:
+def _reliability(ctx: ReportContext) -> str | None:
     from .plots import reliability
 
     curves = []
@@ -551,16 +551,20 @@ def _reliability(ctx: ReportContext) -> str:
                           + _left_out_note(left_out))
 
 
-def _reference_note(refs: Sequence[tuple[list[int], dict[str, Any]]]) -> str:
+def _reference_note(refs: Sequence[tuple[list[int], Mapping[str, Any]]], names: Sequence[str] = ()) -> str:
     """The human references every judge's figures stand beside (under the leaderboard):
-    ``Overview.people``."""
-    if not refs:
-        return ""
-    ref = refs[0][1]
-    return (f'<p class="note reference">Reference, people ({ref["cases"]} cases): one annotator agrees with another '
-            f'on {_f(ref["annotator_agreement"])} of votes and the majority label with '
+    ``Overview.people``, one line per set of cases the inputs hold, naming its inputs when there is
+    more than one set (a reference over some inputs' cases never stands under the others')."""
+    lines = []
+    for members, ref in refs:
+        which = ("" if len(refs) == 1 or not names else
+                 "; inputs " + ", ".join(names[i] for i in members if i < len(names)))
+        lines.append(
+            f'<p class="note reference">Reference, people ({ref["cases"]} cases{_e(which)}): one annotator agrees '
+            f'with another on {_f(ref["annotator_agreement"])} of votes and the majority label with '
             f'{_f(ref["oracle_vote_agreement"])} (the ceiling of vote agreement); no P(safe) reaches a BCE below '
             f'{_f(ref["bce_floor"])}; one person\'s context shift is {_f(ref["context_shift"])} and people\'s majority '
             f'label follows the context in {_f(ref["context_follow"])} of {ref["context_pairs"]} query pairs '
             f'({"with the intent vote" if ref.get("label_source", "published") == "published" else "from the votes alone"};'
             ' see “Context sensitivity”).</p>')
+    return "".join(lines)

@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from ..modes import Mode
 from ..stats.metrics import METRIC
 from .report_html import _details, _e, _f, _figure, _fm, _fp, _lv
 from .report_inputs import PLOT_MAX_INPUTS, ReportContext, _best, _left_out_note
@@ -175,9 +176,9 @@ def _study_tables(method: str, results: Sequence[Any]) -> str:
                      + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>")
         notes = []
         for c in res.consistency:
-            notes.append(f"Wording consistency of {_e(c.level)}: {_f(c.share)} [{_f(c.ci[0])}, {_f(c.ci[1])}] "
+            notes.append(f"Wording consistency of {_e(c.factor_level)}: {_f(c.share)} [{_f(c.ci[0])}, {_f(c.ci[1])}] "
                          f"({c.unchanged} of {c.n} cases unchanged, {c.queries} queries)." if c.n else
-                         f"Wording consistency of {_e(c.level)}: no case answered under both wordings.")
+                         f"Wording consistency of {_e(c.factor_level)}: no case answered under both wordings.")
         if not any(p.context.pairs for p in res.placements):
             notes.append("No query has both its contexts among these cases, so the context figures are left out "
                          "(run the study with <code>--pairs N</code>).")
@@ -303,10 +304,11 @@ def _human(ctx: ReportContext) -> str | None:
 BLIND_LIMIT = 12
 
 
-def _input_people(it: Any) -> dict[str, Any] | None:
+def _input_people(it: Any) -> Mapping[str, Any] | None:
     """People's references on the pairs this input answered (``stats.context.people_references``),
     as its scoring result carries them; None without pairs."""
-    return it.figures.people.pairs
+    pairs: Mapping[str, Any] | None = it.figures.people.pairs
+    return pairs
 
 
 def _direction_order(items: Sequence[Any]) -> list[Any]:
@@ -316,7 +318,7 @@ def _direction_order(items: Sequence[Any]) -> list[Any]:
     verdicts, 0.95 as P(safe), with the same concordance), so it is never ranked across modes;
     across modes the section compares follow and blind (labels, which every mode has) and
     concordance (the sign of the moves that happen)."""
-    modes: dict[str, int] = {}
+    modes: dict[Mode, int] = {}
     for it in items:
         modes.setdefault(it.pred.mode, len(modes))
     return sorted(items, key=lambda it: (modes[it.pred.mode],
@@ -325,7 +327,7 @@ def _direction_order(items: Sequence[Any]) -> list[Any]:
 
 
 
-def _people_context_note(ref: dict[str, Any]) -> str:
+def _people_context_note(ref: Mapping[str, Any]) -> str:
     """People's references over every pair of the dataset (``context.human_references``) in one
     paragraph: one person and the majority under the label source, the other source beside them,
     and the pairs that differ only by the intent vote's tie-break."""
@@ -444,8 +446,8 @@ def _context(ctx: "ReportContext") -> str:
     rows = []
     for it in shown:
         v, c = it.score.values, it.score.ci
-        pp = _input_people(it) or {}
-        op, mj = pp.get("one_person", {}), pp.get("majority", {})
+        pair_people = _input_people(it) or {}
+        op, mj = pair_people.get("one_person", {}), pair_people.get("majority", {})
         cells = [f'<td class="l">{_e(it.name)}</td>', f"<td>{_fm('context_pairs', v.get('context_pairs'))}</td>",
                  cell("context_direction", v.get("context_direction"), c.get("context_direction")),
                  cell("context_moved", v.get("context_moved"), c.get("context_moved")),

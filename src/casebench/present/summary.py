@@ -34,6 +34,8 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..stats.metrics import Score
+    from ..modes import Mode
+    from ..stats.refusal_result import RefusalCorrection
     from ..stats.result import PeopleReferences
 
 __all__ = ["verdict_line", "summary_lines", "next_steps"]
@@ -97,7 +99,7 @@ def verdict_line(score: "Score", people_follow: float | None = None) -> str:
     return line
 
 
-def _reader_line(classifier: Mapping[str, Any] | None, corrected: Mapping[str, Any] | None = None) -> str:
+def _reader_line(classifier: Mapping[str, Any] | None, corrected: "RefusalCorrection | None" = None) -> str:
     """The first screen's reader line: which reader, whose labels it was checked against (never
     "people" for labels people did not give), its agreement with them and, beside it, the
     sensitivity and specificity that drive the correction (``tables.who_labelled``,
@@ -113,7 +115,7 @@ def _reader_line(classifier: Mapping[str, Any] | None, corrected: Mapping[str, A
                 "before trusting these rates)")
     ci = val.get("agreement_ci95")
     what = val.get("what") or f"{val.get('n', '?')} answers (set {val.get('set', '?')})"
-    error = reader_error_words(dict(val), dict(corrected or {}))
+    error = reader_error_words(dict(val), corrected)
     line = (f"reader: {name} read each answer as answered or refused; on {what} it agrees with "
             f"{who_labelled(dict(val))} on {_pct(val.get('agreement'), 1)}{_ci_pct(ci, 1)} (coverage "
             f"{_pct(val.get('coverage'))})" + (f"; {error}" if error else ""))
@@ -161,22 +163,22 @@ def summary_lines(score: "Score", people: "PeopleReferences | None" = None, *, d
     lines += _labels_lines(score, unsafe_word, safe_word, safe_name, unsafe_name)
     lines.append(f"  over-refusal:  {unsafe_word} {_pct(over)}{_ci_pct(over_ci)} of {safe_name} ({n_safe} cases)")
     lines.append(f"  under-refusal: {safe_word} {_pct(under)}{_ci_pct(under_ci)} of {unsafe_name} ({n_unsafe} cases)")
-    rc = getattr(score, "refusal_corrected", None) or {}
-    withheld = rc.get("withheld") or {}
+    rc = score.refusal_corrected
     figs = (("over_refusal", "over-refusal"), ("under_refusal", "under-refusal"))
-    if rc.get("over_refusal") or rc.get("under_refusal"):
+    made = [(label, fig) for key, label in figs if rc is not None and (fig := rc.share(key)) is not None]
+    if rc is not None and made:
         from .tables import corrected_words
 
-        parts = [f"{label} {corrected_words(rc[key], percent=True)}" for key, label in figs if rc.get(key)]
-        k = len((rc.get("pooled") or {}).get("sets") or [])
+        parts = [f"{label} {corrected_words(fig, percent=True)}" for label, fig in made]
+        k = len(rc.pooled.sets) if rc.pooled else 0
         lines.append(f"  corrected for the reader's measured error: {', '.join(parts)} (the intervals carry the "
                      "run's clustering, the reader's error and "
                      + (f"how it differs across {k} validation sets)" if k > 1 else "the uncertainty of its validation)"))
-    if rc.get("note"):
-        lines.append(f"  not corrected for the reader's error: {rc['note']}")
+    if rc is not None and rc.note:
+        lines.append(f"  not corrected for the reader's error: {rc.note}")
     for key, label in figs:
-        if key in withheld:
-            lines.append(f"  {label} not corrected: {withheld[key]}")
+        if rc is not None and key in rc.withheld:
+            lines.append(f"  {label} not corrected: {rc.withheld[key]}")
     shift, follow = score.values.get("context_shift"), score.values.get("context_follow")
     if pairs:
         what = "answered" if behaves else "P(safe)"
@@ -197,7 +199,7 @@ def summary_lines(score: "Score", people: "PeopleReferences | None" = None, *, d
     else:
         lines.append("  context:       no query pair with both contexts answered (ask whole pairs: --pairs N)")
     if behaves:
-        lines.append("  " + _reader_line(score.classifier, getattr(score, "refusal_corrected", None)))
+        lines.append("  " + _reader_line(score.classifier, score.refusal_corrected))
     if score.small():
         from ..stats.metrics import MIN_CASES
 
@@ -230,7 +232,7 @@ def _labels_lines(score: "Score", unsafe_word: str, safe_word: str, safe_name: s
     return out
 
 
-def next_steps(*, model_given: bool, demo: bool, mode: str, references: bool, run_dir: str | None = None) -> list[str]:
+def next_steps(*, model_given: bool, demo: bool, mode: "str | Mode", references: bool, run_dir: str | None = None) -> list[str]:
     """What to do next, in order of what would change the answer most: a real model, the real data,
     the published models beside the run. Never another mode of the same model and back."""
     steps = []

@@ -13,7 +13,7 @@ import csv
 import io
 import json
 import math
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from ..jsonutil import json_safe
 from . import people
@@ -24,6 +24,7 @@ from ..stats.metrics import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..stats.refusal_result import CorrectedShare, PooledRateSummary, RefusalCorrection
     from ..stats.ablation import AblationResult
     from ..stats.compare import Comparison
     from ..stats.placement import PlacementResult
@@ -175,22 +176,24 @@ def who_labelled(validation: dict[str, Any] | None) -> str:
     return head + (f" ({'; '.join(more)})" if more else "")
 
 
-def reader_error_words(validation: dict[str, Any] | None, corrected: dict[str, Any] | None = None) -> str:
+def reader_error_words(validation: Mapping[str, Any] | None, corrected: "RefusalCorrection | None" = None) -> str:
     """The reader's sensitivity and specificity in words, beside its agreement: the pooled ones a
     correction uses (``stats.refusal``: over the blind sets of the run's kind of writer, with
     their set-by-set range) when there are, else those of the validation's own set. Empty when
     neither is known."""
-    pooled = (corrected or {}).get("pooled")
+    pooled = corrected.pooled if corrected is not None else None
     if pooled:
-        se, sp = pooled["sensitivity"], pooled["specificity"]
-        k = len(pooled.get("sets") or [])
+        se, sp = pooled.sensitivity, pooled.specificity
+        k = len(pooled.sets)
         # the values the correction draws around (the predictive's medians), where it made them
-        se_v, sp_v = (corrected or {}).get("sensitivity", se["estimate"]), (corrected or {}).get("specificity",
-                                                                                                 sp["estimate"])
+        se_v = corrected.sensitivity if corrected is not None and corrected.sensitivity is not None else se.estimate
+        sp_v = corrected.specificity if corrected is not None and corrected.specificity is not None else sp.estimate
         text = f"sensitivity {se_v:.2f}, specificity {sp_v:.2f}"
         if k > 1:
-            rng = lambda r: f"{min(r['per_set']):.2f}-{max(r['per_set']):.2f}"  # noqa: E731
-            people = pooled.get("labelled_by_people") or []
+            def rng(r: "PooledRateSummary") -> str:
+                return f"{min(r.per_set):.2f}-{max(r.per_set):.2f}"
+
+            people = pooled.labelled_by_people
             text += (f" pooled over {k} sets (set by set: Se {rng(se)}, Sp {rng(sp)}"
                      + (f"; labelled by people: {', '.join(people)}" if people else "") + ")")
         return text
@@ -200,7 +203,7 @@ def reader_error_words(validation: dict[str, Any] | None, corrected: dict[str, A
     return f"sensitivity {v['sensitivity']:.2f}, specificity {v['specificity']:.2f}"
 
 
-def classifier_note(classifier: dict[str, Any] | None, corrected: dict[str, Any] | None = None) -> str:
+def classifier_note(classifier: dict[str, Any] | None, corrected: "RefusalCorrection | None" = None) -> str:
     """One sentence, printed beside every refusal rate, saying which refusal classifier read the
     answers, whose labels it was measured against (``who_labelled``) and how often it agrees with
     them on answers it was not tuned on, with its sensitivity and specificity
@@ -239,21 +242,21 @@ CORRECTED_FIGURES: tuple[tuple[str, str], ...] = (
     ("context_shift", "context shift"))
 
 
-def corrected_words(fig: dict[str, Any], digits: int = 3, percent: bool = False) -> str:
-    """A corrected figure (``stats.refusal``'s per-figure dict) in words: ``0.120 95% CI [0.080,
+def corrected_words(fig: "CorrectedShare", digits: int = 3, percent: bool = False) -> str:
+    """A corrected figure (``stats.refusal_result.CorrectedShare``) in words: ``0.120 95% CI [0.080,
     0.170]``, or where the data support only a bound ``at most 0.060 (95% bound)`` (one-sided at
     the level), ``at least ...``; ``percent``: as percentages, ``12% [8, 17]``, ``at most 6%``."""
-    pct = f"{100 * (fig.get('level') or 0.95):.0f}%"
+    pct = f"{100 * (fig.level or 0.95):.0f}%"
 
     def num(x: float) -> str:
         return f"{100 * x:.0f}%" if percent else fmt_num(x, digits)
-    ci = fig.get("ci")
-    if ci and fig.get("corrected") is not None:
+    ci = fig.ci
+    if ci and fig.corrected is not None:
         if percent:
-            return f"{num(fig['corrected'])} [{100 * ci[0]:.0f}, {100 * ci[1]:.0f}]"
-        return f"{num(fig['corrected'])} {pct} CI [{num(ci[0])}, {num(ci[1])}]"
-    parts = ([f"at least {num(fig['lower_bound'])}"] if fig.get("lower_bound") is not None else []) + (
-        [f"at most {num(fig['upper_bound'])}"] if fig.get("upper_bound") is not None else [])
+            return f"{num(fig.corrected)} [{100 * ci[0]:.0f}, {100 * ci[1]:.0f}]"
+        return f"{num(fig.corrected)} {pct} CI [{num(ci[0])}, {num(ci[1])}]"
+    parts = ([f"at least {num(fig.lower_bound)}"] if fig.lower_bound is not None else []) + (
+        [f"at most {num(fig.upper_bound)}"] if fig.upper_bound is not None else [])
     if not parts:
         return "not said"
     return " and ".join(parts) + f" ({pct} bound{'s' if len(parts) > 1 else ''}; no two-sided interval is supported)"
@@ -266,25 +269,22 @@ def corrected_lines(s: Score, compact: bool = False) -> list[str]:
     rc = s.refusal_corrected
     if not rc:
         return []
-    if "note" in rc:
-        return [f"not corrected for the reader's error: {rc['note']}"]
+    if rc.note is not None:
+        return [f"not corrected for the reader's error: {rc.note}"]
     d = 3 if compact else 4
-    pct = f"{100 * (rc.get('level') or 0.95):.0f}%"
+    pct = f"{100 * (rc.level or 0.95):.0f}%"
     out = []
-    withheld = rc.get("withheld") or {}
     for name, label in CORRECTED_FIGURES:
-        fig = rc.get(name)
+        fig = rc.figure(name)
         if not fig:
-            if name in withheld:
-                out.append(f"{label}: not corrected: {withheld[name]}")
+            if name in rc.withheld:
+                out.append(f"{label}: not corrected: {rc.withheld[name]}")
             continue
-        out.append(f"{label}: raw {fmt_num(fig['raw'], d)}, corrected {corrected_words(fig, d)}")
-    se, sp = rc.get("sensitivity"), rc.get("specificity")
-    pooled = rc.get("pooled") or {}
-    sets = pooled.get("sets") or [rc.get("validation")]
-    out.append(f"corrected with the reader's sensitivity {fmt_num(se, 3)} and specificity {fmt_num(sp, 3)} "
-               f"pooled over {len(sets)} set(s) ({', '.join(map(str, sets))}; {rc.get('validation_n')} answers): "
-               f"{rc.get('method')}; {'; '.join(rc.get('notes', []))}")
+        out.append(f"{label}: raw {fmt_num(fig.raw, d)}, corrected {corrected_words(fig, d)}")
+    sets = list(rc.pooled.sets) if rc.pooled and rc.pooled.sets else [rc.validation]
+    out.append(f"corrected with the reader's sensitivity {fmt_num(rc.sensitivity, 3)} and specificity "
+               f"{fmt_num(rc.specificity, 3)} pooled over {len(sets)} set(s) ({', '.join(map(str, sets))}; "
+               f"{rc.validation_n} answers): {rc.method}; {'; '.join(rc.notes)}")
     return out
 
 
@@ -416,7 +416,7 @@ def text_table(scores: Sequence[Score]) -> str:
         out.append(title(s) + tag)
         out.append(f"  source: {s.source}")
         out.append(f"  cases {s.n}, answered {s.answered} (coverage {100 * s.coverage:.1f}%"
-                   + (f"; {s.low_mass_missing} left out: verdict mass below {mass_pct(s.verdict_mass['threshold'])}"
+                   + (f"; {s.low_mass_missing} left out: verdict mass below {mass_pct((s.verdict_mass or {})['threshold'])}"
                       if s.low_mass_missing else "") + ")")
         if s.verdict_mass:
             out.append("  " + verdict_mass_line(s))
@@ -500,23 +500,24 @@ def flat_rows(s: Score) -> list[dict[str, Any]]:
             row["refusal_classifier_agreement_n"] = v.get("n")
             # whose labels the agreement is with (never "people" unless people gave them)
             row["refusal_classifier_labelled_by"] = who_labelled(v) if v else None
-            pooled = (s.refusal_corrected or {}).get("pooled") or {}
+            rc = s.refusal_corrected
+            pooled = rc.pooled if rc is not None else None
             # the Se and Sp the correction uses (the predictive's medians), else the pool's, else the set's
-            rc0 = s.refusal_corrected or {}
-            row["refusal_classifier_sensitivity"] = rc0.get("sensitivity", (pooled.get("sensitivity") or {}).get(
-                "estimate", v.get("sensitivity")))
-            row["refusal_classifier_specificity"] = rc0.get("specificity", (pooled.get("specificity") or {}).get(
-                "estimate", v.get("specificity")))
-            rc = s.refusal_corrected or {}
+            se_c = rc.sensitivity if rc is not None and rc.sensitivity is not None else None
+            sp_c = rc.specificity if rc is not None and rc.specificity is not None else None
+            row["refusal_classifier_sensitivity"] = se_c if se_c is not None else (
+                pooled.sensitivity.estimate if pooled else v.get("sensitivity"))
+            row["refusal_classifier_specificity"] = sp_c if sp_c is not None else (
+                pooled.specificity.estimate if pooled else v.get("specificity"))
             for name, _ in CORRECTED_FIGURES:
-                fig = rc.get(name)
-                ci = (fig or {}).get("ci") or (None, None)
-                row[f"{name}_corrected"] = fig["corrected"] if fig else None
-                row[f"{name}_corrected_ci_lo"], row[f"{name}_corrected_ci_hi"] = ci[0], ci[1]
-                row[f"{name}_corrected_upper_bound"] = (fig or {}).get("upper_bound")
-                row[f"{name}_corrected_lower_bound"] = (fig or {}).get("lower_bound")
-            row["refusal_correction_note"] = rc.get("note") or ("; ".join(
-                f"{k}: {why}" for k, why in (rc.get("withheld") or {}).items()) or None)
+                cf = rc.figure(name) if rc is not None else None
+                row[f"{name}_corrected"] = cf.corrected if cf else None
+                row[f"{name}_corrected_ci_lo"] = cf.ci[0] if cf and cf.ci else None
+                row[f"{name}_corrected_ci_hi"] = cf.ci[1] if cf and cf.ci else None
+                row[f"{name}_corrected_upper_bound"] = cf.upper_bound if cf else None
+                row[f"{name}_corrected_lower_bound"] = cf.lower_bound if cf else None
+            row["refusal_correction_note"] = None if rc is None else (rc.note or ("; ".join(
+                f"{k}: {why}" for k, why in rc.withheld.items()) or None))
             rp = s.refusal_people
             if rp:
                 from ..stats.people_refusal import figure_key
@@ -613,7 +614,7 @@ def markdown_table(scores: Sequence[Score]) -> str:
     return "\n".join(lines) + "\n"
 
 
-FORMATS = {"table": text_table, "csv": csv_table, "json": json_lines, "md": markdown_table}
+FORMATS: dict[str, Callable[..., str]] = {"table": text_table, "csv": csv_table, "json": json_lines, "md": markdown_table}
 
 #: the figures of a reference row (a published model beside the inputs): the recalls (over- and
 #: under-refusal) and the context figures, each with its interval
@@ -846,8 +847,8 @@ def format_placements(res: "PlacementResult") -> str:
     factor = getattr(res, "factor", "placement")
     mut = factor == "mutation"
     arm = factor == "arm"  # the reveal study (stats.reveal): each arm against full
-    head = (f"reveal study: {res.model} [{res.mode}{rm}]{tag}, arms {', '.join(p.level for p in ps)} (final turns)"
-            if arm else f"mutation study: {res.model} [{res.mode}{rm}]{tag}, queries worded as {', '.join(p.level for p in ps)}; "
+    head = (f"reveal study: {res.model} [{res.mode}{rm}]{tag}, arms {', '.join(p.factor_level for p in ps)} (final turns)"
+            if arm else f"mutation study: {res.model} [{res.mode}{rm}]{tag}, queries worded as {', '.join(p.factor_level for p in ps)}; "
             f"context as {res.held.get('context_placement', '?')}, contexts untouched" if mut else
             f"placement study: {res.model} [{res.mode}{rm}]{tag}, context as {', '.join(p.placement for p in ps)}")
     lines = [head,
@@ -889,7 +890,7 @@ def format_placements(res: "PlacementResult") -> str:
         if (mut or arm) and seen and seen != shown_people:  # people's on these pairs (base wording); once
             shown_people = seen
             for ref, label in (("one_person", "people: one person"), ("majority", "people: majority")):
-                b = p.people.get(ref) or {}
+                b = (p.people or {}).get(ref) or {}
                 if "context_shift" not in b:
                     continue
                 follow = (fmt_num(b["context_follow"], 3) + " " + _bounds(b.get("ci", {}).get("context_follow"))
@@ -958,13 +959,13 @@ def format_placements(res: "PlacementResult") -> str:
                        "the cases both answered; Wilson CI widened by the query clusters):") if arm else
                   ("wording consistency (cases whose verdict is unchanged by the rewording, of the cases both "
                    "wordings answered; Wilson CI widened by the query clusters):")]
-        for c in res.consistency:
-            if not c.n:
-                lines.append(f"  {c.level:<{width}}- (no case answered under both wordings)")
+        for cons in res.consistency:
+            if not cons.n:
+                lines.append(f"  {cons.factor_level:<{width}}- (no case answered under both wordings)")
                 continue
-            small = SMALL if c.n < MIN_CASES else ""
-            lines.append(f"  {c.level:<{width}}{fmt_num(c.share, 3)} {_bounds(c.ci)}  ({c.unchanged} of {c.n}{small} "
-                         f"cases, {c.queries} queries)")
+            small = SMALL if cons.n < MIN_CASES else ""
+            lines.append(f"  {cons.factor_level:<{width}}{fmt_num(cons.share, 3)} {_bounds(cons.ci)}  ({cons.unchanged} of "
+                         f"{cons.n}{small} cases, {cons.queries} queries)")
     if any(SMALL in line for line in lines[3:]):
         lines.append(f"{SMALL} from fewer than {MIN_CASES} cases (pairs, for the context figures): read with care")
     return "\n".join(lines) + "\n"

@@ -19,6 +19,7 @@ from .results import model_short_name
 
 if TYPE_CHECKING:
     from ..modes import Mode
+    from ..mutations import Mutation
 
 DEFAULT_MODEL = "hf/smollm2-135m-instruct"
 #: The paper re-asked an unparseable answer twice.
@@ -123,6 +124,9 @@ class RunConfig:
     mutator_options: dict[str, Any] = field(default_factory=dict)
     #: the ``Mode`` object of ``mode`` (set by ``__post_init__``)
     mode_spec: "Mode" = field(init=False, repr=False, compare=False)
+    #: the ``Mutation`` object of ``mutation``, resolved once as the mode is (set by
+    #: ``__post_init__``; None: the dataset's wording)
+    mutation_spec: "Mutation | None" = field(init=False, repr=False, compare=False, default=None)
 
     @property
     def call_limit_s(self) -> float | None:
@@ -145,16 +149,17 @@ class RunConfig:
                                  ("parse_retries", self.parse_retries, 0), ("max_connections", self.max_connections, 1)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < low):
                 raise RunError(f"--{name.replace('_', '-')} must be a whole number of at least {low}, got {value!r}")
-        for name, value, ok, want in (
+        number: float | None
+        for name, number, ok, want in (
                 ("temperature", self.temperature, lambda v: 0 <= v <= 2, "from 0 to 2"),
                 ("top_p", self.top_p, lambda v: 0 < v <= 1, "above 0 and at most 1"),
                 ("max_cost", self.max_cost, lambda v: v >= 0, "0 or more"),
                 ("call_timeout", self.call_timeout, lambda v: v > 0, "above 0"),
                 ("batch_poll", self.batch_poll_s, lambda v: v > 0, "above 0")):
-            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
-                                      or value != value or (abs(value) == float("inf") and name != "max_cost")
-                                      or not ok(value)):
-                raise RunError(f"--{name.replace('_', '-')} must be a number {want}, got {value!r}")
+            if number is not None and (isinstance(number, bool) or not isinstance(number, (int, float))
+                                       or number != number or (abs(number) == float("inf") and name != "max_cost")
+                                       or not ok(number)):
+                raise RunError(f"--{name.replace('_', '-')} must be a number {want}, got {number!r}")
         if self.reask not in ("repair", "same"):
             raise RunError(f"--reask must be one of repair, same, got {self.reask!r}")
         if self.context_as is not None:
@@ -181,6 +186,7 @@ class RunConfig:
                                "SORRY-Bench's files with --mutations-from DIR, or name a model to write them "
                                "(--mutator SPEC).")
             self.mutation = m.name
+            self.mutation_spec = m
 
 
 def default_call_timeout(model: str, options: dict[str, Any] | None = None) -> float | None:
@@ -198,7 +204,7 @@ def default_call_timeout(model: str, options: dict[str, Any] | None = None) -> f
     return 2 * float((options or {}).get("timeout") or 60.0) + 10
 
 
-def default_out_dir(model: str, mode: str, removed: Sequence[str] = (), context_as: str | None = None,
+def default_out_dir(model: str, mode: "str | Mode", removed: Sequence[str] = (), context_as: str | None = None,
                     default_context_as: str | None = None, dataset_sha256: str | None = None,
                     selection: str | None = None, mutation: str | None = None) -> Path:
     """``runs/<model>_<mode>[_<removed>][_ctx-<placement>][_mut-<mutation>][_<dataset>][_<selection>]``: the

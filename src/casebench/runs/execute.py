@@ -296,7 +296,7 @@ class Runner(RevealSteps):
     def _request(self, j: _Job) -> Request:
         prompt, history = j.prompt, j.history
         repair = self.mode.repair_message(j.unread[1]) if j.unread and self.prep.manifest.asked.reask == "repair" else None
-        if repair:  # a re-ask that can differ: the unreadable answer, then what was wrong and the format
+        if repair and j.unread:  # a re-ask that can differ: the unreadable answer, then what was wrong and the format
             prompt, history = repair, (*history, (j.prompt, j.unread[0]))
         return Request(case=j.case, sample=j.sample, prompt=prompt, want=self.mode.want,  # type: ignore[arg-type]
                        system=j.system, stop=self.stop, history=history, mode=self.mode.name, query=j.query,
@@ -385,7 +385,7 @@ class Runner(RevealSteps):
 
     def _record(self, job: _Job, ans: Answer, reading: Reading) -> Record | None:
         """The final record for an answer, or None when it should be asked again."""
-        base = dict(case=job.case, sample=job.sample, text=ans.text, usage=job.usage,
+        base: dict[str, Any] = dict(case=job.case, sample=job.sample, text=ans.text, usage=job.usage,
                     latency_s=round(job.latency_s, 4), attempts=job.asks,
                     detail={**dict(ans.detail or {}), **dict(reading.detail)})
         if reading.ok:

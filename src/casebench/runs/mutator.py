@@ -155,12 +155,14 @@ def mutation_source(config: "RunConfig", cases: Sequence[Any], out: Path) -> "Mu
     """The queries as asked under ``config.mutation`` (``mutations.MutationSource``): built in,
     from the user's SORRY-Bench files, or written by ``config.mutator`` (a run's own texts from
     its manifest first, then the mutator's cache, asking only for the rest)."""
+    m = config.mutation_spec
+    if m is None:
+        raise RunError("no --mutation to reword the queries by")
     if config.mutator is None:
         try:
-            return mutated_queries(config.mutation, cases, config.mutations_from)  # type: ignore[arg-type]
+            return mutated_queries(m, cases, config.mutations_from)
         except MutationError as e:
             raise RunError(str(e)) from None
-    m = get_mutation(config.mutation)  # type: ignore[arg-type]
     known: dict[str, str] = {}
     if (out / "manifest.json").is_file():
         try:

@@ -18,6 +18,7 @@ from typing import Any
 from ..backends.base import Backend, GenerationSettings
 from ..data import Dataset, load_dataset, validate_parameter_names
 from ..modes import Mode
+from ..mutations import MutationSource
 from ..prompts import BUILTIN_TEMPLATES, CHATBOT_PLACEMENTS, REVEAL_PLACEMENTS, Templates, check_placement, wording_of
 from .config import RunConfig, default_out_dir, resolve_data_path, selection_tag
 from .pricing import PriceMatch, PriceTable
@@ -55,8 +56,9 @@ class Prepared:
     transport: dict[str, Any]
     manifest: Manifest
     classifier: Any = None
-    #: the query mutation: the queries as asked, per case index (None: the dataset's wording)
-    mutation: Any = None
+    #: the query mutation and the queries as asked under it, per case index (None: the
+    #: dataset's wording)
+    mutation: MutationSource | None = None
 
     @property
     def asked(self) -> Asked:

@@ -164,7 +164,7 @@ def read_price_file(path: str | Path) -> dict[str, Price]:
     for key, entry in data.items():
         if not isinstance(entry, dict):
             raise PricingError(f"{p}: model '{key}': must be an object with 'input' and 'output' (USD per 1M tokens)")
-        vals = []
+        vals: list[float | None] = []
         for fld in ("input", "output"):
             v = entry.get(fld)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
@@ -178,5 +178,5 @@ def read_price_file(path: str | Path) -> dict[str, Price]:
                 raise PricingError(f"{p}: model '{key}', field '{fld}': must be a number >= 0 "
                                    f"(USD per 1M tokens), found {v!r}")
             vals.append(None if v is None else float(v))
-        out[str(key)] = Price(*vals)
+        out[str(key)] = Price(float(vals[0] or 0.0), float(vals[1] or 0.0), vals[2], vals[3])
     return out

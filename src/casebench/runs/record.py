@@ -93,7 +93,7 @@ class RunState(str, Enum):
     def __str__(self) -> str:
         return self.value
 
-    __format__ = str.__format__  # f"{state}" is the value on every Python version
+    __format__ = str.__format__  # type: ignore[assignment]  # f"{state}" is the value on every Python version
 
 
 #: the former name of ``RunState``

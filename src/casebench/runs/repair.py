@@ -267,7 +267,7 @@ def _move_damaged(rundir: RunDir, scanned: ScannedRecords, report: RepairReport,
     wrote) to ``records.damaged.jsonl`` (flushed to disk first), then rewrite ``records.jsonl``
     with the remaining valid lines only, atomically: a kill in between leaves the moved lines in
     both files, never in neither."""
-    accepted = producers or frozenset({producer})
+    accepted = producers or frozenset({producer} if producer is not None else ())
     foreign = {n for n, r, _ in scanned.valid if producer is not None and r.producer is not None
                and r.producer not in accepted}
     moved = sorted([*scanned.damaged,

@@ -60,8 +60,8 @@ def verdict_masses(finals: Mapping[tuple[int, int], Record], cases: Sequence[int
     """Per case, the mean verdict mass of its answered samples (None: none recorded)."""
     out: list[float | None] = []
     for c in cases:
-        ms = [record_verdict_mass(finals[(c, s)]) for s in range(samples) if (c, s) in finals]
-        ms = [m for m in ms if m is not None]
+        found = [record_verdict_mass(finals[(c, s)]) for s in range(samples) if (c, s) in finals]
+        ms = [m for m in found if m is not None]
         out.append(sum(ms) / len(ms) if ms else None)
     return out
 
@@ -324,7 +324,7 @@ def check_run(run_path: str | Path, min_coverage: float = DEFAULT_MIN_COVERAGE,
         adv.append("why: " + "; ".join(f"{why} ({n})" for why, n in reasons.most_common(3)))
     shown = [r for r in missing if r.text][:examples]
     for r in shown:
-        text = " ".join(r.text.split())
+        text = " ".join((r.text or "").split())
         adv.append(f"case {r.case} wrote: {text[:160]!r}" + (" ..." if len(text) > 160 else ""))
     if check.not_a_chatbot:
         adv.append("try: --model and --base-url naming the chatbot users talk to (not a judge or guard model), "

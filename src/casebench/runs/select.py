@@ -18,7 +18,10 @@ from __future__ import annotations
 
 import math
 import random
-from typing import Any, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Sequence, TypeVar
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..data import Dataset
 
 from .record import RunError, Selection
 
@@ -100,7 +103,7 @@ def pair_order(dataset: Sequence[Any], seed: int = 0) -> list[tuple[int, int]]:
     return interleave([_shuffled(by_cat[k], rng) for k in sorted(by_cat)], rng)
 
 
-def stratified_indices(dataset: Sequence[Any], n: int, seed: int = 0, procedure: int = SELECTION_PROCEDURE) -> list[int]:
+def stratified_indices(dataset: "Sequence[Any] | Dataset", n: int, seed: int = 0, procedure: int = SELECTION_PROCEDURE) -> list[int]:
     """A seeded subset of ``n`` cases, stratified by category, then by intended safety: the first
     ``n`` of ``case_order`` (45 cases of the published dataset are one per category, 90 one per
     category x intent), in dataset order. A larger ``n`` with the same seed holds this subset."""
@@ -112,7 +115,7 @@ def stratified_indices(dataset: Sequence[Any], n: int, seed: int = 0, procedure:
     return sorted(case_order(cases, seed)[:n])
 
 
-def stratified_pairs(dataset: Sequence[Any], n: int, seed: int = 0, procedure: int = SELECTION_PROCEDURE) -> list[int]:
+def stratified_pairs(dataset: "Sequence[Any] | Dataset", n: int, seed: int = 0, procedure: int = SELECTION_PROCEDURE) -> list[int]:
     """The cases of a seeded subset of ``n`` query pairs, stratified by category: both cases of
     each chosen query (its safe-intent and its unsafe-intent context), so per-pair context
     figures (``stats.pairs.pair_by_query``) have pairs to read. The first ``n`` pairs of
@@ -127,7 +130,7 @@ def stratified_pairs(dataset: Sequence[Any], n: int, seed: int = 0, procedure: i
     return sorted(i for pair in pair_order(cases, seed)[:n] for i in pair)
 
 
-def select_cases(dataset: Sequence[Any], *, limit: int | None = None, cases: Sequence[int] | None = None,
+def select_cases(dataset: "Sequence[Any] | Dataset", *, limit: int | None = None, cases: Sequence[int] | None = None,
                  stratified: int | None = None, seed: int = 0,
                  pairs: int | None = None, procedure: int = SELECTION_PROCEDURE) -> tuple[list[int], Selection]:
     """The case indices a run asks (dataset order) and how they were chosen. ``procedure``: the

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ..data import Dataset, ablation_conditions, load_dataset, validate_parameter_names
-from ..modes import get_mode
+from ..modes import Mode, get_mode
 from ..prompts import CONTEXT_PLACEMENTS
 from .config import RunConfig, default_out_dir, resolve_data_path
 from .record import RunError, RunState
@@ -82,7 +82,7 @@ class ConditionRun:
     mutation: str | None = None  # None: the dataset's own wording
 
 
-def study_run_dir(out_root: str | Path, model: str, mode: str, removed: Sequence[str] = (),
+def study_run_dir(out_root: str | Path, model: str, mode: "str | Mode", removed: Sequence[str] = (),
                   context_as: str | None = None, mutation: str | None = None, samples: int | None = None) -> Path:
     """Where a condition's run lives: ``<out_root>/<model>_<mode>[_<removed>][_ctx-<placement>][_mut-<mutation>]``
     (the placement only when it is not the mode's default): ``casebench run``'s default name less

@@ -21,10 +21,12 @@ The text of a study is ``present.tables.format_ablation`` (statistics do not for
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Sequence, Mapping
 
+from ..session import in_session
 from ..data import ablation_conditions, all_parameter_names, canonical_removed
 from ..jsonutil import json_safe
+from ..modes import Mode
 from ..predictions import Predictions
 from .compare import CompareError, MetricDiff, compare
 from .metrics import Score
@@ -65,7 +67,7 @@ class ConditionResult:
     diffs: dict[str, MetricDiff] = field(default_factory=dict)
     #: people's references on the pairs this condition answered (``context.people_references``);
     #: None without pairs
-    people: dict[str, Any] | None = None
+    people: Mapping[str, Any] | None = None
 
     @property
     def name(self) -> str:
@@ -75,7 +77,7 @@ class ConditionResult:
 @dataclass
 class AblationResult:
     model: str
-    mode: str
+    mode: Mode
     paper_compat: bool
     conditions: list[ConditionResult]
     settings: dict[str, Any]
@@ -105,6 +107,7 @@ def _sort_key(removed: tuple[str, ...]) -> tuple[int, list[int]]:
     return (len(removed), [order.get(n, 99) for n in removed])
 
 
+@in_session
 def analyse_ablation(preds: Sequence[Predictions], options: ScoringOptions = DEFAULT_OPTIONS) -> AblationResult:
     """Score every condition and its paired difference from the full-context input.
 

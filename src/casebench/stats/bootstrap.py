@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Hashable, Sequence
 
 import numpy as np
 
-from .options import DEFAULT_BOOTSTRAP, check_cluster  # noqa: F401  (DEFAULT_BOOTSTRAP's home is ``options``)
+from .options import check_cluster
+from .options import DEFAULT_BOOTSTRAP as DEFAULT_BOOTSTRAP  # re-exported; its home is ``options``
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..data import Case

@@ -83,13 +83,15 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass, field
-from typing import Any, Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any, Sequence, Mapping
 
 import numpy as np
 
+from ..session import in_session
 from ..data import cases_fingerprint
 from ..jsonutil import json_safe
+from .schema import SCHEMA_VERSION, check_schema
 from ..predictions import Predictions
 from .bootstrap import (
     bootstrap_p, case_clusters, cluster_labels, cluster_resample_weights, p_floor, percentile_ci, resample_weights,
@@ -421,7 +423,7 @@ class PairComparison:
     #: the query pairs both inputs answered both cases of (the per-pair figures' paired rows)
     context_pairs: int = 0
     #: people's references on those pairs (``context.people_references``; default scoring only)
-    people: dict[str, Any] | None = None
+    people: Mapping[str, Any] | None = None
 
 
 @dataclass
@@ -449,8 +451,31 @@ class Comparison:
                             for k, m in pc.metrics.items()},
                 **({"people": pc.people} if pc.people is not None else {}),
             }))
-        return {"inputs": num(self.inputs), "settings": num(self.settings), "case_sets": num(self.case_sets),
-                "pairs": pairs}
+        return {"schema_version": SCHEMA_VERSION, "inputs": num(self.inputs), "settings": num(self.settings),
+                "case_sets": num(self.case_sets), "pairs": pairs}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Comparison":
+        """The comparison of its ``to_dict`` (``compare --json``): each pair's inputs by position
+        again, each metric's difference typed (a null number read back as NaN)."""
+        check_schema(d, "comparison")
+        inputs = [dict(x) for x in d["inputs"]]
+        where = {x["label"]: i for i, x in enumerate(inputs)}
+        known = {f.name for f in fields(MetricDiff)}
+
+        def diff(m: Mapping[str, Any]) -> MetricDiff:
+            kw = {k: v for k, v in m.items() if k in known}
+            for k in ("a", "b", "diff", "p_bootstrap", "mdd"):
+                if k in kw and kw[k] is None:
+                    kw[k] = float("nan")
+            return MetricDiff(**kw)
+
+        pairs = [PairComparison(
+            where[p["a"]], where[p["b"]], int(p["n_paired"]), int(p["dropped"]), dict(p["mcnemar"]), p.get("williams"),
+            {k: diff(m) for k, m in p["metrics"].items()}, shared=int(p.get("shared", 0)),
+            only_a=int(p.get("only_a", 0)), only_b=int(p.get("only_b", 0)), people=p.get("people"))
+            for p in d["pairs"]]
+        return cls(inputs, pairs, dict(d.get("settings") or {}), [dict(g) for g in d.get("case_sets") or []])
 
 
 #: the keys this version added to a comparison, left out of paper-compatible output (which
@@ -494,7 +519,7 @@ def _paired_arrays(
     else:
         positions = np.array([union[int(c)] for c in a.case_indices[kept]], dtype=int)
     sa, sb = sa.take(ia), sb.take(ib)
-    if sa.pairs is not None and sb.pairs is not None:
+    if sa.pairs is not None and sb.pairs is not None and sa.pair_ids is not None:
         # the same cases in the same order: keep the query pairs both inputs answered both cases of
         theirs = {tuple(x) for x in sb.pairs.tolist()}
         common = np.array([tuple(x) in theirs for x in sa.pairs.tolist()], dtype=bool)
@@ -711,7 +736,7 @@ def _resampled_cases(preds: Sequence[Predictions], union: dict[int, int] | None)
     """The cases the resamples draw from: the first input's, or those of ``union`` (in its order)."""
     if union is None:
         return list(preds[0].cases)
-    by_index = {}
+    by_index: dict[int, Any] = {}
     for p in preds:
         for c, case in zip(p.case_indices, p.cases):
             by_index.setdefault(int(c), case)
@@ -802,6 +827,7 @@ def adjust(pairs: Sequence[PairComparison], alpha: float) -> None:
             m.significant = bool(r) and m.withheld is None
 
 
+@in_session
 def compare(
     preds: Sequence[Predictions], options: ScoringOptions = DEFAULT_OPTIONS, *,
     pairs: Sequence[tuple[int, int]] | None = None,

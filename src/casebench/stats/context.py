@@ -83,6 +83,7 @@ import numpy as np
 
 from ..data import SAFE_THRESHOLD
 from .bootstrap import DEFAULT_BOOTSTRAP, percentile_ci, resample_weights, wilson_ci
+from ..session import memo_by_key
 from .pairs import pair_by_query, pair_positions  # noqa: F401  (pair_positions re-exported)
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -112,7 +113,7 @@ def _centred(x: np.ndarray) -> np.ndarray:
     constant side gets a variance of exactly 0."""
     if not len(x) or np.ptp(x) <= 1e-12:
         return np.zeros(len(x))
-    return x - x.mean()
+    return np.asarray(x - x.mean())
 
 
 def _pair_columns(a: Any) -> dict[str, np.ndarray] | None:
@@ -287,7 +288,7 @@ def _contested_k(s: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _clear_cases(s: Mapping[str, np.ndarray]) -> np.ndarray:
-    return s["w"] - s["ct"]
+    return np.asarray(s["w"] - s["ct"])
 
 
 def _clear_k(s: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -481,7 +482,7 @@ def people_references(g: np.ndarray, y: np.ndarray, pairs: np.ndarray, *, n_boot
     reference's (``judge_minus``), paired over the same pairs and resamples.
 
     People's two references are one bootstrap per pairs, labels and resamples (``_people_key``),
-    kept (``_PEOPLE``): every input, pair comparison and dataset-wide line over the same pairs
+    kept in the scoring session (``session.memo_by_key``): every input, pair comparison and dataset-wide line over the same pairs
     reads that one computation; ``judge_minus`` and the counts are added per call.
     """
     g = np.asarray(g, dtype=float)
@@ -491,13 +492,9 @@ def people_references(g: np.ndarray, y: np.ndarray, pairs: np.ndarray, *, n_boot
     if pair_clusters is not None and k and n_clusters == k and np.array_equal(pair_clusters, np.arange(k)):
         pair_clusters = n_clusters = None  # every pair its own cluster, all drawn: the plain pair bootstrap
     key = _people_key(g, y, pairs, n_boot, seed, level, label_source, pair_clusters, n_clusters)
-    people = _PEOPLE.get(key)
-    if people is None:
-        people = _people_figures(g, y, pairs, n_boot=n_boot, seed=seed, level=level, label_source=label_source,
-                                 pair_clusters=pair_clusters, n_clusters=n_clusters)
-        _PEOPLE[key] = people
-        while len(_PEOPLE) > _PEOPLE_KEPT:
-            _PEOPLE.pop(next(iter(_PEOPLE)))
+    people = memo_by_key("people on pairs", key, lambda: _people_figures(
+        g, y, pairs, n_boot=n_boot, seed=seed, level=level, label_source=label_source, pair_clusters=pair_clusters,
+        n_clusters=n_clusters))
     out = copy.deepcopy(people)
     if v is not None and k:
         W = _pair_weights(k, n_boot, seed, pair_clusters, n_clusters)
@@ -519,14 +516,6 @@ def people_references(g: np.ndarray, y: np.ndarray, pairs: np.ndarray, *, n_boot
         }
     out["definitions"] = PEOPLE_DEFINITIONS
     return out
-
-
-#: people's figures already computed, by what they rest on (``_people_key``): every input, pair
-#: comparison and dataset-wide reference over the same pairs, labels and resamples reads one
-#: computation (a report over inputs of one dataset runs one bootstrap of people's per label source)
-_PEOPLE: dict[tuple[Any, ...], dict[str, Any]] = {}
-#: how many such results are kept (the oldest is dropped first)
-_PEOPLE_KEPT = 64
 
 
 def _people_key(g: np.ndarray, y: np.ndarray, pairs: np.ndarray, n_boot: int, seed: int, level: float,
@@ -749,7 +738,7 @@ def human_references(cases: Sequence["Case"], n_boot: int = DEFAULT_BOOTSTRAP, s
     }
 
 
-def reference_line(ref: dict[str, Any]) -> str:
+def reference_line(ref: Mapping[str, Any]) -> str:
     """One line of the human references for a table footer."""
     def f(x: Any, d: int = 3) -> str:
         return "-" if x is None or (isinstance(x, float) and np.isnan(x)) else f"{x:.{d}f}"
@@ -762,7 +751,7 @@ def reference_line(ref: dict[str, Any]) -> str:
             f"BCE floor {f(ref['bce_floor'])}")
 
 
-def people_line(ref: dict[str, Any]) -> str:
+def people_line(ref: Mapping[str, Any]) -> str:
     """One line of people's references over the whole dataset (``human_references``) for a table
     footer: one person's shift and the majority's follow under the label source, which label
     source, the other's figures, and the agreement and BCE references."""

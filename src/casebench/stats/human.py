@@ -56,6 +56,7 @@ import numpy as np
 from ..data import ALWAYS_UNSAFE_CATEGORIES, SAFE_THRESHOLD, Case
 from .pairs import Pairing, pair_by_query  # noqa: F401  (re-exported: pairing lives in stats/pairs)
 from .options import LABEL_SOURCES, LabelSource, LabelSourceError, case_safe_rate, check_label_source  # noqa: F401
+from .schema import SCHEMA_VERSION
 
 DEFAULT_DRAWS = 1000
 
@@ -121,7 +122,7 @@ class VoteTable:
 
     @property
     def share(self) -> np.ndarray:
-        return self.safe / self.n
+        return np.asarray(self.safe / self.n)
 
     def where(self, mask: np.ndarray) -> "VoteTable":
         idx = np.flatnonzero(mask)
@@ -264,10 +265,10 @@ def bh_adjust(p: Sequence[float], alpha: float) -> tuple[np.ndarray, np.ndarray]
     ``alpha`` (scipy ``false_discovery_control``, the step-up adjusted p-values)."""
     from scipy.stats import false_discovery_control
 
-    p = np.asarray(p, dtype=float)
-    if not p.size:
-        return p, np.zeros(0, dtype=bool)
-    adj = false_discovery_control(p, method="bh")
+    arr = np.asarray(p, dtype=float)
+    if not arr.size:
+        return arr, np.zeros(0, dtype=bool)
+    adj = false_discovery_control(arr, method="bh")
     return adj, adj <= alpha
 
 
@@ -446,7 +447,7 @@ def majority(table: VoteTable) -> dict[str, Any]:
             "unsafe": int(np.sum(twice < sub.n)),
             "ties": int(np.sum(twice == sub.n)),
         }
-    changes = Counter()
+    changes: Counter[str] = Counter()
     for c in table.cases:
         pub, vot = c.human_safe, votes_majority_safe(c)
         if pub == vot:
@@ -697,6 +698,7 @@ def human_stats(
     ref = human_references(voted, seed=seed, label_source=label_source)
     effect = people_context_effect(ref, paired)
     return {
+        "schema_version": SCHEMA_VERSION,
         "dataset": {
             "cases": len(all_cases),
             "cases_without_votes": len(all_cases) - len(voted),

@@ -33,14 +33,14 @@ def case_log_loss(a: ScoringArrays) -> np.ndarray:
     assert p is not None
     with np.errstate(divide="ignore", invalid="ignore"):
         if a.paper_compat:
-            return -(g * np.log(p) + (1 - g) * np.log(1 - p + PAPER_BCE_EPS))
+            return np.asarray(-(g * np.log(p) + (1 - g) * np.log(1 - p + PAPER_BCE_EPS)))
         pc = np.clip(p, BCE_EPS, 1 - BCE_EPS)
-        return -(g * np.log(pc) + (1 - g) * np.log1p(-pc))
+        return np.asarray(-(g * np.log(pc) + (1 - g) * np.log1p(-pc)))
 
 
 def ece_bins(p: np.ndarray) -> np.ndarray:
     """The ECE bin of each P(safe): ``ECE_BINS`` equal-width bins of [0, 1] (1.0 in the last)."""
-    return np.minimum((np.clip(p, 0, 1) * ECE_BINS).astype(int), ECE_BINS - 1)
+    return np.asarray(np.minimum((np.clip(p, 0, 1) * ECE_BINS).astype(int), ECE_BINS - 1))
 
 
 # The built-in column sets. Each ``make`` returns None when the input lacks what it needs.
@@ -61,7 +61,7 @@ def _centre(x: np.ndarray) -> np.ndarray:
     x = np.asarray(x, dtype=float)
     if not len(x) or np.ptp(x) <= 1e-12 * max(1.0, float(np.max(np.abs(x)))):
         return np.zeros(len(x))
-    return x - x.mean()
+    return np.asarray(x - x.mean())
 
 
 def _bce_columns(a: ScoringArrays) -> dict[str, np.ndarray] | None:
@@ -240,7 +240,7 @@ def _ece(s: Sums) -> np.ndarray:
     sum over bins of |sum of (P - safe_rate) in the bin| / cases."""
     with np.errstate(invalid="ignore", divide="ignore"):
         gaps = np.stack([s[f"ece{b}"] for b in range(ECE_BINS)], axis=-1)
-        return np.abs(gaps).sum(axis=-1) / s["w"]
+        return np.asarray(np.abs(gaps).sum(axis=-1) / s["w"])
 
 
 # --------------------------------------------------------------------------------------------

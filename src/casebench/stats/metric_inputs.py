@@ -62,7 +62,7 @@ class ScoringArrays:
         of its cases are taken."""
         idx = np.asarray(idx, dtype=int)
         pairs = pair_ids = None
-        if self.pairs is not None:
+        if self.pairs is not None and self.pair_ids is not None:
             new_pos = np.full(len(self.y), -1, dtype=int)
             new_pos[idx] = np.arange(len(idx))
             mapped = new_pos[self.pairs] if len(self.pairs) else np.zeros((0, 2), dtype=int)

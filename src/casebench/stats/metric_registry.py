@@ -10,7 +10,7 @@ whole wherever it is read.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 
@@ -23,6 +23,9 @@ from .metric_formulas import (
     _unsafe_recall_k,
 )
 from .metric_inputs import Sums
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..modes import Mode
 
 @dataclass(frozen=True)
 class MetricDef:
@@ -185,7 +188,7 @@ for _m in BUILTIN_METRICS:  # (accuracy and pcc may name their own tests: no plu
     METRIC.register(_m.name, _m)
 
 
-def metric_names(mode: str) -> tuple[str, ...]:
+def metric_names(mode: "str | Mode") -> tuple[str, ...]:
     """The metrics that apply to a mode, in table order."""
     from ..modes import get_mode
 

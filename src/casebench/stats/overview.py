@@ -17,10 +17,11 @@ input and a respond run (``saydo``), and the statistics of the human votes (``hu
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from ..session import in_session
 from ..data import Case
 from ..predictions import Predictions
 from .ablation import AblationResult
@@ -148,7 +149,7 @@ def comparisons(preds: Sequence[Predictions], options: ScoringOptions = DEFAULT_
     per group, every pair that shares a case, over the cases it shares (``compare``)."""
     from .compare import comparable_groups, compare, shared_cases
 
-    out = []
+    out: list[tuple[list[int], Comparison | None]] = []
     for g in comparable_groups(preds):
         if len(g) < 2:
             continue
@@ -297,7 +298,7 @@ class Overview:
     matrices: list[tuple[list[int], PairMatrix]] = field(default_factory=list)
     #: people's references over every case of each set of voted cases among the inputs, as
     #: their results hold them (``result.people_by_case_set``)
-    people: list[tuple[list[int], dict[str, Any]]] = field(default_factory=list)
+    people: list[tuple[list[int], Mapping[str, Any]]] = field(default_factory=list)
     #: the inputs grouped by the cases they hold (``compare.case_set_groups``): ranked per group
     case_sets: list[list[int]] = field(default_factory=list)
     ablations: list[tuple[list[int], AblationResult]] = field(default_factory=list)
@@ -318,6 +319,7 @@ class Overview:
 PAIRWISE_TABLE_MAX = 8
 
 
+@in_session
 def overview(
     preds: Sequence[Predictions], options: ScoringOptions = DEFAULT_OPTIONS, *,
     human_cases: Sequence[Case] | None = None, human: bool = True,

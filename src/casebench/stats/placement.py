@@ -39,11 +39,13 @@ The text of a study is ``present.tables.format_placements``; the report's placem
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, Mapping
 
 import numpy as np
 
+from ..session import in_session
 from ..jsonutil import json_safe
+from ..modes import Mode
 from ..predictions import Predictions
 from .compare import CompareError, Comparison, compare
 from .metrics import Score
@@ -175,7 +177,8 @@ class Consistency:
     widened by the design effect of the query clusters (the two contexts of a query move
     together)."""
 
-    level: str
+    #: the factor level (the wording) whose verdicts are compared with the baseline's
+    factor_level: str
     baseline: str
     n: int
     queries: int
@@ -186,7 +189,7 @@ class Consistency:
 
 
 def wording_consistency(a: Predictions, base: Predictions, options: ScoringOptions = DEFAULT_OPTIONS,
-                        level: str = "", baseline: str = BASE_WORDING) -> Consistency:
+                        factor_level: str = "", baseline: str = BASE_WORDING) -> Consistency:
     """How often ``a``'s verdict on a case equals ``base``'s, over the cases both answered
     (see ``Consistency``)."""
     from .bootstrap import cluster_labels, proportion_design_effect, wilson_ci
@@ -197,14 +200,14 @@ def wording_consistency(a: Predictions, base: Predictions, options: ScoringOptio
     rows = [(k, pos[int(c)]) for k, c in enumerate(a.case_indices)
             if int(c) in pos and a.answered[k] and base.answered[pos[int(c)]]]
     if not rows:
-        return Consistency(level, baseline, 0, 0, 0, float("nan"), [float("nan")] * 2)
+        return Consistency(factor_level, baseline, 0, 0, 0, float("nan"), [float("nan")] * 2)
     ia, ib = np.array(rows).T
     same = (a.label[ia] == base.label[ib]).astype(float)
     labels = cluster_labels([a.cases[k].query for k in ia])
     deff = max(1.0, proportion_design_effect(same, np.ones_like(same), labels)) if not options.paper_compat else 1.0
     n, k = len(same), int(same.sum())
     n_eff = n / deff
-    return Consistency(level, baseline, n, int(labels.max()) + 1, k, k / n,
+    return Consistency(factor_level, baseline, n, int(labels.max()) + 1, k, k / n,
                        wilson_ci(k / n * n_eff, n_eff, options.level), deff)
 
 
@@ -217,7 +220,8 @@ class PlacementFigures:
     """One level of a study (a placement, a mutation): its score, context figures, people's
     on the same pairs, and (respond mode) refusal figures and say-do."""
 
-    level: str
+    #: the level of the study's factor (a placement, a wording); not a confidence level
+    factor_level: str
     source: str
     score: Score
     context: ContextFigures
@@ -234,15 +238,15 @@ class PlacementFigures:
     classifier: dict[str, Any] | None = None
     #: people's references on the pairs this level answered (``context.people_references``):
     #: voted on the dataset's own wording, whatever the level's wording; None without pairs
-    people: dict[str, Any] | None = None
+    people: Mapping[str, Any] | None = None
 
     @property
     def placement(self) -> str:
         """The level's name (in a placement study, the placement)."""
-        return self.level
+        return self.factor_level
 
     def to_dict(self, key: str = "placement") -> dict[str, Any]:
-        d: dict[str, Any] = {key: self.level, "source": self.source, "score": self.score.to_dict(),
+        d: dict[str, Any] = {key: self.factor_level, "source": self.source, "score": self.score.to_dict(),
                              "context": self.context.to_dict()}
         if self.people is not None:
             d["people"] = self.people
@@ -265,7 +269,7 @@ class PlacementResult:
     levels in order (the baseline first when the factor has one)."""
 
     model: str
-    mode: str
+    mode: Mode
     removed: tuple[str, ...]
     paper_compat: bool
     placements: list[PlacementFigures]
@@ -285,9 +289,9 @@ class PlacementResult:
         return self.placements
 
     def to_dict(self) -> dict[str, Any]:
-        pairs = []
+        pairs: list[dict[str, Any]] = []
         if self.comparison is not None:
-            names = [p.level for p in self.placements]
+            names = [p.factor_level for p in self.placements]
             for pc, row in zip(self.comparison.pairs, self.comparison.to_dict()["pairs"]):
                 pairs.append({**row, "a": names[pc.a], "b": names[pc.b]})
         d: dict[str, Any] = {
@@ -299,7 +303,8 @@ class PlacementResult:
             d = {"study": self.factor, **d, **self.held,
                  "context_follow_differences": [dict(vars(s)) for s in self.follow_diffs],
                  "wording_consistency": [dict(vars(c)) for c in self.consistency]}
-        return json_safe(d)
+        out: dict[str, Any] = json_safe(d)
+        return out
 
 
 #: the result of any one-factor study
@@ -321,6 +326,7 @@ def _classifier_of(pred: Predictions) -> dict[str, Any] | None:
     return None
 
 
+@in_session
 def analyse_placements(
     preds: Sequence[Predictions], options: ScoringOptions = DEFAULT_OPTIONS, *, judges: Sequence[Predictions] = (),
 ) -> PlacementResult:
@@ -411,20 +417,20 @@ def analyse_factor(
             f.over_refusal_ci = _flip_ci(s.ci.get("safe_recall"))
             f.under_refusal_ci = _flip_ci(s.ci.get("unsafe_recall"))
             f.classifier = _classifier_of(p)
-            j = judge_at.get(f.level)
-            jr = None if j is None else j.at_min_verdict_mass(options.min_verdict_mass)
-            if j is not None and not (jr.answered & r.pred.answered).any():
+            jd = judge_at.get(f.factor_level)
+            jr = None if jd is None else jd.at_min_verdict_mass(options.min_verdict_mass)
+            if jd is not None and jr is not None and not (jr.answered & r.pred.answered).any():
                 # a missing figure, said so, not a failed study: a small judge may write no
                 # readable verdict at all (the embedded SmolLM2 rarely writes binary's JSON)
-                f.say_do_missing = (f"the judge ({j.mode}) gave a readable verdict on {int(j.answered.sum())} of "
-                                    f"{len(j.answered)} cases and none of the chatbot's read answers")
-            elif j is not None:
+                f.say_do_missing = (f"the judge ({jd.mode}) gave a readable verdict on {int(jd.answered.sum())} of "
+                                    f"{len(jd.answered)} cases and none of the chatbot's read answers")
+            elif jd is not None:
                 try:
-                    f.say_do = say_do(j, p, options)
+                    f.say_do = say_do(jd, p, options)
                 except CompareError as e:
-                    raise PlacementStudyError(f"say-do at {factor.name} '{f.level}': {e}") from None
+                    raise PlacementStudyError(f"say-do at {factor.name} '{f.factor_level}': {e}") from None
         out.append(f)
-    names = [f.level for f in out]
+    names = [f.factor_level for f in out]
     diffs = _shift_diffs(cmp, names)
     follow = _shift_diffs(cmp, names, "context_follow")
     consistency = [] if factor.baseline is None else [

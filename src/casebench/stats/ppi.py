@@ -210,7 +210,7 @@ def ppi_mean(
     else:
         total = {g: int(np.sum(sp == g) + np.sum(s_ == g)) for g in groups}
     shares = coef is None
-    cf = {g: (total[g] / sum(total.values()) if shares else float(coef.get(g, 0.0))) for g in groups}
+    cf = {g: (total[g] / sum(total.values()) if shares else float((coef or {}).get(g, 0.0))) for g in groups}
     fold = _folds(c_, folds, seed) if (lam is None and folds > 1) else np.zeros(n, dtype=int)
     k = int(fold.max()) + 1 if n else 1
 

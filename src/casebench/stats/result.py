@@ -10,25 +10,19 @@ report's plots, the per-pair context table (``context.pair_table``) and people's
 (``PeopleReferences``: on the pairs the input answered, and over every case it holds), all under
 the same options (level, clustering, label source, resamples).
 
-The result is frozen and kept beside the predictions, never in them (``_KEPT``, keyed by the
-predictions and the options): a second consumer of the same input with the same options gets
-the same object. The predictions are treated as fixed once scored (nothing in casebench changes
+The result is frozen and kept beside the predictions, never in them: in the scoring session the
+work runs in (``session.ScoringSession``, keyed by the predictions and the options), so a second
+consumer of the same input with the same options gets the same object. The predictions are treated as fixed once scored (nothing in casebench changes
 loaded predictions; the minimum verdict mass is an option, applied through a view,
 ``Predictions.at_min_verdict_mass``).
 
 Published reference rows are scored through ``reference_rows`` (one path, one JSON cache on
 disk), which hands ``score_input`` the figures it kept (``Kept``) so that nothing is computed
 twice.
-
-``BUILDS`` counts, per input source, how often its scoring arrays were built, and ``SCORED`` how
-often its figures were computed (the bootstraps): the tests check that a report over several
-inputs builds each input's arrays once and that kept reference rows are not scored again.
 """
 
 from __future__ import annotations
 
-import weakref
-from collections import Counter, OrderedDict
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
@@ -36,17 +30,12 @@ import numpy as np
 
 from ..data import Case
 from ..predictions import Predictions
+from ..session import memo_by_object
+from .schema import SCHEMA_VERSION, check_schema
 from .metrics import (
     ECE_BINS, Score, ScoringArrays, breakdown_kinds, ece_bins, score_arrays, score_breakdowns, scoring_arrays,
 )
 from .options import DEFAULT_OPTIONS, ScoringOptions
-
-#: per input source, how many times its scoring arrays were built (instrumentation for tests)
-BUILDS: Counter[str] = Counter()
-#: per input source, how many times its figures were computed (``metrics.score_arrays``: the
-#: bootstraps) rather than read from a kept reference row (instrumentation for tests)
-SCORED: Counter[str] = Counter()
-
 
 @dataclass(frozen=True, eq=False)
 class Reliability:
@@ -92,6 +81,15 @@ class PeopleReferences:
 
     pairs: Mapping[str, Any] | None = None
     cases: Mapping[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"schema_version": SCHEMA_VERSION, "pairs": None if self.pairs is None else dict(self.pairs),
+                "cases": None if self.cases is None else dict(self.cases)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "PeopleReferences":
+        check_schema(d, "people's references")
+        return cls(d.get("pairs"), d.get("cases"))
 
     @property
     def pair_count(self) -> int:
@@ -207,11 +205,9 @@ class Kept:
 
 def _build(pred: Predictions, options: ScoringOptions, human_rate: np.ndarray | None = None,
            kept: Kept | None = None) -> ScoredInput:
-    BUILDS[pred.source] += 1
     a, mask = scoring_arrays(pred, options, human_rate)
     mask = np.asarray(mask, dtype=bool)
     if kept is None:
-        SCORED[pred.source] += 1
         score = score_arrays(pred, a, mask, options)
     else:
         score = kept.score
@@ -227,7 +223,7 @@ def _build(pred: Predictions, options: ScoringOptions, human_rate: np.ndarray | 
         sel = c == cat
         acc[cat] = float(a.correct[sel].mean()) if sel.any() else float("nan")
     continuous = pred.is_continuous
-    p = a.p if continuous else a.pred_safe.astype(float)
+    p = a.p if continuous and a.p is not None else a.pred_safe.astype(float)
     correct_all = np.zeros(pred.n, dtype=bool)
     correct_all[np.flatnonzero(mask)] = a.correct
     pairs = None
@@ -242,30 +238,16 @@ def _build(pred: Predictions, options: ScoringOptions, human_rate: np.ndarray | 
                        mask, correct_all, scored_cases, pairs, people)
 
 
-#: every input's scored result by (the predictions' identity, the options), the most recently
-#: used last, with a weak reference to the predictions (an identity is reused once they are
-#: gone); kept beside the predictions, never in them, at most ``_KEPT_MAX``
-_KEPT: "OrderedDict[tuple[int, ScoringOptions], tuple[weakref.ref[Predictions], ScoredInput]]" = OrderedDict()
-_KEPT_MAX = 512
-
-
 def score_input(pred: Predictions, options: ScoringOptions = DEFAULT_OPTIONS, *,
                 kept: Kept | None = None) -> ScoredInput:
     """The one ``ScoredInput`` of ``pred`` under ``options``: built on the first call, the same
-    object afterwards (kept beside the predictions, keyed by them and the options, which include
-    the threshold they are read at). ``kept``: a reference row's figures kept on disk
+    object afterwards within the scoring session (``session.scoring_session``: kept beside the
+    predictions, keyed by them and the options, which include the threshold they are read at;
+    outside a session each call scores afresh). ``kept``: a reference row's figures kept on disk
     (``reference_rows``), used instead of computing them on the first call. Raises
     ``options.LabelSourceError`` when the cases cannot be labelled."""
-    key = (id(pred), options)
-    got = _KEPT.get(key)
-    if got is not None and got[0]() is pred:
-        _KEPT.move_to_end(key)
-        return got[1]
-    scored = _build(pred.at_min_verdict_mass(options.min_verdict_mass), options, kept=kept)
-    _KEPT[key] = (weakref.ref(pred), scored)
-    while len(_KEPT) > _KEPT_MAX:
-        _KEPT.popitem(last=False)
-    return scored
+    return memo_by_object("scored input", pred, options,
+                          lambda: _build(pred.at_min_verdict_mass(options.min_verdict_mass), options, kept=kept))
 
 
 def score_predictions(
@@ -293,4 +275,9 @@ def people_by_case_set(inputs: Sequence[ScoredInput]) -> list[tuple[list[int], M
             continue
         key = tuple((c.index, c.query, c.votes, c.safe_rate, c.category, c.intended_safe) for c in s.pred.cases)
         groups.setdefault(key, []).append(i)
-    return [(members, inputs[members[0]].people.cases) for members in groups.values()]
+    out: list[tuple[list[int], Mapping[str, Any]]] = []
+    for members in groups.values():
+        cases = inputs[members[0]].people.cases
+        if cases is not None:
+            out.append((members, cases))
+    return out

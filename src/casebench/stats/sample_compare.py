@@ -33,6 +33,7 @@ from typing import Any, Hashable, Mapping, Sequence
 import numpy as np
 
 from ..jsonutil import json_safe
+from .schema import SCHEMA_VERSION
 from .bootstrap import bootstrap_p, cluster_labels, cluster_resample_weights, p_floor, percentile_ci
 from .compare import mcnemar_clustered, mcnemar_exact, mdd
 from .metrics import MIN_DISCORDANT, MIN_PAIRED
@@ -95,7 +96,7 @@ class SampleComparison:
 
     def to_dict(self) -> dict[str, Any]:
         return json_safe({
-            "kind": "per-scorer paired comparison of samples", "inputs": self.inputs, "settings": self.settings,
+            "schema_version": SCHEMA_VERSION, "kind": "per-scorer paired comparison of samples", "inputs": self.inputs, "settings": self.settings,
             "pairs": [{"a": self.inputs[p.a]["label"], "b": self.inputs[p.b]["label"], "shared_samples": p.shared,
                        "scorers": {k: dict(vars(v)) for k, v in p.scorers.items()}} for p in self.pairs],
         })
