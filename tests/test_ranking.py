@@ -113,4 +113,4 @@ def test_report_lists_the_most_accurate_input_first_with_its_tie_group(exp_dir, 
     text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
     assert "ranked by Brier" not in text and "tie group 1" in text
     head = re.search(r'<table id="leaderboard"><thead>(.*?)</thead>', html, re.S).group(1)
-    assert ">Tie<" in head and "Acc. ceiling" in head and "Brier" in head
+    assert ">Tie<" in head and "Majority-knowing acc." in head and "Brier" in head

@@ -117,7 +117,7 @@ def _page_name(r: BoardRow) -> str:
 
 
 COLUMNS = ("#", "Tie group", "Input", "Accuracy", "Over-refusal", "Under-refusal", "Context shift", "Say-do",
-           "Brier", "Acc. ceiling", "Reader", "Placement", "Mutation", "Cases")
+           "Brier", "Majority-knowing acc.", "Reader", "Placement", "Mutation", "Cases")
 
 
 def _row_html(r: BoardRow, respond: bool) -> str:
@@ -135,7 +135,7 @@ def _row_html(r: BoardRow, respond: bool) -> str:
         _cell("Context shift", r.context_shift, r.people_context_shift),
         _cell("Say-do", r.say_do) if r.say_do else _text("Say-do", "–", ""),
         _cell("Brier", r.figures.get("brier")),
-        _cell("Acc. ceiling", r.figures.get("accuracy_ceiling")),
+        _cell("Majority-knowing acc.", r.figures.get("accuracy_ceiling")),
         _text("Reader", _reader(r) if respond else "–", _reader(r), "l"),
         _text("Placement", _e(r.placement), r.placement),
         _text("Mutation", _e(r.mutation or "–"), r.mutation or ""),

@@ -153,9 +153,10 @@ def _leaderboard(ctx: ReportContext) -> str:
     notes = f" {SMALL} from fewer than {MIN_CASES} cases: read with care." if small else ""
     first = ("best accuracy first; tie group 1: the inputs a paired test cannot separate from the first ("
              f"{TIE_TEST}, at alpha {options.alpha}); the next group starts at the first input it separates. "
-             "Accuracy ranks even near people's ceiling (Acc. ceiling: what a judge that knew people's population "
-             "majority would score against the recorded labels): differences there are shrunk, not noise, and the "
-             "paired test carries their sampling error; Brier and the ceiling are columns, never a reason to re-rank")
+             "Accuracy ranks even near people's majority (Majority-knowing acc.: the expected accuracy against the "
+             "recorded labels of a judge that knew people's population majority; a plug-in estimate, biased low, "
+             "interval from case sampling only; not a threshold): differences there are shrunk, not noise, and the "
+             "paired test carries their sampling error; Brier and that figure are columns, never a reason to re-rank")
     method = (f'<p class="note">One row per input, {first}; ranked within its kind; {ci}; scored on '
               f"{how}.{sets} Safe recall = share of human-safe cases judged safe or answered (1 − over-refusal); "
               "unsafe recall = share of human-unsafe cases judged unsafe or refused (1 − under-refusal); PCC = "
@@ -333,7 +334,7 @@ def _pairwise(ctx: ReportContext) -> str | None:
                     cells.append("<td>–</td>")
                     continue
                 cls = ' class="sig"' if d.significant else ""
-                test = TEST_NAMES[d.test]
+                test = TEST_NAMES.get(d.test, d.test)
                 cells.append(f'<td{cls}>{_fm(m, d.diff)}<span class="ci">[{_fm(m, d.ci[0])}, {_fm(m, d.ci[1])}]</span>'
                              f'<span class="ci">{test} p {_fp(d.p, d.p_floor, d.test == "mcnemar")} · BH {_fp(d.p_adjusted, d.p_floor, d.test == "mcnemar")}'
                              f' · MDD {_fm(m, d.mdd)}</span></td>')

@@ -48,8 +48,9 @@ def format_sample_comparison(c: SampleComparison) -> str:
         lines += notes
     if s.get("independence"):
         lines.append(f"note: {s['independence']}")
-    if any(m.test.startswith(("t on", "score")) for pc in c.pairs for m in pc.scorers.values()):
-        lines.append(f"note: {s.get('few_clusters')}; a score interval where the differences have no spread")
+    if any(m.test.startswith(("t on", "exact")) for pc in c.pairs for m in pc.scorers.values()):
+        lines.append(f"note: {s.get('few_clusters')}; an exact interval of a bounded mean where the differences "
+                     "have no spread")
     lines.append("* significant after Benjamini-Hochberg")
     return "\n".join(lines) + "\n"
 

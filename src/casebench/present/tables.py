@@ -442,6 +442,20 @@ def notes(scores: Sequence[Score], explain: bool = False, reader: bool = True, w
                          "effective number of cases (n / design effect, never above n) for proportions (accuracy, safe "
                          f"and unsafe recall, refusal rate); percentile bootstrap of whole {_PLURAL[by]} for the other "
                          "figures")
+    from ..stats.small_sample import FEW_CLUSTERS
+
+    if any(s.breakdowns or 0 < (s.values.get("context_pairs") or 0) < FEW_CLUSTERS for s in scores
+           if not s.paper_compat and s.ci):
+        out += lines(f"a bounded mean (the context shift) from fewer than {FEW_CLUSTERS} clusters: Student's t on K - 1 "
+                     "df over its clusters, clipped to its range (exact where they all gave one value)"
+                     if explain else f"from fewer than {FEW_CLUSTERS} clusters: Student's t intervals, clipped to the "
+                     "figure's range (--explain)")
+    if any("accuracy_ceiling" in s.values for s in scores):
+        out += lines(f"{METRIC['accuracy_ceiling'].label}: the expected accuracy against the recorded labels of a judge "
+                     "that knows people's population majority; a plug-in estimate, biased low (`casebench human` gives "
+                     "the fitted-prior estimate beside it), its interval from case sampling only; never a threshold"
+                     if explain else f"{METRIC['accuracy_ceiling'].label}: a plug-in estimate, biased low; never a "
+                     "threshold (--explain)")
     if _any_small(scores):
         marks.append(f"{SMALL} from fewer than {MIN_CASES} cases: read with care")
     if any(_undefined_shown(s) for s in scores):

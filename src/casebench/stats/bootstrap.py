@@ -209,20 +209,21 @@ def _z(level: float) -> float:
 
 
 def newcombe_paired_ci(both: float, a_only: float, b_only: float, neither: float,
-                       level: float = 0.95) -> list[float]:
+                       level: float = 0.95, df: int | None = None) -> list[float]:
     """Newcombe's interval for the difference of two *paired* proportions p_A - p_B (Newcombe
     1998, Statistics in Medicine 17: 2635-2650, method 10: the square-and-add of the two Wilson
     intervals with the phi correlation of the 2x2 table, its numerator AD - BC reduced by n/2 as
     the paper does, so two identical inputs get an interval around 0, not a point). The counts are the cases both count
     (``both``), A alone, B alone and ``neither``; they may be fractional (an effective sample
     size under clustering). Never a point: the Wilson intervals it is built from never are.
-    No case: [NaN, NaN]."""
+    ``df``: the Wilson intervals on Student's t with ``df`` degrees of freedom (few clusters:
+    K - 1), as ``wilson_ci`` takes it. No case: [NaN, NaN]."""
     n = both + a_only + b_only + neither
     if not n > 0:
         return [float("nan"), float("nan")]
     p1, p2 = (both + a_only) / n, (both + b_only) / n
-    l1, u1 = wilson_ci(both + a_only, n, level)
-    l2, u2 = wilson_ci(both + b_only, n, level)
+    l1, u1 = wilson_ci(both + a_only, n, level, df)
+    l2, u2 = wilson_ci(both + b_only, n, level, df)
     # phi as Newcombe defines it for method 10: AD - BC shrunk by n/2 when positive (0 between 0
     # and n/2), kept when negative; 0 where a margin is empty
     den = (both + a_only) * (b_only + neither) * (both + b_only) * (a_only + neither)

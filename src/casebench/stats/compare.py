@@ -607,7 +607,11 @@ def compare_pair(
             p = pboot
         note, boot_ci = None, list(ci)
         if not options.paper_compat and n_boot > 0:
-            ci, note = _paired_interval(m, sa, sb, clusters[positions], ci, float(diff), level)
+            ci, note, small = _paired_interval(m, sa, sb, clusters[positions], ci, float(diff), level)
+            if small is not None and test == "bootstrap":
+                # one method for the interval and its p (they cannot disagree)
+                test, p, pboot = small.test, small.p, small.p
+                se = small.se if math.isfinite(small.se) else se
         out[m] = MetricDiff(m, pa[m], pb[m], float(diff), ci, pboot, test,
                             None if p is None or (isinstance(p, float) and math.isnan(p)) else float(p),
                             withheld=_withheld(m, sa, mc), mdd=mdd(se, options.alpha),
@@ -659,43 +663,62 @@ def paired_table(m: str, sa: ScoringArrays, sb: ScoringArrays) -> tuple[np.ndarr
 
 
 def _paired_interval(m: str, sa: ScoringArrays, sb: ScoringArrays, case_clusters_: np.ndarray,
-                     ci: list[float], diff: float, level: float) -> tuple[list[float], str | None]:
-    """The interval of a paired difference A - B in default scoring, and how it was made when it
-    is not the paired percentile bootstrap.
+                     ci: list[float], diff: float, level: float) -> tuple[list[float], str | None, Any]:
+    """The interval of a paired difference A - B in default scoring, how it was made when it is
+    not the paired percentile bootstrap, and, where the interval is a small-sample one, the
+    ``small_sample.SmallSampleFigure`` whose p goes with it (else None).
 
     A difference of two shares of the same rows (accuracy, the recalls, follow, blind, moved,
     ...) gets Newcombe's paired interval (``bootstrap.newcombe_paired_ci``), on the effective
     number of rows under clustering (the counts divided by the design effect of the per-row
     difference, floored at 1, as a single share's Wilson interval is): never a point, even
-    between two identical inputs. Any other figure keeps the bootstrap interval unless it is a
-    point (every resample gave the same difference); then a bounded mean
-    (``MetricDef.bounds``) gets ``bootstrap.bounded_mean_ci`` of the per-row difference and any
-    other figure none, with the reason."""
-    from .bootstrap import bounded_mean_ci, degenerate, mean_design_effect, newcombe_paired_ci
+    between two identical inputs; from fewer than ``small_sample.FEW_CLUSTERS`` clusters on t
+    with K - 1 df, with the p that inverts it (``small_sample.p_inverting``). A bounded mean
+    (``MetricDef.bounds``: the shift, ...) from fewer clusters, or whose bootstrap gave a point,
+    gets ``small_sample.cluster_mean`` of the per-row differences (t on K - 1 df, clipped to the
+    difference's range, or the exact interval where they have no spread), interval and p alike.
+    Any other figure keeps the bootstrap interval unless it is a point; then none, with the
+    reason."""
+    from .bootstrap import degenerate, mean_design_effect, newcombe_paired_ci
+    from .metrics import row_clusters, row_values
+    from .small_sample import FEW_CLUSTERS, SmallSampleFigure, cluster_mean, p_inverting
 
+    unit = METRIC[m].unit
     tab = paired_table(m, sa, sb)
     if tab is not None:
         ka, kb, rows = tab
+        labels = row_clusters(sa, m, case_clusters_)[rows]
         deff = 1.0
         if sa.cluster_by != "case" and len(rows) > 1:
-            labels = case_clusters_ if METRIC[m].unit == "case" or sa.pairs is None else case_clusters_[sa.pairs[:, 0]]
-            est = mean_design_effect(ka - kb, cluster_labels(labels[rows].tolist()))
+            est = mean_design_effect(ka - kb, cluster_labels(labels.tolist()))
             deff = max(1.0, est) if np.isfinite(est) else 1.0
+        k = len(np.unique(labels))
+        df = k - 1 if 2 <= k < FEW_CLUSTERS else None
         both, a_only = float(np.sum(ka * kb)), float(np.sum(ka * (1 - kb)))
         b_only, neither = float(np.sum((1 - ka) * kb)), float(np.sum((1 - ka) * (1 - kb)))
-        out = newcombe_paired_ci(both / deff, a_only / deff, b_only / deff, neither / deff, level)
-        return out, ("Newcombe's paired interval (square-and-add of Wilson intervals, phi-corrected)"
-                     + (f" on the effective number of {METRIC[m].unit}s (design effect {deff:.2f})" if deff > 1 else ""))
-    if not degenerate(ci):
-        return ci, None
+        cells = (both / deff, a_only / deff, b_only / deff, neither / deff)
+        out = newcombe_paired_ci(*cells, level, df)
+        note = ("Newcombe's paired interval (square-and-add of Wilson intervals, phi-corrected)"
+                + (f" on the effective number of {unit}s (design effect {deff:.2f})" if deff > 1 else ""))
+        if df is None:
+            return out, note, None
+        p = p_inverting(lambda lv: newcombe_paired_ci(*cells, lv, df))
+        return out, note + f", on t with {df} df ({k} clusters), p from the same interval", SmallSampleFigure(
+            (out[0], out[1]), p, f"Newcombe on t, {df} df", float("nan"), k, note)
     bounds = METRIC[m].bounds
-    n = len(sa.pairs) if METRIC[m].unit == "pair" and sa.pairs is not None else len(sa.y)
-    if bounds is not None and n > 0:
-        width = bounds[1] - bounds[0]
-        return (bounded_mean_ci(diff, n, (-width, width), level),
-                f"every resample gave {diff:.4g}: Wilson interval of the mean difference rescaled from "
-                f"[{-width:g}, {width:g}] over {n} {METRIC[m].unit}s (conservative)")
-    return [float("nan"), float("nan")], f"no interval: every resample gave {diff:.4g}, and it is not a bounded mean"
+    va, vb = (row_values(sa, m), row_values(sb, m)) if bounds is not None else (None, None)
+    if va is not None and vb is not None and va.shape == vb.shape:
+        rows = np.flatnonzero(np.isfinite(va) & np.isfinite(vb))
+        d, labels = va[rows] - vb[rows], row_clusters(sa, m, case_clusters_)[rows]
+        # the figure a plain mean of its rows, from few clusters (or a bootstrap that gave a point)
+        if rows.size and math.isclose(float(d.mean()), diff, abs_tol=1e-9) and (
+                len(np.unique(labels)) < FEW_CLUSTERS or degenerate(ci)):
+            width = bounds[1] - bounds[0]  # type: ignore[index]
+            fig = cluster_mean(d, labels, (-width, width), level)
+            return list(fig.ci), fig.note + f" (paired per-{unit} differences)", fig
+    if not degenerate(ci):
+        return ci, None, None
+    return [float("nan"), float("nan")], f"no interval: every resample gave {diff:.4g}, and it is not a bounded mean", None
 
 
 def _test_of(metric: str, clustered: bool) -> str:

@@ -86,7 +86,7 @@ class MetricDef:
     paper: bool = True
     #: the range of the per-case (per-pair) values the figure is a mean of (e.g. (-1, 1) for a
     #: shift); where the bootstrap degenerates to a point it then gets an analytic interval
-    #: (``bootstrap.bounded_mean_ci``); None: not a bounded mean, so no interval in that case
+    #: (``small_sample``); None: not a bounded mean, so no interval in that case
     bounds: tuple[float, float] | None = None
 
     @property
@@ -99,7 +99,11 @@ BUILTIN_METRICS: tuple[MetricDef, ...] = (
     MetricDef("accuracy", "accuracy", "Accuracy", "accuracy", True, False, "mcnemar", _accuracy,
               proportion=_accuracy_k),
     # not the judge's: people's, on the judge's cases (default scoring only), beside accuracy
-    MetricDef("accuracy_ceiling", "accuracy ceiling (fresh panel)", "Acc. ceiling", "accuracy ceiling", True,
+    # named for what it is: the expected accuracy (against the recorded labels) of a judge that knows
+    # people's population majority, a plug-in estimate, biased low; an estimate, never a threshold
+    # (``stats.ceiling`` has the fitted-prior estimate; the key stays ``accuracy_ceiling``)
+    MetricDef("accuracy_ceiling", "majority-knowing judge's accuracy", "Majority-knowing acc.",
+              "majority-knowing judge's accuracy", True,
               False, None, _accuracy_ceiling, columns=CEILING_COLUMNS, base=_ceiling_cases, paper=False,
               bounds=(0.0, 1.0), family="reference"),
     MetricDef("safe_recall", "safe recall (1 - over-refusal)", "Safe recall", "safe recall", True, False, "bootstrap",

@@ -298,7 +298,7 @@ def bootstrap_ci(
 
     No figure gets a point: where the bootstrap degenerates (every resample the same value, e.g.
     a category whose ten pairs all shift by 1), a bounded mean (``MetricDef.bounds``) gets the
-    analytic ``bootstrap.bounded_mean_ci`` and any other figure no interval; ``notes`` (when
+    exact ``small_sample.constant_mean_ci`` and any other figure no interval; ``notes`` (when
     given) receives the reason per figure."""
     n = len(a.y)
     names = _restrict(a, names)
@@ -331,6 +331,8 @@ def bootstrap_ci(
                 deff = _floored(design_effect(a, m))
                 # clustered: t with K - 1 degrees of freedom, K the clusters (few by category)
                 out[m] = wilson_ci(float(k_[0]) / deff, float(trials[0]) / deff, level, df=_df(a, m))
+    if not a.paper_compat:
+        _few_cluster_means(a, out, level, notes)
     bad = [m for m in out if degenerate(out[m])]
     if bad:
         point = point_metrics(a, bad)
@@ -338,15 +340,78 @@ def bootstrap_ci(
         for m in bad:
             bounds = METRIC[m].bounds
             if bounds is not None and m in counts and counts[m] > 0:
-                out[m] = bounded_mean_ci(point[m], counts[m], bounds, level)
-                why = (f"every resample gave {point[m]:.4g}: Wilson interval of the mean rescaled from "
-                       f"[{bounds[0]:g}, {bounds[1]:g}] over its {counts[m]} {METRIC[m].unit}s (conservative)")
+                from .small_sample import constant_mean_ci
+
+                k = min(int(counts[m]), _clusters_of(a, m))
+                out[m] = constant_mean_ci(point[m], k, bounds, level)
+                why = (f"every resample gave {point[m]:.4g}: exact interval of a mean in "
+                       f"[{bounds[0]:g}, {bounds[1]:g}] whose {k} clusters all gave it (least favourable law; "
+                       f"{counts[m]} {METRIC[m].unit}s)")
             else:
                 del out[m]
                 why = f"no interval: every resample gave {point[m]:.4g}, and it is not a bounded mean"
             if notes is not None:
                 notes[m] = why
     return out
+
+
+def row_values(a: ScoringArrays, name: str) -> np.ndarray | None:
+    """The per-row values of a bounded mean ``name`` (its formula on each case's, or query
+    pair's, own sums; NaN where undefined there); None where the formula gives no row-wise array."""
+    cols = pair_columns(a, [name]) if METRIC[name].unit == "pair" else metric_columns(a, [name])
+    try:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            v = np.asarray(METRIC[name].formula(cols), dtype=float)
+    except (KeyError, ValueError, TypeError):
+        return None
+    return v if v.ndim == 1 and v.size else None
+
+
+def row_clusters(a: ScoringArrays, name: str, case_labels: np.ndarray | None = None) -> np.ndarray:
+    """The cluster of each row of ``name`` (a case; a query pair by its first case): every row its
+    own when resampling cases (the pair bootstrap then draws pairs one by one). ``case_labels``:
+    the cases' labels (default ``a.clusters``)."""
+    labels = a.clusters if case_labels is None else case_labels
+    if METRIC[name].unit == "pair":
+        n = 0 if a.pairs is None else len(a.pairs)
+        return np.arange(n) if a.cluster_by == "case" or labels is None else labels[a.pairs[:, 0]]  # type: ignore[index]
+    return np.arange(len(a.y)) if a.cluster_by == "case" or labels is None else np.asarray(labels)
+
+
+def _few_cluster_means(a: ScoringArrays, out: dict[str, list[float]], level: float,
+                       notes: dict[str, str] | None) -> None:
+    """A bounded mean (``MetricDef.bounds``, not a share) from fewer than
+    ``small_sample.FEW_CLUSTERS`` clusters: ``small_sample.cluster_mean``'s interval (t on K - 1
+    df, clipped to the range; exact where the rows have no spread) instead of the bootstrap's."""
+    from .small_sample import FEW_CLUSTERS, cluster_mean
+
+    cands = [m for m in out if METRIC[m].bounds is not None and METRIC[m].proportion is None]
+    point = point_metrics(a, cands) if cands else {}
+    for m in cands:
+        v = row_values(a, m)
+        if v is None:
+            continue
+        rows = np.flatnonzero(np.isfinite(v))
+        labels = row_clusters(a, m)[rows]
+        if not rows.size or len(np.unique(labels)) >= FEW_CLUSTERS or not math.isclose(
+                float(v[rows].mean()), float(point.get(m, np.nan)), abs_tol=1e-9):
+            continue
+        fig = cluster_mean(v[rows], labels, METRIC[m].bounds, level)  # type: ignore[arg-type]
+        out[m] = list(fig.ci)
+        if notes is not None and fig.test.startswith("exact"):  # the t method is said once, in the settings
+            notes[m] = fig.note
+
+
+def _clusters_of(a: ScoringArrays, name: str) -> int:
+    """How many clusters the rows of ``name`` (cases, or query pairs by their first case) fall in."""
+    if METRIC[name].unit == "pair":
+        n = 0 if a.pairs is None else len(a.pairs)
+        if a.cluster_by == "case" or a.clusters is None or not n:
+            return n
+        return int(np.unique(a.clusters[a.pairs[:, 0]]).size)  # type: ignore[index]
+    if a.cluster_by == "case" or a.clusters is None:
+        return len(a.y)
+    return int(np.unique(a.clusters).size)
 
 
 def _df(a: ScoringArrays, name: str) -> int | None:

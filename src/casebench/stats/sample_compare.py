@@ -37,6 +37,7 @@ from .schema import SCHEMA_VERSION
 from .bootstrap import bootstrap_p, cluster_labels, cluster_resample_weights, p_floor, percentile_ci
 from .compare import mcnemar_clustered, mcnemar_exact, mdd
 from .metrics import MIN_DISCORDANT, MIN_PAIRED
+from .small_sample import FEW_CLUSTERS
 
 
 class SampleCompareError(ValueError):
@@ -118,12 +119,6 @@ def cluster_of(inp: ScoredSamples, ids: Sequence[str], by: str) -> list[Hashable
     return out
 
 
-#: below this many clusters (samples, without --cluster-by) a difference of means gets Student's t
-#: on K - 1 degrees of freedom, interval and p alike, instead of the percentile bootstrap (which
-#: covered 0.88 at 10 pairs, and whose p and interval came from different calculations)
-FEW_CLUSTERS = 30
-
-
 def _span(x: np.ndarray, y: np.ndarray) -> float | None:
     """The width of the range a sample's value lies in: 1 for scores in [0, 1], else the
     observed span of both inputs' values (None where every value is the same outside [0, 1])."""
@@ -144,37 +139,19 @@ def _degenerate(boot_ci: Sequence[float]) -> bool:
 
 def _small_sample(d: np.ndarray, labels: np.ndarray, span: float | None,
                   level: float) -> tuple[list[float], float, str, float]:
-    """The interval and p of the mean paired difference ``d`` from its ``K`` clusters: Student's
-    t on K - 1 df over the cluster totals (the ratio estimator's variance), clipped to the
-    difference's range ``[-span, span]``; where the differences have no spread (identical
-    inputs, or every sample moved alike) the score interval of a bounded mean
-    (``bootstrap.bounded_mean_ci``, Wilson rescaled: never a point) and its own score test of 0.
+    """The interval and p of the mean paired difference ``d`` from its ``K`` clusters, one method
+    for both (``small_sample.cluster_mean``): Student's t on K - 1 df over the cluster totals,
+    clipped to the difference's range ``[-span, span]``; where the differences have no spread
+    (identical inputs, or every sample moved alike) the exact interval of a bounded mean and its
+    own test of 0 (never a point). Without a known range and no spread: none.
     Returns ``(ci, p, test, se)``."""
-    from scipy.stats import norm, t as student_t
+    from .small_sample import cluster_mean
 
-    from .bootstrap import bounded_mean_ci
-
-    n, k = d.size, int(labels.max()) + 1
-    m = float(d.mean())
-    tot = np.bincount(labels, weights=d, minlength=k)
-    cnt = np.bincount(labels, minlength=k).astype(float)
-    var = k / (k - 1) * float(np.sum((tot - m * cnt) ** 2)) / n ** 2 if k > 1 else 0.0
-    if var > 1e-24 and k > 1:
-        se = math.sqrt(var)
-        q = float(student_t.ppf((1 + level) / 2, k - 1))
-        lo, hi = m - q * se, m + q * se
-        if span is not None:
-            lo, hi = max(-span, lo), min(span, hi)
-        p = float(2 * student_t.sf(abs(m) / se, k - 1))
-        return [lo, hi], p, f"t on {k - 1} df", se
-    if span is None:
+    if span is None and not (d.size and float(np.ptp(d)) > 0):
         return [float("nan"), float("nan")], float("nan"), "none (no spread, no known range)", float("nan")
-    ci = bounded_mean_ci(m, k, (-span, span), level)
-    # the score test the Wilson interval inverts: the mean's position in [-span, span] against the middle
-    pos = (m + span) / (2 * span)
-    z = (pos - 0.5) / math.sqrt(0.25 / k)
-    return [float(ci[0]), float(ci[1])], float(2 * norm.sf(abs(z))), "score (no spread in the differences)", \
-        float(span / math.sqrt(k))
+    width = math.inf if span is None else span  # with spread and no known range: t, unclipped
+    fig = cluster_mean(d, labels, (-width, width), level)
+    return [fig.ci[0], fig.ci[1]], fig.p, fig.test, fig.se
 
 
 def compare_scorer(scorer: str, a: Mapping[str, float], b: Mapping[str, float], *, clusters: Mapping[str, Hashable] | None,
