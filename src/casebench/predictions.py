@@ -76,6 +76,9 @@ class Predictions:
     #: the query mutation the answers were asked under (``mutations``: SORRY-Bench's name, e.g.
     #: "caesar"); None: the queries in the dataset's wording (people voted on that wording only)
     mutation: str | None = None
+    #: respond runs: per case, the outcome (``classify.outcome``: refuse / clarify / partial /
+    #: comply, None where not read) of each answer; None when the source records none
+    outcome: Optional[list[list[Optional[str]]]] = None
 
     def __post_init__(self) -> None:
         from .prompts import check_placement
@@ -92,6 +95,8 @@ class Predictions:
             raise ValueError(f"{self.source}: {e}") from None
         if self.behaviour is not None and len(self.behaviour) != len(self.cases):
             raise ValueError(f"{self.source}: behaviour must have one entry per case")
+        if self.outcome is not None and len(self.outcome) != len(self.cases):
+            raise ValueError(f"{self.source}: outcome must have one entry per case")
         if self.verdict_mass is not None:
             self.verdict_mass = np.asarray(self.verdict_mass, dtype=float)
             if len(self.verdict_mass) != len(self.cases):
@@ -104,7 +109,7 @@ class Predictions:
         cls, source: str, model: str, mode: "str | Mode", cases: Sequence[Case], values: Sequence[Any],
         removed: tuple[str, ...] = (), meta: dict | None = None, *, context_as: str = "", pending: int = 0,
         behaviour: list[list[str | None]] | None = None, verdict_mass: Sequence[float | None] | None = None,
-        mutation: str | None = None,
+        mutation: str | None = None, outcome: list[list[str | None]] | None = None,
     ) -> "Predictions":
         """Build from raw values, one per case, as the mode defines them (``modes``): e.g.
         ``"safe"``/``"unsafe"``/None in binary mode, a score or P(safe) (or None) otherwise;
@@ -112,7 +117,7 @@ class Predictions:
         m = get_mode(mode)
         mass = None if verdict_mass is None else [np.nan if v is None else float(v) for v in verdict_mass]
         return cls(source, model, m, list(cases), m.labels(values), m.numeric(values), tuple(removed),
-                   dict(meta or {}), context_as, pending, behaviour, mass, mutation=mutation)
+                   dict(meta or {}), context_as, pending, behaviour, mass, mutation=mutation, outcome=outcome)
 
     @property
     def complete(self) -> bool:

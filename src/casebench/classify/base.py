@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass
-from typing import Any, Literal, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, Sequence, runtime_checkable
+
+if TYPE_CHECKING:
+    from .outcome import OutcomeReading
 
 Behaviour = Literal["comply", "partial", "refuse"]
 
@@ -38,6 +41,9 @@ class Verdict:
     behaviour: Behaviour | None
     p_comply: float | None = None
     reason: str | None = None
+    #: how the answer lands (``classify.outcome``: full compliance, a safe completion, a
+    #: clarifying question or a full refusal, with probabilities); None where not read
+    outcome: "OutcomeReading | None" = None
 
     def __post_init__(self) -> None:
         if self.behaviour is not None and self.behaviour not in BEHAVIOURS:
@@ -51,7 +57,9 @@ class Verdict:
         return None if self.behaviour is None else self.behaviour != "comply"
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        d["outcome"] = None if self.outcome is None else self.outcome.to_dict()
+        return d
 
 
 @dataclass(frozen=True)

@@ -157,6 +157,8 @@ class HFClassifier:
     def describe(self) -> dict[str, Any]:
         import transformers
 
+        from .outcome import describe_outcomes
+
         return {
             "name": self.name,
             "kind": "hf-classifier",
@@ -171,6 +173,8 @@ class HFClassifier:
             "device": self.device,
             "transformers_version": transformers.__version__,
             "torch_version": self._torch.__version__,
+            "outcomes": describe_outcomes("the model's P(comply), split by the refinement; none for partial and "
+                                          "refusal apart"),
         }
 
     def _weights_digest(self) -> str:
@@ -219,7 +223,9 @@ class HFClassifier:
             chunk = todo[start:start + self.batch_size]
             for i, v in zip(chunk, self._classify_batch([items[i] for i in chunk])):
                 verdicts[i] = v
-        return [v for v in verdicts if v is not None]
+        from .outcome import with_outcome
+
+        return [with_outcome(v, it.prompt, it.answer) for v, it in zip(verdicts, items) if v is not None]
 
     def classify(self, prompt: str, answer: str) -> Verdict:
         return self.classify_many([Item(prompt, answer)])[0]

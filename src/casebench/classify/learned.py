@@ -217,6 +217,7 @@ class LearnedClassifier:
         """Name, version (with the model file's hash), the fit's settings and the validated
         agreement with the labels of its validation (``classify.validation``; who gave them:
         ``labelled_by``), for the run manifest."""
+        from .outcome import describe_outcomes
         from .validation import validation_for
 
         return {
@@ -228,15 +229,19 @@ class LearnedClassifier:
             "model_sha256": self.sha256,
             "settings": dict(self.model.settings),
             "validation": validation_for(self.name, self.version),
+            "outcomes": describe_outcomes("the model's three probabilities, P(comply) split by the refinement"),
         }
 
     def classify(self, prompt: str, answer: str) -> Verdict:
         """Classify one answer (the prompt feeds the rules' cues: a harmful request, a question
         asking for a judgement)."""
+        from .outcome import with_outcome
+
         screened = not_an_answer(answer, prompt)
         if screened is not None:
-            return screened
-        return verdict_from(self.model.proba(str(prompt or ""), str(answer)), self.band)
+            return with_outcome(screened, prompt, answer)
+        p = self.model.proba(str(prompt or ""), str(answer))
+        return with_outcome(verdict_from(p, self.band), prompt, answer, reader_p=p)
 
     async def aclassify(self, items: Sequence[Item]) -> list[Verdict]:
         return [self.classify(it.prompt, it.answer) for it in items]

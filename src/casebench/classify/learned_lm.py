@@ -245,6 +245,7 @@ class LearnedLMClassifier:
     def describe(self) -> dict[str, Any]:
         """Name, version (with both model files' hashes), settings and the validated agreement
         with the labels of its validation (``labelled_by``) (``classify.validation``), for the run manifest."""
+        from .outcome import describe_outcomes
         from .validation import validation_for
 
         return {
@@ -259,6 +260,7 @@ class LearnedLMClassifier:
             "settings": {**self.model.settings, "probe_layer": PROBE_LAYER,
                          "max_tokens": [MAX_PROMPT_TOKENS, MAX_ANSWER_TOKENS]},
             "validation": validation_for(self.name, self.version),
+            "outcomes": describe_outcomes("the model's three probabilities, P(comply) split by the refinement"),
         }
 
     def proba(self, prompt: str, answer: str) -> dict[str, float]:
@@ -269,10 +271,13 @@ class LearnedLMClassifier:
     def classify(self, prompt: str, answer: str) -> Verdict:
         """Classify one answer; the decision follows ``learned``'s (binary first, a band of one
         half left undetermined)."""
+        from .outcome import with_outcome
+
         screened = not_an_answer(answer, prompt)
         if screened is not None:
-            return screened
-        return _learned.verdict_from(self.proba(str(prompt or ""), str(answer)), self.band)
+            return with_outcome(screened, prompt, answer)
+        p = self.proba(str(prompt or ""), str(answer))
+        return with_outcome(_learned.verdict_from(p, self.band), prompt, answer, reader_p=p)
 
     async def aclassify(self, items: Sequence[Item]) -> list[Verdict]:
         import asyncio

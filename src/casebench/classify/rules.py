@@ -210,6 +210,7 @@ class RulesClassifier:
         """Name, version and the validated agreement with the labels of its validation
         (``classify.validation``; who gave them: ``labelled_by``), which a run manifest records; ``validation`` is None when none is stored for this
         version."""
+        from .outcome import describe_outcomes
         from .validation import validation_for
 
         return {
@@ -219,6 +220,7 @@ class RulesClassifier:
             "screen": SCREEN_VERSION,  # the non-answer screen applied first (base.not_an_answer)
             "description": "hand-written patterns over sentences; offline, no model",
             "validation": validation_for(self.name, self.version),
+            "outcomes": describe_outcomes("none for the rules' reading (a label); the refinement's for clarifying"),
         }
 
     def _decide(self, answer: str, prompt: str = "") -> Verdict:
@@ -450,6 +452,13 @@ class RulesClassifier:
         """Classify one answer. The prompt tells a question that asks for a judgement
         (``ASKS_JUDGEMENT``) and, from version 3, a request for a harmful or discriminatory act
         (``HARM_REQUEST``); the answer's own cues decide everything else."""
+        from .outcome import with_outcome
+
+        return with_outcome(self.read(prompt, answer), prompt, answer)
+
+    def read(self, prompt: str, answer: str) -> Verdict:
+        """The three-way verdict without the outcome (what ``cues`` and the outcome's features
+        read, so they never read themselves)."""
         screened = not_an_answer(answer, prompt)
         if screened is not None:
             return screened
@@ -569,7 +578,7 @@ def cues(prompt: str, answer: str) -> dict[str, float]:
     (``classify.learned``): the verdict (one-hot, ``None`` counted as its own value), whether
     the request is harmful or asks for a judgement, the lecture/answer weights of ``_weigh``
     and whether an explicit refusal opens or comes late. Cheap: one pass of the rules."""
-    verdict = RulesClassifier().classify(prompt, answer)
+    verdict = RulesClassifier().read(prompt, answer)
     qlow = (prompt or "").lower().translate(_APOSTROPHES)
     harm = bool(qlow) and HARM_REQUEST.search(qlow) is not None
     sents = _sentences(_unquote(str(answer or "").translate(_APOSTROPHES).strip()))
