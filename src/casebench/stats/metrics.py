@@ -447,6 +447,9 @@ class Score:
     ci_notes: dict[str, str] = field(default_factory=dict)
     #: the confidence level of ``ci`` (``ScoringOptions.level``), which every format prints
     level: float = 0.95
+    #: respond mode: how the answers land, per context intent (``stats.outcomes``); None where
+    #: the answers carry no outcome (runs read before outcomes were)
+    outcomes: Any = None
     #: the input's display name among the inputs shown with it (``naming.display_names``: model
     #: with its backend, mode, and what sets it apart); "" until a command names it
     name: str = ""
@@ -533,6 +536,8 @@ class Score:
             # the whole account: method, validation, Se, Sp, notes, and per figure its counts and
             # unclipped interval (or the note saying why nothing is corrected)
             d["refusal_correction"] = rc
+        if self.outcomes is not None:
+            d["outcomes"] = self.outcomes.to_dict()
         if self.refusal_people is not None:
             from .people_refusal import PEOPLE_FIGURES, figure_key
 
@@ -577,6 +582,9 @@ def score_arrays(pred: Predictions, a: ScoringArrays, mask: np.ndarray,
     if a.cluster_by != "case" and not options.paper_compat:
         s.design_effects = {m: design_effect(a, m) for m in values if METRIC[m].proportion is not None}
     if pred.mode.reads_behaviour and not options.paper_compat:
+        from .outcomes import figures_of
+
+        s.outcomes = figures_of(pred, options.level)
         from .refusal import correct_refusal_figures
 
         s.refusal_corrected = correct_refusal_figures(
