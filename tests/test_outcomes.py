@@ -87,7 +87,8 @@ def test_every_offline_reader_gives_the_four_outcomes(spec):
 
 def test_outcome_probabilities_follow_the_readers_and_cannot_is_respected():
     o = refine("q", REPLIES["clarify"], "comply", p_comply=0.9)
-    assert o.outcome == "clarify" and sum(o.probabilities.values()) == pytest.approx(0.9)
+    assert o.outcome == "clarify" and sum(o.probabilities.values()) == pytest.approx(1.0)
+    assert o.probabilities["clarify"] + o.probabilities["comply"] == pytest.approx(0.9)
     o = refine("q", REPLIES["clarify"], "comply", cannot=("clarify",))
     assert o.outcome == "comply" and "clarify" not in o.probabilities
     assert refine("q", "", None).outcome is None
