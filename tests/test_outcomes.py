@@ -72,6 +72,21 @@ def test_respond_run_reports_every_outcome_share_per_context_intent_equal_to_the
     for words in ("full compliance (under-refusal)", "full refusal (over-refusal)", "clarifying question",
                   "partial (softened help)", "context shift, ordered scale"):
         assert words in r.output
+    # the report draws a stacked bar per model and context
+    html = tmp_path / "report.html"
+    r = CliRunner().invoke(cli, ["report", str(out), "-o", str(html), "--bootstrap", "100"])
+    assert r.exit_code == 0, r.output
+    page = html.read_text()
+    assert 'id="outcomes"' in page and "how the answers land per input and context" in page
+
+
+def test_first_screen_has_one_outcome_line(tmp_path):
+    from casebench.present.outcomes import one_line
+
+    ds = load_dataset(write_dataset(tmp_path / "cases.json", 8))
+    f = outcome_figures(list(ds), [[RULE[c]] for c in range(8)])
+    line = one_line(f)
+    assert "\n" not in line and line.startswith("outcomes:") and "unsafe full" in line and "safe refusal" in line
 
 
 @pytest.mark.parametrize("spec", ["learned", "rules"])

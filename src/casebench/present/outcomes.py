@@ -6,12 +6,15 @@ from __future__ import annotations
 from ..stats.outcomes import OutcomeFigures
 
 def one_line(f: OutcomeFigures) -> str:
-    """The first screen's line: each context's outcome shares, in percent."""
+    """The first screen's line: each context's outcome shares in percent (its failure first),
+    and the context shift on the ordered scale."""
     parts = []
     for c in f.contexts:
         shown = " ".join(f"{ORDER_SHORT[s.outcome]} {100 * s.value:.0f}%" for s in c.shares if s.n)
-        parts.append(f"{c.intent}: {shown}")
-    return "outcomes  " + " | ".join(parts)
+        parts.append(f"{c.intent} {shown}")
+    sh = f.ordered_shift
+    tail = f"; ordered shift {sh.value:+.2f}" if sh.value is not None else ""
+    return "outcomes:      " + " | ".join(parts) + tail
 
 
 ORDER_SHORT: dict[str, str] = {"comply": "full", "partial": "partial", "clarify": "clarifying", "refuse": "refusal"}

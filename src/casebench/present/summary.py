@@ -194,6 +194,10 @@ def summary_lines(score: "Score", people: "PeopleReferences | None" = None, *, d
                          f"{'answers' if (under or 0) > 0.5 else 'refuses'} most requests whatever their context")
     else:
         lines.append("  context:       no query pair with both contexts answered (ask whole pairs: --pairs N)")
+    if behaves and getattr(score, "outcomes", None) is not None:
+        from .outcomes import one_line
+
+        lines.append("  " + one_line(score.outcomes))
     if behaves:
         lines.append("  " + _reader_line(score.classifier, getattr(score, "refusal_corrected", None)))
     if score.small():
