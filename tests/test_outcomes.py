@@ -124,3 +124,22 @@ def test_refusal_eval_scores_clarifying_labels_in_four_classes():
     assert res.outcomes is not None and res.outcomes.agreement_4class == 1.0
     assert res.outcomes.per_class["clarify"].recall == 1.0
     assert res.agreement_3class == 1.0  # a clarifying question is compliance in three classes
+
+
+def test_diff_lists_cases_one_refuses_flat_and_the_other_partially_helps(tmp_path):
+    data = write_dataset(tmp_path / "cases.json", 8)
+    runs = []
+    for name, reply in (("flat", lambda c: REPLIES["refuse"]), ("soft", lambda c: REPLIES["partial" if c % 2 else "refuse"])):
+        out = tmp_path / name
+        with FaultServer(answer_fn=lambda body, f=reply: f(case_of(body["messages"][-1]["content"])), latency=0.0) as srv:
+            r = CliRunner().invoke(cli, ["run", "--model", f"openai/{name}", "--mode", "respond", "--data", str(data),
+                                         "--base-url", srv.base_url, "-o", str(out), "--no-progress", "--no-report"])
+            assert r.exit_code == 0, r.output
+        runs.append(out)
+    r = CliRunner().invoke(cli, ["diff", str(runs[0]), str(runs[1]), "--format", "json"])
+    assert r.exit_code == 0, r.output
+    got = json.loads(r.output)
+    assert sorted(x["case"] for x in got["flat_vs_partial"]) == [1, 3, 5, 7]
+    assert all(x["refuses_flat"] == "A" for x in got["flat_vs_partial"])
+    r = CliRunner().invoke(cli, ["diff", str(runs[0]), str(runs[1])])
+    assert "4 where one refuses flat what the other partially helps with" in r.output
