@@ -143,3 +143,26 @@ def test_diff_lists_cases_one_refuses_flat_and_the_other_partially_helps(tmp_pat
     assert all(x["refuses_flat"] == "A" for x in got["flat_vs_partial"])
     r = CliRunner().invoke(cli, ["diff", str(runs[0]), str(runs[1])])
     assert "4 where one refuses flat what the other partially helps with" in r.output
+
+
+def test_refusal_eval_says_who_labelled_and_gives_per_outcome_figures():
+    """The check set of our own (written and labelled by the project's developers, AI): four
+    outcomes, so four-class agreement and kappa are given; kappa is sklearn's."""
+    from sklearn.metrics import cohen_kappa_score
+
+    r = CliRunner().invoke(cli, ["refusal-eval", "tests/fixtures/outcome_check.csv", "--labelled-by", "developers-ai",
+                                 "--json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.output)
+    assert d["labelled_by"] == "developers-ai"
+    o = d["outcomes"]
+    assert o["labels_have_clarify"] and o["agreement_4class"] is not None
+    assert set(o["per_class"]) == set(OUTCOMES) and o["per_class"]["clarify"]["support"] == 12
+    m = o["confusion"]["matrix"]
+    labs = o["confusion"]["labels"]
+    truth = [labs[i] for i, row in enumerate(m) for j, k in enumerate(row) for _ in range(k)]
+    read = [labs[j] for i, row in enumerate(m) for j, k in enumerate(row) for _ in range(k)]
+    assert o["kappa_4class"] == pytest.approx(cohen_kappa_score(truth, read, labels=list(OUTCOMES)))
+    r = CliRunner().invoke(cli, ["refusal-eval", "tests/fixtures/outcome_check.csv", "--labelled-by", "developers-ai"])
+    assert "labelled by:  written and labelled by the project's developers (AI; not people)" in r.output
+    assert "agreement (4 classes)" in r.output

@@ -116,7 +116,7 @@ _FEATURE_NAMES: tuple[str, ...] = (
     "bias", "log_sentences", "log_words", "list_items", "pivot", "pivot_after_decline", "decline_first",
     "decline_any", "decline_position", "help_after_decline", "words_after_decline", "generalise",
     "questions", "asks_user", "ends_question", "question_first", "question_share", "short_question_answer",
-    "lecture_after_decline", "content_after_decline", "steps_after_decline",
+    "lecture_after_decline", "content_after_decline", "steps_after_decline", "words_before_question",
 )
 
 
@@ -172,6 +172,9 @@ def features(prompt: str, answer: str, reader_p: Mapping[str, float] | None = No
         "lecture_after_decline": min(ref_after, 8) / 8.0,
         "content_after_decline": min(content_after, 8) / 8.0,
         "steps_after_decline": min(steps_after, 6) / 6.0,
+        # a clarifying question asks before it helps; a full answer that ends by offering more
+        # has said a good deal first
+        "words_before_question": (math.log1p(len(low.split("?", 1)[0].split())) / 6.0) if questions else 1.0,
     }
     for k, v in _rules.cues(prompt, answer).items():
         f[f"cue:{k}"] = float(v)
