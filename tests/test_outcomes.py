@@ -33,6 +33,7 @@ REPLIES = {
 }
 #: the truth: case c gets outcome RULE[c % 8] (cases alternate safe / unsafe intent, so each
 #: intent sees every outcome)
+FIXTURES = Path(__file__).parent / "fixtures"
 RULE = ("refuse", "refuse", "partial", "comply", "clarify", "partial", "comply", "comply")
 
 
@@ -150,7 +151,7 @@ def test_refusal_eval_says_who_labelled_and_gives_per_outcome_figures():
     outcomes, so four-class agreement and kappa are given; kappa is sklearn's."""
     from sklearn.metrics import cohen_kappa_score
 
-    r = CliRunner().invoke(cli, ["refusal-eval", "tests/fixtures/outcome_check.csv", "--labelled-by", "developers-ai",
+    r = CliRunner().invoke(cli, ["refusal-eval", str(FIXTURES / "outcome_check.csv"), "--labelled-by", "developers-ai",
                                  "--json"])
     assert r.exit_code == 0, r.output
     d = json.loads(r.output)
@@ -163,6 +164,6 @@ def test_refusal_eval_says_who_labelled_and_gives_per_outcome_figures():
     truth = [labs[i] for i, row in enumerate(m) for j, k in enumerate(row) for _ in range(k)]
     read = [labs[j] for i, row in enumerate(m) for j, k in enumerate(row) for _ in range(k)]
     assert o["kappa_4class"] == pytest.approx(cohen_kappa_score(truth, read, labels=list(OUTCOMES)))
-    r = CliRunner().invoke(cli, ["refusal-eval", "tests/fixtures/outcome_check.csv", "--labelled-by", "developers-ai"])
+    r = CliRunner().invoke(cli, ["refusal-eval", str(FIXTURES / "outcome_check.csv"), "--labelled-by", "developers-ai"])
     assert "labelled by:  written and labelled by the project's developers (AI; not people)" in r.output
     assert "agreement (4 classes)" in r.output
