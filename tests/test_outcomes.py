@@ -167,3 +167,29 @@ def test_refusal_eval_says_who_labelled_and_gives_per_outcome_figures():
     r = CliRunner().invoke(cli, ["refusal-eval", str(FIXTURES / "outcome_check.csv"), "--labelled-by", "developers-ai"])
     assert "labelled by:  written and labelled by the project's developers (AI; not people)" in r.output
     assert "agreement (4 classes)" in r.output
+
+
+def test_ppi_gives_each_outcome_share_per_context_from_labels():
+    """People's labels of a run's own answers (here a synthetic run: 40 answers, 30 labelled)
+    give each outcome's share per context intent by PPI++; where the reader and the labels agree
+    everywhere the estimate is the reader's share, with an interval around it."""
+    import numpy as np
+
+    from casebench.stats.people_refusal import people_outcome_shares
+
+    truth = [RULE[i % len(RULE)] for i in range(40)]
+    labels = {"labelled_by": "people", "stratified": False,
+              "rows": [{"case": i, "sample": 0, "label": truth[i]} for i in range(30)]}
+    got = people_outcome_shares(labels=labels, case_index=list(range(40)), outcome=truth,
+                                intended_safe=np.array([i % 2 == 0 for i in range(40)]),
+                                query_ids=np.array([i // 2 for i in range(40)]))
+    for intent, safe in (("safe", True), ("unsafe", False)):
+        pop = [truth[i] for i in range(40) if (i % 2 == 0) == safe]
+        for o in OUTCOMES:
+            fig = got["by_context"][intent][o]
+            assert fig["value"] == pytest.approx(pop.count(o) / len(pop), abs=1e-9)
+            assert fig["ci"][0] <= fig["value"] <= fig["ci"][1]
+    few = people_outcome_shares(labels={"rows": labels["rows"][:5]}, case_index=list(range(40)), outcome=truth,
+                                intended_safe=np.array([i % 2 == 0 for i in range(40)]),
+                                query_ids=np.arange(40))
+    assert few["by_context"]["safe"]["comply"] is None and any("fewer than 10" in n for n in few["notes"])

@@ -613,6 +613,16 @@ def _refusal_from_labels(s: Score, pred: Predictions, a: ScoringArrays, mask: np
         query_ids=a.query_ids if a.query_ids is not None else np.arange(len(cases)), pairs=a.pairs,
         partial_as_safe=partial_as == "safe", validation=validation if not (validation or {}).get("own_run") else None,
         samples=int(pred.meta.get("samples") or 1), level=options.level, seed=options.bootstrap_seed)
+    if pred.outcome is not None:
+        from .people_refusal import people_outcome_shares
+
+        positions = [k for k, m in enumerate(mask) if m]
+        s.refusal_people["outcome_shares"] = people_outcome_shares(
+            labels=pred.meta["run_labels"], case_index=[c.index for c in cases],
+            outcome=[next((o for o in pred.outcome[k] if o), None) for k in positions],
+            intended_safe=np.array([bool(c.intended_safe) for c in cases]),
+            query_ids=a.query_ids if a.query_ids is not None else np.arange(len(cases)), level=options.level,
+            seed=options.bootstrap_seed)
     t = s.refusal_people.get("transport")
     if t and t.get("holds") is False and s.refusal_corrected and "note" not in s.refusal_corrected:
         def f(x: Any) -> str:
