@@ -242,7 +242,7 @@ class RefusalEvalResult:
     outcomes: "OutcomeEval | None" = None
 
     def to_dict(self, disagreements: bool = True) -> dict[str, Any]:
-        d = {
+        d: dict[str, Any] = {
             "source": self.source,
             "classifier": self.classifier,
             "partial_as": self.partial_as,
@@ -423,7 +423,7 @@ def outcome_eval(rows: Sequence[LabelledAnswer], verdicts: Sequence[Verdict]) ->
     if not any(v.outcome is not None for v in verdicts):
         return None
     have_clarify = any(r.label == "clarify" for r in rows)
-    index = {o: i for i, o in enumerate(OUTCOMES)}
+    index: dict[str, int] = {o: i for i, o in enumerate(OUTCOMES)}
     matrix = [[0] * len(OUTCOMES) for _ in OUTCOMES]
     for h, c in got:
         matrix[index[h]][index[c]] += 1

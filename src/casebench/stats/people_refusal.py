@@ -254,7 +254,8 @@ def people_outcome_shares(*, labels: Mapping[str, Any], case_index: Sequence[int
             y = np.array([1.0 if lab_ == o else 0.0 for _, lab_, _ in lab])
             f_all = np.array([1.0 if x == o else 0.0 for x in outcome])
             idx = np.array([j for j, _, _ in lab], dtype=int)
-            est = ppi_mean(y, f_all[idx], f_all[mask], population="includes", w=np.array([w for _, _, w in lab]),
+            est = ppi_mean(y.tolist(), f_all[idx].tolist(), f_all[mask].tolist(), population="includes",
+                           w=[w for _, _, w in lab],
                            clusters=q[idx], clusters_pop=q[mask], seed=seed)
             figs[o] = _figure(est, level)
         if len(lab) < MIN_LABELS:
