@@ -36,7 +36,7 @@ import re
 from collections import Counter
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar
 
 if TYPE_CHECKING:
     import numpy as np
@@ -185,18 +185,26 @@ def verdict_from(p: dict[str, float], band: float) -> Verdict:
                    reason=f"P(comply) {p_comply:.2f}, P(partial) {p['partial']:.2f}, P(refuse) {p['refuse']:.2f}")
 
 
-@lru_cache(maxsize=4)
-def _load(path: str) -> tuple[LearnedModel, str]:
+M = TypeVar("M")
+
+
+def read_model_file(path: str | Path, build: Callable[[Any], M], what: str) -> tuple[M, str]:
+    """(the model ``build`` makes of a shipped JSON model file, the file's SHA-256); the hash is
+    of the text with Unix line ends, so a checkout that converts them (git's autocrlf) names the
+    same model. Raises ``ClassifierError`` naming the file and what is wrong."""
     p = Path(path)
     try:
-        # the hash is of the text with Unix line ends, so a checkout that converts them (git's
-        # autocrlf) names the same model
         raw = p.read_bytes().replace(b"\r\n", b"\n")
-        model = LearnedModel(json.loads(raw))
+        model = build(json.loads(raw))
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         why = f"no {e} in it" if isinstance(e, KeyError) else str(e)
-        raise ClassifierError(f"{p}: cannot load the learned refusal model: {why}") from None
+        raise ClassifierError(f"{p}: cannot load {what}: {why}") from None
     return model, hashlib.sha256(raw).hexdigest()
+
+
+@lru_cache(maxsize=4)
+def _load(path: str) -> tuple[LearnedModel, str]:
+    return read_model_file(path, LearnedModel, "the learned refusal model")
 
 
 @refusal_classifier("learned", aliases=("default",),

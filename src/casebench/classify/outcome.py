@@ -30,8 +30,6 @@ called a question back, with no decline, compliance.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -223,15 +221,9 @@ class OutcomeModel:
 
 @lru_cache(maxsize=4)
 def _load(path: str) -> tuple[OutcomeModel, str]:
-    from .base import ClassifierError
+    from .learned import read_model_file
 
-    p = Path(path)
-    try:
-        raw = p.read_bytes().replace(b"\r\n", b"\n")
-        model = OutcomeModel(json.loads(raw))
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise ClassifierError(f"{p}: cannot load the outcome model: {e}") from None
-    return model, hashlib.sha256(raw).hexdigest()
+    return read_model_file(path, OutcomeModel, "the outcome model")
 
 
 def load_model(path: str | Path | None = None) -> tuple[OutcomeModel, str]:

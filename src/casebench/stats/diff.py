@@ -105,30 +105,27 @@ def _describe(p: Predictions, name: str) -> dict[str, Any]:
     return {"name": name, "source": p.source, "model": p.model, "mode": p.mode.name, "n": p.n}
 
 
-def _behaviour(p: Predictions, pos: int) -> str | None:
-    """A respond input's reading of one case: its most frequent behaviour (ties: the order
-    refuse, partial, comply, so a split reading is never called an answer); None if unread."""
-    if p.behaviour is None:
+def _most_frequent(per_case: list[list[str | None]] | None, pos: int, order: tuple[str, ...]) -> str | None:
+    """The most frequent reading of one case's answers (ties: the first in ``order``, least help
+    first, so a split reading is never called more help than it gave); None if unread."""
+    if per_case is None:
         return None
-    read = [b for b in p.behaviour[pos] if b]
+    read = [b for b in per_case[pos] if b]
     if not read:
         return None
     counts = Counter(read)
     top = max(counts.values())
-    return next(b for b in ("refuse", "partial", "comply", *sorted(counts)) if counts.get(b) == top)
+    return next(b for b in (*order, *sorted(counts)) if counts.get(b) == top)
+
+
+def _behaviour(p: Predictions, pos: int) -> str | None:
+    """A respond input's behaviour of one case (comply / partial / refuse)."""
+    return _most_frequent(p.behaviour, pos, ("refuse", "partial", "comply"))
 
 
 def _outcome(p: Predictions, pos: int) -> str | None:
-    """A respond input's outcome of one case: its most frequent (ties: the least help, so a
-    split reading is never called more help than it gave); None if none was read."""
-    if p.outcome is None:
-        return None
-    read = [o for o in p.outcome[pos] if o]
-    if not read:
-        return None
-    counts = Counter(read)
-    top = max(counts.values())
-    return next(o for o in ("refuse", "clarify", "partial", "comply", *sorted(counts)) if counts.get(o) == top)
+    """A respond input's outcome of one case (``classify.outcome``)."""
+    return _most_frequent(p.outcome, pos, ("refuse", "clarify", "partial", "comply"))
 
 
 def _reading(p: Predictions, pos: int) -> tuple[str, str]:
