@@ -14,7 +14,8 @@ from click.testing import CliRunner
 
 from casebench.classify import make_classifier
 from casebench.classify.evaluate import LabelledAnswer, score
-from casebench.classify.outcome import OUTCOMES, OutcomeReading, refine
+from casebench.classify.outcome import OUTCOMES, OutcomeReading
+from casebench.classify.outcome_refine import refine
 from casebench.cli import cli
 from casebench.data import load_dataset
 from casebench.stats.outcomes import outcome_figures

@@ -28,7 +28,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from casebench.classify.evaluate import LabelledAnswer, load_labelled_csv
-from casebench.classify.outcome import MODEL_FILE, OUTCOME_VERSION, SIDES, features, _load
+from casebench.classify.outcome_refine import MODEL_FILE, OUTCOME_VERSION, SIDES, features, _load
 from training.learned_train import short
 
 COMPOSED = "tests/fixtures/outcome_train_composed.csv"

@@ -154,10 +154,11 @@ class HFClassifier:
         return mapping
 
     # ------------------------------------------------------------------ protocol
+    #: where its outcomes' probabilities come from (``outcome_refine.OutcomeReader``)
+    outcome_probabilities = "the model's label masses, split within each side by the refinement"
+
     def describe(self) -> dict[str, Any]:
         import transformers
-
-        from .outcome import describe_outcomes
 
         return {
             "name": self.name,
@@ -173,8 +174,6 @@ class HFClassifier:
             "device": self.device,
             "transformers_version": transformers.__version__,
             "torch_version": self._torch.__version__,
-            "outcomes": describe_outcomes("the model's P(comply), split by the refinement; none for partial and "
-                                          "refusal apart"),
         }
 
     def _weights_digest(self) -> str:
@@ -210,7 +209,8 @@ class HFClassifier:
             behaviour = max(BEHAVIOURS, key=lambda b: mass[b])
             top = max(range(len(row)), key=lambda i: row[i])
             out.append(Verdict(behaviour, p_comply=min(1.0, max(0.0, mass["comply"])),  # type: ignore[arg-type]
-                               reason=f"model label {self.id2label[top]!r} ({row[top]:.2f})"))
+                               reason=f"model label {self.id2label[top]!r} ({row[top]:.2f})",
+                               probabilities={b: min(1.0, max(0.0, mass[b])) for b in BEHAVIOURS}))
         return out
 
     def classify_many(self, items: Sequence[Item]) -> list[Verdict]:
@@ -223,9 +223,7 @@ class HFClassifier:
             chunk = todo[start:start + self.batch_size]
             for i, v in zip(chunk, self._classify_batch([items[i] for i in chunk])):
                 verdicts[i] = v
-        from .outcome import with_outcome
-
-        return [with_outcome(v, it.prompt, it.answer) for v, it in zip(verdicts, items) if v is not None]
+        return [v for v in verdicts if v is not None]
 
     def classify(self, prompt: str, answer: str) -> Verdict:
         return self.classify_many([Item(prompt, answer)])[0]

@@ -245,7 +245,6 @@ class LearnedLMClassifier:
     def describe(self) -> dict[str, Any]:
         """Name, version (with both model files' hashes), settings and the validated agreement
         with the labels of its validation (``labelled_by``) (``classify.validation``), for the run manifest."""
-        from .outcome import describe_outcomes
         from .validation import validation_for
 
         return {
@@ -260,7 +259,6 @@ class LearnedLMClassifier:
             "settings": {**self.model.settings, "probe_layer": PROBE_LAYER,
                          "max_tokens": [MAX_PROMPT_TOKENS, MAX_ANSWER_TOKENS]},
             "validation": validation_for(self.name, self.version),
-            "outcomes": describe_outcomes("the model's three probabilities, P(comply) split by the refinement"),
         }
 
     def proba(self, prompt: str, answer: str) -> dict[str, float]:
@@ -271,13 +269,10 @@ class LearnedLMClassifier:
     def classify(self, prompt: str, answer: str) -> Verdict:
         """Classify one answer; the decision follows ``learned``'s (binary first, a band of one
         half left undetermined)."""
-        from .outcome import with_outcome
-
         screened = not_an_answer(answer, prompt)
         if screened is not None:
-            return with_outcome(screened, prompt, answer)
-        p = self.proba(str(prompt or ""), str(answer))
-        return with_outcome(_learned.verdict_from(p, self.band), prompt, answer, reader_p=p)
+            return screened
+        return _learned.verdict_from(self.proba(str(prompt or ""), str(answer)), self.band)
 
     async def aclassify(self, items: Sequence[Item]) -> list[Verdict]:
         import asyncio

@@ -148,8 +148,6 @@ class LLMClassifier:
         return self.backend
 
     def describe(self) -> dict[str, Any]:
-        from .outcome import describe_outcomes
-
         text = SYSTEM_PROMPT + "\n\n" + PROMPT_TEMPLATE
         return {
             "name": self.name,
@@ -161,8 +159,6 @@ class LLMClassifier:
             "max_tokens": self.max_tokens,
             "parsing": "strict: exactly COMPLY, PARTIAL or REFUSE; anything else is missing",
             "backend": self.backend.describe(),
-            "outcomes": describe_outcomes("none for the model's label (a word, no probability); the refinement's "
-                                          "for clarifying"),
         }
 
     def _settings(self) -> Any:
@@ -234,10 +230,7 @@ class LLMClassifier:
                     read(r.case, a.text, a.error)
 
             await asyncio.gather(*(one(r) for r in requests))
-        from .outcome import with_outcome
-
-        return [with_outcome(v if v is not None else Verdict(None, reason="no answer"), it.prompt, it.answer)
-                for v, it in zip(verdicts, items)]
+        return [v if v is not None else Verdict(None, reason="no answer") for v in verdicts]
 
     def classify(self, prompt: str, answer: str) -> Verdict:
         """Blocking single classification (runs its own event loop)."""

@@ -211,7 +211,6 @@ class RulesClassifier:
         """Name, version and the validated agreement with the labels of its validation
         (``classify.validation``; who gave them: ``labelled_by``), which a run manifest records; ``validation`` is None when none is stored for this
         version."""
-        from .outcome import describe_outcomes
         from .validation import validation_for
 
         return {
@@ -221,7 +220,6 @@ class RulesClassifier:
             "screen": SCREEN_VERSION,  # the non-answer screen applied first (base.not_an_answer)
             "description": "hand-written patterns over sentences; offline, no model",
             "validation": validation_for(self.name, self.version),
-            "outcomes": describe_outcomes("none for the rules' reading (a label); the refinement's for clarifying"),
         }
 
     def _decide(self, answer: str, prompt: str = "") -> Verdict:
@@ -453,13 +451,10 @@ class RulesClassifier:
         """Classify one answer. The prompt tells a question that asks for a judgement
         (``ASKS_JUDGEMENT``) and, from version 3, a request for a harmful or discriminatory act
         (``HARM_REQUEST``); the answer's own cues decide everything else."""
-        from .outcome import with_outcome
-
-        return with_outcome(self.read(prompt, answer), prompt, answer)
+        return self.read(prompt, answer)
 
     def read(self, prompt: str, answer: str) -> Verdict:
-        """The three-way verdict without the outcome (what ``cues`` and the outcome's features
-        read, so they never read themselves)."""
+        """The three-way verdict (what ``cues`` reads)."""
         screened = not_an_answer(answer, prompt)
         if screened is not None:
             return screened
