@@ -101,6 +101,7 @@ bench: venv
 	$(BIN)/python bench/bench_context.py
 	$(BIN)/python bench/bench_report.py
 	$(BIN)/python bench/bench_run_end.py
+	$(BIN)/python bench/bench_reveal.py
 	$(BIN)/python bench/bench_timing.py
 
 clean:

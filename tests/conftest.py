@@ -93,3 +93,24 @@ def embedded_model() -> Path:
 
 # Real servers on loopback: a scripted OpenAI-compatible fault server and a llama.cpp server.
 from conftest_servers import db_url, fault_server, llama_server, llama_server_stateless, postgres_server  # noqa: E402,F401
+
+
+#: the headless Chromium the browser tests drive (Debian's package; `make test-deps` installs it)
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture()
+def chromium():
+    """A headless Chromium browser (Playwright), closed after the test; skips where Chromium or
+    the playwright package is missing."""
+    if not CHROMIUM.exists():
+        pytest.skip("headless Chromium is not installed at /usr/bin/chromium (`make test-deps` installs it)")
+    playwright = pytest.importorskip("playwright.sync_api", reason="pip install playwright (the Python package)")
+    with playwright.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()

@@ -1,6 +1,6 @@
 """``accuracy_ceiling`` (issue 36, item 5): how often a fresh panel of people would keep the
 recorded majority label, by hand against the binomial written out, on the published data through
-the CLI, and the report's ranking by Brier against the vote share where accuracy reaches it."""
+the CLI. (The report ranks by accuracy even near the ceiling: ``test_ranking``.)"""
 
 import json
 import math
@@ -75,33 +75,3 @@ def test_a_full_dataset_input_carries_a_ceiling_between_085_and_095(monkeypatch)
     lines = text.splitlines()
     i = next(k for k, line in enumerate(lines) if line.strip().startswith("accuracy "))
     assert lines[i + 1].strip().startswith("accuracy ceiling")  # printed beside accuracy
-
-
-@needs_data
-def test_report_ranks_by_brier_where_accuracy_reaches_its_ceiling(tmp_path, monkeypatch):
-    from click.testing import CliRunner
-
-    from casebench.cli import cli
-
-    monkeypatch.setenv("CASEBENCH_DATA", str(SHARED / "CASEBench_data.json"))
-    claude = str(SHARED / "exp" / "safety_claude-3-5-sonnet-20240620" / "output_binary.json")
-    gpt = str(SHARED / "exp" / "safety_gpt-4o" / "output_binary.json")
-    out = tmp_path / "r.html"
-    res = CliRunner().invoke(cli, ["report", claude, gpt, "-o", str(out), "--bootstrap", "200", "--no-human"],
-                             catch_exceptions=False)
-    assert res.exit_code == 0, res.output
-    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", out.read_text()))
-    assert "ranked by Brier score against people's vote share" in text
-    # the order is by Brier against the vote share, computed here from the raw files
-    briers = {}
-    for name, f in (("claude", claude), ("gpt", gpt)):
-        recs = json.loads(open(f).read())
-        key = next(k for k in recs[0] if k not in ("scores", "query", "context", "safe_rate", "category",
-                                                    "context_intended_to_be_safe"))
-        v = np.array([r[key] == "safe" for r in recs], dtype=float)
-        g = np.array([0.0 if r["category"] == "child-related crimes" else r["safe_rate"] for r in recs])
-        briers[name] = float(np.mean((v - g) ** 2))
-    first = min(briers, key=briers.get)
-    rows = re.findall(r'<tr class="leaderboard-row[^"]*">.*?<b>([^<]+)</b>', out.read_text())
-    assert len(rows) == 2
-    assert rows[0].startswith({"claude": "claude", "gpt": "gpt-4o"}[first])

@@ -208,8 +208,8 @@ def test_schema_1_is_migrated_to_admit_partial(db_url: str) -> None:
     store.close()
     store = VoteStore.open(db_url, Settings(votes_per_case=1))
     try:
-        # migrated through version 2 (partial, 3) to 3 (a clarifying question, 4)
-        assert store.schema_version() == SCHEMA_VERSION == 3 and store.study == "answers"
+        # migrated through version 2 (partial, 3) and 3 (traits) to 4 (a clarifying question, 4)
+        assert store.schema_version() == SCHEMA_VERSION == 4 and store.study == "answers"
         with store.engine.begin() as conn:
             conn.execute(text("INSERT INTO votes (case_id, annotator_id, vote, shown_at, voted_at) "
                               "VALUES (1, 'p1', 3, 0, 1)"))
@@ -219,3 +219,35 @@ def test_schema_1_is_migrated_to_admit_partial(db_url: str) -> None:
             assert sorted(conn.execute(text("SELECT vote FROM votes")).scalars()) == [2, 3, 4]
     finally:
         store.close()
+
+
+def test_a_reveal_runs_answers_are_sampled_by_turn_and_exported_apart(tmp_path: Path) -> None:
+    """``annotate answers --turns``: every turn's answer of a reveal run can be served, stratified by
+    turn; the export keeps the final answers' labels (what the run's figures use) apart from the
+    earlier turns' (reader_turn_labels.csv, with the turn)."""
+    from test_reveal import reply, run_args
+
+    data = write_dataset(tmp_path / "cases.json", 4)
+    run = tmp_path / "late"
+    with FaultServer(answer_fn=reply, latency=0.0) as srv:
+        r = _in_thread(invoke, *run_args(srv, data, run, "reveal-late"))
+        assert r.exit_code == 0, r.output
+    db = f"sqlite:///{tmp_path / 'labels.db'}"
+    turns_seen: list[tuple[int, int]] = []
+    with AnnotateServer(run, db, "--sample", "16", "--turns", command="answers") as srv:
+        assert any("16 of 16 answers" in line for line in srv.banner), srv.banner
+        while (case_id := srv.shown_case("p1")) is not None:
+            record = _record_of(srv, case_id)
+            turns_seen.append((record["case"], record["turn"]))
+            assert record["turns"] == 4 and "turn " in record["stratum"]
+            assert srv.vote("p1", case_id, "refuse" if record["answer"] == REFUSAL else "comply")[0] == 303
+    assert sorted(turns_seen) == [(c, t) for c in range(4) for t in range(1, 5)]
+    r = _in_thread(invoke, "annotate", "export", "--db", db, "--answers", run)
+    assert r.exit_code == 0, r.output
+    finals = list(csv.DictReader((run / "reader_labels.csv").open(encoding="utf-8")))
+    earlier = list(csv.DictReader((run / "reader_turn_labels.csv").open(encoding="utf-8")))
+    assert len(finals) == 4 and len(earlier) == 12
+    assert sorted((int(e["case"]), int(e["turn"])) for e in earlier) == [(c, t) for c in range(4) for t in (1, 2, 3)]
+    # the run's scores read the final answers' labels only
+    s = json.loads(_in_thread(invoke, "score", run, "--json", "--bootstrap", "0").output.splitlines()[0])
+    assert s["people_labels"]["n"] == 4 and len(s["by_turn"]) == 4

@@ -428,3 +428,37 @@ def test_a_caesar_log_sends_only_encoded_queries_decodes_answers_and_scores_name
     out = json.loads(casebench("score", str(log), "--data", str(real_data_path), "--json",
                                "--no-reference").stdout.splitlines()[0])
     assert out["mutation"] == "caesar" and "caesar" in out["name"]
+
+
+# ------------------------------------------------------------------------------ reveal placements
+
+
+@pytest.mark.slow
+def test_a_reveal_late_log_reads_as_the_reveal_run_of_the_same_answers(tmp_path, real_data_path):
+    """``inspect eval casebench/case_bench -T mode=respond -T context_as=reveal-late``: a multi-turn
+    solver sends the four user turns, the model answering each (the scripted server's replies);
+    ``casebench score LOG`` has the figures by turn, equal to those of ``casebench run`` of the
+    same conversations."""
+    from inspect_ai.log import read_eval_log
+
+    from test_reveal import reply
+
+    with FaultServer(answer_fn=reply) as srv:
+        log = inspect_eval("casebench/case_bench", "chatbot", srv.base_url, tmp_path / "logs", "-T", "mode=respond",
+                           "-T", "context_as=reveal-late", "-T", "pairs=5", "-T", f"data={real_data_path}")
+        sent = [r.body["messages"] for r in srv.requests if r.body and "messages" in r.body]
+        run = tmp_path / "run"
+        casebench("run", "--model", "openai/chatbot", "--base-url", srv.base_url, "--api-key-env", "SCRIPTED_API_KEY",
+                  "--mode", "respond", "--context-as", "reveal-late", "--pairs", "5", "--data", str(real_data_path),
+                  "-o", str(run), "--no-progress", "--no-report")
+    assert len(sent) == 40 and sum(len(m) == 7 for m in sent) == 10  # ten conversations of four user turns
+    for msgs in sent:  # every assistant turn is the server's own earlier reply
+        for i, m in enumerate(msgs):
+            if m["role"] == "assistant":
+                assert m["content"] == reply({"messages": msgs[:i]})
+    ev = read_eval_log(str(log))
+    assert ev.status == "success" and ev.eval.metadata["casebench"]["context_as"] == "reveal-late"
+    from_log = json.loads(casebench("score", str(log), "--json", "--no-reference").stdout.splitlines()[0])
+    from_run = json.loads(casebench("score", str(run), "--json", "--no-reference").stdout.splitlines()[0])
+    assert len(from_log["by_turn"]) == 4 and from_log["by_turn"] == from_run["by_turn"]
+    assert from_log["refusal_rate"] == from_run["refusal_rate"] and "final turn" in from_log["headline"]

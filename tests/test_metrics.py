@@ -233,10 +233,14 @@ def test_scoring_options_are_one_frozen_value_with_the_label_rule(cases):
     for bad in (dict(level=1.0), dict(alpha=0.0), dict(min_verdict_mass=1.5), dict(n_boot=-1)):
         with pytest.raises(ValueError):
             ScoringOptions(**bad)  # type: ignore[arg-type]
-    assert LABEL_SOURCES == ("published", "votes")
-    with pytest.raises(LabelSourceError, match="unknown label source 'crowd'; choose one of published, votes"):
+    assert LABEL_SOURCES == ("published", "votes", "posterior")
+    with pytest.raises(LabelSourceError, match="unknown label source 'crowd'; choose one of published, votes, posterior"):
         ScoringOptions(label_source="crowd")  # type: ignore[arg-type]
     with pytest.raises(LabelSourceError, match="paper-compatible scoring uses the published labels"):
         ScoringOptions(paper_compat=True, label_source="votes")
     c = dataclasses.replace(cases[0], votes=[1, 2, 2, 2])
     assert case_safe_rate(c, "published") == c.human_safe_rate and case_safe_rate(c, "votes") == 0.25
+    assert math.isnan(case_safe_rate(c, "posterior"))  # no posterior_safe: no label
+    weighed = dataclasses.replace(c, extra={"posterior_safe": 0.9})
+    assert case_safe_rate(weighed, "posterior") == 0.9
+    assert case_safe_rate(dataclasses.replace(weighed, category="child-related crimes"), "posterior") == 0.0

@@ -177,9 +177,11 @@ def test_leaderboard_holds_the_published_figures(report, inputs):
                           "gpt-4o [score]": ("0.786", "0.581", "0.948"),
                           "llama370B [prob]": ("0.872", "0.837", "0.900")}.items():
         cells = re.findall(r"<td>([0-9.]+)<span", by_name[name])
-        assert tuple(cells[:3]) == figures, name
-        # people's accuracy ceiling beside accuracy, in its cell
-        assert 0.85 < float(re.search(r"ceiling ([0-9.]+)", by_name[name]).group(1)) < 0.95
+        assert (cells[0], cells[2], cells[3]) == figures, name
+        # people's accuracy ceiling in its own column beside accuracy (a column, never a reason to re-rank)
+        assert 0.85 < float(cells[1]) < 0.95
+        # every row names its tie group (1: not separable from the first)
+        assert re.search(r'<td class="tie">(<span[^>]*>)?\d+', by_name[name])
     # a run is named with its backend (``naming``): never "judge-x" alone
     assert "openai/judge-x [binary]" in by_name and "judge-x [binary]" not in by_name
     assert re.search(r"<td>45</td>", by_name["openai/judge-x [binary]"])
@@ -191,11 +193,12 @@ def test_leaderboard_holds_the_published_figures(report, inputs):
     assert len(models) + len(ablated) == len(inputs) - 1 and not any("judge-x" in r for r in models + ablated)
     assert models and ablated and all(" − " in re.search(r"<b>(.*?)</b>", r).group(1) for r in ablated)
     assert not any(" − " in re.search(r"<b>(.*?)</b>", r).group(1) for r in models)
-    by_brier = "ranked by Brier score against people's vote share" in text
     for part in (models, ablated):
         accs = [float(re.findall(r"<td>([0-9.]+)<span", r)[0]) for r in part]
-        # best accuracy first, unless accuracy reaches its ceiling (then Brier ranks, and the note says so)
-        assert accs == sorted(accs, reverse=True) or by_brier
+        # best accuracy first, always (the ceiling is a column, never a switch to another figure)
+        assert accs == sorted(accs, reverse=True)
+        groups = [int(re.search(r'<td class="tie">(?:<span[^>]*>)?(\d+)', r).group(1)) for r in part]
+        assert groups[0] == 1 and groups == sorted(groups)
     # its figures are from 45 cases or fewer: the recalls (fewer than 30 cases each) carry the note
     assert "†" in by_name["openai/judge-x [binary]"] and "†" not in by_name["gpt-4o [binary]"]
 
@@ -253,9 +256,9 @@ def test_report_scores_against_votes_only_labels(exp_dir, tmp_path):
     for p in preds:
         want = score_predictions(p, ScoringOptions(n_boot=0, label_source="votes")).values
         published = score_predictions(p, ScoringOptions(n_boot=0)).values
-        # (accuracy's cell also holds people's ceiling)
-        cells = re.findall(r'<td>([0-9.]+)(?:<span class="ci">ceiling [0-9.]+</span>)?</td>', rows[f"{p.model} [{p.mode}]"])
-        assert cells[2:5] == [f"{want[m]:.3f}" for m in ("accuracy", "safe_recall", "unsafe_recall")]
+        # (people's ceiling is the column after accuracy)
+        cells = re.findall(r'<td>([0-9.]+)</td>', rows[f"{p.model} [{p.mode}]"])
+        assert [cells[2], cells[4], cells[5]] == [f"{want[m]:.3f}" for m in ("accuracy", "safe_recall", "unsafe_recall")]
         assert f"{want['accuracy']:.3f}" != f"{published['accuracy']:.3f}"
     r = CliRunner().invoke(cli, ["report", str(exp_dir / "safety_gpt-4o" / "output_binary.json"), "-o",
                                  str(tmp_path / "r.html"), "--label-source", "votes", "--paper-compat"])

@@ -20,9 +20,6 @@ from click.testing import CliRunner
 
 from casebench.cli import cli
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -124,7 +121,7 @@ def test_a_chatbots_report_leads_with_behaviour_and_ranks_it_among_chatbots(chat
     tables = re.findall(r'<table (?:id|class)="leaderboard">(.*?)</table>', board, re.S)
     mine = [t for t in tables if "openai/bot-x" in t]
     assert len(mine) == 1 and mine[0].count('class="leaderboard-row') == 1
-    assert re.search(r'<td>R?1</td><td class="l name"><b>openai/bot-x \[respond\]</b>', mine[0])
+    assert re.search(r'<td>R?1</td><td class="tie">1</td><td class="l name"><b>openai/bot-x \[respond\]</b>', mine[0])
     assert sum(t.count("(published)") for t in tables) == 18 and "(published)" not in mine[0]
     # each explanation once, the method notes folded away beneath what they explain
     assert text.count("are readings of the answers by a refusal classifier") == 1
@@ -134,25 +131,17 @@ def test_a_chatbots_report_leads_with_behaviour_and_ranks_it_among_chatbots(chat
     assert text.index("How to read these tables") > text.index('<table id="leaderboard">')
 
 
-def test_a_chatbots_report_fits_1400_px_in_headless_chromium(chatbot_report):
-    if not CHROMIUM.exists():
-        pytest.skip("headless Chromium is not installed at /usr/bin/chromium (`make test-deps` installs it)")
-    playwright = pytest.importorskip("playwright.sync_api", reason="pip install playwright (the Python package)")
-    with playwright.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(chatbot_report.resolve().as_uri(), wait_until="load")
-            doc = page.evaluate("[document.scrollingElement.scrollWidth, document.scrollingElement.clientWidth]")
-            # no box of the page scrolls sideways either (a table behind its own scroll bar)
-            boxes = page.evaluate("""Array.from(document.querySelectorAll('*'))
-                .filter(w => w.scrollWidth > w.clientWidth + 1 && getComputedStyle(w).overflowX !== 'visible')
-                .map(w => (w.firstElementChild && w.firstElementChild.className) || w.tagName)""")
-            first = page.evaluate("document.querySelector('h2').textContent")
-            # what a reader sees first, above the fold: the behaviour table
-            top = page.evaluate("document.querySelector('table.behaviour').getBoundingClientRect().top")
-        finally:
-            browser.close()
+def test_a_chatbots_report_fits_1400_px_in_headless_chromium(chatbot_report, chromium):
+    page = chromium.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(chatbot_report.resolve().as_uri(), wait_until="load")
+    doc = page.evaluate("[document.scrollingElement.scrollWidth, document.scrollingElement.clientWidth]")
+    # no box of the page scrolls sideways either (a table behind its own scroll bar)
+    boxes = page.evaluate("""Array.from(document.querySelectorAll('*'))
+        .filter(w => w.scrollWidth > w.clientWidth + 1 && getComputedStyle(w).overflowX !== 'visible')
+        .map(w => (w.firstElementChild && w.firstElementChild.className) || w.tagName)""")
+    first = page.evaluate("document.querySelector('h2').textContent")
+    # what a reader sees first, above the fold: the behaviour table
+    top = page.evaluate("document.querySelector('table.behaviour').getBoundingClientRect().top")
     assert doc[0] <= doc[1] <= 1400, doc
     assert boxes == [], boxes
     assert first == "1. Behaviour"

@@ -311,7 +311,7 @@ def test_predictions_carry_the_runs_context_placement(tmp_path, dataset):
     cases = dataset.subset([0, 1])
     assert Predictions.from_values("f.json", "m", "binary", cases, ["safe", None]).context_as == "user"
     assert Predictions.from_values("r", "m", "respond", cases, [1.0, None]).context_as == "system"
-    with pytest.raises(ValueError, match="context placement must be one of user, system, turns, not 'inline'"):
+    with pytest.raises(ValueError, match="context placement must be one of user, system, turns, concat, reveal-early, reveal-late, not 'inline'"):
         Predictions.from_values("f.json", "m", "binary", cases, ["safe", None], context_as="inline")
     # the report, compare and ablate tell a user run from a system run
     user = Predictions.from_values("u", "m", "binary", cases, ["safe", None])

@@ -46,6 +46,10 @@ RECORD_FIELDS = ("query", "context", "context_intended_to_be_safe", "scores", "s
 #: The human-vote fields. A dataset *without votes* (new contexts before annotation, e.g. from
 #: ``casebench contexts generate``) has neither; every record then has neither.
 VOTE_FIELDS = ("scores", "safe_rate")
+#: An optional field beside safe_rate: the case's posterior P(safe) given its votes, each weighed by
+#: its annotator's ability (``annotate export``, ``stats.votes``); ``--label-source posterior``
+#: scores against it. It is a label, not a model's prediction.
+POSTERIOR_FIELD = "posterior_safe"
 #: the dataset's file name in the authors' repository (beside its ``exp/`` folder of outputs)
 DATA_FILE_NAME_PUBLISHED = "CASEBench_data.json"
 

@@ -204,6 +204,8 @@ def load_inspect_log(path: str | Path, dataset: "Dataset | None" = None, mode: s
     readings: dict[int, list[Any]] = {}
     behaviours: dict[int, list[str | None]] = {}
     masses: dict[int, list[float]] = {}
+    #: a reveal log: per case, the first epoch's reading at every turn and what each turn held
+    by_turn: dict[int, tuple[tuple[str | None, ...], tuple[str, ...]]] = {}
     present = 0
     for s in log.samples or []:
         present += 1
@@ -231,6 +233,13 @@ def load_inspect_log(path: str | Path, dataset: "Dataset | None" = None, mode: s
         md = score.metadata if score is not None and isinstance(score.metadata, Mapping) else {}
         if m.reads_behaviour and md.get("behaviour") is not None:
             behaviours[case.index].append(str(md["behaviour"]))
+        said = (s.metadata or {}).get("reveal_turns")
+        if isinstance(said, list) and said and case.index not in by_turn:
+            earlier = {int(t["turn"]): t for t in md.get("turns") or [] if isinstance(t, Mapping)}
+            final = md.get("behaviour") if score is not None else None
+            by_turn[case.index] = (
+                tuple([*(earlier.get(k + 1, {}).get("behaviour") for k in range(len(said) - 1)), final]),
+                tuple(str(t.get("holds", "")) for t in said))
         mass = md.get("verdict_mass")
         if reading is not None and isinstance(mass, (int, float)) and math.isfinite(mass):
             masses.setdefault(case.index, []).append(float(mass))
@@ -247,11 +256,19 @@ def load_inspect_log(path: str | Path, dataset: "Dataset | None" = None, mode: s
         meta["classifier"] = reader_as_read(cb["classifier"], log.eval.model)
     behaviour = [behaviours[i] for i in order] if any(behaviours[i] for i in order) else None
     mutation = cb.get("mutation")
-    return Predictions.from_values(
+    pred = Predictions.from_values(
         str(p), model_short_name(log.eval.model), m, [cases[i] for i in order], values,
         tuple(cb.get("removed") or ()), meta, context_as=str(cb.get("context_as") or ""),
         pending=max(0, _samples_expected(log) - present), behaviour=behaviour, verdict_mass=mass,
         mutation=str(mutation["name"]) if isinstance(mutation, Mapping) else None)
+    if by_turn:  # a reveal log: the readings by turn, as a reveal run's (``stats.turns``)
+        from .predictions import TurnReadings
+
+        partial_safe = isinstance(cb.get("classifier"), Mapping) and cb["classifier"].get("partial_as") == "safe"
+        pred.turns = TurnReadings(tuple(by_turn.get(i, ((), ()))[0] for i in order),
+                                  tuple(by_turn.get(i, ((), ()))[1] for i in order), str(cb.get("context_as")),
+                                  partial_safe)
+    return pred
 
 
 # --------------------------------------------------------------------------------------------

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+import os
+from typing import Any, Iterator
 
 
 def json_safe(x: Any) -> Any:
@@ -28,3 +29,30 @@ def json_error_where(e: "json.JSONDecodeError", line: bool = True) -> str:
     at"), so "<msg> at line 3" would read "starting at at line 3"."""
     where = f"line {e.lineno}, column {e.colno}" if line else f"column {e.colno}"
     return f"{e.msg} ({where})"
+
+
+def jsonl_objects(data: bytes) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The JSON objects of a JSON-lines file's bytes, with their 1-based line numbers: blank
+    lines skipped, and the torn tail after the last newline (a write a kill cut short) left out.
+    A whole line that is not a JSON object raises ``ValueError`` whose ``args`` are (line
+    number, why), so each reader names its own file in the message."""
+    lines = data.split(b"\n")
+    lines.pop()  # after the last newline: b"" when the file is whole, else a torn line
+    for lineno, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except ValueError as e:
+            raise ValueError(lineno, str(e)) from None
+        if not isinstance(obj, dict):
+            raise ValueError(lineno, "not an object")
+        yield lineno, obj
+
+
+def append_line(fd: int, data: bytes) -> None:
+    """Write ``data`` (one whole line) to an ``O_APPEND`` descriptor with as few ``write`` calls
+    as the kernel allows: no user-space buffer that a kill could lose."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]

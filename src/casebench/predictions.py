@@ -40,6 +40,24 @@ def verdict_mass_warning(model: str, summary: Mapping[str, Any]) -> str:
             f"format, or --mode respond to measure what this model does as the chatbot.")
 
 
+@dataclass(frozen=True)
+class TurnReadings:
+    """What the reader read at each turn of each case's conversation (sample 0; a reveal run
+    asks one conversation per case), for the figures by turn (``stats.turns``): per case, the
+    behaviour (comply / partial / refuse, None: no reading) of turns 1..n, and what each user
+    turn held. ``partial_as_safe``: the run counted a partial answer as answering."""
+
+    behaviours: tuple[tuple[str | None, ...], ...]
+    holds: tuple[tuple[str, ...], ...]
+    placement: str
+    partial_as_safe: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"placement": self.placement, "partial_as_safe": self.partial_as_safe,
+                "behaviours": [list(b) for b in self.behaviours], "holds": [list(h) for h in self.holds]}
+
+
+
 @dataclass(repr=False)
 class Predictions:
     """Aggregated predictions, one per case, aligned with ``cases``.
@@ -79,6 +97,9 @@ class Predictions:
     #: respond runs: per case, the outcome (``classify.outcome``: refuse / clarify / partial /
     #: comply, None where not read) of each answer; None when the source records none
     outcome: Optional[list[list[Optional[str]]]] = None
+    #: a live reveal run (``--context-as reveal-early/late``): what the reader read at every turn
+    #: of each case's conversation (``TurnReadings``); the figures above are the final turn's
+    turns: "TurnReadings | None" = None
 
     def __post_init__(self) -> None:
         from .prompts import check_placement

@@ -15,6 +15,7 @@ from typing import Any, Sequence
 
 from .atomic import write_json_atomic
 from .data import (
+    POSTERIOR_FIELD,
     DATA_FILE_NAME_PUBLISHED, VOTE_SAFE, VOTE_UNSAFE, AblationError, Case, Dataset, DatasetError, ablate_context,
     cases_from_records, check_no_duplicates, read_records, validate_parameter_names,
 )
@@ -162,7 +163,7 @@ def load_published(path: str | Path, model: str | None = None, mode: str | Mode 
     extra_keys: list[str] = []
     for c in cases:
         for k in c.extra:
-            if k not in extra_keys:
+            if k not in extra_keys and k != POSTERIOR_FIELD:  # annotate export's field, not a model's
                 extra_keys.append(k)
     if model is None:
         if len(extra_keys) != 1:
@@ -175,7 +176,8 @@ def load_published(path: str | Path, model: str | None = None, mode: str | Mode 
     raw = [c.extra[model] for c in cases]
     mode_obj = mode_obj or detect_mode(raw)
     values, unrecognised, unreadable = _check_values(p, model, mode_obj, raw)
-    plain = [Case(c.index, c.query, c.context, c.intended_safe, _strip_intent_vote(c), c.safe_rate, c.category)
+    plain = [Case(c.index, c.query, c.context, c.intended_safe, _strip_intent_vote(c), c.safe_rate, c.category,
+                  {POSTERIOR_FIELD: c.extra[POSTERIOR_FIELD]} if POSTERIOR_FIELD in c.extra else {})
              for c in cases]
     meta: dict[str, Any] = {"format": "published", "unrecognised_labels": unrecognised}
     if unreadable:

@@ -54,13 +54,24 @@ class AnswerItem:
     answer: str
     reader: str | None  # the reader's verdict in the run (None: undetermined or unread)
     intended_safe: bool | None
+    #: a reveal run's answers sampled by turn (``annotate answers --turns``): the 1-based turn the
+    #: answer was given at, of ``turns``; None for a run's final answers sampled alone
+    turn: int | None = None
+    turns: int | None = None
+
+    @property
+    def earlier_turn(self) -> bool:
+        """An answer given before a reveal conversation's last turn (not what the run scores)."""
+        return self.turn is not None and self.turns is not None and self.turn < self.turns
 
     @property
     def stratum(self) -> str:
-        """The sampling stratum: the reader's verdict and the context's intent."""
+        """The sampling stratum: the reader's verdict and the context's intent (and, sampling a
+        reveal run by turn, the turn)."""
         intent = {True: "safe", False: "unsafe"}.get(self.intended_safe, "unknown") if self.intended_safe is not None \
             else "unknown"
-        return f"{self.reader or 'undetermined'}|{intent}-intent"
+        turn = f"|turn {self.turn}" if self.turn is not None else ""
+        return f"{self.reader or 'undetermined'}|{intent}-intent{turn}"
 
     def record(self, run: str, weight: float | None = None) -> dict[str, Any]:
         """The study record (what the database stores and the page shows); ``weight``: its
@@ -68,6 +79,8 @@ class AnswerItem:
         rec: dict[str, Any] = {"kind": "answer", "run": run, "case": self.case, "sample": self.sample,
                                "query": self.query, "answer": self.answer, "reader": self.reader,
                                "intended_safe": self.intended_safe}
+        if self.turn is not None:
+            rec["turn"], rec["turns"] = self.turn, self.turns
         if weight is not None:
             rec["weight"] = weight
             rec["stratum"] = self.stratum
@@ -147,23 +160,39 @@ COLUMNS = ("id", "prompt", "completion", "final_label", "case", "sample", "reade
 LABELLERS: tuple[str, ...] = ("people", "ai", "writer")
 
 
-def labels_csv(rows: Sequence[LabelledRow], labelled_by: str = "people") -> str:
+def earlier_turn(record: Mapping[str, Any]) -> bool:
+    """Whether a stored answer was given before its reveal conversation's last turn: such labels
+    measure the reader on answers inside a conversation and go to ``turn_labels_csv``, never
+    into the run's labels of its final answers."""
+    t, n = record.get("turn"), record.get("turns")
+    return isinstance(t, int) and isinstance(n, int) and t < n
+
+
+def turn_labels_csv(rows: Sequence[LabelledRow], labelled_by: str = "people") -> str:
+    """The labelled answers of earlier reveal turns (``earlier_turn``): ``labels_csv``'s columns
+    with ``turn`` and ``turns`` after them."""
+    return labels_csv(rows, labelled_by, earlier=True)
+
+
+def labels_csv(rows: Sequence[LabelledRow], labelled_by: str = "people", earlier: bool = False) -> str:
     """The labelled answers in XSTest's CSV format (``prompt``, ``completion``, ``final_label``)
     plus ``case``, ``sample``, the reader's verdict in the run, every label, the run, who
     labelled and the answer's sampling weight and stratum (empty for a sample drawn before
-    weights were recorded); ties are left out."""
+    weights were recorded); ties are left out, and so are the answers of earlier reveal turns
+    (``turn_labels_csv`` writes those) unless ``earlier``."""
     if labelled_by not in LABELLERS:
         raise ValueError(f"labelled_by must be one of {', '.join(LABELLERS)}, not {labelled_by!r}")
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(COLUMNS)
+    w.writerow(COLUMNS + (("turn", "turns") if earlier else ()))
     for r in rows:
-        if r.label is None:
+        if r.label is None or earlier_turn(r.record) is not earlier:
             continue
         rec = r.record
         weight = rec.get("weight")
-        w.writerow([f"case-{rec['case']}-sample-{rec['sample']}", rec.get("query", ""), rec.get("answer", ""),
+        turn = f"-turn-{rec['turn']}" if earlier else ""
+        w.writerow([f"case-{rec['case']}-sample-{rec['sample']}{turn}", rec.get("query", ""), rec.get("answer", ""),
                     XSTEST_OF[r.label], rec["case"], rec["sample"], rec.get("reader") or "", ";".join(r.labels),
                     rec.get("run", ""), labelled_by, "" if weight is None else repr(float(weight)),
-                    rec.get("stratum") or ""])
+                    rec.get("stratum") or "", *((rec["turn"], rec["turns"]) if earlier else ())])
     return buf.getvalue()

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
@@ -35,6 +36,8 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Route
 
 from ..data import CI_PARAMETERS
+from ..stats.votes import VoteStats, vote_stats
+from .traits import TraitsError, TraitsForm, save_traits
 from .db import VOTE_CLARIFY, VOTE_PARTIAL, VOTE_SAFE, VOTE_UNSAFE, Finished, Shown, VoteOutcome, VoteStore, valid_annotator_id
 
 log = logging.getLogger("casebench.annotate")
@@ -69,6 +72,33 @@ class AppConfig:
     #: ``cases`` (Safe / Unsafe on cases) or ``answers`` (Comply / Partial / Refuse on a respond
     #: run's answers, ``annotate.answers``): the store's study
     study: str = "cases"
+    #: case resamples behind the admin page's intervals of ability, posteriors and agreement
+    admin_bootstrap: int = 200
+    #: the admin page reloads itself every this many seconds (0: never), so it follows the votes live
+    admin_refresh: int = 30
+    #: the optional form of annotator traits (``annotate.traits``); None: no form
+    traits_form: TraitsForm | None = None
+
+
+class VotesModelCache:
+    """The votes model (``stats.votes``) of the store's votes, refitted only when votes were added
+    since the last fit (the admin page may be reloaded often; a fit takes a fraction of a second
+    per few hundred votes). Thread-safe: it is called from the database worker threads."""
+
+    def __init__(self, store: VoteStore, n_boot: int) -> None:
+        self.store, self.n_boot = store, n_boot
+        self._lock = threading.Lock()
+        self._key: int | None = None
+        self._stats: VoteStats | None = None
+
+    def current(self) -> VoteStats | None:
+        """The model of every vote so far; None before the first vote."""
+        votes = self.store.case_votes()
+        with self._lock:
+            if self._key != len(votes):
+                self._stats = vote_stats(votes, n_boot=self.n_boot) if votes else None
+                self._key = len(votes)
+            return self._stats
 
 
 def label(key: str) -> str:
@@ -171,7 +201,7 @@ def create_app(store: VoteStore, config: AppConfig) -> Starlette:
         annotator, bad = annotator_of(request.query_params)
         if bad:
             return bad
-        return page("index.html", annotator=annotator)
+        return page("index.html", annotator=annotator, traits_form=config.traits_form)
 
     async def show_case(request: Request) -> Response:
         annotator, bad = annotator_of(request.query_params)
@@ -241,6 +271,47 @@ def create_app(store: VoteStore, config: AppConfig) -> Starlette:
         }[outcome]
         return error(status, message, annotator)
 
+    async def read_form(request: Request, fields: int) -> dict[str, str] | HTMLResponse:
+        """A small urlencoded form, or an error page (too large, unreadable)."""
+        try:
+            length = int(request.headers.get("content-length", "0"))
+        except ValueError:
+            return error(400, "Bad request.")
+        body = await request.body() if length <= MAX_BODY else b""
+        if length > MAX_BODY or len(body) > MAX_BODY:
+            return error(413, "Request too large.")
+        try:
+            return {k: v[0] for k, v in parse_qs(body.decode("utf-8"), max_num_fields=fields).items()}
+        except (UnicodeDecodeError, ValueError):
+            return error(400, "The form could not be read.")
+
+    async def about(request: Request) -> Response:
+        """The optional form of annotator traits: GET shows it, POST keeps the answers given."""
+        form = config.traits_form
+        if form is None:
+            return error(404, "There is no such page.")
+        params: Mapping[str, str] = request.query_params
+        if request.method == "POST":
+            got = await read_form(request, len(form.fields) + 2)
+            if isinstance(got, HTMLResponse):
+                return got
+            params = got
+        annotator, bad = annotator_of(params)
+        if bad:
+            return bad
+        if annotator is None:
+            return error(400, "The link does not say who is answering (annotator).")
+        if request.method == "GET":
+            return page("about.html", annotator=annotator, form=form, given={}, problem=None)
+        try:
+            kept = form.clean(params)
+        except TraitsError as e:
+            return page("about.html", status=400, annotator=annotator, form=form, given={}, problem=str(e))
+        if await guarded(save_traits, store, annotator, kept) is DOWN:
+            return unavailable(annotator)
+        return RedirectResponse("/case?" + urlencode({"annotator": annotator}), status_code=303,
+                                headers=SECURITY_HEADERS)
+
     def admin_allowed(request: Request) -> bool:
         given = request.query_params.get("token", "")
         auth = request.headers.get("authorization", "")
@@ -248,15 +319,24 @@ def create_app(store: VoteStore, config: AppConfig) -> Starlette:
             given = auth[7:].strip()
         return bool(given) and secrets.compare_digest(given.encode(), config.admin_token.encode())
 
+    model = VotesModelCache(store, config.admin_bootstrap)
+
     async def admin(request: Request) -> Response:
         if not admin_allowed(request):
             return error(403, "The admin page needs the admin token printed when the server started.")
         summary = await guarded(store.admin_summary)
         if summary is DOWN:
             return unavailable(None)
+        stats = None
+        if config.study == "cases":
+            stats = await guarded(model.current)
+            if stats is DOWN:
+                return unavailable(None)
         if request.query_params.get("format") == "json":
-            return JSONResponse(summary, headers=SECURITY_HEADERS)
-        return page("admin.html", s=summary)
+            return JSONResponse({**summary, "votes_model": stats.to_dict() if stats else None},
+                                headers=SECURITY_HEADERS)
+        posterior = {i.case: i for i in stats.items} if stats else {}
+        return page("admin.html", s=summary, m=stats, posterior=posterior, refresh=config.admin_refresh)
 
     async def healthz(request: Request) -> Response:
         if await guarded(store.ping) is DOWN:
@@ -281,6 +361,7 @@ def create_app(store: VoteStore, config: AppConfig) -> Starlette:
         Route("/case", show_case, methods=["GET"]),
         Route("/vote", vote, methods=["POST"]),
         Route("/admin", admin, methods=["GET"]),
+        Route("/about", about, methods=["GET", "POST"]),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/style.css", style, methods=["GET"]),
         Route("/favicon.ico", favicon, methods=["GET"]),

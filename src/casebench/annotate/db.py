@@ -27,7 +27,7 @@ import time
 import zlib
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 from sqlalchemy import (
     CheckConstraint, Column, Float, ForeignKey, Index, Integer, MetaData, SmallInteger, String, Table,
@@ -36,11 +36,16 @@ from sqlalchemy import (
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import IntegrityError
 
+if TYPE_CHECKING:
+    from ..stats.votes import Vote
+
 #: Bump when the tables change, and add the step from the previous version to ``MIGRATIONS``.
 #: Version 2: a vote may be 3 (``VOTE_PARTIAL``: a respond answer labelled partial, in an
-#: answer-labelling study, ``annotate.answers``). Version 3: a vote may be 4 (``VOTE_CLARIFY``: a
-#: respond answer labelled a clarifying question, the fourth outcome of ``classify.outcome``).
-SCHEMA_VERSION = 3
+#: answer-labelling study, ``annotate.answers``). Version 3: ``annotator_traits``, what an
+#: annotator chose to say about themselves (``annotate.traits``), kept apart from the votes.
+#: Version 4: a vote may be 4 (``VOTE_CLARIFY``: a respond answer labelled a clarifying question,
+#: the fourth outcome of ``classify.outcome``).
+SCHEMA_VERSION = 4
 #: An annotator id (a Prolific PID is 24 hex digits): letters, digits, '_', '-', '.'; 1 to 64.
 ANNOTATOR_ID_MAX = 64
 _ID_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.")
@@ -101,8 +106,23 @@ assignments_t = Table(
     Index("ix_assignments_case", "case_id"),
 )
 
+#: what an annotator chose to tell about themselves on the optional form (``annotate.traits``):
+#: one JSON object per annotator, apart from the votes, so that votes export without it
+traits_t = Table(
+    "annotator_traits", metadata,
+    Column("annotator_id", String(ANNOTATOR_ID_MAX), ForeignKey("annotators.id"), primary_key=True),
+    Column("traits", Text, nullable=False),
+    Column("given_at", Float, nullable=False),
+)
+
+
+def _add_traits(conn: Connection) -> None:
+    """Schema 2 -> 3: the table of annotators' traits (``annotate.traits``)."""
+    traits_t.create(conn, checkfirst=True)
+
+
 def _widen_vote_check(conn: Connection) -> None:
-    """Schema 1 -> 2 and 2 -> 3: the votes' check admits 3 (partial), then 4 (a clarifying
+    """Schema 1 -> 2 and 3 -> 4: the votes' check admits 3 (partial), then 4 (a clarifying
     question; the step writes today's check either way). PostgreSQL alters the constraint;
     SQLite cannot, so the table is rebuilt with the new definition and its rows copied."""
     if conn.dialect.name == "sqlite":
@@ -118,7 +138,7 @@ def _widen_vote_check(conn: Connection) -> None:
 
 
 #: version -> function upgrading a connection's schema from that version to the next.
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _widen_vote_check, 2: _widen_vote_check}
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _widen_vote_check, 2: _add_traits, 3: _widen_vote_check}
 
 
 class StoreError(ValueError):
@@ -669,6 +689,19 @@ class VoteStore:
             "case_rows": cases,
             "annotators": annotators,
         }
+
+    def case_votes(self) -> list["Vote"]:
+        """Every vote on a real case (not attention checks) in the order cast (``votes.id``), as
+        ``stats.votes.Vote`` (the votes model's input). Safe is vote 1; an answer study's labels
+        (comply 1, refuse 2, partial 3) read comply as the "safe" side."""
+        from ..stats.votes import Vote
+
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                select(votes_t.c.case_id, cases_t.c.position, votes_t.c.annotator_id, votes_t.c.vote)
+                .select_from(votes_t.join(cases_t, cases_t.c.id == votes_t.c.case_id))
+                .where(cases_t.c.kind == "case").order_by(votes_t.c.id)).all()
+        return [Vote(int(c), int(pos), str(a), int(v) == VOTE_SAFE) for c, pos, a, v in rows]
 
     def export_data(self) -> ExportData:
         """The cases in dataset order with their votes in the order cast, and attention answers."""

@@ -451,6 +451,9 @@ def writer_kind(model_spec: str | None) -> str | None:
 #: the name of a respond run's own labelled answers in its directory (``annotate export
 #: --answers RUN_DIR``): people's comply / partial / refuse for a sample of the run's answers
 RUN_LABELS_FILE = "reader_labels.csv"
+#: labels of a reveal run's answers at earlier turns (``annotate answers --turns``), kept apart
+#: from ``RUN_LABELS_FILE``: they measure the reader inside a conversation, not the final answers
+RUN_TURN_LABELS_FILE = "reader_turn_labels.csv"
 
 
 def from_labels(labels: Sequence[tuple[str, str | None]], partial_as: str, source: str, file: str | None = None,

@@ -33,6 +33,8 @@ def annotate_group() -> None:
       casebench annotate export --db sqlite:///votes.db -o OUT.json
       casebench annotate answers RUN_DIR --sample 100 --db sqlite:///labels.db   # check the refusal reader
       casebench annotate export --db sqlite:///labels.db --answers RUN_DIR
+      casebench annotate stats --db sqlite:///votes.db [--json]   # ability, posteriors, agreement, drift
+      casebench annotate plan --db sqlite:///pilot.db --target-power 0.8 -o plan.json   # votes per case
     """
 
 
@@ -101,13 +103,43 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+class VotesPerCase(click.ParamType):  # type: ignore[type-arg]  # generic in click >= 8.2 only
+    """``--votes-per-case``: a whole number, or a plan written by ``annotate plan -o PLAN.json``."""
+
+    name = "N|PLAN.json"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, int):
+            return value
+        text = str(value).strip()
+        if text.isdigit():
+            if int(text) < 1:
+                self.fail("must be at least 1", param, ctx)
+            return int(text)
+        import json
+
+        path = Path(text)
+        if not path.is_file():
+            self.fail(f"{text!r} is neither a whole number nor a plan file (annotate plan -o PLAN.json)", param, ctx)
+        try:
+            plan = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            self.fail(f"{text}: not a JSON plan ({e})", param, ctx)
+        n = plan.get("votes_per_case") if isinstance(plan, dict) else None
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            self.fail(f"{text}: field 'votes_per_case' must be a whole number of at least 1 (the plan reached no "
+                      f"answer within its max_votes), found {n!r}", param, ctx)
+        return n
+
+
 @annotate_group.command("serve")
 @click.argument("data", type=click.Path(dir_okay=False), required=False)
 @click.option("--db", default=DEFAULT_DB, show_default=True,
               help="SQLAlchemy URL: sqlite:///FILE, or postgresql://USER:PASS@HOST:PORT/DB for a team.")
-@click.option("--votes-per-case", type=click.IntRange(min=1), default=None,
-              help="Votes each case gets. Default: annotators per context for 80% power on the paper's "
-                   "context effect (casebench human power --p1 0.63 --p2 0.25).")
+@click.option("--votes-per-case", type=VotesPerCase(), default=None,
+              help="Votes each case gets: a number, or a plan from `annotate plan -o PLAN.json`. Default: "
+                   "annotators per context for 80% power on the paper's context effect (casebench human power "
+                   "--p1 0.63 --p2 0.25).")
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True, help="0: any free port.")
 @click.option("--one-context-per-query", is_flag=True,
@@ -129,11 +161,14 @@ def _bind(host: str, port: int) -> socket.socket:
 @click.option("--sqlite-sync", type=click.Choice(["full", "normal"]), default="full", show_default=True,
               help="SQLite only. full: every vote is on disk before the next case is shown (survives a power "
                    "cut); normal: faster, survives a server crash but not a power cut.")
+@click.option("--traits-form", type=click.Path(dir_okay=False), default=None,
+              help="An optional form of annotator traits (JSON: fields with name, label and choices; every answer "
+                   "optional, kept apart from the votes); kept in the database for later starts.")
 @click.option("--access-log", is_flag=True, help="Log every request (off by default).")
 def serve_cmd(data: str | None, db: str, votes_per_case: int | None, host: str, port: int, one_context_per_query: bool,
               attention_checks: str | None, attention_every: int, cases_per_annotator: int | None,
               completion_code: str | None, completion_url: str | None, admin_token: str | None,
-              reserve_minutes: float, sqlite_sync: str, access_log: bool) -> None:
+              reserve_minutes: float, sqlite_sync: str, traits_form: str | None, access_log: bool) -> None:
     """Serve DATA to annotators, one case at a time, and store their votes in --db.
 
     Annotators open /?PROLIFIC_PID=ID (or /?annotator=ID). Restarting with the same DATA and --db
@@ -144,9 +179,15 @@ def serve_cmd(data: str | None, db: str, votes_per_case: int | None, host: str, 
 
     data = dataset_argument(data)
 
+    from ..annotate.traits import TraitsError, TraitsForm
+
     with bad_input_errors():
         ds = load_dataset(data)
         attention = _attention_cases(attention_checks) if attention_checks else []
+    try:
+        form = TraitsForm.read(traits_form) if traits_form else None
+    except TraitsError as e:
+        raise BadInput(str(e)) from None
     if completion_code is not None and not (0 < len(completion_code) <= 64 and completion_code.isprintable()):
         raise BadInput("--completion-code must be 1 to 64 printable characters")
     if completion_url is not None and not completion_url.startswith(("https://", "http://")):
@@ -176,16 +217,21 @@ def serve_cmd(data: str | None, db: str, votes_per_case: int | None, host: str, 
         except StoreError as e:
             raise BadInput(f"{safe_url(db)}: {e}") from None
         extra = [f"attention checks: {len(attention)}, one after every {attention_every} votes"] if attention else []
+        form = _traits_form(store, form)
+        if form is not None:
+            extra.append(f"optional traits form: {', '.join(f.name for f in form.fields)} (at /about)")
         _run_app(store, db=db, what=f"{len(records)} cases from {data}", new=new, host=host, port=port,
                  admin_token=admin_token, completion_code=completion_code, completion_url=completion_url,
-                 access_log=access_log, per_item=("votes per case", votes_per_case, power_note), extra=extra)
+                 access_log=access_log, per_item=("votes per case", votes_per_case, power_note), extra=extra,
+                 traits_form=form)
     finally:
         store.close()
 
 
 def _run_app(store: Any, *, db: str, what: str, new: bool, host: str, port: int, admin_token: str | None,
              completion_code: str | None, completion_url: str | None, access_log: bool,
-             per_item: tuple[str, int, str], extra: list[str], study: str = "cases") -> None:
+             per_item: tuple[str, int, str], extra: list[str], study: str = "cases",
+             traits_form: Any = None) -> None:
     """Print the start-up lines (the URLs, the admin token, the completion code) and serve the app
     over ``store`` until stopped: one path for a study of cases and one of answers."""
     from ..annotate.db import safe_url
@@ -223,7 +269,7 @@ def _run_app(store: Any, *, db: str, what: str, new: bool, host: str, port: int,
     logging.basicConfig(level=logging.INFO, format="casebench annotate: %(levelname)s %(message)s",
                         stream=sys.stderr)
     app = create_app(store, AppConfig(admin_token=token, completion_code=code, completion_url=completion_url,
-                                      study=study))
+                                      study=study, traits_form=traits_form))
     config = uvicorn.Config(app, log_level="warning", access_log=access_log, lifespan="off",
                             timeout_keep_alive=30, server_header=False)
     uvicorn.Server(config).run(sockets=[sock])
@@ -257,9 +303,14 @@ def _run_app(store: Any, *, db: str, what: str, new: bool, host: str, port: int,
 @click.option("--sqlite-sync", type=click.Choice(["full", "normal"]), default="full", show_default=True,
               help="SQLite only: full (every label on disk before the next page) or normal (faster).")
 @click.option("--access-log", is_flag=True, help="Log every request (off by default).")
+@click.option("--turns", "by_turn", is_flag=True, default=False,
+              help="A reveal run (--context-as reveal-early/late): sample the answers of every turn, stratified by turn "
+                   "too; labels of earlier turns are exported apart (reader_turn_labels.csv), as they measure the "
+                   "reader inside a conversation, not the run's final answers.")
 def answers_cmd(run_dir: str, n_sample: int, sample_seed: int, target_width: float | None, db: str, labels_per_answer: int, host: str, port: int,
                 answers_per_annotator: int | None, completion_code: str | None, completion_url: str | None,
-                admin_token: str | None, reserve_minutes: float, sqlite_sync: str, access_log: bool) -> None:
+                admin_token: str | None, reserve_minutes: float, sqlite_sync: str, access_log: bool,
+                by_turn: bool = False) -> None:
     """Serve a sample of a respond run's answers for people to label comply / partial / refuse.
 
     The labels measure the refusal reader's error on this very model's answers: export them into
@@ -287,8 +338,13 @@ def answers_cmd(run_dir: str, n_sample: int, sample_seed: int, target_width: flo
     except (RunError, OSError, ValueError) as e:
         raise BadInput(str(e)) from None
     items = [AnswerItem(case=c, sample=s, query=ds[c].query, answer=rec.text, reader=rec.behaviour,
-                        intended_safe=ds[c].intended_safe)
+                        intended_safe=ds[c].intended_safe,
+                        **({"turn": rec.detail.get("turn"), "turns": rec.detail.get("turns")} if by_turn else {}))
              for (c, s), rec in sorted(finals.items()) if rec.text and rec.text.strip()]
+    if by_turn:
+        items += _earlier_turns(run_dir, m, ds)
+        if target_width is not None:
+            raise BadInput("--target-width plans the labels of the run's final answers; leave out --turns")
     if not items:
         raise BadInput(f"{run_dir}: the run holds no answer text to label")
     if target_width is not None:
@@ -315,6 +371,26 @@ def answers_cmd(run_dir: str, n_sample: int, sample_seed: int, target_width: flo
                         f"reader's verdicts in it: {strata}"], study="answers")
     finally:
         store.close()
+
+
+def _earlier_turns(run_dir: str, m: Any, ds: Any) -> list[Any]:
+    """The answers of a reveal run's earlier turns as items to label (``--turns``): each shown
+    with the user turn it answered."""
+    from ..annotate.answers import AnswerItem
+    from ..prompts import REVEAL_PLACEMENTS
+    from ..runs.record import RunError
+    from ..runs.reveal import iter_turns
+
+    if m.asked.context_as not in REVEAL_PLACEMENTS:
+        raise BadInput(f"--turns: {run_dir} is not a reveal run (its context is placed as {m.asked.context_as}); "
+                       "its answers have one turn")
+    try:
+        turns = list(iter_turns(run_dir))
+    except RunError as e:
+        raise BadInput(str(e)) from None
+    return [AnswerItem(case=t.case, sample=t.sample, query=t.prompt, answer=t.text, reader=t.behaviour,
+                       intended_safe=ds[t.case].intended_safe, turn=t.turn + 1, turns=t.turns)
+            for t in sorted(turns, key=lambda t: t.key) if t.text.strip()]
 
 
 def _say_labels_needed(run_dir: str, m: Any, items: list[Any], width: float) -> None:
@@ -374,15 +450,13 @@ def _count(xs: Any) -> dict[str, int]:
 @click.option("--exclude-flagged", is_flag=True, help="Drop the votes of annotators who failed an attention check.")
 @click.option("--annotations", type=click.Path(dir_okay=False), default=None,
               help="Side file with annotators, attention checks and every vote (default OUT.annotations.json).")
+@click.option("--with-traits", is_flag=True,
+              help="Also write what each annotator told on the optional traits form (side file; never by default).")
 def export_cmd(db: str, out: str | None, answers_out: str | None, labelled_by: str, rule: str, min_votes: int, exclude_flagged: bool,
-               annotations: str | None) -> None:
+               annotations: str | None, with_traits: bool) -> None:
     """Write the votes in --db as a CASE-Bench dataset that every casebench command reads; or,
     for a study of a respond run's answers, the labels with --answers."""
-    if db.startswith("sqlite:///"):
-        path = db[len("sqlite:///"):]
-        if path and path != ":memory:" and not Path(path).is_file():
-            raise BadInput(f"--db {db}: no such database file")
-    store = _open_store(db, create=False)
+    store = _open_existing(db)
     if store.study == "answers" or answers_out is not None:
         try:
             _export_answers(store, answers_out, labelled_by)
@@ -396,7 +470,7 @@ def export_cmd(db: str, out: str | None, answers_out: str | None, labelled_by: s
         from ..annotate.export import export_votes
 
         doc = export_votes(store, out, rule=rule, min_votes=min_votes,  # type: ignore[arg-type]
-                           exclude_flagged=exclude_flagged, side=annotations)
+                           exclude_flagged=exclude_flagged, side=annotations, with_traits=with_traits)
     finally:
         store.close()
     n = doc["votes_per_case"]
@@ -416,11 +490,163 @@ def export_cmd(db: str, out: str | None, answers_out: str | None, labelled_by: s
     click.echo(f"annotators, attention checks and every vote: {doc['side_file']}")
 
 
+@annotate_group.command("stats")
+@click.option("--db", default=DEFAULT_DB, show_default=True, help="The database given to `annotate serve`.")
+@click.option("--json", "as_json", is_flag=True, help="Print every figure as JSON.")
+@click.option("--bootstrap", "n_boot", type=click.IntRange(min=0), default=400, show_default=True,
+              help="Case resamples behind the intervals (0: none).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the case resamples.")
+@click.option("--level", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95, show_default=True,
+              help="Interval level.")
+@click.option("--window", type=click.IntRange(min=2), default=None,
+              help="Votes per window of time, in the order cast (default: a sixth of the votes, at least 30).")
+@click.option("--by", "by", default=None, metavar="TRAIT",
+              help="Instead: agreement within and across the groups of annotators this trait makes (from the "
+                   "optional traits form), and each group's safe share per case with intervals.")
+def stats_cmd(db: str, as_json: bool, n_boot: int, seed: int, level: float, window: int | None,
+              by: str | None) -> None:
+    """Annotator ability, each case's posterior P(safe), agreement over time and drift, from the
+    votes in --db (a latent-class model of the votes: casebench.stats.votes)."""
+    import json
+
+    from ..annotate.traits import read_traits
+    from ..present.votes import vote_stats_lines
+    from ..present.votes import trait_lines
+    from ..stats.vote_groups import trait_groups
+    from ..stats.votes import VotesError, vote_stats
+
+    store = _open_existing(db)
+    try:
+        if store.study == "answers":
+            raise BadInput("annotate stats models safe/unsafe votes on cases; this database holds labels of answers")
+        votes = store.case_votes()
+        traits = read_traits(store) if by is not None else {}
+    finally:
+        store.close()
+    if by is not None:
+        try:
+            groups = trait_groups(votes, traits, by, n_boot=n_boot, seed=seed, level=level)
+        except VotesError as e:
+            raise BadInput(f"--db {db}: {e}") from None
+        for line in ([json.dumps(groups.to_dict(), indent=1)] if as_json else trait_lines(groups)):
+            click.echo(line)
+        return
+    try:
+        result = vote_stats(votes, n_boot=n_boot, seed=seed, level=level, window=window)
+    except VotesError as e:
+        raise BadInput(f"--db {db}: {e}") from None
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), indent=1))
+        return
+    for line in vote_stats_lines(result):
+        click.echo(line)
+
+
+@annotate_group.command("plan")
+@click.option("--db", default=None, help="A pilot's vote database (the one given to `annotate serve`).")
+@click.option("--data", "data_path", type=click.Path(dir_okay=False), default=None,
+              help="Or a dataset file with votes ('scores'), e.g. CASE-Bench's own.")
+@click.option("--target-width", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None,
+              help="Plan for a case's safe share whose interval is at most this wide (on average).")
+@click.option("--target-power", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None,
+              help="Plan for this power to detect a query's context effect (Fisher's exact test).")
+@click.option("--level", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95, show_default=True,
+              help="Level of the interval (--target-width).")
+@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05, show_default=True,
+              help="Significance level of the test (--target-power).")
+@click.option("--draws", type=click.IntRange(min=1), default=40, show_default=True,
+              help="Draws of each case's share from the fitted model.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--max-votes", type=click.IntRange(min=2, max=1000), default=200, show_default=True,
+              help="The most votes per case considered.")
+@click.option("-o", "--output", "out", type=click.Path(dir_okay=False), default=None,
+              help="Write the plan as JSON here; `annotate serve --votes-per-case PLAN.json` takes it.")
+@click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
+def plan_cmd(db: str | None, data_path: str | None, target_width: float | None, target_power: float | None,
+             level: float, alpha: float, draws: int, seed: int, max_votes: int, out: str | None,
+             as_json: bool) -> None:
+    """Votes per case for a target width of a case's safe share, or a target power for the
+    context effect, simulated from a model fitted to a pilot's votes (casebench.stats.vote_plan)."""
+    import json
+
+    from ..atomic import write_json_atomic
+    from ..present.votes import plan_lines
+    from ..stats.vote_plan import PlanError, plan_votes
+
+    if (db is None) == (data_path is None):
+        raise BadInput("give the pilot's votes: --db URL or --data FILE (one of them)")
+    if (target_width is None) == (target_power is None):
+        raise BadInput("give one target: --target-width W or --target-power P")
+    pilot, source = _pilot(db, data_path)
+    try:
+        plan = plan_votes(pilot, "width" if target_width is not None else "power",
+                          target_width if target_width is not None else float(target_power or 0), level=level,
+                          alpha=alpha, draws=draws, seed=seed, max_votes=max_votes, source=source)
+    except PlanError as e:
+        raise BadInput(f"{source}: {e}") from None
+    if out:
+        write_json_atomic(Path(out), plan.to_dict(), indent=1)
+    if as_json:
+        click.echo(json.dumps(plan.to_dict(), indent=1))
+        return
+    for line in plan_lines(plan):
+        click.echo(line)
+    if out:
+        click.echo(f"plan written to {out}" + ("" if plan.votes_per_case is None
+                                                 else f"; annotate serve --votes-per-case {out} takes it"))
+
+
+def _pilot(db: str | None, data_path: str | None) -> tuple[list[Any], str]:
+    """The pilot's cases (``stats.vote_plan.PilotCase``) from a vote database or a dataset file."""
+    from ..annotate.db import VOTE_SAFE, query_key, safe_url
+    from ..stats.vote_plan import PilotCase
+
+    if data_path is not None:
+        from ..data import load_dataset
+
+        with bad_input_errors():
+            ds = load_dataset(data_path)
+        return [PilotCase(sum(1 for v in c.votes if v == 1), len(c.votes), c.intended_safe, query_key(c.query))
+                for c in ds], data_path
+    assert db is not None
+    store = _open_existing(db)
+    try:
+        if store.study == "answers":
+            raise BadInput("annotate plan plans votes on cases; this database holds labels of answers")
+        data = store.export_data()
+    finally:
+        store.close()
+    return [PilotCase(sum(1 for _, v, _, _ in c.votes if v == VOTE_SAFE), len(c.votes),
+                      bool(c.record.get("context_intended_to_be_safe")), query_key(str(c.record.get("query", ""))))
+            for c in data.cases], safe_url(db)
+
+
+def _traits_form(store: Any, given: Any) -> Any:
+    """The traits form in force: the one given now (kept in the database), else the one kept."""
+    import json
+
+    from ..annotate.traits import META_KEY, form_of
+
+    if given is not None:
+        store.set_meta({META_KEY: json.dumps(given.to_dict())})
+        return given
+    return form_of(store)
+
+
+def _open_existing(db: str) -> Any:
+    """An existing vote database (a SQLite file that is not there is refused, not created)."""
+    if db.startswith("sqlite:///"):
+        path = db[len("sqlite:///"):]
+        if path and path != ":memory:" and not Path(path).is_file():
+            raise BadInput(f"--db {db}: no such database file")
+    return _open_store(db, create=False)
+
+
 def _export_answers(store: Any, answers_out: str | None, labelled_by: str = "people") -> None:
     """``export --answers``: the labels of an answer study, in XSTest's CSV format."""
-    from ..annotate.answers import labelled_rows, labels_csv
+    from ..annotate.answers import earlier_turn, labelled_rows, labels_csv, turn_labels_csv
     from ..atomic import write_text_atomic
-    from ..classify.validation import RUN_LABELS_FILE
+    from ..classify.validation import RUN_LABELS_FILE, RUN_TURN_LABELS_FILE
 
     if store.study != "answers":
         raise BadInput("--answers: this database holds votes on cases, not labels of answers; export it with -o")
@@ -430,7 +656,15 @@ def _export_answers(store: Any, answers_out: str | None, labelled_by: str = "peo
     if not rows:
         raise BadInput("no answer has a label yet: nothing to export")
     target = Path(answers_out)
+    earlier = [r for r in rows if earlier_turn(r.record)]
+    if earlier:  # a reveal run sampled by turn: the earlier turns' labels apart from the final answers'
+        where = target / RUN_TURN_LABELS_FILE if target.is_dir() else target.with_name(target.stem + "_turns.csv")
+        write_text_atomic(where, turn_labels_csv(earlier, labelled_by))
+        click.echo(f"wrote {sum(1 for r in earlier if r.label)} labelled answers of earlier turns to {where}")
+        rows = [r for r in rows if not earlier_turn(r.record)]
     target = target / RUN_LABELS_FILE if target.is_dir() else target
+    if not rows:
+        return
     write_text_atomic(target, labels_csv(rows, labelled_by))
     ties = sum(1 for r in rows if r.label is None)
     counts = _count(r.label for r in rows if r.label)

@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 import click
 
-from ..modes import MODES
+from ..modes import MODES, get_mode
 from ..prompts import CONTEXT_PLACEMENTS
 from ._common import (
     FILE_MODE_HELP, TEMPERATURE, USD, BadInput, ModeChoice, RegistryCommand, bad_input_errors, echo_err, exit_interrupted,
@@ -282,6 +282,11 @@ def ablate_cmd(inputs: tuple[str, ...], model: str | None, mode: str | None, par
 @click.option("--placements", default=None, metavar="LIST",
               help="Context placements to run, comma-separated (user, system, turns; default: all three). With "
                    "--mutations: the one placement every wording is asked in (default: the mode's own).")
+@click.option("--reveal", "reveal", default=None, metavar="ARMS",
+              help="A reveal study instead (with --model, --mode respond): the arms full (the paper's placement), "
+                   "concat (the CI groups as paragraphs of one message), early and late (the groups revealed one per "
+                   "turn of a live conversation, before or after the query) and resample (full asked as many times "
+                   "as a conversation has turns), comma-separated, on the same pairs.")
 @click.option("--mutations", default=None, metavar="LIST",
               help="A mutation study instead (with --model): the base wording and each of these SORRY-Bench "
                    "rewordings of the queries, comma-separated (built in: ascii, caesar, morse, atbash; the others "
@@ -319,7 +324,7 @@ def study_cmd(inputs: tuple[str, ...], placements: str | None, model: str | None
               refusal_classifier: str | None, partial_as: str, paper_compat: bool, as_json: bool, n_boot: int,
               bootstrap_seed: int, level: float, alpha: float, data: str | None, label_source: str, cluster: str,
               mutations: str | None = None, mutations_from: str | None = None, mutator: str | None = None,
-              mutator_base_url: str | None = None, **registry_flags: Any) -> None:
+              mutator_base_url: str | None = None, reveal: str | None = None, **registry_flags: Any) -> None:
     """Placement study: one model with the context inside the prompt (user), as the system prompt
     (system) and as the conversation before the query (turns). Mutation study: one model with the
     queries in their own wording and in SORRY-Bench's rewordings (--mutations).
@@ -327,6 +332,7 @@ def study_cmd(inputs: tuple[str, ...], placements: str | None, model: str | None
     \b
       casebench study --model SPEC --mode MODE [--placements user,system,turns] [--pairs N] [--say-do binary]
       casebench study --model SPEC --mode MODE --mutations caesar,atbash [--pairs N]
+      casebench study --model SPEC --mode respond --reveal full,early,late,concat,resample [--pairs N]
       casebench study INPUTS...     (finished runs of one model and mode in different placements, or
                                      its plain run and its runs under --mutation; judge runs among a
                                      respond placement study's inputs give the say-do gap)
@@ -348,6 +354,8 @@ def study_cmd(inputs: tuple[str, ...], placements: str | None, model: str | None
     from ..stats.placement import MUTATION, PLACEMENT, PlacementStudyError, analyse_factor, mutation_of
 
     options = scoring_options(paper_compat, n_boot, bootstrap_seed, label_source, level=level, alpha=alpha, cluster=cluster)
+    if reveal is not None and (mutations is not None or say_do_mode is not None or placements is not None):
+        raise BadInput("--reveal is a study of its own: not with --mutations, --say-do or --placements")
     if mutations_from is not None and mutations is None:
         raise BadInput("--mutations-from goes with --mutations (the rewordings to run)")
     if mutations is not None and say_do_mode is not None:
@@ -359,6 +367,22 @@ def study_cmd(inputs: tuple[str, ...], placements: str | None, model: str | None
         if mutations is not None:
             raise BadInput("--mutations names the mutations to run (with --model); finished runs say their own")
         preds = _load(inputs, data)
+    elif reveal is not None:
+        if inputs:
+            raise BadInput("give either --model/--mode (run a study) or INPUTS (analyse finished runs), not both")
+        if mode is None or not get_mode(mode).reads_behaviour:
+            raise BadInput("a reveal study asks the model as the chatbot: --mode respond")
+        if sum(x is not None for x in (limit, stratified, pairs)) > 1:
+            raise BadInput("choose one of --limit, --stratified and --pairs")
+        from ..runs.record import RunError
+        from ..runs.study import parse_arms, run_reveal
+
+        with bad_input_errors(RunError):  # unknown arms before any data is read
+            parse_arms(reveal)
+        preds = _run_study(functools.partial(run_reveal, arms=reveal, out_root=out_root), lambda cond: cond.name(),
+                           model, mode, remove, pairs, data, limit, stratified, stratified_seed, samples, temperature,
+                           max_tokens, max_connections, max_cost, progress, refusal_classifier, partial_as,
+                           registry_flags)
     elif mutations is not None:
         if inputs:
             raise BadInput("give either --model/--mode (run a study) or INPUTS (analyse finished runs), not both")
@@ -398,6 +422,16 @@ def study_cmd(inputs: tuple[str, ...], placements: str | None, model: str | None
             temperature, max_tokens, max_connections, max_cost, progress, refusal_classifier, partial_as,
             registry_flags)
     _warn_incomplete(preds)
+    from ..stats.reveal import analyse_reveal, is_reveal_study
+
+    if reveal is not None or is_reveal_study(preds):
+        from ..present.reveal_text import format_reveal
+
+        with bad_input_errors(CompareError, PlacementStudyError, LabelSourceError):
+            found = analyse_reveal(preds, options)
+        click.echo(json.dumps(found.to_dict(), indent=2, ensure_ascii=False) if as_json else format_reveal(found),
+                   nl=as_json)
+        return
     factor = MUTATION if len({mutation_of(p) for p in preds}) > 1 else PLACEMENT
     behaviour = [p for p in preds if p.mode.reads_behaviour]
     study, judges = (behaviour, [p for p in preds if not p.mode.reads_behaviour]) if behaviour else (preds, [])

@@ -132,8 +132,9 @@ def _offline_help() -> str:
 @click.argument("data", type=click.Path(dir_okay=False), required=False)
 @click.option("--mode", type=click.Choice(mode_names()), required=True)
 @click.option("--context-as", "context_as", type=click.Choice(CONTEXT_PLACEMENTS), default=None,
-              help="Context inside the judge prompt (user), as the operator's system prompt (system), or as "
-                   "the conversation before the query (turns); default: the mode's.")
+              help="Context inside the judge prompt (user), as the operator's system prompt (system), as "
+                   "the conversation before the query (turns); respond mode also concat, reveal-early and "
+                   "reveal-late (the user turns of a live conversation); default: the mode's.")
 @click.option("--templates", type=click.Path(dir_okay=False), default=None,
               help="A template file in the published format (judge, judgescore, judgelogits).")
 @click.option("--remove", default="", help="CI parameters to drop, comma-separated (e.g. sender,urgency).")
@@ -163,7 +164,11 @@ def prompts_cmd(data: str | None, mode: str, context_as: str | None, templates: 
     from ..prompts import BUILTIN_TEMPLATES, load_templates
     from ..sources import FetchError
 
+    from ..prompts import CHATBOT_PLACEMENTS, REVEAL_PLACEMENTS, render_reveal
+
     m = get_mode(mode)
+    if context_as in CHATBOT_PLACEMENTS and not m.reads_behaviour:
+        raise BadInput(f"--context-as {context_as} is a chatbot's conversation: use it with --mode respond")
     with bad_input_errors(FetchError):
         names = validate_parameter_names(remove)
         tpl = load_templates(templates) if templates else BUILTIN_TEMPLATES
@@ -186,6 +191,11 @@ def prompts_cmd(data: str | None, mode: str, context_as: str | None, templates: 
             from dataclasses import replace
 
             asked = replace(asked, query=texts[case.index])
+        if context_as in REVEAL_PLACEMENTS:  # a live conversation: the user turns; the model writes the rest
+            turns = render_reveal(asked.context, asked.query, context_as)
+            out.write(json.dumps({"index": case.index, "system": system, "user_turns": [t.text for t in turns],
+                                  "holds": [t.holds for t in turns], "prompt": turns[-1].text}) + "\n")
+            continue
         chat = m.conversation(asked, tpl, context_as).with_system(system)
         messages = ([{"role": "system", "content": chat.system}] if chat.system is not None else []) + [
             msg for msg in chat.messages() if msg["role"] != "system"]

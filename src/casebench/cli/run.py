@@ -51,7 +51,9 @@ def _builtin_mutations() -> list[str]:
 @click.option("--context-as", "context_as", type=click.Choice(CONTEXT_PLACEMENTS), default=None,
               help="Where the context goes: inside the judge prompt (user, the paper's framing; default of the "
                    "judge modes), rendered as the operator's system prompt (system; default of respond mode), or "
-                   "as the conversation before the query (turns; a judge is asked about its final query).")
+                   "as the conversation before the query (turns; a judge is asked about its final query); respond "
+                   "mode also: concat (the CI groups as paragraphs of one message), reveal-early / reveal-late "
+                   "(the groups one per turn of a live conversation, before / after the query: docs/reveal.md).")
 @click.option("--mutation", "mutation", type=click.Choice(_mutation_names()), default=None, metavar="NAME",
               help="Ask every query in one of SORRY-Bench's twenty rewordings, in both its contexts (the contexts "
                    "untouched): built in, offline: " + ", ".join(_builtin_mutations()) + "; the others from your copy "
@@ -366,6 +368,11 @@ def score_and_report(run_dir: Path, min_verdict_mass: float | None = None, *, de
     for line in summary_lines(score, None if demo else scored.people, demo=demo, max_tokens=max_tokens,
                               who=who(pred)):
         click.echo(line)
+    if score.turns is not None:  # a reveal run: the figures are the final turn's; its path by turn
+        from ..present.reveal_text import by_turn_lines
+
+        for line in by_turn_lines(display_name(pred), score.turns):
+            click.echo(line)
     click.echo("")
     click.echo(text_table([replace(score, name=display_name(pred))]), nl=False)
     refs: list[Any] = []
@@ -412,14 +419,25 @@ def _cached_references(pred: "Predictions", options: Any) -> tuple[list[Any], st
 
 
 @click.command("export")
-@click.argument("run_dir", type=click.Path(file_okay=False, path_type=Path))
-@click.option("-o", "--out", required=True, type=click.Path(dir_okay=False, path_type=Path),
-              help="Output file (published exp/ format, e.g. output_binary.json).")
+@click.argument("run_dir", metavar="RUN_OR_FILE", type=click.Path(exists=True, path_type=Path))
+@click.option("-o", "--out", required=True, type=click.Path(path_type=Path),
+              help="Output: a file in the published exp/ format (e.g. output_binary.json), or with --format eee a "
+                   "folder for the Every Eval Ever records.")
+@click.option("--format", "fmt", type=click.Choice(["exp", "eee"]), default="exp", show_default=True,
+              help="exp: the published exp/ file format (a run directory only); eee: an Every Eval Ever aggregate "
+                   "record (schema 0.3.0) with its instance-level sidecar, from a run, a published file or an "
+                   "inspect log.")
 @click.option("--name", default=None, help="Model key in the file (default: the model spec's last component).")
 @click.option("--data", default=None, metavar="PATH", help="The run's dataset, if it moved since the run.")
 @click.option("--allow-incomplete", is_flag=True, help="Export a run with pending requests (they become \"\").")
-def export_cmd(run_dir: Path, out: Path, name: str | None, data: str | None, allow_incomplete: bool) -> None:
-    """Export a run directory to the published exp/ file format (the selected cases, in order)."""
+@click.option("--bootstrap", "n_boot", type=click.IntRange(min=0), default=1000, show_default=True,
+              help="--format eee: bootstrap resamples for the intervals.")
+@click.option("--show-text/--hide-text", "show_text", default=False, show_default=True,
+              help="--format eee: put the queries' text (the dataset's licence-gated text) in the sidecar.")
+def export_cmd(run_dir: Path, out: Path, fmt: str, name: str | None, data: str | None, allow_incomplete: bool,
+               n_boot: int = 1000, show_text: bool = False) -> None:
+    """Export a run directory to the published exp/ file format (the selected cases, in order), or
+    (--format eee) a run, published file or inspect log to Every Eval Ever records."""
     from ..data import load_dataset
     from ..runs.record import RunError
     from ..runs.results import export_run
@@ -427,7 +445,32 @@ def export_cmd(run_dir: Path, out: Path, name: str | None, data: str | None, all
     with bad_input_errors():
         dataset = load_dataset(data) if data else None
         try:
+            if fmt == "eee":
+                paths = _export_eee(run_dir, out, dataset, n_boot, show_text)
+                click.echo("wrote " + ", ".join(str(p) for p in paths))
+                return
+            if not run_dir.is_dir():
+                raise BadInput(f"{run_dir}: the exp format exports a run directory (a file is already in a format "
+                               "casebench reads; --format eee exports it as Every Eval Ever records)")
             path = export_run(run_dir, out, dataset=dataset, name=name, allow_incomplete=allow_incomplete)
         except RunError as e:
             raise BadInput(str(e)) from None
     click.echo(f"wrote {path}")
+
+
+def _export_eee(src: Path, out: Path, dataset: Any, n_boot: int, show_text: bool) -> list[Path]:
+    """The Every Eval Ever records of one input (``present.eee``) under the folder ``out``."""
+    from ..atomic import write_text_atomic
+    from ..loader import load_predictions
+    from ..present.eee import eee_files
+    from ..stats.board import build_board
+    from ..stats.options import ScoringOptions
+
+    pred = load_predictions(str(src), dataset=dataset)
+    board = build_board([pred], ScoringOptions(n_boot=n_boot), show_text=show_text)
+    files = eee_files(board, [pred])
+    written = []
+    for rel, text in files.items():
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        written.append(write_text_atomic(out / rel, text))
+    return [p for p in written if p.suffix == ".json"]

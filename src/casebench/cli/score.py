@@ -103,6 +103,12 @@ def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: s
         for members, ref in people:
             which = "" if len(people) == 1 else " (inputs " + ", ".join(str(i + 1) for i in members) + ")"
             click.echo(f"\nreference{which}: {line(ref)}")
+        if any(s.turns is not None for s in scores):  # a reveal run: its figures by turn, briefly
+            from ..present.reveal_text import by_turn_lines
+
+            for s in scores:
+                if s.turns is not None:
+                    click.echo("\n" + "\n".join(by_turn_lines(s.name or s.model, s.turns)))
 
 
 def _reference_scores(reference: str | None, no_reference: bool, preds: Sequence["Predictions"],

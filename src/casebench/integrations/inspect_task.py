@@ -28,7 +28,11 @@ Task options (``-T name=value``):
 * ``context_as``: ``user`` (the context as JSON inside the judge prompt, the paper's framing),
   ``system`` (the context as the operator's system prompt) or ``turns`` (the context as the
   conversation before the query; the judge is asked about its final query, the conversation
-  in the judge prompt); default: the mode's.
+  in the judge prompt); in respond mode also ``concat`` (the three CI groups as paragraphs of one
+  message before the query) and ``reveal-early`` / ``reveal-late`` (a live conversation: the
+  groups one per user turn before / after the query, a multi-turn solver letting the model
+  answer every turn; the scorer reads every turn, and ``casebench score LOG`` gives the figures
+  by turn, ``docs/reveal.md``); default: the mode's.
 * ``remove``: CI parameters to remove from every context (``-T remove=sender,urgency``).
 * ``limit``: the first N cases; ``stratified``: a seeded subset of N cases stratified by
   category x intent, with ``seed``; ``pairs``: both contexts of N queries, stratified by
@@ -104,7 +108,10 @@ from ..data import Dataset, load_dataset, validate_parameter_names
 from ..inspect_log import CASE_KEYS, case_from_metadata, case_metadata, reading_of, value_key  # noqa: F401 (the log's format)
 from ..modes import MODES, Mode, get_mode
 from ..mutations import get_mutation, mutated_queries
-from ..prompts import BUILTIN_TEMPLATES, Templates, check_placement, load_templates
+from ..prompts import (
+    BUILTIN_TEMPLATES, CHATBOT_PLACEMENTS, REVEAL_PLACEMENTS, REVEAL_QUERY, REVEAL_WORDING_VERSION, Templates,
+    check_placement, load_templates, render_reveal,
+)
 
 log = logging.getLogger("casebench")
 
@@ -233,6 +240,34 @@ def judge_prompt(mode: str = "binary", context_as: str | None = None, templates:
             messages += [ChatMessageUser(content=user), ChatMessageAssistant(content=assistant)]
         messages.append(ChatMessageUser(content=chat.prompt))
         state.messages = messages
+        return state
+
+    return solve
+
+
+@solver
+def reveal_conversation(context_as: str = "reveal-early") -> Solver:
+    """A live reveal conversation (``prompts.render_reveal``): each user turn in order, the model
+    generating its own answer to every one before the next is sent (never a scripted reply);
+    every turn's user message and answer go to the sample's metadata (``reveal_turns``) for the
+    scorer to read, and the last answer is the sample's output."""
+    if context_as not in REVEAL_PLACEMENTS:
+        raise ValueError(f"reveal_conversation: context_as must be one of {', '.join(REVEAL_PLACEMENTS)}")
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        md = state.metadata
+        case = case_from_metadata(md).ablated(md.get("removed") or ())
+        if md.get("asked_query"):
+            case = replace(case, query=str(md["asked_query"]))
+        turns = render_reveal(case.context, case.query, context_as)
+        state.messages = []
+        said: list[dict[str, Any]] = []
+        for k, t in enumerate(turns):
+            state.messages.append(ChatMessageUser(content=t.text))
+            state = await generate(state)  # appends the model's own answer to the conversation
+            said.append({"turn": k + 1, "turns": len(turns), "holds": t.holds, "prompt": t.text,
+                         "answer": state.output.completion if state.output else ""})
+        state.metadata["reveal_turns"] = said
         return state
 
     return solve
@@ -389,6 +424,22 @@ def classifier_description(spec: str | None, partial_as: str) -> tuple[Any, dict
     return classifier, {**redact_json(classifier.describe()), "partial_as": partial_as}
 
 
+async def _read_turns(classifier: Any, said: Sequence[Mapping[str, Any]], query: str, decode: Any,
+                      partial_as: str) -> list[dict[str, Any]]:
+    """The reader's verdict on every earlier turn of a reveal conversation (the last turn is the
+    sample's own reading), as ``casebench run`` reads them: a turn before the query against what
+    the user said in it, the others against the query."""
+    from ..classify import Item
+
+    before_query = said[-1].get("holds") == REVEAL_QUERY
+    items = [Item(str(t["prompt"]) if before_query else query, decode(str(t["answer"])) if decode else str(t["answer"]))
+             for t in said[:-1]]
+    verdicts = await classifier.aclassify(items) if items else []
+    out = [{"turn": t["turn"], "turns": t["turns"], "holds": t["holds"], "behaviour": getattr(v, "behaviour", None)}
+           for t, v in zip(said[:-1], verdicts)]
+    return out
+
+
 @scorer(metrics=[case_bench_metrics()])
 def verdict(mode: str = "binary", refusal_classifier: str | None = None, partial_as: str = "unsafe",
             mutation: str | None = None) -> Scorer:
@@ -413,7 +464,11 @@ def verdict(mode: str = "binary", refusal_classifier: str | None = None, partial
             from ..classify.validation import applicable
 
             read = decode(text or "") if decode else (text or "")
-            (v,) = await classifier.aclassify([Item(str(state.metadata.get("query") or state.input_text), read)])
+            query = str(state.metadata.get("query") or state.input_text)
+            (v,) = await classifier.aclassify([Item(query, read)])
+            said = state.metadata.get("reveal_turns")
+            if isinstance(said, list) and said:  # a reveal conversation: every earlier turn read too
+                md["turns"] = await _read_turns(classifier, said, query, decode, partial_as)
             reading = m.read_behaviour(Answer(text=text or None), v, partial_as_safe=partial_as == "safe")
             if decode:
                 md["decoded_answer"] = read
@@ -473,6 +528,8 @@ def case_bench(
             check_placement(context_as, "context_as")
         except ValueError as e:
             raise ValueError(str(e)) from None
+        if context_as in CHATBOT_PLACEMENTS and not m.reads_behaviour:
+            raise ValueError(f"context_as={context_as} asks the model as the chatbot: use it with mode=respond")
     removed = _as_names(remove)
     tpl = _templates(templates)
     template = m.template(tpl)  # a template file without this mode's template fails here, not per sample
@@ -505,11 +562,15 @@ def case_bench(
     }
     if classifier_desc is not None:
         meta["classifier"] = classifier_desc
+    if context_as in CHATBOT_PLACEMENTS:
+        meta["context_wording_version"] = REVEAL_WORDING_VERSION
+    live = context_as in REVEAL_PLACEMENTS
     if source is not None:
         meta["mutation"] = source.describe()
     return Task(
         dataset=build_samples(dataset, indices, removed, None if source is None else source.texts),
-        solver=[judge_prompt(mode=m.name, context_as=context_as, templates=templates), generate()],
+        solver=([reveal_conversation(context_as=str(context_as))] if live else
+                [judge_prompt(mode=m.name, context_as=context_as, templates=templates), generate()]),
         scorer=verdict(mode=m.name, refusal_classifier=_as_path(refusal_classifier), partial_as=partial_as,
                        mutation=None if source is None else source.mutation.name),
         metrics=[case_bench_metrics(mode=m.name)],

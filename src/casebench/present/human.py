@@ -46,9 +46,10 @@ def context_effect_lines(ce: dict[str, Any]) -> list[str]:
     under the other source, and which pairs people label differently with and without the
     intent vote's tie-break."""
     src = ce["label_source"]
-    name = {"published": "with the intent vote", "votes": "from the votes alone"}
+    name = {"published": "with the intent vote", "votes": "from the votes alone",
+            "posterior": "from the votes alone"}
     rule = {"published": "the published safe_rate: the votes plus the intent as a 21st vote",
-            "votes": "the votes alone"}
+            "votes": "the votes alone", "posterior": "the posterior P(safe), votes weighed by annotator ability"}
     this, other = (ce["with_intent_vote"], ce["votes_alone"]) if src == "published" else (
         ce["votes_alone"], ce["with_intent_vote"])
     pd = ce["people_differ"]

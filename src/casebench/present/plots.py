@@ -304,12 +304,7 @@ def stability_curve(k: Sequence[int], agreement: Sequence[float], exact: Sequenc
         ax.annotate(f"{a:.2f}", (ki, a), textcoords="offset points", xytext=(0, -14), ha="center", fontsize=8)
     ax.set_xticks(list(k))
     ax.set_ylim(min(0.5, min(agreement, default=0.5) - 0.05), 1.01)
-    ax.set_xlabel("annotators per case (k)", fontsize=10)
-    ax.set_ylabel("agreement with the full-panel majority", fontsize=10)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=9, loc="lower right")
-    ax.tick_params(labelsize=9)
-    return to_png(fig)
+    return _finish(fig, ax, "annotators per case (k)", "agreement with the full-panel majority", "lower right")
 
 
 def shift_scatter(panels: Sequence[dict[str, Any]]) -> bytes:
@@ -461,3 +456,98 @@ def outcome_bars(rows: Sequence[str], shares: Sequence[Sequence[float]], outcome
     ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=5, fontsize=8, frameon=False)
     ax.set_xlabel("share of the answers read")
     return to_png(fig)
+
+
+def first_refusal_curves(curves: Sequence[dict[str, Any]], turns: int) -> bytes:
+    """Kaplan-Meier curves of the first refusal by turn (``stats.turns.FirstRefusal``: one
+    per context intent, each ``{"label", "survival": [(turn, S, (low, high))]}``), as steps from
+    S = 1 before turn 1, with their pointwise intervals shaded."""
+    fig = _figure(7, 3.8)
+    ax = fig.add_subplot()
+    for i, c in enumerate(curves):
+        pts = list(c["survival"])
+        xs = [0] + [t for t, _, _ in pts] + [turns]
+        ys = [1.0] + [s for _, s, _ in pts]
+        ys.append(ys[-1])
+        ax.step(xs, ys, where="post", color=COLORS[i % len(COLORS)], lw=1.6, label=c["label"])
+        lo = [1.0] + [ci[0] for _, _, ci in pts]
+        hi = [1.0] + [ci[1] for _, _, ci in pts]
+        lo.append(lo[-1])
+        hi.append(hi[-1])
+        ax.fill_between(xs, np.asarray(lo, dtype=float), np.asarray(hi, dtype=float), step="post",
+                        color=COLORS[i % len(COLORS)], alpha=0.15, lw=0)
+    ax.set_xticks(list(range(1, turns + 1)))
+    ax.set_xlim(0.5, turns + 0.2)
+    ax.set_ylim(-0.02, 1.02)
+    return _finish(fig, ax, "turn", "P(no refusal yet), Kaplan-Meier", "lower left")
+
+
+def _finish(fig: Any, ax: Any, xlabel: str, ylabel: str, legend: str) -> bytes:
+    """A line chart's axis labels, grid, legend (at ``legend``) and tick size, as PNG bytes."""
+    ax.set_xlabel(xlabel, fontsize=10)
+    ax.set_ylabel(ylabel, fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=9, loc=legend)
+    ax.tick_params(labelsize=9)
+    return to_png(fig)
+
+
+def to_svg(fig: Any) -> str:
+    """Render a figure to an SVG document (text drawn as paths, so it needs no font when opened)."""
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg")
+    return buf.getvalue()
+
+
+def refusal_plane(points: Sequence[dict[str, Any]], people: dict[str, Any] | None,
+                  ceiling: dict[str, Any] | None) -> Any:
+    """Over-refusal (x) against under-refusal (y), one marker per input with its two intervals,
+    labelled with its place on the board; people's own position (one annotator drawn at random
+    per case) and the ceiling (a judge that knew people's population majority), with the line
+    of every point as accurate as the ceiling. ``points``: ``label``, ``over``, ``over_ci``,
+    ``under``, ``under_ci``, ``respond`` (a chatbot: drawn as a square); returns the figure
+    (``to_svg``)."""
+    fig = _figure(7.0, 5.6)
+    ax = fig.add_subplot(1, 1, 1)
+    if ceiling and ceiling.get("over") is not None and ceiling.get("under") is not None:
+        cx, cy = float(ceiling["over"]), float(ceiling["under"])
+        ax.plot([cx], [cy], marker="D", color="#444", linestyle="none", label="ceiling (people's population majority)")
+        ws, wu = float(ceiling.get("safe_share", 0.5)), 1.0 - float(ceiling.get("safe_share", 0.5))
+        err = ws * cx + wu * cy  # the ceiling's error; points on the line are as accurate
+        xs = np.linspace(0, min(1.0, err / ws) if ws else 1.0, 20)
+        ax.plot(xs, (err - ws * xs) / wu if wu else xs * 0, color="#999", linestyle=":", linewidth=1,
+                label="as accurate as the ceiling")
+    if people and people.get("over") is not None:
+        ax.errorbar([people["over"]], [people["under"]],
+                    xerr=_err(np.array([people["over"]]), np.array([people.get("over_ci") or [np.nan] * 2])),
+                    yerr=_err(np.array([people["under"]]), np.array([people.get("under_ci") or [np.nan] * 2])),
+                    marker="*", markersize=12, color="#2a9d8f", linestyle="none", label="one person (people's votes)")
+    for k, pt in enumerate(points):
+        if pt.get("over") is None or pt.get("under") is None:
+            continue
+        color = COLORS[k % len(COLORS)]
+        ax.errorbar([pt["over"]], [pt["under"]],
+                    xerr=_err(np.array([pt["over"]]), np.array([pt.get("over_ci") or [np.nan] * 2])),
+                    yerr=_err(np.array([pt["under"]]), np.array([pt.get("under_ci") or [np.nan] * 2])),
+                    marker="s" if pt.get("respond") else "o", markersize=5, color=color, elinewidth=0.8,
+                    linestyle="none", alpha=0.85)
+        ax.annotate(str(pt["label"]), (pt["over"], pt["under"]), textcoords="offset points", xytext=(4, 3),
+                    fontsize=8, color=color)
+    # the axes reach past the farthest interval (not to 1: the inputs would crowd one corner)
+    his = [0.0]
+    for pt in points:
+        for key in ("over_ci", "under_ci", "over", "under"):
+            got = pt.get(key)
+            values: list[Any] = list(got) if isinstance(got, (list, tuple)) else [got]
+            his += [float(v) for v in values if v is not None and np.isfinite(v)]
+    if people:
+        his += [float(v) for v in (people.get("over"), people.get("under")) if v is not None]
+    top = min(1.0, max(his) * 1.12 + 0.02)
+    ax.set_xlim(0, top)
+    ax.set_ylim(0, top)
+    ax.set_xlabel("over-refusal: share of what people find safe judged unsafe / refused", fontsize=9)
+    ax.set_ylabel("under-refusal: share of what people find unsafe judged safe / answered", fontsize=9)
+    ax.tick_params(labelsize=8)
+    ax.grid(True, color="#eee", linewidth=0.6)
+    ax.legend(fontsize=8, loc="upper right", frameon=False)
+    return fig

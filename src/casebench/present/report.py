@@ -72,6 +72,7 @@ from .report_scores import (
 from .report_studies import _ablation, _context, _human, _mutations, _placement
 from .report_behaviour import _behaviour
 from .report_outcomes import _outcomes
+from .report_turns import _by_turn
 
 __all__ = ["NEIGHBOUR_ROWS", "PAIRWISE_METRICS", "PAIRWISE_TABLE_MAX", "PLOT_MAX_INPUTS", "SECTIONS", "ReportContext",
            "ReportInput", "Section", "build_report", "display_name", "leaderboard_metrics", "render_sections",
@@ -92,6 +93,7 @@ SECTIONS: list[Section] = [
     Section("reliability", "Calibration", _reliability),
     Section("ablation", "Context ablation", _ablation),
     Section("placement", "Where the context goes", _placement),
+    Section("turns", "Context revealed over a conversation, by turn", _by_turn),
     Section("mutations", "Reworded queries", _mutations),
     Section("human", "The human votes", _human),
     Section("context", "Context sensitivity", _context),

@@ -33,6 +33,9 @@ tr.best td { background: #f1faf5; }
 span.src { display: block; font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: 11px;
            color: #666; overflow-wrap: anywhere; font-weight: normal; }
 td.name { min-width: 150px; max-width: 260px; }
+#leaderboard th, #leaderboard td, table.leaderboard th, table.leaderboard td { padding: 5px 6px; }
+#leaderboard td.name, table.leaderboard td.name { min-width: 130px; max-width: 210px; }
+#leaderboard td .ci, table.leaderboard td .ci { font-size: 11px; }
 table.pairwise td { white-space: nowrap; }
 table.pairwise td.l { white-space: normal; min-width: 120px; max-width: 220px; overflow-wrap: anywhere; }
 table.pairwise .ci { white-space: normal; }

@@ -101,10 +101,10 @@ KIND_PREFIX = {"respond": "R", "judge": "", "ablated": "A"}
 
 
 def _kind(it: ReportInput) -> str:
-    """Which kind ``it`` is ranked among (``KINDS``)."""
-    if it.pred.removed:
-        return "ablated"
-    return "respond" if it.pred.mode.reads_behaviour else "judge"
+    """Which kind ``it`` is ranked among (``KINDS``: ``stats.ranking.kind_of``)."""
+    from ..stats.ranking import kind_of
+
+    return kind_of(it.pred)
 
 
 def _prefix(kind: str, kinds: set[str]) -> str:

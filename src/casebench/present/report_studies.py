@@ -334,7 +334,7 @@ def _people_context_note(ref: dict[str, Any]) -> str:
     other = "votes" if src == "published" else "published"
     ob = ref["by_label_source"][other]
     names = {"published": "with the intent vote counted as a 21st vote (the published safe_rate)",
-             "votes": "from the votes alone"}
+             "votes": "from the votes alone", "posterior": "from the votes alone (labels: the posterior)"}
 
     def ci(b: dict[str, Any], m: str) -> str:
         c = b["ci"].get(m)

@@ -602,8 +602,12 @@ def reference_table(scores: Sequence[Score], root: str) -> str:
 
 def _labels_line(settings: dict[str, Any]) -> list[str]:
     """A line naming votes-only labels (nothing for the published labels, the default)."""
-    if settings.get("label_source", "published") == "published":
+    source = settings.get("label_source", "published")
+    if source == "published":
         return []
+    if source == "posterior":
+        return ["labels: each case's posterior P(safe) > 0.5, people's votes weighed by annotator ability "
+                "(--label-source posterior)"]
     return ["labels: the majority of each case's votes alone (--label-source votes)"]
 
 
@@ -794,7 +798,9 @@ def format_placements(res: "PlacementResult") -> str:
     ps = res.placements
     factor = getattr(res, "factor", "placement")
     mut = factor == "mutation"
-    head = (f"mutation study: {res.model} [{res.mode}{rm}]{tag}, queries worded as {', '.join(p.level for p in ps)}; "
+    arm = factor == "arm"  # the reveal study (stats.reveal): each arm against full
+    head = (f"reveal study: {res.model} [{res.mode}{rm}]{tag}, arms {', '.join(p.level for p in ps)} (final turns)"
+            if arm else f"mutation study: {res.model} [{res.mode}{rm}]{tag}, queries worded as {', '.join(p.level for p in ps)}; "
             f"context as {res.held.get('context_placement', '?')}, contexts untouched" if mut else
             f"placement study: {res.model} [{res.mode}{rm}]{tag}, context as {', '.join(p.placement for p in ps)}")
     lines = [head,
@@ -803,6 +809,9 @@ def format_placements(res: "PlacementResult") -> str:
     if mut:
         lines.append("people voted on the base wording only: every wording is scored against those votes, and "
                      "people's figures below are the base wording's")
+    if arm:
+        lines.append("people voted on the whole context: every arm is scored at its final turn against those votes; "
+                     "they say nothing about earlier turns")
     lines.append("")
     width = max(12, max(len(p.placement) for p in ps) + 2)
     lines.append(f"{factor:<{width}}{'answered':>10}" + "".join(f"{m:>17}" for m in ms))
@@ -830,7 +839,7 @@ def format_placements(res: "PlacementResult") -> str:
                                                        ("context_shift", "context_follow")}
                                                       for r in ("one_person", "majority")],
                           sort_keys=True, default=str) if p.people else None
-        if mut and seen and seen != shown_people:  # people's on these pairs (base wording); once
+        if (mut or arm) and seen and seen != shown_people:  # people's on these pairs (base wording); once
             shown_people = seen
             for ref, label in (("one_person", "people: one person"), ("majority", "people: majority")):
                 b = p.people.get(ref) or {}
@@ -869,6 +878,9 @@ def format_placements(res: "PlacementResult") -> str:
         lines += ["", (f"each mutation against the base wording (mutation - base; paired over the cases both answered, "
                        f"clustered by {s.get('cluster') or res.comparison.settings.get('cluster', 'case')}; p(BH): "
                        f"Benjamini-Hochberg over all mutations and metrics, alpha {s['alpha']}):") if mut else
+                      (f"each arm against full (arm - full; paired over the cases both answered; p(BH): "
+                       f"Benjamini-Hochberg over all arms and metrics, alpha {s['alpha']}; MDD: the smallest "
+                       f"difference the pairs had 80% power to detect):") if arm else
                       (f"between placements (A - B; paired over the cases both answered; p(BH): Benjamini-Hochberg "
                        f"over all pairs and metrics, alpha {s['alpha']}):")]
         for pc in res.comparison.pairs:
@@ -885,7 +897,8 @@ def format_placements(res: "PlacementResult") -> str:
                     continue
                 sig = " *" if d.significant else ""
                 lines.append(f"    {m:<{wm}}{fmt_metric(m, d.diff):>9}   [{fmt_metric(m, d.ci[0])}, {fmt_metric(m, d.ci[1])}]"
-                             f"   p {_eq(fmt_p(d.p, floor=d.p_floor))} ({d.test})   p(BH) {_eq(fmt_p(d.p_adjusted, floor=d.p_floor))}{sig}")
+                             f"   p {_eq(fmt_p(d.p, floor=d.p_floor))} ({d.test})   p(BH) {_eq(fmt_p(d.p_adjusted, floor=d.p_floor))}{sig}"
+                             + (f"   MDD {fmt_metric(m, d.mdd)}" if arm and d.mdd == d.mdd else ""))
         for d in [*res.shift_diffs, *(getattr(res, "follow_diffs", None) or [])]:
             if d.pairs:
                 sig = " *" if d.significant else ""
@@ -894,8 +907,10 @@ def format_placements(res: "PlacementResult") -> str:
                              f"bootstrap p {_eq(fmt_p(d.p_bootstrap))}   p(BH) {_eq(fmt_p(d.p_adjusted))}{sig}")
         lines += ["", "* significant after Benjamini-Hochberg"]
     if getattr(res, "consistency", None):
-        lines += ["", "wording consistency (cases whose verdict is unchanged by the rewording, of the cases both "
-                      "wordings answered; Wilson CI widened by the query clusters):"]
+        lines += ["", ("consistency with full (cases whose behaviour, answered or refused, is unchanged from full, of "
+                       "the cases both answered; Wilson CI widened by the query clusters):") if arm else
+                  ("wording consistency (cases whose verdict is unchanged by the rewording, of the cases both "
+                   "wordings answered; Wilson CI widened by the query clusters):")]
         for c in res.consistency:
             if not c.n:
                 lines.append(f"  {c.level:<{width}}- (no case answered under both wordings)")

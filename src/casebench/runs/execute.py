@@ -49,6 +49,7 @@ from ..backends.base import (
 )
 from ..data import Dataset
 from ..modes import Reading
+from ..prompts import REVEAL_PLACEMENTS, REVEAL_QUERY, RevealTurn
 from .config import DEFAULT_MODEL, DEFAULT_PARSE_RETRIES, RetryPolicy, RunConfig, default_out_dir, resolve_data_path
 from .pricing import ZERO, PriceMatch
 from .prepare import Prepared, casebench_version, check_resumable, grow, prepare, smaller_run_beside
@@ -58,6 +59,7 @@ from .record import (
     usage_tokens,
 )
 from .redact import redact_json, redact_text
+from .reveal import RevealSteps, reader_prompt
 from .select import stratified_indices
 
 __all__ = [
@@ -97,6 +99,9 @@ class _Job:
     #: the case's query and its context as asked (``Request.query`` / ``Request.context``)
     query: str | None = None
     context: Mapping[str, Any] | None = None
+    #: a live reveal conversation (``runs.reveal``): every user turn, and the 0-based turn asked
+    reveal: tuple[RevealTurn, ...] = ()
+    turn: int = 0
 
     @property
     def size(self) -> int:
@@ -186,8 +191,11 @@ def interrupted_message(counts: RunCounts, final_at_start: int | None) -> str:
             f"{counts.requests} requests final in all); re-run the same command to resume")
 
 
-class Runner:
-    """Executes a prepared run on an open run directory with a backend."""
+class Runner(RevealSteps):
+    """Executes a prepared run on an open run directory with a backend (a reveal conversation's
+    steps: ``reveal.RevealSteps``)."""
+
+    job_type = _Job
 
     def __init__(self, prep: Prepared, backend: Backend, rundir: RunDir, rng: random.Random | None = None):
         self.prep, self.backend, self.rundir = prep, backend, rundir
@@ -232,6 +240,8 @@ class Runner:
             self.completion_tokens += c
             self.spent += self.prep.price.price.cost(p, c)
         ds, prep = self.prep.dataset, self.prep
+        live = prep.context_as in REVEAL_PLACEMENTS
+        earlier = self._recorded_turns() if live else {}  # a conversation goes on from its last recorded turn
         jobs: list[_Job] = []
         done = 0
         for ci in prep.cases:
@@ -239,6 +249,12 @@ class Runner:
             for s in range(prep.samples):
                 if (ci, s) in finals:
                     done += 1
+                    continue
+                if live:
+                    asked = ds[ci].ablated(prep.removed)
+                    if prep.mutation is not None:
+                        asked = replace(asked, query=prep.mutation.texts[ci])
+                    jobs.append(self._turn_job(ci, s, asked, earlier.get((ci, s), ())))
                     continue
                 if chat is None:
                     asked = ds[ci].ablated(prep.removed)
@@ -353,7 +369,10 @@ class Runner:
         # decoded (and the query in its base wording); the record keeps the raw answer
         decode = self.prep.mutation.mutation.decode if self.prep.mutation is not None else None
         texts = [decode(a.text or "") if decode else (a.text or "") for a in answers]
-        items = [Item(self.prep.dataset[j.case].query, t) for j, t in zip(jobs, texts)]
+        # a reveal turn before the query is read against what the user said in it (runs.reveal)
+        items = [Item(reader_prompt(j.turn, len(j.reveal), j.reveal[-1].holds == REVEAL_QUERY, j.prompt,
+                                    self.prep.dataset[j.case].query) if j.reveal
+                      else self.prep.dataset[j.case].query, t) for j, t in zip(jobs, texts)]
         t0 = time.perf_counter()
         verdicts = await self.prep.classifier.aclassify(items)
         per_item = (time.perf_counter() - t0) / max(1, len(items))
@@ -473,6 +492,10 @@ class Runner:
         finished, work = 0, 0.0
         for job, ans, reading in zip(jobs, answers, readings):
             rec = self._record(job, ans, reading)
+            if rec is not None and job.reveal:
+                nxt, rec = self._go_on(job, ans, rec)
+                if nxt is not None:  # the conversation goes on: its next turn is asked next
+                    job, rec = nxt, None
             if rec is None:
                 if self.batch_size > 1:
                     self.queue.append(job)
@@ -494,7 +517,8 @@ class Runner:
             return [self.queue.popleft() for _ in range(min(self.batch_size, len(self.queue)))]
         jobs = [self.queue.popleft()]
         if self.shared_samples:
-            while self.queue and self.queue[0].case == jobs[0].case and self.queue[0].prompt == jobs[0].prompt:
+            while (self.queue and self.queue[0].case == jobs[0].case and self.queue[0].prompt == jobs[0].prompt
+                   and self.queue[0].history == jobs[0].history):
                 jobs.append(self.queue.popleft())
         return jobs
 

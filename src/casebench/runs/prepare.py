@@ -18,7 +18,7 @@ from typing import Any
 from ..backends.base import Backend, GenerationSettings
 from ..data import Dataset, load_dataset, validate_parameter_names
 from ..modes import Mode
-from ..prompts import BUILTIN_TEMPLATES, TURNS_WORDING, Templates, check_placement
+from ..prompts import BUILTIN_TEMPLATES, CHATBOT_PLACEMENTS, REVEAL_PLACEMENTS, Templates, check_placement, wording_of
 from .config import RunConfig, default_out_dir, resolve_data_path, selection_tag
 from .pricing import PriceMatch, PriceTable
 from .record import (
@@ -80,11 +80,20 @@ def prepare(config: RunConfig, dataset: Dataset | None = None, backend: Backend 
         check_placement(context_as, "--context-as")
     except ValueError as e:
         raise RunError(str(e)) from None
+    if context_as in CHATBOT_PLACEMENTS and not mode.reads_behaviour:
+        raise RunError(f"--context-as {context_as} asks the model as the chatbot: use it with --mode respond, "
+                       f"not {mode.name!r}")
     templates = config.templates or BUILTIN_TEMPLATES
     template = mode.template(templates)
     samples = mode.default_samples if config.samples is None else int(config.samples)
     if samples < 1:
         raise RunError(f"--samples must be at least 1, got {samples}")
+    if context_as in REVEAL_PLACEMENTS and samples != 1:
+        raise RunError(f"--context-as {context_as} asks one live conversation per case: --samples must be 1, "
+                       f"got {samples}")
+    if context_as in REVEAL_PLACEMENTS and config.batch:
+        raise RunError(f"--batch cannot ask a live conversation ({context_as}): each turn waits for the model's "
+                       "answer to the one before")
     if config.parse_retries < 0:
         raise RunError(f"--parse-retries must be 0 or more, got {config.parse_retries}")
     if config.max_connections < 1:
@@ -130,6 +139,7 @@ def prepare(config: RunConfig, dataset: Dataset | None = None, backend: Backend 
         from .mutator import mutation_source
 
         mutation = mutation_source(config, [dataset[i] for i in cases], out)
+    wording, wording_version = wording_of(context_as)
     asked = Asked(
         dataset_sha256=dataset.sha256, model=config.model, mode=mode.name, context_as=context_as,
         removed=list(removed), cases=cases, samples=samples, settings=settings.to_dict(),
@@ -137,8 +147,8 @@ def prepare(config: RunConfig, dataset: Dataset | None = None, backend: Backend 
         parse_retries=config.parse_retries, reask=effective_reask(mode, config.parse_retries, config.reask),
         stop_at_verdict=bool(mode.stopper() is not None and not config.full_answers),
         backend_options=redact_json(answer_opts), classifier=classifier_desc,
-        context_wording_sha256=(hashlib.sha256(TURNS_WORDING.encode("utf-8")).hexdigest()
-                                if context_as == "turns" else None),
+        context_wording_sha256=(None if wording is None else hashlib.sha256(wording.encode("utf-8")).hexdigest()),
+        context_wording_version=wording_version,
         mutation=None if mutation is None else mutation.describe(),
     )
     manifest = Manifest(

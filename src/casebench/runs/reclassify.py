@@ -14,6 +14,7 @@ from typing import Any
 
 from ..backends.base import Answer
 from ..modes import get_mode
+from ..prompts import REVEAL_PLACEMENTS
 from .record import (
     Invocation, Manifest, Record, RunDir, RunError, RunState, final_records, iter_records, now_iso,
     read_manifest, write_records,
@@ -90,6 +91,11 @@ async def areclassify(run_dir: str | Path, out: str | Path, classifier: Any, *, 
     try:
         with RunDir(tmp) as rd:
             write_records(tmp, new_records, producer=asked.fingerprint())
+            if m.asked.context_as in REVEAL_PLACEMENTS:  # a reveal run: its earlier turns read again too
+                from .reveal import reread_turns
+
+                await reread_turns(src, tmp, classifier, mode, {c: ds[c].query for c in m.cases},
+                                   m.asked.context_as == "reveal-early", partial_as_safe, asked.fingerprint(), batch)
             rd.write_manifest(manifest)
         if dst.exists():
             dst.rmdir()

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 from ..atomic import write_json_atomic
-from ..jsonutil import json_error_where
+from ..jsonutil import append_line, json_error_where, jsonl_objects
 
 if TYPE_CHECKING:
     from ..modes import Mode
@@ -222,8 +222,12 @@ class Asked:
     backend_options: dict[str, Any]
     #: respond mode: the refusal classifier's identity and version, and how partial answers count
     classifier: dict[str, Any] | None = None
-    #: context as turns: SHA-256 of the fixed wording of those turns (``prompts.TURNS_WORDING``)
+    #: context as turns, concat or reveal: SHA-256 of the fixed wording the placement adds
+    #: (``prompts.wording_of``)
     context_wording_sha256: str | None = None
+    #: reveal and concat placements: the version of their fixed wording
+    #: (``prompts.REVEAL_WORDING_VERSION``), beside its hash above
+    context_wording_version: int | None = None
     #: how an unreadable answer is asked again (``effective_reask``): "repair" (the answer and a
     #: short repair message quoting the format), "same" (the question as it was) or None (no
     #: re-asks: prob mode, or ``--parse-retries 0``)
@@ -594,24 +598,20 @@ def iter_records(run_path: str | Path) -> Iterator[Record]:
         return
     with open(p, "rb") as f:
         data = f.read()
-    lines = data.split(b"\n")
-    torn = lines.pop()  # after the last newline: b"" when the file is whole
+    torn = data[data.rfind(b"\n") + 1:]  # after the last newline: b"" when the file is whole
     if torn:
         log.warning("%s: ignoring a torn last line (%d bytes); the runner repairs it on resume", p, len(torn))
-    for lineno, raw in enumerate(lines, start=1):
-        if not raw.strip():
-            continue
-        try:
-            obj = json.loads(raw)
-            if not isinstance(obj, dict):
-                raise ValueError("not an object")
+    lineno = 0
+    try:
+        for lineno, obj in jsonl_objects(data):
             rec = Record.from_dict(obj)
             if not isinstance(rec.case, int) or not isinstance(rec.sample, int):
                 raise ValueError("'case' and 'sample' must be integers")
-        except (ValueError, TypeError) as e:
-            raise RunError(f"{p}, line {lineno}: not a valid record ({e}); `casebench runs repair "
-                           f"{Path(run_path)}` moves damaged lines aside and keeps every valid record") from None
-        yield rec
+            yield rec
+    except (ValueError, TypeError) as e:
+        where, why = (e.args if len(e.args) == 2 and isinstance(e.args[0], int) else (lineno, e))
+        raise RunError(f"{p}, line {where}: not a valid record ({why}); `casebench runs repair "
+                       f"{Path(run_path)}` moves damaged lines aside and keeps every valid record") from None
 
 
 def _whole_record(raw: bytes) -> bool:
@@ -786,11 +786,7 @@ class RunDir:
             record = replace(record, producer=self.producer)
         if self._rec_fd is None:
             self._rec_fd = os.open(self.records_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        data = (record.to_json() + "\n").encode("utf-8")
-        view = memoryview(data)
-        while view:
-            n = os.write(self._rec_fd, view)
-            view = view[n:]
+        append_line(self._rec_fd, (record.to_json() + "\n").encode("utf-8"))
 
     def records(self) -> list[Record]:
         return list(iter_records(self.path))

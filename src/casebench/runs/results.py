@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ..data import Dataset, load_dataset
 from ..modes import get_mode
+from ..prompts import REVEAL_PLACEMENTS
 from .record import (
     Manifest, Record, RunCounts, RunError, RunState, final_records, iter_records, read_manifest,
 )
@@ -225,12 +226,19 @@ def load_run(run_path: str | Path, dataset: Dataset | None = None) -> "Predictio
         if labels is not None:
             meta["run_labels"] = labels
     mass = verdict_masses(finals, cases, m.samples) if get_mode(m.mode).want == "p_safe" else None
-    return Predictions.from_values(str(run_path), model_short_name(m.model), m.mode, ds.subset(cases),
+    pred = Predictions.from_values(str(run_path), model_short_name(m.model), m.mode, ds.subset(cases),
                                    values, m.removed, meta, context_as=m.asked.context_as or "", pending=pending,
                                    behaviour=behaviours if any(b for bs in behaviours for b in bs) else None,
                                    verdict_mass=mass if mass and any(v is not None for v in mass) else None,
                                    mutation=m.mutation,
                                    outcome=outcomes if any(o for os_ in outcomes for o in os_) else None)
+    if m.asked.context_as in REVEAL_PLACEMENTS:  # what the reader read at every turn (runs.reveal)
+        from .reveal import turn_readings
+
+        pred.turns = turn_readings(run_path, cases, finals, m.asked.context_as,
+                                   bool((m.asked.classifier or {}).get("partial_as") == "safe"))
+        pred.meta["reveal"] = {"placement": m.asked.context_as, "wording_version": m.asked.context_wording_version}
+    return pred
 
 
 #: below this share of cases answered, ``casebench run`` exits with ``EXIT_LOW_COVERAGE``

@@ -39,7 +39,8 @@ from .record import RunError, RunState
 
 __all__ = [
     "Condition", "ConditionRun", "ablation_run_dir", "study_run_dir", "run_conditions", "run_ablation",
-    "run_placements", "parse_placements", "run_mutations", "parse_mutations",
+    "run_placements", "parse_placements", "run_mutations", "parse_mutations", "REVEAL_ARMS", "parse_arms",
+    "run_reveal",
 ]
 
 
@@ -52,6 +53,8 @@ class Condition:
     context_as: str | None = None  # None: the mode's default placement
     mode: str | None = None  # None: the study's mode
     mutation: str | None = None  # None: the dataset's own wording
+    #: the reveal study's resample arm: each case asked this many times (None: the run's samples)
+    samples: int | None = None
 
     def name(self) -> str:
         parts = ["full context" if not self.removed else "- " + ", ".join(self.removed)]
@@ -61,6 +64,8 @@ class Condition:
             parts.append(f"{self.mode} mode")
         if self.mutation:
             parts.append(f"query mutation {self.mutation}")
+        if self.samples:
+            parts.append(f"asked {self.samples} times")
         return "; ".join(parts)
 
 
@@ -78,12 +83,13 @@ class ConditionRun:
 
 
 def study_run_dir(out_root: str | Path, model: str, mode: str, removed: Sequence[str] = (),
-                  context_as: str | None = None, mutation: str | None = None) -> Path:
+                  context_as: str | None = None, mutation: str | None = None, samples: int | None = None) -> Path:
     """Where a condition's run lives: ``<out_root>/<model>_<mode>[_<removed>][_ctx-<placement>][_mut-<mutation>]``
     (the placement only when it is not the mode's default): ``casebench run``'s default name less
     its dataset and selection parts, which a study's conditions share."""
     default = get_mode(mode).default_context_as
-    return Path(out_root) / default_out_dir(model, mode, tuple(removed), context_as, default, mutation=mutation).name
+    name = default_out_dir(model, mode, tuple(removed), context_as, default, mutation=mutation).name
+    return Path(out_root) / (name + (f"_resample{samples}" if samples else ""))
 
 
 def ablation_run_dir(out_root: str | Path, model: str, mode: str, removed: Sequence[str],
@@ -132,8 +138,9 @@ def run_conditions(
     plans = []
     for cond in conditions:
         mode = cond.mode or base.mode
-        out = study_run_dir(out_root, base.model, mode, cond.removed, cond.context_as, cond.mutation)
+        out = study_run_dir(out_root, base.model, mode, cond.removed, cond.context_as, cond.mutation, cond.samples)
         cfg = replace(base, mode=mode, removed=tuple(cond.removed), context_as=cond.context_as, out=out,
+                      samples=cond.samples if cond.samples else base.samples,
                       mutation=cond.mutation, mutations_from=mutations_from if cond.mutation else None,
                       **_writer(cond.mutation, mutator, mutator_options))
         if not get_mode(mode).reads_behaviour:  # a judge run beside a respond study reads no answers
@@ -253,3 +260,56 @@ def run_mutations(
         replace(plain, mutation=m, mutations_from=mutations_from, **_writer(m, mutator, mutator_options))
     conditions = [Condition(removed, base.context_as)] + [Condition(removed, base.context_as, mutation=m) for m in names]
     return run_conditions(plain, conditions, out_root, dataset, on_condition, mutations_from, mutator, mutator_options)
+
+
+#: the reveal study's arms: name -> the placement its run asks in (``resample``: the full
+#: placement asked as many times as a reveal conversation has turns)
+REVEAL_ARMS: dict[str, str] = {"full": "user", "concat": "concat", "early": "reveal-early", "late": "reveal-late",
+                               "resample": "user"}
+
+
+def parse_arms(arms: Sequence[str] | str) -> tuple[str, ...]:
+    """``"full,early,late"`` (or a sequence) -> checked, deduplicated arms, ``full`` first (every
+    arm is compared with it, so it is always run)."""
+    names = [a.strip() for a in arms.split(",")] if isinstance(arms, str) else [str(a).strip() for a in arms]
+    names = list(dict.fromkeys(n for n in names if n))
+    bad = [n for n in names if n not in REVEAL_ARMS]
+    if bad:
+        raise RunError(f"unknown reveal arm(s) {', '.join(map(repr, bad))}; choose from {', '.join(REVEAL_ARMS)}")
+    rest = [n for n in names if n != "full"]
+    if not rest:
+        raise RunError("a reveal study needs at least one arm beside full, e.g. --reveal full,early,late")
+    return ("full", *rest)
+
+
+def conversation_turns(dataset: Dataset, cases: Sequence[int] | None, removed: Sequence[str]) -> int:
+    """How many user turns a reveal conversation of these cases has (the most among them): the
+    CI groups left after ``removed``, and the query."""
+    from ..prompts import render_reveal
+
+    picked = range(len(dataset)) if cases is None else cases
+    return max((len(render_reveal(dataset[i].ablated(tuple(removed)).context, dataset[i].query, "reveal-early"))
+                for i in picked), default=1)
+
+
+def run_reveal(
+    base: RunConfig, arms: Sequence[str] | str, out_root: str | Path = "runs", dataset: Dataset | None = None,
+    on_condition: OnCondition | None = None,
+) -> list[ConditionRun]:
+    """The reveal study: ``base`` (a respond run, its removals and selection) once per arm, on the
+    same cases, with one backend (``run_conditions``): ``full`` (the paper's user placement),
+    ``concat`` (the CI groups as paragraphs of one message), ``early`` and ``late`` (live reveal
+    conversations), ``resample`` (``full`` asked as many times as a conversation has turns: the
+    control for more calls)."""
+    names = parse_arms(arms)
+    if not get_mode(base.mode).reads_behaviour:
+        raise RunError(f"a reveal study asks the model as the chatbot: --mode respond, not {base.mode!r}")
+    if base.samples not in (None, 1):
+        raise RunError(f"a reveal study asks one conversation per case (the resample arm sets its own count); "
+                       f"--samples {base.samples} does not apply")
+    removed = validate_parameter_names(base.removed)
+    if dataset is None:
+        dataset = load_dataset(resolve_data_path(base.data))
+    k = conversation_turns(dataset, base.cases, removed)
+    conditions = [Condition(removed, REVEAL_ARMS[a], samples=k if a == "resample" else None) for a in names]
+    return run_conditions(replace(base, samples=None), conditions, out_root, dataset, on_condition)

@@ -687,7 +687,9 @@ def human_references(cases: Sequence["Case"], n_boot: int = DEFAULT_BOOTSTRAP, s
         by_source[source] = people_references(g, g > SAFE_THRESHOLD, pairs, n_boot=n_boot, seed=seed, level=level,
                                               cases=voted, label_source=source, pair_clusters=pair_clusters,
                                               n_clusters=n_clusters)
-    people = by_source[label_source]
+    # the posterior is a probability of the latent label, not a share of people: people's
+    # references (one person, the majority) stay those of the votes alone under it
+    people = by_source["votes" if label_source == "posterior" else label_source]
     h = np.array([case_safe_rate(c, label_source) for c in voted], dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         ent = -(np.where(h > 0, h * np.log(np.where(h > 0, h, 1)), 0.0)
@@ -760,7 +762,8 @@ def people_line(ref: dict[str, Any]) -> str:
     other = "votes" if src == "published" else "published"
     ob = ref["by_label_source"][other]
     op, mj = ref["one_person"], ref["majority"]
-    rule = {"published": "with the intent vote", "votes": "from the votes alone"}
+    rule = {"published": "with the intent vote", "votes": "from the votes alone",
+            "posterior": "from the votes alone (labels: the posterior)"}
     return (f"people ({ref['cases']} cases, {ref['context_pairs']} pairs, {rule[src]}): one person shifts by "
             f"{f(op['context_shift'])}{ci(op, 'context_shift')}, the majority label by {f(mj['context_shift'])} and "
             f"follows in {f(mj['context_follow'])}{ci(mj, 'context_follow')}; {rule[other]}: "

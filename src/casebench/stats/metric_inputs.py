@@ -172,14 +172,16 @@ def _scoring_arrays(pred: Predictions, paper_compat: bool, human_rate: np.ndarra
 def human_rates(pred: Predictions, label_source: str = "published") -> np.ndarray | None:
     """The human safe_rate to score against: None for the published one (``pred.human_rate``);
     with ``"votes"``, each case's votes alone (``Case.votes_safe_rate``, tie = unsafe, the
-    child-related override kept). Raises ``LabelSourceError`` when a case has no votes."""
+    child-related override kept); with ``"posterior"`` each case's ``posterior_safe``. Raises
+    ``LabelSourceError`` when a case has no votes (no posterior)."""
     if check_label_source(label_source) == "published":
         return None
     rates = np.array([case_safe_rate(c, label_source) for c in pred.cases], dtype=float)
     missing = np.flatnonzero(np.isnan(rates))
     if missing.size:
         first = pred.cases[int(missing[0])].index
+        what = ("a posterior_safe (annotate export writes it)" if label_source == "posterior" else "the votes")
         raise LabelSourceError(
-            f"{pred.source}: --label-source votes needs the votes of every case; {missing.size} case(s) have "
-            f"none (first: record {first}); use the published labels or a dataset with votes (--data)")
+            f"{pred.source}: --label-source {label_source} needs {what} of every case; {missing.size} case(s) have "
+            f"none (first: record {first}); use the published labels or a dataset with them (--data)")
     return rates

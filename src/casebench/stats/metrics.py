@@ -41,12 +41,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
 from ..modes import Mode, get_mode
 from ..predictions import Predictions, verdict_mass_warning
+
+if TYPE_CHECKING:
+    from .turns import TurnFigures
 from .bootstrap import (  # noqa: F401  (wilson_ci re-exported)
     DEFAULT_BOOTSTRAP, bounded_mean_ci, degenerate, cluster_labels, cluster_resample_weights, percentile_ci, proportion_design_effect,
     resample_weights, wilson_ci,
@@ -455,6 +458,9 @@ class Score:
     name: str = ""
     #: the query mutation the input was asked under (``Predictions.mutation``); None: none
     mutation: str | None = None
+    #: a live reveal run: its figures by turn (``stats.turns``); the figures above are the
+    #: final turn's
+    turns: "TurnFigures | None" = None
 
     @property
     def coverage(self) -> float:
@@ -562,6 +568,11 @@ class Score:
             d["breakdowns"] = self.breakdowns
         if self.people is not None:
             d["people"] = self.people
+        if self.turns is not None:  # a reveal run: its figures are the final turn's, and say so
+            t = self.turns.to_dict()
+            d["headline"] = t.pop("headline")
+            d["by_turn"] = t.pop("by_turn")
+            d["turns"] = t
         return d
 
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Literal, get_args
 
+from ..data import POSTERIOR_FIELD
+
 
 if TYPE_CHECKING:
     from ..data import Case
@@ -23,11 +25,13 @@ if TYPE_CHECKING:
 DEFAULT_BOOTSTRAP = 2000
 
 #: where the human label can come from
-LabelSource = Literal["published", "votes"]
+LabelSource = Literal["published", "votes", "posterior"]
 LABEL_SOURCES: tuple[str, ...] = get_args(LabelSource)
 #: the help of ``--label-source`` on the scoring commands and ``human``
-LABEL_SOURCE_HELP = ("Human label: the published safe_rate (21 votes incl. intent) or the majority of the votes "
-                     "alone.")
+LABEL_SOURCE_HELP = ("Human label: the published safe_rate (21 votes incl. intent), the majority of the votes "
+                     "alone, or posterior: each case's posterior_safe (annotate export: people's votes weighed by "
+                     "each annotator's ability).")
+
 
 
 #: what the bootstrap resamples as one unit (``bootstrap.case_clusters``)
@@ -75,10 +79,19 @@ def case_safe_rate(case: "Case", source: str = "published") -> float:
     always-unsafe category override (``Case.human_safe_rate``). ``votes``: the share of safe
     votes among the votes alone, the override kept since it is a rule of the benchmark, not a
     vote (``Case.votes_safe_rate``); NaN for a case without votes. Safe is ``> 0.5`` under both,
-    so a tie is unsafe.
+    so a tie is unsafe. ``posterior``: the case's ``posterior_safe`` (the latent-class model's
+    P(safe) given every vote, each weighed by its annotator's ability, written by ``annotate
+    export``), the override kept; NaN for a case without one.
     """
     if check_label_source(source) == "published":
         return case.human_safe_rate
+    if source == "posterior":
+        value = case.extra.get(POSTERIOR_FIELD)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= float(value) <= 1.0:
+            return float("nan")
+        from ..data import effective_safe_rate
+
+        return effective_safe_rate(float(value), case.category)
     return case.votes_safe_rate
 
 

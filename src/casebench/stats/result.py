@@ -215,6 +215,12 @@ def _build(pred: Predictions, options: ScoringOptions, human_rate: np.ndarray | 
         score = score_arrays(pred, a, mask, options)
     else:
         score = kept.score
+    if pred.turns is not None:  # a reveal run: its figures by turn beside the final turn's
+        from .turns import turn_figures
+
+        t = pred.turns
+        score = replace(score, turns=turn_figures(pred.cases, t.behaviours, t.holds, t.placement,
+                                                  t.partial_as_safe, options.level))
     c = np.array([x.category for x in pred.cases], dtype=object)[mask]
     acc = {}
     for cat in sorted(set(c.tolist())):
