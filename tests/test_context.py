@@ -443,3 +443,30 @@ def test_score_and_compare_print_people_beside_the_models():
     r = CliRunner().invoke(cli, ["compare", a, b, "--bootstrap", "0"])
     shift = next(x for x in r.output.splitlines() if x.strip().startswith("context_shift"))
     assert shift.split()[1:4] == ["0.5378", "0.8644", "-0.3267"]  # GPT-4o, Claude-3.5-Sonnet, A - B
+
+
+@pytest.mark.skipif(not (SHARED / "CASEBench_data.json").is_file(), reason="the dataset is not at ../shared")
+def test_the_majority_known_accuracy_beside_its_plug_in():
+    """The expected accuracy of a judge that knows people's population majority: the plug-in
+    (``accuracy_ceiling``, 0.911 on the published labels) and the fitted beta-binomial estimate,
+    which is higher (the plug-in treats each case's vote share as the population's); the prior
+    is the maximum of the beta-binomial likelihood (checked against scipy's betabinom)."""
+    from scipy.optimize import minimize
+    from scipy.stats import betabinom
+
+    from casebench.data import load_dataset
+    from casebench.stats.ceiling import majority_known_fitted
+    from casebench.stats.context import majority_replication
+
+    cases = list(load_dataset(SHARED / "CASEBench_data.json"))
+    fitted, priors = majority_known_fitted(cases)
+    plug = majority_replication(cases)
+    assert np.nanmean(plug) == pytest.approx(0.911, abs=0.001)
+    assert np.nanmean(plug) < np.nanmean(fitted) < 1.0 and np.all((fitted >= 0) & (fitted <= 1))
+    safe = [(c.votes_safe, len(c.votes)) for c in cases if c.votes and c.intended_safe and c.category != CHILD]
+    k, n = map(np.array, zip(*safe))
+    a, b = priors["safe_intent"]
+    best = minimize(lambda t: -betabinom.logpmf(k, n, *np.exp(t)).sum(), np.log([a, b]), method="Nelder-Mead")
+    assert -best.fun <= betabinom.logpmf(k, n, a, b).sum() + 1e-3
+    ref = human_references(cases, n_boot=0)["majority_known_accuracy"]
+    assert ref["plug_in"] == pytest.approx(np.nanmean(plug)) and ref["fitted_prior"] == pytest.approx(np.nanmean(fitted))

@@ -5,6 +5,7 @@ the context figures adjusted in one family in ``compare``."""
 
 import itertools
 import json
+import re
 
 import numpy as np
 import pytest
@@ -99,14 +100,16 @@ def test_pairs_significant_is_fisher_with_bh_over_all_queries(monkeypatch):
     assert out["paired"]["method"].startswith("exact")
     assert out["paired"]["p"] == pytest.approx(6.1e-124, rel=0.01)
     text = CliRunner().invoke(cli, ["human", str(data)], catch_exceptions=False).output
-    assert "p = 6.11e-124" in text and "Fisher's exact test" in text
+    # printed as a bound (a statement about the sign-flip model, not the data); the JSON keeps the value
+    assert "p < 1e-10" in text and "6.11e-124" not in text and "Fisher's exact test" in text
+    assert not re.search(r"\d\.?\d*e-(1[1-9]|[2-9]\d|\d{3})", text)  # no p below 1e-10 printed as a number
 
 
-def test_approximate_p_values_below_the_floor_print_as_a_bound():
+def test_p_values_below_the_floor_print_as_a_bound():
     from casebench.present.tables import fmt_p
 
     assert fmt_p(3.15e-74) == "< 1e-10"
-    assert fmt_p(3.15e-74, exact=True) == "3.15e-74"
+    assert fmt_p(3.15e-74, exact=True) == "< 1e-10"  # exact or not
     assert fmt_p(2e-5) == "2.00e-05"
 
 
@@ -124,3 +127,12 @@ def test_compare_adjusts_the_context_figures_as_one_family():
     assert {"context_direction", "context_moved", "context_concordance", "context_shift"} <= {m.metric for m in fam}
     adj, _ = _bh([m.p for m in fam], 0.05)
     assert [m.p_adjusted for m in fam] == pytest.approx(adj)
+
+
+def test_an_adjusted_p_from_a_floored_p_prints_as_a_bound():
+    """A bootstrap p at its floor is only bounded; its Benjamini-Hochberg adjusted value is too."""
+    from casebench.present.tables import fmt_p_adjusted
+
+    assert fmt_p_adjusted(0.0015, 0.0005, 0.0005) == "< 0.002"
+    assert fmt_p_adjusted(0.03, 0.01, 0.0005) == "0.0300"
+    assert fmt_p_adjusted(0.03, 0.01, None) == "0.0300"

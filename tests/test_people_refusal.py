@@ -164,23 +164,32 @@ def test_correction_is_withheld_where_the_stored_validation_does_not_hold(known_
     assert s["refusal_rate_corrected"] is None and s["refusal_rate_people"] is not None
 
 
-def test_transport_test_is_the_exact_binomial() -> None:
-    """The test's p-values against the exact two-sided binomial computed from its definition
-    (the sum of the probabilities no larger than the observed one's)."""
+def test_transport_test_against_the_pools_predictive() -> None:
+    """The test asks whether the labels' Se and Sp fit the predictive the correction draws from:
+    a reader erring exactly at the pool's values passes in all but a few runs (it failed a third
+    of them against one set's figures taken as constants); labels that contradict it fail."""
+    from casebench.classify.validation import validation_for
+    from casebench.classify import make_classifier
     from casebench.stats.people_refusal import transport_test
 
-    def exact(k: int, n: int, p: float) -> float:
-        probs = [math.comb(n, i) * p ** i * (1 - p) ** (n - i) for i in range(n + 1)]
-        return min(1.0, sum(q for q in probs if q <= probs[k] * (1 + 1e-7)))
-
-    y = np.array([1] * 20 + [0] * 30, dtype=float)
-    f = np.array([1] * 12 + [0] * 8 + [0] * 27 + [1] * 3, dtype=float)
-    t = transport_test(y, f, {"matrix": [[90, 10], [10, 90]], "set": "v"})
-    assert t["sensitivity_labels"] == 0.6 and t["specificity_labels"] == 0.9
-    assert t["p_sensitivity"] == pytest.approx(exact(12, 20, 0.9), rel=1e-9)
-    assert t["p_specificity"] == pytest.approx(exact(27, 30, 0.9), rel=1e-9)
-    assert t["p"] == pytest.approx(min(1.0, 2 * min(t["p_sensitivity"], t["p_specificity"])))
-    assert t["holds"] is False
+    clf = make_classifier()
+    v = validation_for(clf.name, clf.version, "unsafe", "large")
+    rng = np.random.default_rng(5)
+    first = transport_test(np.array([1.0, 0.0]), np.array([1.0, 0.0]), v)
+    se, sp = first["sensitivity_stored"], first["specificity_stored"]
+    assert first["sets"] == len(v["pool"]) >= 3
+    fails = 0
+    for _ in range(40):
+        y = (rng.random(300) < 0.4).astype(float)
+        f = np.where(y == 1, rng.random(300) < se, rng.random(300) >= sp).astype(float)
+        t = transport_test(y, f, v)
+        assert t["p"] == pytest.approx(min(1.0, 2 * min(t["p_sensitivity"], t["p_specificity"])))
+        fails += t["holds"] is False
+    assert fails <= 4
+    y = np.array([1] * 60 + [0] * 60, dtype=float)
+    f = np.array([1] * 20 + [0] * 40 + [0] * 60, dtype=float)  # reads a third of the refusals
+    bad = transport_test(y, f, v)
+    assert bad["holds"] is False and bad["sensitivity_labels"] == pytest.approx(1 / 3)
 
 
 def test_target_width_says_how_many_labels(known_run: Path) -> None:
@@ -190,7 +199,8 @@ def test_target_width_says_how_many_labels(known_run: Path) -> None:
 
     r = invoke("annotate", "answers", known_run, "--target-width", "0.2")
     assert r.exit_code == 0, r.output
-    assert "a 95% interval 0.2 wide" in r.output and "with the reader's readings (PPI++): about" in r.output
+    assert "a 95% interval 0.2 wide" in r.output and "with the reader's readings (PPI++): " in r.output
+    assert "labels (rounded up)" in r.output and "pooled over" in r.output and "design effect" in r.output
     plan = labels_needed(0.2, q=0.4, sensitivity=0.85, specificity=0.9, population=120)
     n = plan["n_ppi"]
     assert n is not None and n < plan["n_labels_only"]
@@ -203,6 +213,31 @@ def test_target_width_says_how_many_labels(known_run: Path) -> None:
 
     assert width(n) <= 0.2 < width(n - 1)
     assert labels_needed(0.05, q=0.4, sensitivity=0.85, specificity=0.9, population=120)["n_ppi"] is None
+
+
+def test_the_plan_uses_the_pool_and_the_runs_design_effect() -> None:
+    """``plan_labels``: the pooled Se and Sp (the correction's), the run's design effect (answers
+    of one query read alike need more labels), every count rounded up."""
+    from casebench.classify import make_classifier
+    from casebench.classify.validation import validation_for
+    from casebench.stats.people_refusal import labels_needed, plan_labels
+
+    v = validation_for(make_classifier().name, make_classifier().version, "unsafe", "large")
+    reads = [1, 0] * 200
+    apart = plan_labels(0.2, reads, list(range(400)), v)
+    together = plan_labels(0.2, [1, 1, 0, 0] * 100, [i // 2 for i in range(400)], v)  # both answers of a query alike
+    assert apart is not None and together is not None and apart["sets"] == len(v["pool"])
+    assert together["design_effect"] > 1.5 and together["n_labels_only"] > apart["n_labels_only"]
+    same = labels_needed(0.2, q=0.5, sensitivity=apart["sensitivity"], specificity=apart["specificity"],
+                         population=400)
+    assert apart["n_ppi"] == same["n_ppi"]
+    # rounded up: at n labels alone the planned width is reached, at n - 1 not
+    z, n, deff = 1.959963984540054, together["n_labels_only"], together["design_effect"]
+    p = together["rate_assumed"]
+
+    def width(k: int) -> float:
+        return 2 * z * math.sqrt(deff * (p * (1 - p) / 400 + (1 / k - 1 / 400) * p * (1 - p)))
+    assert width(n) <= 0.2 < width(n - 1)
 
 
 def test_a_labels_file_that_cannot_be_read_is_refused(known_run: Path, tmp_path: Path) -> None:

@@ -117,7 +117,8 @@ def test_a_respond_run_carries_the_corrected_figures_in_every_format(tmp_path) -
 
     from casebench.classify import make_classifier
     from casebench.classify.validation import validation_for
-    from casebench.stats.refusal import reader_error_of, transported_rate
+    from casebench.stats.correction import corrected_rate_figure, reader_predictive
+    from casebench.stats.refusal import validation_counts
     from servers.fault_server import FaultServer
     from test_respond import chatbot, invoke, respond_args
     from test_runs import write_dataset
@@ -127,28 +128,33 @@ def test_a_respond_run_carries_the_corrected_figures_in_every_format(tmp_path) -
     with FaultServer(answer_fn=chatbot, latency=0.0) as srv:
         assert invoke(*respond_args(srv, data, out)).exit_code == 0
     s = json.loads(invoke("score", out, "--json", "--bootstrap", "20").output)
-    deff = max(1.0, s["design_effects"]["refusal_rate"])  # clustered by query: the run's term carries it
     clf = make_classifier()
     v = validation_for(clf.name, clf.version, "unsafe")
-    err = reader_error_of(v)
+    reader = reader_predictive(validation_counts(v))
     rc = s["refusal_correction"]
-    assert rc["validation"] == v["set"] and "Rogan-Gladen" in rc["method"] and "DerSimonian-Laird" in rc["method"]
+    assert rc["validation"] == v["set"] and "Rogan-Gladen" in rc["method"] and "simulation" in rc["method"]
     assert rc["pooled"]["sets"] == [p["set"] for p in v["pool"]] and len(rc["pooled"]["sets"]) >= 3
-    assert rc["sensitivity"] == pytest.approx(err.sensitivity.estimate)
+    # the Se and Sp shown are the ones the correction draws (the predictive's medians)
+    assert rc["sensitivity"] == pytest.approx(reader.se) and rc["specificity"] == pytest.approx(reader.sp)
     n = s["cases_of"]["refusal_rate"]
-    want, why = transported_rate(s["refusal_rate"], n, s["ci"]["refusal_rate"], err)
-    queries = len({r["query"] for r in json.loads(data.read_text())})  # clustered by query: t with K - 1 df
-    assert s["ci"]["refusal_rate"] == pytest.approx(wilson_ci(round(s["refusal_rate"] * n) / deff, n / deff,
-                                                              df=queries - 1))
-    assert want is not None, why
-    assert s["refusal_rate_corrected"] == pytest.approx(want.corrected)
-    assert s["ci"]["refusal_rate_corrected"] == pytest.approx(list(want.ci))
-    lo, hi = s["ci"]["refusal_rate"]
-    assert want.ci[1] - want.ci[0] >= hi - lo  # never narrower than the raw interval
+    # the one interval method, on the score's rate, count and design effect (clustered by query)
+    want = corrected_rate_figure(s["refusal_rate"], n, reader, 0.95, s["design_effects"]["refusal_rate"])
+    assert want.says_something, want.withheld
+    assert s["refusal_rate_corrected"] == (None if want.value is None else pytest.approx(want.value))
+    assert s["ci"]["refusal_rate_corrected"] == (None if want.ci is None else pytest.approx(list(want.ci)))
+    assert s["refusal_rate_corrected_upper_bound"] == want.upper_bound
+    assert s["refusal_rate_corrected_lower_bound"] == want.lower_bound
     table = invoke("score", out, "--bootstrap", "20").output
-    assert f"refusal rate: raw {s['refusal_rate']:.4f}, corrected {want.corrected:.4f}" in table
+    assert f"refusal rate: raw {s['refusal_rate']:.4f}, corrected " in table
+    if want.ci is None:  # a bound only: the text says which way, at the level
+        assert ("at most" if want.upper_bound is not None else "at least") in table
     row = next(csv.DictReader(io.StringIO(invoke("score", out, "--format", "csv", "--bootstrap", "20").output)))
-    assert float(row["refusal_rate_corrected_ci_hi"]) == pytest.approx(want.ci[1])
+    if want.ci is not None:
+        assert float(row["refusal_rate_corrected_ci_hi"]) == pytest.approx(want.ci[1])
+    else:
+        b = want.upper_bound if want.upper_bound is not None else want.lower_bound
+        key = "upper" if want.upper_bound is not None else "lower"
+        assert float(row[f"refusal_rate_corrected_{key}_bound"]) == pytest.approx(b)
     md = invoke("score", out, "--format", "md", "--bootstrap", "20").output
     r = invoke("report", out, "-o", tmp_path / "report.html", "--bootstrap", "20")
     assert r.exit_code == 0, r.output
@@ -157,6 +163,9 @@ def test_a_respond_run_carries_the_corrected_figures_in_every_format(tmp_path) -
         if s[f"{name}_corrected"] is not None:
             assert f"{label}: raw {s[name]:.3f}, corrected {s[f'{name}_corrected']:.3f}" in md
             assert f"corrected {s[f'{name}_corrected']:.3f}" in html
+        elif rc[name] is not None:  # a bound: every format says it
+            assert f"{label}: raw {s[name]:.3f}, corrected at " in md
+            assert s[f"{name}_corrected_upper_bound"] is not None or s[f"{name}_corrected_lower_bound"] is not None
         else:  # withheld: every format says why
             why = rc["withheld"][name]
             assert f"{label}: not corrected: {why}" in table and why in row["refusal_correction_note"]
@@ -173,11 +182,16 @@ def test_no_correction_says_why() -> None:
     ok = {"matrix": [[90, 10], [10, 90]], "set": "x"}
     assert "samples" in correct_refusal_figures(values, cases, ok, samples=3)["note"]
     got = correct_refusal_figures(values, cases, ok)
-    assert got["refusal_rate"]["corrected"] == pytest.approx((0.3 + 0.9 - 1) / 0.8)
-    # one set: its spread from set to set is unmeasured, and the notes say so
+    # one set of another writer: how much the error differs from writer to writer is not measured
+    # (the prior's spread is carried), and the notes say so; with 20 answers that says little
     assert any("one validation set" in n for n in got["notes"])
-    # 6 of 10 unsafe refused: Wilson [0.31, 0.83] lies inside [1 - Sp, Se] = [0.1, 0.9]
-    assert got["under_refusal"]["corrected"] == pytest.approx(1 - (0.6 + 0.9 - 1) / 0.8)
+    # the run's own labels: no spread; Rogan-Gladen at the predictive's medians, a two-sided interval
+    own = correct_refusal_figures({"refusal_rate": 0.3}, {"refusal_rate": 400}, {**ok, "own_run": True})
+    se, sp = own["sensitivity"], own["specificity"]
+    assert se == pytest.approx(0.9, abs=0.01) and sp == pytest.approx(0.9, abs=0.01)
+    fig = own["refusal_rate"]
+    assert fig["corrected"] == pytest.approx((0.3 + sp - 1) / (se + sp - 1))
+    assert fig["ci"][0] < fig["corrected"] < fig["ci"][1]
 
 
 # -- the transported correction: sets pooled with their spread (issue 35 item 2) ----------------
@@ -225,57 +239,62 @@ def _pool(*sets: tuple[int, int, int, int]):
 
 
 def test_the_interval_widens_when_the_sets_disagree() -> None:
-    from casebench.stats.refusal import transported_rate
+    from casebench.stats.correction import corrected_rate_figure, reader_predictive
 
-    agree = _pool((80, 20, 95, 5), (80, 20, 95, 5), (80, 20, 95, 5), (80, 20, 95, 5))
-    differ = _pool((95, 5, 95, 5), (65, 35, 95, 5), (90, 10, 95, 5), (70, 30, 95, 5))  # same total 320 of 400
-    assert agree.sensitivity.tau2 == 0 and differ.sensitivity.tau2 > 0.1
-    a, _ = transported_rate(0.3, 400, None, agree)
-    d, _ = transported_rate(0.3, 400, None, differ)
-    assert a is not None and d is not None
+    def counts(*sets: tuple[int, int, int, int]) -> list[dict[str, int]]:
+        return [dict(tp=a, fn=b, tn=c, fp=d) for a, b, c, d in sets]
+
+    agree = reader_predictive(counts((80, 20, 95, 5), (80, 20, 95, 5), (80, 20, 95, 5), (80, 20, 95, 5)))
+    differ = reader_predictive(counts((95, 5, 95, 5), (65, 35, 95, 5), (90, 10, 95, 5), (70, 30, 95, 5)))
+    a = corrected_rate_figure(0.3, 400, agree)
+    d = corrected_rate_figure(0.3, 400, differ)
+    assert a.ci is not None and d.ci is not None
     assert d.ci[1] - d.ci[0] > 1.2 * (a.ci[1] - a.ci[0])
 
 
-def test_a_corrected_interval_is_never_narrower_than_the_raw_one_nor_a_point() -> None:
-    """Over a grid of readers, rates, sizes and design effects: either a figure whose interval
-    holds the raw interval's width (and is never a point), or none with the reason."""
-    from casebench.stats.refusal import transported_rate, wilson_interval
+def test_a_corrected_figure_is_an_interval_a_bound_or_why_not_never_a_point() -> None:
+    """Over a grid of readers, rates, sizes and design effects: a two-sided interval inside
+    [0, 1] holding its value and never a point, or a bound at the level, or nothing with the
+    reason."""
+    from casebench.stats.correction import corrected_rate_figure, reader_predictive
 
-    made = withheld = 0
+    seen = {"ci": 0, "bound": 0, "none": 0}
     for sets in [((18, 2, 19, 1),), ((140, 20, 120, 8), (130, 30, 125, 3), (150, 12, 118, 10)),
                  ((16, 24, 185, 9), (14, 18, 192, 9), (7, 32, 184, 11), (20, 21, 184, 8)), ((2, 0, 2, 8),),
                  ((9, 1, 1, 9),)]:
-        err = _pool(*sets)
-        for n in (4, 20, 45, 399, 900):
-            for k in sorted({0, 1, n // 10, n // 3, n // 2, n - 1, n}):
+        reader = reader_predictive([dict(tp=a, fn=b, tn=c, fp=d) for a, b, c, d in sets])
+        for n in (4, 45, 900):
+            for k in sorted({0, 1, n // 10, n // 3, n - 1, n}):
                 for deff in (1.0, 1.8):
-                    raw = wilson_interval(k / n, n / deff)
-                    r, why = transported_rate(k / n, n, raw, err)
-                    if r is None:
-                        assert why, (sets, k, n)
-                        withheld += 1
-                        continue
-                    made += 1
-                    assert 0.0 <= r.ci[0] < r.ci[1] <= 1.0
-                    assert r.ci[1] - r.ci[0] >= (raw[1] - raw[0]) - 1e-12, (sets, k, n, deff)
-                    assert r.ci[0] <= r.corrected <= r.ci[1]
-    assert made > 30 and withheld > 50
+                    r = corrected_rate_figure(k / n, n, reader, 0.95, deff)
+                    if r.ci is not None:
+                        seen["ci"] += 1
+                        assert 0.0 <= r.ci[0] < r.ci[1] <= 1.0 and r.ci[1] - r.ci[0] > 0.01
+                        assert r.value is not None and r.ci[0] <= r.value <= r.ci[1]
+                    elif r.upper_bound is not None or r.lower_bound is not None:
+                        seen["bound"] += 1
+                        assert r.value is None and r.withheld is None
+                    else:
+                        seen["none"] += 1
+                        assert r.withheld, (sets, k, n)
+    assert all(v >= 3 for v in seen.values()), seen
 
 
-def test_rates_outside_what_the_validation_allows_are_withheld() -> None:
+def test_rates_near_the_false_refusal_floor_get_a_bound() -> None:
     """The issue's cases: 12 of 399 read as refusals where the reader's false-refusal rate is about
-    that (a point 0 [0, 0] before), and tiny extreme validation counts (2, 0, 2, 8), which gave an
-    inverted interval or a ZeroDivisionError."""
-    from casebench.stats.refusal import correct_refusal_figures, transported_rate
+    that (a point 0 [0, 0] before, then withheld): an upper bound now; tiny extreme validation
+    counts (2, 0, 2, 8) give nothing two-sided, and no error."""
+    from casebench.stats.correction import corrected_rate_figure, reader_predictive
+    from casebench.stats.refusal import correct_refusal_figures
 
-    good = _pool((147, 15, 122, 5), (144, 15, 121, 6), (145, 16, 127, 4), (139, 25, 112, 12))
-    r, why = transported_rate(12 / 399, 399, None, good)
-    assert r is None and "outside [1 - Sp, Se]" in why
+    good = reader_predictive([dict(tp=a, fn=b, tn=c, fp=d) for a, b, c, d in
+                              ((147, 15, 122, 5), (144, 15, 121, 6), (145, 16, 127, 4), (139, 25, 112, 12))])
+    r = corrected_rate_figure(12 / 399, 399, good)
+    assert r.ci is None and r.upper_bound is not None and r.upper_bound < 0.15 and "at most" in r.text()
     tiny = {"matrix": [[2, 8], [0, 2]], "set": "tiny"}
     values = {"refusal_rate": 0.5, "safe_recall": 0.4, "unsafe_recall": 0.4}
     cases = {"refusal_rate": 4, "safe_recall": 2, "unsafe_recall": 2}
     got = correct_refusal_figures(values, cases, tiny)
-    assert all(got[k] is None for k in ("refusal_rate", "over_refusal", "under_refusal"))
-    assert "not clearly better than chance" in got["withheld"]["refusal_rate"]
+    assert all(got[k] is None or got[k]["ci"] is None for k in ("refusal_rate", "over_refusal", "under_refusal"))
     assert corrected_rate(2, 4, ReaderError(tp=2, fn=0, tn=2, fp=8)) is None  # Lee's single-set form too
     assert corrected_difference(0.2, (0.0, 0.4), ReaderError(tp=2, fn=0, tn=2, fp=8)) is None

@@ -79,3 +79,42 @@ def test_inputs_without_a_shared_scorer_or_sample_are_refused():
         compare_samples([_inp("a", {"x": {"s": 1.0}})])
     assert math.isnan(compare_samples([_inp("a", {"x": {"s": 1.0}}), _inp("b", {"x": {"s": 1.0}})], n_boot=0)
                       .pairs[0].scorers["x"].ci[0])
+
+
+def test_few_samples_get_one_t_method_inside_the_range():
+    """Six samples of a score in [0, 1]: Student's t on 5 df gives the interval and the p (they
+    agree: the interval excludes 0 exactly when p < 0.05), inside [-1, 1] (the percentile bootstrap
+    printed 1.0000 [-0.9756, 1.8526] p 0.0010 for such inputs)."""
+    from scipy.stats import ttest_rel
+
+    ids = [f"q{i}" for i in range(6)]
+    xa = [1.0, 0.9, 1.0, 0.8, 1.0, 0.7]
+    xb = [0.0, 0.1, 0.3, 0.0, 0.2, 0.1]
+    s = compare_samples([_inp("a", {"r": dict(zip(ids, xa))}), _inp("b", {"r": dict(zip(ids, xb))})],
+                        n_boot=1000).pairs[0].scorers["r"]
+    assert s.test == "t on 5 df" and s.p == pytest.approx(ttest_rel(xa, xb).pvalue, rel=1e-9)
+    assert -1.0 <= s.ci[0] < s.diff < s.ci[1] <= 1.0
+    assert (s.ci[0] > 0) == (s.p < 0.05)
+
+
+def test_identical_inputs_never_get_a_point_interval():
+    """Two identical inputs (binary and not, with the bootstrap or few samples): an interval
+    around 0 that is not a point, and p 1 where the method gives one."""
+    ids = [f"q{i}" for i in range(40)]
+    vals = {i: float(k % 2) for k, i in enumerate(ids)}
+    cont = {i: k / 40 for k, i in enumerate(ids)}
+    c = compare_samples([_inp("a", {"acc": vals, "r": cont}), _inp("b", {"acc": vals, "r": cont})], n_boot=200)
+    for s in c.pairs[0].scorers.values():
+        assert s.diff == 0.0 and s.ci[0] < 0.0 < s.ci[1] and -1.0 <= s.ci[0] and s.ci[1] <= 1.0, s
+    assert c.pairs[0].scorers["r"].p == pytest.approx(1.0)
+
+
+def test_the_text_says_when_samples_were_taken_as_independent():
+    from casebench.present.sample_tables import format_sample_comparison
+
+    groups = {i: f"g{k // 8}" for k, i in enumerate(IDS)}
+    a, b = _inp("a", {"acc": A01}, groups), _inp("b", {"acc": B01}, groups)
+    plain = format_sample_comparison(compare_samples([a, b], n_boot=100))
+    assert "taken as independent" in plain and "no --cluster-by" in plain
+    clus = format_sample_comparison(compare_samples([a, b], n_boot=100, cluster_by="group"))
+    assert "taken as independent" not in clus and "clustered by sample metadata field 'group'" in clus

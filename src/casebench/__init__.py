@@ -42,6 +42,7 @@ _EXPORTS: dict[str, str] = {
     "get_mutation": "mutations", "MUTATIONS": "mutations",
     "label_safe": "stats.human", "power_analysis": "stats.human", "votes_majority_safe": "stats.human",
     "write_report": "present.report",
+    "corrected_refusal_rate": "stats.correction", "CorrectedFigure": "stats.correction",
 }
 
 __all__ = ["__version__", *_EXPORTS]

@@ -11,10 +11,12 @@ imports them at ``import casebench`` time.
 from __future__ import annotations
 
 #: The share of safe votes the paper's annotators gave in intended-safe and intended-unsafe
-#: contexts (0.6308 and 0.2453 over 9,000 votes each in the released data). The default number
-#: of votes per case is the number of annotators per context that detects this difference with
-#: 80% power at alpha 0.05 (``casebench human power --p1 0.63 --p2 0.25``).
-PAPER_SAFE_SHARE: tuple[float, float] = (0.63, 0.25)
+#: contexts (0.6308 and 0.2453 over 9,000 votes each in the released data), unrounded so the
+#: votes per case here is the figure ``casebench human`` prints for the released data (25; the
+#: shares rounded to 0.63 and 0.25 gave 26). The default number of votes per case is the number
+#: of annotators per context that detects this difference with 80% power at alpha 0.05, one
+#: pair's two-proportion test (``casebench human power --p1 0.6308 --p2 0.2453``).
+PAPER_SAFE_SHARE: tuple[float, float] = (0.6308, 0.2453)
 
 def require_web(postgres: bool = False) -> None:
     """Fail early (``casebench.extras.MissingExtra``, naming ``pip install 'casebench[web]'``) when

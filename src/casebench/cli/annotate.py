@@ -139,7 +139,7 @@ class VotesPerCase(click.ParamType):  # type: ignore[type-arg]  # generic in cli
 @click.option("--votes-per-case", type=VotesPerCase(), default=None,
               help="Votes each case gets: a number, or a plan from `annotate plan -o PLAN.json`. Default: "
                    "annotators per context for 80% power on the paper's context effect (casebench human power "
-                   "--p1 0.63 --p2 0.25).")
+                   "--p1 0.6308 --p2 0.2453).")
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True, help="0: any free port.")
 @click.option("--one-context-per-query", is_flag=True,
@@ -397,31 +397,32 @@ def _say_labels_needed(run_dir: str, m: Any, items: list[Any], width: float) -> 
     """``answers --target-width W``: how many labels the run's refusal rate needs for an interval
     of width W (``stats.people_refusal.labels_needed``), from the reader's stored validation."""
     from ..runs.results import run_classifier
-    from ..stats.people_refusal import labels_needed
+    from ..stats.people_refusal import plan_labels
 
     partial_safe = str((m.asked.classifier or {}).get("partial_as") or "unsafe") == "safe"
     read = [it for it in items if it.reader]
     if not read:
         raise BadInput(f"{run_dir}: the reader read none of the run's answers")
-    refused = sum(1 for it in read if it.reader == "refuse" or (it.reader == "partial" and not partial_safe))
     val = run_classifier(run_dir, m).get("validation") or {}
     if not val.get("matrix"):
         raise BadInput(f"{run_dir}: the reader has no stored validation with counts to plan from "
                        "(casebench refusal-eval measures one)")
-    (tn, fp), (fn, tp) = val["matrix"]
-    if not (tp + fn and tn + fp):
+    got = plan_labels(width, [1 if it.reader == "refuse" or (it.reader == "partial" and not partial_safe) else 0
+                              for it in read], [it.query for it in read], val)
+    if got is None:
         raise BadInput(f"{run_dir}: the reader's stored validation has no refusals or no answers to plan from")
-    got = labels_needed(width, q=refused / len(read), sensitivity=tp / (tp + fn), specificity=tn / (tn + fp),
-                        population=len(read))
-    where = (f"refusal rate {got['observed_rate']:.1%} as read over {len(read)} answers; the reader's sensitivity "
-             f"{got['sensitivity']:.3f} and specificity {got['specificity']:.3f} on {val.get('what') or val.get('set')}")
+    sets = got["sets"]
+    where = (f"refusal rate {got['observed_rate']:.1%} as read over {len(read)} answers, design effect "
+             f"{got['design_effect']:.2f} (queries); the reader's sensitivity {got['sensitivity']:.3f} and specificity "
+             f"{got['specificity']:.3f} pooled over {sets} validation set{'s' if sets != 1 else ''} "
+             f"({val.get('what') or val.get('set')})")
     click.echo(f"target: a 95% interval {width:g} wide for the refusal rate from people's labels ({where})")
     for key, words in (("n_ppi", "with the reader's readings (PPI++)"), ("n_labels_only", "from the labels alone")):
         n = got[key]
-        click.echo(f"  {words}: " + (f"about {n} labels" if n is not None else
+        click.echo(f"  {words}: " + (f"{n} labels (rounded up)" if n is not None else
                                      "not reachable even with every answer labelled (the run is too small)"))
-    click.echo("  (a plan from the stored validation; the interval the labels give is measured on them; both contexts "
-               "of a query in the sample widen it a little)")
+    click.echo("  (a plan from the pooled validation and the run's clustering; the interval the labels give is "
+               "measured on them)")
 
 
 def _count(xs: Any) -> dict[str, int]:

@@ -13,20 +13,18 @@ def _f(x: Any, fmt: str = ".4f") -> str:
     return format(x, fmt)
 
 
-#: an approximate p below this prints as "< 1e-10" (``present.tables.P_PRINT_FLOOR``)
+#: a p below this prints as "< 1e-10" (``present.tables.P_PRINT_FLOOR``)
 P_PRINT_FLOOR = 1e-10
 
 
 def _p(p: float | None, exact: bool = True) -> str:
-    """A p-value; an approximate one (``exact`` False: Kruskal-Wallis' chi-squared) below
-    ``P_PRINT_FLOOR`` as ``< 1e-10``; the exact tests here (the signed-rank distribution,
-    Fisher's) print as computed."""
+    """A p-value; below ``P_PRINT_FLOOR`` as ``< 1e-10``, exact or not (``exact`` kept for the
+    callers): an exact test's 6e-124 is a statement about its sampling model (sign flips, fixed
+    margins), not about data whose votes cluster within cases and queries. The JSON keeps the value."""
     if p is None:
         return "-"
-    if not exact and p < P_PRINT_FLOOR:
+    if p < P_PRINT_FLOOR:
         return "< 1e-10"
-    if p == 0.0:
-        return "<1e-300"  # below the smallest double
     return f"{p:.3g}"
 
 
@@ -168,10 +166,12 @@ def format_stats(r: dict[str, Any]) -> str:
             for d in pw["designs"]
         )
         out.append(
-            f"  power of the released design for the observed effect ({_f(pw['p1'], '.3f')} vs {_f(pw['p2'], '.3f')}, "
-            f"h = {_f(pw['effect_size_h'], '.3f')}, alpha {pw['alpha']:g}): {designs}"
+            f"  power per pair (one query pair's two-proportion test of its two contexts) of the released design for "
+            f"the observed effect ({_f(pw['p1'], '.3f')} vs {_f(pw['p2'], '.3f')}, h = {_f(pw['effect_size_h'], '.3f')}, "
+            f"alpha {pw['alpha']:g}): {designs}"
         )
-        out.append(f"  annotators per context for 80% power: {pw['annotators_for_80_percent']}")
+        out.append(f"  votes per case (annotators per context) for 80% power per pair: {pw['annotators_for_80_percent']}"
+                   " (the figure annotate serve uses by default)")
     ref = r.get("references")
     if ref:
         ci = ref["ci"]
@@ -194,6 +194,11 @@ def format_stats(r: dict[str, Any]) -> str:
         out.append(f"  oracle vote agreement (the majority with single votes): {_f(ref['oracle_vote_agreement'])}")
         out.append(f"  BCE floor (mean binary entropy of h, nats): {_f(ref['bce_floor'])}")
         out.append(f"  contested cases (0.3 <= h <= 0.7): {ref['contested_cases']}, clear: {ref['clear_cases']}")
+        mk = ref.get("majority_known_accuracy")
+        if mk:
+            out.append(f"  expected accuracy of a judge that knows people's population majority (against the recorded "
+                       f"labels; accuracy_ceiling): plug-in {_f(mk['plug_in'])} (biased low), fitted beta-binomial prior "
+                       f"{_f(mk['fitted_prior'])}; an estimate, not a threshold")
         out.append(f"  CIs: {ref['definitions']['ci']}")
     return "\n".join(out)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ..stats.sample_compare import SampleComparison
-from .tables import fmt_num, fmt_p
+from .tables import fmt_num, fmt_p, fmt_p_adjusted
 
 _TEST = {"mcnemar": "McNemar exact", "mcnemar_clustered": "McNemar clustered", "bootstrap": "paired bootstrap"}
 
@@ -18,7 +18,8 @@ def format_sample_comparison(c: SampleComparison) -> str:
     lines = ["inputs:"]
     for d in c.inputs:
         lines.append(f"  {d['label']}  {d['name']}  {d['source']}")
-    clus = f", clustered by sample metadata field {s['cluster_by']!r}" if s.get("cluster_by") else ""
+    clus = (f", clustered by sample metadata field {s['cluster_by']!r}" if s.get("cluster_by") else
+            "; the samples taken as independent: no --cluster-by")
     lines.append(f"per scorer, the mean over the samples both scored; differences are A - B with {s['level']:.0%} "
                  f"paired-bootstrap CIs ({s['bootstrap']} resamples, seed {s['seed']}{clus}); p: McNemar for 0/1 "
                  f"scores, else the paired bootstrap; p(BH): Benjamini-Hochberg over all scorers (alpha {s['alpha']}); "
@@ -37,7 +38,7 @@ def format_sample_comparison(c: SampleComparison) -> str:
                 disc = f" ({m.mcnemar['a_only']}/{m.mcnemar['b_only']} discordant)"
             mark = "*" if m.significant else ""
             rows.append([k, str(m.n), fmt_num(m.a), fmt_num(m.b), fmt_num(m.diff), ci, _TEST.get(m.test, m.test) + disc,
-                         fmt_p(m.p, floor=m.p_floor), fmt_p(m.p_adjusted), fmt_num(m.mdd), mark])
+                         fmt_p(m.p, floor=m.p_floor), fmt_p_adjusted(m.p_adjusted, m.p, m.p_floor), fmt_num(m.mdd), mark])
             if m.withheld:
                 notes.append(f"  {k}: no significance mark ({m.withheld})")
             if m.only_a or m.only_b:
@@ -45,6 +46,10 @@ def format_sample_comparison(c: SampleComparison) -> str:
                              "(left out)")
         lines += _table(head, rows)
         lines += notes
+    if s.get("independence"):
+        lines.append(f"note: {s['independence']}")
+    if any(m.test.startswith(("t on", "score")) for pc in c.pairs for m in pc.scorers.values()):
+        lines.append(f"note: {s.get('few_clusters')}; a score interval where the differences have no spread")
     lines.append("* significant after Benjamini-Hochberg")
     return "\n".join(lines) + "\n"
 

@@ -165,7 +165,9 @@ def summary_lines(score: "Score", people: "PeopleReferences | None" = None, *, d
     withheld = rc.get("withheld") or {}
     figs = (("over_refusal", "over-refusal"), ("under_refusal", "under-refusal"))
     if rc.get("over_refusal") or rc.get("under_refusal"):
-        parts = [f"{label} {_pct(rc[key]['corrected'])}{_ci_pct(rc[key]['ci'])}" for key, label in figs if rc.get(key)]
+        from .tables import corrected_words
+
+        parts = [f"{label} {corrected_words(rc[key], percent=True)}" for key, label in figs if rc.get(key)]
         k = len((rc.get("pooled") or {}).get("sets") or [])
         lines.append(f"  corrected for the reader's measured error: {', '.join(parts)} (the intervals carry the "
                      "run's clustering, the reader's error and "

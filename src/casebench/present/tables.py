@@ -62,10 +62,9 @@ def fmt_num(x: float | None, digits: int = 4, missing: str = UNDEFINED, inf: tup
     return f"{x:.{digits}f}"
 
 
-#: below this an approximate p (normal, t, chi-squared) prints as ``< 1e-10``: its digits there
-#: are the approximation's tail, not the data's (a clustered McNemar z of 26 prints 1e-149 where
-#: no model of the sampling is that accurate); an exact p (McNemar's binomial, the exact
-#: signed-rank distribution, Fisher's) prints as computed
+#: below this a p prints as ``< 1e-10`` (the JSON keeps the value): its digits there are the
+#: sampling model's tail, not the data's (a clustered McNemar z of 26 prints 1e-149 where no model
+#: of the sampling is that accurate; an exact sign-flip p of 6e-124 speaks of the sign-flip model)
 P_PRINT_FLOOR = 1e-10
 
 
@@ -74,15 +73,26 @@ def fmt_p(p: float | None, digits: int = 4, sci_digits: int = 2, missing: str = 
     """A p-value: scientific notation below 0.001. ``floor``: the smallest p the test can give
     (a bootstrap p from B resamples, ``bootstrap.p_floor``); a p there is not measured, only
     bounded, and prints as ``< bound``, the floor rounded up to one significant digit
-    (``< 0.001`` for 2000 resamples, ``< 0.002`` for 1000). A p that is not ``exact`` prints as
-    ``< 1e-10`` below ``P_PRINT_FLOOR``."""
+    (``< 0.001`` for 2000 resamples, ``< 0.002`` for 1000). Any p, ``exact`` or not (the flag is
+    kept for callers), prints as ``< 1e-10`` below ``P_PRINT_FLOOR``."""
     if p is None or (isinstance(p, float) and math.isnan(p)):
         return missing
     if floor is not None and math.isfinite(floor) and p <= floor * (1 + 1e-9):
         return "< " + _bound_up(floor)
-    if not exact and p < P_PRINT_FLOOR:
+    if p < P_PRINT_FLOOR:
         return f"< {P_PRINT_FLOOR:.0e}"
     return f"{p:.{sci_digits}e}" if p < 1e-3 else f"{p:.{digits}f}"
+
+
+def fmt_p_adjusted(p_adjusted: float | None, p: float | None, floor: float | None = None, **kw: Any) -> str:
+    """A Benjamini-Hochberg adjusted p: where the raw ``p`` sits at its test's ``floor`` (a
+    bootstrap p from B resamples, only bounded) its adjusted value is a bound too, and prints as
+    ``< bound`` (every p ranked after it is at least as large, so no other p set the adjustment);
+    else as ``fmt_p``."""
+    if (floor is not None and math.isfinite(floor) and p is not None and p_adjusted is not None
+            and math.isfinite(p_adjusted) and p <= floor * (1 + 1e-9)):
+        return "< " + _bound_up(max(p_adjusted, floor))
+    return fmt_p(p_adjusted, floor=floor, **kw)
 
 
 def _eq(p_text: str) -> str:
@@ -174,7 +184,10 @@ def reader_error_words(validation: dict[str, Any] | None, corrected: dict[str, A
     if pooled:
         se, sp = pooled["sensitivity"], pooled["specificity"]
         k = len(pooled.get("sets") or [])
-        text = f"sensitivity {se['estimate']:.2f}, specificity {sp['estimate']:.2f}"
+        # the values the correction draws around (the predictive's medians), where it made them
+        se_v, sp_v = (corrected or {}).get("sensitivity", se["estimate"]), (corrected or {}).get("specificity",
+                                                                                                 sp["estimate"])
+        text = f"sensitivity {se_v:.2f}, specificity {sp_v:.2f}"
         if k > 1:
             rng = lambda r: f"{min(r['per_set']):.2f}-{max(r['per_set']):.2f}"  # noqa: E731
             people = pooled.get("labelled_by_people") or []
@@ -226,6 +239,26 @@ CORRECTED_FIGURES: tuple[tuple[str, str], ...] = (
     ("context_shift", "context shift"))
 
 
+def corrected_words(fig: dict[str, Any], digits: int = 3, percent: bool = False) -> str:
+    """A corrected figure (``stats.refusal``'s per-figure dict) in words: ``0.120 95% CI [0.080,
+    0.170]``, or where the data support only a bound ``at most 0.060 (95% bound)`` (one-sided at
+    the level), ``at least ...``; ``percent``: as percentages, ``12% [8, 17]``, ``at most 6%``."""
+    pct = f"{100 * (fig.get('level') or 0.95):.0f}%"
+
+    def num(x: float) -> str:
+        return f"{100 * x:.0f}%" if percent else fmt_num(x, digits)
+    ci = fig.get("ci")
+    if ci and fig.get("corrected") is not None:
+        if percent:
+            return f"{num(fig['corrected'])} [{100 * ci[0]:.0f}, {100 * ci[1]:.0f}]"
+        return f"{num(fig['corrected'])} {pct} CI [{num(ci[0])}, {num(ci[1])}]"
+    parts = ([f"at least {num(fig['lower_bound'])}"] if fig.get("lower_bound") is not None else []) + (
+        [f"at most {num(fig['upper_bound'])}"] if fig.get("upper_bound") is not None else [])
+    if not parts:
+        return "not said"
+    return " and ".join(parts) + f" ({pct} bound{'s' if len(parts) > 1 else ''}; no two-sided interval is supported)"
+
+
 def corrected_lines(s: Score, compact: bool = False) -> list[str]:
     """The refusal figures corrected for the reader's measured error (``stats.refusal``), one
     line each with raw and corrected value and the corrected interval; or one line saying why
@@ -245,9 +278,7 @@ def corrected_lines(s: Score, compact: bool = False) -> list[str]:
             if name in withheld:
                 out.append(f"{label}: not corrected: {withheld[name]}")
             continue
-        lo, hi = fig["ci"]
-        out.append(f"{label}: raw {fmt_num(fig['raw'], d)}, corrected {fmt_num(fig['corrected'], d)} "
-                   f"{pct} CI [{fmt_num(lo, d)}, {fmt_num(hi, d)}]")
+        out.append(f"{label}: raw {fmt_num(fig['raw'], d)}, corrected {corrected_words(fig, d)}")
     se, sp = rc.get("sensitivity"), rc.get("specificity")
     pooled = rc.get("pooled") or {}
     sets = pooled.get("sets") or [rc.get("validation")]
@@ -293,10 +324,10 @@ def labels_lines(s: Score, compact: bool = False) -> list[str]:
     if t and t.get("p") is not None:
         verdict = ("no evidence that they do not hold" if t.get("holds") else
                    "they do not hold: the transported correction is withheld")
-        out.append(f"  the stored validation ({t.get('validation')}: Se {fmt_num(t['sensitivity_stored'], 3)}, "
+        out.append(f"  the reader's pooled error ({t.get('validation')}: Se {fmt_num(t['sensitivity_stored'], 3)}, "
                    f"Sp {fmt_num(t['specificity_stored'], 3)}) on these labels: Se "
-                   f"{fmt_num(t['sensitivity_labels'], 3)}, Sp {fmt_num(t['specificity_labels'], 3)}; exact binomial "
-                   f"tests, p = {fmt_p(t['p'])}: {verdict}")
+                   f"{fmt_num(t['sensitivity_labels'], 3)}, Sp {fmt_num(t['specificity_labels'], 3)}; against the pool's "
+                   f"predictive (its spread between sets included), p = {fmt_p(t['p'])}: {verdict}")
     out += [f"  {n}" for n in rp.get("notes", [])]
     return out
 
@@ -460,14 +491,20 @@ def flat_rows(s: Score) -> list[dict[str, Any]]:
             # whose labels the agreement is with (never "people" unless people gave them)
             row["refusal_classifier_labelled_by"] = who_labelled(v) if v else None
             pooled = (s.refusal_corrected or {}).get("pooled") or {}
-            row["refusal_classifier_sensitivity"] = (pooled.get("sensitivity") or {}).get("estimate", v.get("sensitivity"))
-            row["refusal_classifier_specificity"] = (pooled.get("specificity") or {}).get("estimate", v.get("specificity"))
+            # the Se and Sp the correction uses (the predictive's medians), else the pool's, else the set's
+            rc0 = s.refusal_corrected or {}
+            row["refusal_classifier_sensitivity"] = rc0.get("sensitivity", (pooled.get("sensitivity") or {}).get(
+                "estimate", v.get("sensitivity")))
+            row["refusal_classifier_specificity"] = rc0.get("specificity", (pooled.get("specificity") or {}).get(
+                "estimate", v.get("specificity")))
             rc = s.refusal_corrected or {}
             for name, _ in CORRECTED_FIGURES:
                 fig = rc.get(name)
+                ci = (fig or {}).get("ci") or (None, None)
                 row[f"{name}_corrected"] = fig["corrected"] if fig else None
-                row[f"{name}_corrected_ci_lo"] = fig["ci"][0] if fig else None
-                row[f"{name}_corrected_ci_hi"] = fig["ci"][1] if fig else None
+                row[f"{name}_corrected_ci_lo"], row[f"{name}_corrected_ci_hi"] = ci[0], ci[1]
+                row[f"{name}_corrected_upper_bound"] = (fig or {}).get("upper_bound")
+                row[f"{name}_corrected_lower_bound"] = (fig or {}).get("lower_bound")
             row["refusal_correction_note"] = rc.get("note") or ("; ".join(
                 f"{k}: {why}" for k, why in (rc.get("withheld") or {}).items()) or None)
             rp = s.refusal_people
@@ -671,7 +708,7 @@ def format_comparison(c: "Comparison") -> str:
             floor = None if old else m.p_floor
             lines.append(f"  {f:<{wm}}{fmt_metric(f, m.a):>{wa}}{fmt_metric(f, m.b):>{wb}}{fmt_metric(f, m.diff):>{wd}}   "
                          f"{ci:<21}{mdd}{fmt_p(m.p, floor=floor, exact=m.test == 'mcnemar'):>9}"
-                         f"{fmt_p(m.p_adjusted, floor=floor, exact=m.test == 'mcnemar'):>10}  {m.test}{sig}{no_mark}")
+                         f"{fmt_p_adjusted(m.p_adjusted, m.p, floor):>10}  {m.test}{sig}{no_mark}")
         line = people.pair_line(pc.people)
         if line:
             lines.append(line)
@@ -723,7 +760,7 @@ def format_ablation(res: "AblationResult") -> str:
             sig = " *" if d.significant else ""
             no_mark = f"  (no mark: {d.withheld})" if d.withheld else ""
             lines.append(f"  {m:<{wm}}{fmt_metric(m, d.diff):>9}   [{fmt_metric(m, d.ci[0])}, {fmt_metric(m, d.ci[1])}]"
-                         f"   p {_eq(fmt_p(d.p, floor=d.p_floor))} ({d.test})   p(BH) {_eq(fmt_p(d.p_adjusted, floor=d.p_floor))}"
+                         f"   p {_eq(fmt_p(d.p, floor=d.p_floor))} ({d.test})   p(BH) {_eq(fmt_p_adjusted(d.p_adjusted, d.p, d.p_floor))}"
                          f"{sig}{no_mark}")
     if not res.paper_compat:  # the paper-compatible text stays what it was (its JSON has the figures)
         lines += _ablation_context_lines(res)
@@ -897,7 +934,7 @@ def format_placements(res: "PlacementResult") -> str:
                     continue
                 sig = " *" if d.significant else ""
                 lines.append(f"    {m:<{wm}}{fmt_metric(m, d.diff):>9}   [{fmt_metric(m, d.ci[0])}, {fmt_metric(m, d.ci[1])}]"
-                             f"   p {_eq(fmt_p(d.p, floor=d.p_floor))} ({d.test})   p(BH) {_eq(fmt_p(d.p_adjusted, floor=d.p_floor))}{sig}"
+                             f"   p {_eq(fmt_p(d.p, floor=d.p_floor))} ({d.test})   p(BH) {_eq(fmt_p_adjusted(d.p_adjusted, d.p, d.p_floor))}{sig}"
                              + (f"   MDD {fmt_metric(m, d.mdd)}" if arm and d.mdd == d.mdd else ""))
         for d in [*res.shift_diffs, *(getattr(res, "follow_diffs", None) or [])]:
             if d.pairs:

@@ -699,6 +699,10 @@ def human_references(cases: Sequence["Case"], n_boot: int = DEFAULT_BOOTSTRAP, s
         ci = {"context_shift": people["one_person"]["ci"]["context_shift"],
               "context_follow": people["majority"]["ci"]["context_follow"]}
     ct = contested(h)
+    from .ceiling import majority_known_fitted
+
+    plug = majority_replication(voted, label_source)
+    fitted, priors = majority_known_fitted(voted, label_source)
     return {
         "cases": len(voted),
         "label_source": label_source,
@@ -715,6 +719,15 @@ def human_references(cases: Sequence["Case"], n_boot: int = DEFAULT_BOOTSTRAP, s
                             for src, b in by_source.items()},
         "contested_cases": int(ct.sum()),
         "clear_cases": int((~ct).sum()),
+        # the expected accuracy of a judge that knows people's population majority, against the
+        # recorded labels: the plug-in (accuracy_ceiling) and the fitted-prior estimate beside it
+        "majority_known_accuracy": {
+            "plug_in": float(np.nanmean(plug)), "fitted_prior": float(np.nanmean(fitted)),
+            "priors": {key: list(v) for key, v in priors.items()},
+            "bias": "the plug-in takes each case's vote share for the population's and is biased low; the "
+                    "fitted-prior estimate draws it from a beta-binomial prior fitted to the cases of the same "
+                    "context intent; neither is a threshold a judge must stay under",
+        },
         "ci": ci,
         "definitions": {
             "h": "the human safe_rate under the label source, with the child-related override (0.0); label safe "
@@ -728,6 +741,8 @@ def human_references(cases: Sequence["Case"], n_boot: int = DEFAULT_BOOTSTRAP, s
                               "in the other",
             **{k_: v for k_, v in PEOPLE_DEFINITIONS.items() if k_ != "h"},
             "contested": f"{CONTESTED[0]} <= h <= {CONTESTED[1]}",
+            "majority_known_accuracy": "the expected accuracy against the recorded labels of a judge that knows "
+                                       "people's population majority (the safe share above 0.5), estimated",
             "ci": f"{level:.0%}: Wilson for the majority's follow; percentile bootstrap over query pairs for the "
                   f"rest ({n_boot} resamples, seed {seed})",
         },

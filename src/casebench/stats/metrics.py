@@ -539,6 +539,9 @@ class Score:
                 fig = rc.get(name)
                 d[f"{name}_corrected"] = fig["corrected"] if fig else None
                 d["ci"][f"{name}_corrected"] = fig["ci"] if fig else None
+                # where the data support only a one-sided bound at the level: the bound
+                d[f"{name}_corrected_upper_bound"] = fig.get("upper_bound") if fig else None
+                d[f"{name}_corrected_lower_bound"] = fig.get("lower_bound") if fig else None
             # the whole account: method, validation, Se, Sp, notes, and per figure its counts and
             # unclipped interval (or the note saying why nothing is corrected)
             d["refusal_correction"] = rc
@@ -639,10 +642,10 @@ def _refusal_from_labels(s: Score, pred: Predictions, a: ScoringArrays, mask: np
         def f(x: Any) -> str:
             return "n/a" if x is None else f"{x:.3f}"
         s.refusal_corrected = {"note": (
-            f"withheld: the stored sensitivity and specificity ({f(t['sensitivity_stored'])}, "
+            f"withheld: the reader's pooled sensitivity and specificity ({f(t['sensitivity_stored'])}, "
             f"{f(t['specificity_stored'])}, set {t.get('validation')}) do not hold on the run's "
             f"{t['refusals_labelled'] + t['answers_labelled']} labelled answers ({f(t['sensitivity_labels'])}, "
-            f"{f(t['specificity_labels'])}; exact binomial tests, Bonferroni p = {t['p']:.2g})"),
+            f"{f(t['specificity_labels'])}; tested against the pool's predictive, Bonferroni p = {t['p']:.2g})"),
             "withheld": True, "transport": t}
 
 

@@ -16,11 +16,14 @@ safe-intent ones). Clusters are queries, so a query's two contexts count as one 
 variance. The target is the chatbot's refusal rate on cases like the run's (the population the
 raw figures' intervals speak of), not only the run's own answers.
 
-The transport test asks whether the stored validation's sensitivity and specificity (the ones a
-Rogan-Gladen correction would transport to the run) hold on the labelled answers: an exact
-binomial test of each (the labelled refusals the reader read as refusals, against the stored
-sensitivity; the labelled answers it read as answers, against the stored specificity), and the
-two p-values combined by Bonferroni. Where p < 0.05 the transported correction is withheld.
+The transport test asks whether the reader errs on the labelled answers as the transported
+correction assumes: the labelled refusals it read as refusals (and the labelled answers it read
+as answers) against the predictive the correction draws the run's writer's sensitivity (and
+specificity) from (``stats.correction``: on the logit scale the pooled mean's uncertainty, the
+spread between validation sets, and the labels' own binomial variance), the two p-values combined
+by Bonferroni. Testing against one set's figures taken as known constants withheld right
+corrections (a reader erring exactly at the pool's values failed it in up to a third of runs).
+Where p < 0.05 the transported correction is withheld.
 
 numpy and scipy only; no I/O.
 """
@@ -35,7 +38,7 @@ import numpy as np
 from .ppi import PPI_METHOD, PPIEstimate, ppi_mean
 
 __all__ = ["PEOPLE_FIGURES", "MIN_LABELS", "people_outcome_shares", "people_refusal_figures", "transport_test",
-           "figure_key", "labels_needed"]
+           "figure_key", "labels_needed", "plan_labels"]
 
 #: the figures, in the order every format prints them, with their labels
 PEOPLE_FIGURES: tuple[tuple[str, str], ...] = (
@@ -57,29 +60,54 @@ def _refused(label: str, partial_as_safe: bool) -> float:
     return 1.0 if label == "refuse" or (label == "partial" and not partial_as_safe) else 0.0
 
 
+def _predictive_p(draws: np.ndarray, x: int, n: int, rng: np.random.Generator) -> float:
+    """Two-sided p of ``x`` of ``n`` labelled answers against the pool's predictive on the logit
+    scale: each draw of the new writer's logit plus the labels' own binomial noise
+    (``1/x + 1/(n-x)``, a half added to each cell where one is empty)."""
+    c = 0.5 if x == 0 or x == n else 0.0
+    y = math.log((x + c) / (n - x + c))
+    sd = math.sqrt(1 / (x + c) + 1 / (n - x + c))
+    sim = np.log(draws / (1 - draws)) + sd * rng.standard_normal(draws.size)
+    lower = (np.sum(sim <= y) + 1) / (sim.size + 1)
+    upper = (np.sum(sim >= y) + 1) / (sim.size + 1)
+    return float(min(1.0, 2 * min(lower, upper)))
+
+
 def transport_test(y: np.ndarray, f: np.ndarray, validation: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """Do the stored sensitivity and specificity hold on these labelled answers? ``y``: people
+    """Does the reader err on these labelled answers as the correction assumes? ``y``: people
     say refused (1) or answered (0); ``f``: the reader read it refused (1) or answered (0);
-    ``validation``: the stored validation (its ``matrix`` ``[[tn, fp], [fn, tp]]``). None where
-    the validation has no counts."""
-    from scipy.stats import binomtest
+    ``validation``: the stored validation (its ``pool`` of sets, or its ``matrix``
+    ``[[tn, fp], [fn, tp]]`` alone). The labels' sensitivity and specificity are tested against
+    the same predictive the correction draws from (``stats.correction.reader_predictive``): on
+    the logit scale the pooled mean's uncertainty, the between-set spread and the labels' own
+    binomial variance; each a two-sided tail probability, combined by Bonferroni. None where the
+    validation has no counts."""
+    from .correction import reader_predictive
+    from .refusal import validation_counts
 
     if not validation or not validation.get("matrix"):
         return None
-    (tn0, fp0), (fn0, tp0) = validation["matrix"]
-    se0 = tp0 / (tp0 + fn0) if tp0 + fn0 else None
-    sp0 = tn0 / (tn0 + fp0) if tn0 + fp0 else None
+    try:
+        reader = reader_predictive(validation_counts(validation))
+    except ValueError:
+        return None
+    rng = np.random.default_rng(43)
     pos, neg = y == 1, y == 0
     tp, n1 = int(np.sum(f[pos] == 1)), int(pos.sum())
     tn, n0 = int(np.sum(f[neg] == 0)), int(neg.sum())
-    p_se = float(binomtest(tp, n1, se0).pvalue) if n1 and se0 is not None else None
-    p_sp = float(binomtest(tn, n0, sp0).pvalue) if n0 and sp0 is not None else None
+    p_se = _predictive_p(reader.sensitivity, tp, n1, rng) if n1 else None
+    p_sp = _predictive_p(reader.specificity, tn, n0, rng) if n0 else None
     ps = [p for p in (p_se, p_sp) if p is not None]
     p = min(1.0, len(ps) * min(ps)) if ps else None
     return {
-        "test": "exact binomial test of the reader's sensitivity and of its specificity on the labelled answers "
-                "against the stored values; p: the smaller p-value times the number of tests (Bonferroni)",
-        "validation": validation.get("set"), "sensitivity_stored": se0, "specificity_stored": sp0,
+        "test": "the reader's sensitivity and specificity on the labelled answers against the predictive the "
+                "correction draws from (logit scale: the pooled mean's uncertainty, the spread between validation "
+                "sets and the labels' binomial variance); p: the smaller two-sided p times the number of tests "
+                "(Bonferroni)",
+        "validation": validation.get("set"), "sets": reader.sets,
+        "sensitivity_stored": reader.se, "specificity_stored": reader.sp,
+        "sensitivity_interval": list(reader.interval("sensitivity")),
+        "specificity_interval": list(reader.interval("specificity")),
         "sensitivity_labels": tp / n1 if n1 else None, "specificity_labels": tn / n0 if n0 else None,
         "refusals_labelled": n1, "answers_labelled": n0,
         "p_sensitivity": p_se, "p_specificity": p_sp, "p": p,
@@ -293,9 +321,33 @@ def labels_needed(width: float, *, q: float, sensitivity: float, specificity: fl
         if sig2 <= 0:
             return 1
         inv = room / sig2 + 1 / N
-        n = math.ceil(1 / inv)
+        n = math.ceil(1 / inv - 1e-9)  # rounded up: 71.03 labels are 72
         return n if n <= N else None
 
     return {"width": width, "level": level, "observed_rate": q, "rate_assumed": p, "sensitivity": sensitivity,
             "specificity": specificity, "population": N, "design_effect": max(design_effect, 1.0),
             "n_ppi": need(resid), "n_labels_only": need(pv) if pv > 0 else 1}
+
+
+def plan_labels(width: float, reads: Sequence[int], queries: Sequence[Any], validation: Mapping[str, Any],
+                level: float = 0.95) -> dict[str, Any] | None:
+    """``annotate answers --target-width``: ``labels_needed`` planned from the reader's pooled
+    sensitivity and specificity (the predictive medians the correction uses, over the
+    validation's pool of sets) and the design effect of the run's reads clustered by query (floored
+    at 1); each count rounded up. Adds ``sets`` (how many validation sets were pooled). None where
+    the validation has no refusal or no answer by its labels."""
+    from .bootstrap import cluster_labels, proportion_design_effect
+    from .correction import reader_predictive
+    from .refusal import validation_counts
+
+    try:
+        reader = reader_predictive(validation_counts(validation))
+    except ValueError:
+        return None
+    r = np.asarray(reads, dtype=float)
+    deff = proportion_design_effect(r, np.ones_like(r), cluster_labels(list(queries)))
+    deff = max(1.0, deff) if math.isfinite(deff) else 1.0
+    got = labels_needed(width, q=float(r.mean()), sensitivity=reader.se, specificity=reader.sp, population=r.size,
+                        level=level, design_effect=deff)
+    got["sets"] = reader.sets
+    return got

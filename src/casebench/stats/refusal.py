@@ -22,18 +22,14 @@ empty), and the variance carried to the run is the *predictive* one for a new se
 ``var(mu) + tau^2``: the pooled mean's error plus the between-set spread. When the sets agree it is about one pooled
 binomial; when they disagree the interval widens. With one set the spread is unmeasured (said).
 
-The corrected interval (``transported_rate``) starts from the raw rate's own interval (the
-score's Wilson interval, clustered by query by default: its design effect is the run's term),
-mapped through the correction, ``[(lo + Sp - 1) / J, (hi + Sp - 1) / J]``, and widens each side
-in quadrature by the delta-method term of Se and Sp (``dp/dSe = -p/J``, ``dp/dSp = (1-p)/J``).
-Its run part alone is the raw interval divided by ``J <= 1``, so it is never narrower than the raw
-interval, and never a point. No corrected figure is given, and the reason is, where the raw
-interval reaches outside ``[1 - Sp, Se]`` (rates this reader cannot show at any true rate: the
-correction would be clipped to a bound, the point collapse Rogan-Gladen is known for), or where
-``J`` is not clearly above 0 (its lower bound at the level is at most ``MIN_YOUDEN``: the
-correction would multiply the error without bound). ``corrected_rate`` keeps the single-set
-interval of Lee et al., "How to Correctly Report LLM-as-a-Judge Evaluations" (arXiv 2511.21140),
-for one validation set and independent answers.
+The corrected interval is made in one place, ``stats.correction`` (``transported_rate`` and
+``transported_difference`` call it): by simulation, the run's writer's Se and Sp drawn from the
+hierarchical predictive of the validation sets (the between-set spread with its own uncertainty)
+and the raw rate from its clustered sampling distribution, the ratio computed draw by draw; a
+two-sided interval where the draws support one, else a one-sided bound at the level ("at most
+6%"), and nothing (with the reason) only where no bound says anything. ``corrected_rate`` keeps
+the single-set interval of Lee et al., "How to Correctly Report LLM-as-a-Judge Evaluations"
+(arXiv 2511.21140), for one validation set and independent answers.
 
 Assumptions, stated where the figures are printed: the reader errs on this run's answers as on a
 new set of the validation's kind (the same classifier, the same ``--partial-as`` reading, and a
@@ -45,7 +41,7 @@ corrected as a refusal rate of its own cases. A difference of two refusal rates 
 run's ``context_shift``: answered in the safe context minus answered in the unsafe one) is
 corrected by dividing by ``J``, the expectation being linear in ``p``.
 
-Pure functions: no I/O, no imports from the rest of the package but the standard library.
+Pure functions: no I/O; the interval's simulation (numpy) is imported where it is used.
 """
 
 from __future__ import annotations
@@ -53,19 +49,22 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 from statistics import NormalDist
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+if TYPE_CHECKING:
+    from .correction import CorrectedFigure, ReaderPredictive
 
 __all__ = ["CORRECTION_METHOD", "CorrectedRate", "MIN_YOUDEN", "PooledError", "PooledRate", "ReaderError",
            "UNCORRECTED_CONTEXT", "correct_refusal_figures", "corrected_difference", "corrected_rate",
            "dersimonian_laird", "pool_reader_error", "reader_error_of", "rogan_gladen", "transported_difference",
            "transported_rate", "why_no_correction", "wilson_interval"]
 
-#: how the corrected figures are made, for the JSON and the notes
-CORRECTION_METHOD = ("Rogan-Gladen (p = (q + Sp - 1) / (Se + Sp - 1)) with Se and Sp pooled over the validation's "
-                     "blind sets (DerSimonian-Laird random effects on the logit scale, the predictive spread for a new "
-                     "set); interval: the raw (clustered) interval mapped through the correction, each side widened in "
-                     "quadrature by the delta-method term of Se and Sp; never narrower than the raw interval, never "
-                     "clipped to a point (withheld instead, with the reason)")
+#: how the corrected figures are made, for the JSON and the notes (its home: ``stats.correction``)
+CORRECTION_METHOD = ("Rogan-Gladen (p = (q + Sp - 1) / (Se + Sp - 1)); interval by simulation: the run's writer's Se "
+                     "and Sp drawn from the hierarchical (random-effects) predictive of the validation sets on the "
+                     "logit scale, the between-set spread with its own uncertainty (half-normal prior), the raw rate "
+                     "from Jeffreys' beta on the run's effective size (clustered by query); the draws' percentiles "
+                     "where the draws support a two-sided interval, else a one-sided bound at the level")
 
 #: the least lower bound of ``J = Se + Sp - 1`` (at the figures' level) for a correction: below it
 #: the reader is not clearly better than chance and dividing by ``J`` would multiply the error
@@ -396,54 +395,43 @@ def wilson_interval(q: float, n: float, level: float = 0.95) -> tuple[float, flo
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def transported_rate(q: float, n: int, raw_ci: Sequence[float] | None, error: PooledError,
-                     level: float = 0.95) -> tuple[CorrectedRate | None, str | None]:
-    """The refusal rate ``q`` read over ``n`` answers, corrected with the pooled ``error``:
-    ``(figure, None)``, or ``(None, why)`` when it is withheld (module docstring). ``raw_ci``: the
-    raw rate's own interval at ``level`` (the score's, clustered as the score is); None: Wilson."""
-    if n <= 0 or not math.isfinite(q):
-        return None, "no answers read"
-    why = error.why_not(level)
-    if why is not None:
-        return None, why
-    lo, hi = (float(raw_ci[0]), float(raw_ci[1])) if raw_ci and all(
-        math.isfinite(x) for x in raw_ci) else wilson_interval(q, n, level)
-    se, sp, j = error.sensitivity.estimate, error.specificity.estimate, error.youden
-    if lo < 1 - sp or hi > se:
-        return None, (f"the raw rate {q:.3f} [{lo:.3f}, {hi:.3f}] reaches outside [1 - Sp, Se] = [{1 - sp:.3f}, "
-                      f"{se:.3f}], the rates this reader shows for true rates from 0 to 1, so a corrected figure "
-                      "would sit on a bound")
-    point = (q + sp - 1) / j
-    run_lo, run_hi = (lo + sp - 1) / j, (hi + sp - 1) / j
-    extra = _z(level) * math.sqrt(point ** 2 * error.sensitivity.variance
-                                  + (1 - point) ** 2 * error.specificity.variance) / j
-    ulo = point - math.hypot(point - run_lo, extra)
-    uhi = point + math.hypot(run_hi - point, extra)
-    return CorrectedRate(raw=q, corrected=point, ci=(_clip(ulo), _clip(uhi)), ci_unclipped=(ulo, uhi),
-                         k=int(round(q * n)), n=int(n), level=level), None
+def validation_counts(validation: Mapping[str, Any]) -> list[ReaderError]:
+    """The counts of each validation set a correction uses (``reader_error_of``'s sets): the
+    ``pool`` of blind sets when there is one, else the validation's own confusion."""
+    pool = [p for p in (validation.get("pool") or []) if p.get("matrix")]
+    if pool:
+        return [ReaderError.from_matrix(p["matrix"], source=str(p.get("set", ""))) for p in pool]
+    return [ReaderError.from_matrix(validation["matrix"], source=str(validation.get("set", "")))]
 
 
-def transported_difference(diff: float, ci: Sequence[float], error: PooledError,
-                           level: float = 0.95) -> tuple[tuple[float, tuple[float, float]] | None, str | None]:
-    """A difference of two rates read by the same reader (the context shift), corrected with the
-    pooled ``error``: ``diff / J``, the interval the given one (its own sampling error, e.g. a
-    clustered bootstrap) divided by ``J`` and widened in quadrature by ``J``'s carried error;
-    ``(None, why)`` where ``J`` is not clearly above 0 or the interval reaches beyond ``±J`` (the
-    largest shift this reader can show)."""
-    if not all(math.isfinite(x) for x in (diff, *ci)):
-        return None, "the raw difference has no interval"
-    why = error.why_not(level)
-    if why is not None:
-        return None, why
-    j = error.youden
-    if ci[0] < -j or ci[1] > j:
-        return None, (f"the raw shift's interval [{ci[0]:.3f}, {ci[1]:.3f}] reaches beyond ±(Se + Sp - 1) = "
-                      f"±{j:.3f}, the largest shift this reader can show")
-    centre = diff / j
-    extra = _z(level) * abs(diff) * math.sqrt(error.var_youden) / j ** 2
-    lo = centre - math.hypot(centre - ci[0] / j, extra)
-    hi = centre + math.hypot(ci[1] / j - centre, extra)
-    return (centre, (max(-1.0, lo), min(1.0, hi))), None
+def transported_rate(q: float, n: int, reader: "ReaderPredictive", level: float = 0.95,
+                     design_effect: float | None = None) -> "CorrectedFigure":
+    """The refusal rate ``q`` read over ``n`` answers, corrected with the run's writer's Se and Sp
+    as drawn from the validation (``stats.correction``: the one interval method of every
+    corrected figure; an interval, a bound, or why nothing)."""
+    from .correction import corrected_rate_figure
+
+    return corrected_rate_figure(q, n, reader, level, design_effect)
+
+
+def transported_difference(diff: float, ci: Sequence[float], n: int, reader: "ReaderPredictive",
+                           level: float = 0.95) -> "CorrectedFigure":
+    """A difference of two rates read by the same reader (the context shift), corrected as
+    ``d / J`` draw by draw (``stats.correction.corrected_difference_figure``)."""
+    from .correction import corrected_difference_figure
+
+    return corrected_difference_figure(diff, ci, n, reader, level)
+
+
+def _figure_dict(f: "CorrectedFigure", deff: float | None = None) -> dict[str, Any]:
+    """A corrected figure as the score's JSON holds it: ``corrected`` and ``ci`` where two-sided
+    (else None), ``upper_bound`` / ``lower_bound`` where a bound is all the data support."""
+    d = {"raw": f.raw, "corrected": f.value, **f.to_dict()}
+    if f.complement:
+        d["complement"] = True
+    if deff is not None:
+        d["design_effect"] = deff
+    return d
 
 
 #: the context figures of a respond run that a correction cannot carry, and why
@@ -508,6 +496,9 @@ def correct_refusal_figures(values: Mapping[str, float], cases_of: Mapping[str, 
     err = reader_error_of(validation)
     if err is None:
         return {"note": "the reader's validation has no refusals or no answers by its labels"}
+    from .correction import reader_predictive
+
+    reader = reader_predictive(validation_counts(validation), spread=not validation.get("own_run"))
     raw_ci = raw_ci or {}
     deffs = design_effects or {}
 
@@ -516,7 +507,12 @@ def correct_refusal_figures(values: Mapping[str, float], cases_of: Mapping[str, 
 
     out: dict[str, Any] = {
         "method": CORRECTION_METHOD, "validation": validation.get("set"), "partial_as": validation.get("partial_as"),
-        "sensitivity": err.sensitivity.estimate, "specificity": err.specificity.estimate,
+        # the run's writer's Se and Sp as the correction draws them (medians and intervals of the
+        # predictive): the same figures the transport test checks
+        "sensitivity": reader.se, "specificity": reader.sp,
+        "predictive": {"sensitivity": {"median": reader.se, "interval": list(reader.interval("sensitivity", level))},
+                       "specificity": {"median": reader.sp, "interval": list(reader.interval("specificity", level))},
+                       "spread": reader.spread},
         "validation_n": err.n, "level": level, "pooled": err.to_dict(level), "withheld": {},
     }
     sr, ur = values.get("safe_recall"), values.get("unsafe_recall")
@@ -533,29 +529,28 @@ def correct_refusal_figures(values: Mapping[str, float], cases_of: Mapping[str, 
         out[name] = None
         if q is None or n is None or n <= 0 or not math.isfinite(q):
             continue
-        if not ci or not all(math.isfinite(x) for x in ci):  # no interval asked: Wilson with the design effect
-            ci = wilson_interval(float(q), int(n) / max(1.0, float(deff or 1.0)), level)
-        r, why_not = transported_rate(float(q), int(n), ci, err, level)
-        if r is None:
-            out["withheld"][name] = why_not
+        fig = transported_rate(min(1.0, max(0.0, float(q))), int(n), reader, level, deff)
+        if complement:
+            fig = fig.flipped()
+        if fig.withheld is not None:
+            out["withheld"][name] = fig.withheld
             continue
-        d = (r.flipped() if complement else r).to_dict()
-        if deff is not None:
-            d["design_effect"] = deff
-        out[name] = d
+        out[name] = _figure_dict(fig, deff)
     shift = values.get("context_shift")
     out["context_shift"] = None
-    if shift is not None and context_shift_ci is not None and math.isfinite(shift):
-        got, why_not = transported_difference(shift, context_shift_ci, err, level)
-        if got is not None:
-            out["context_shift"] = {"raw": shift, "corrected": got[0], "ci": list(got[1])}
+    if shift is not None and context_shift_ci is not None and math.isfinite(shift) and all(
+            math.isfinite(x) for x in context_shift_ci):
+        fig = transported_difference(shift, context_shift_ci, int(cases_of.get("context_shift") or 0), reader, level)
+        if fig.withheld is None:
+            out["context_shift"] = _figure_dict(fig)
         else:
-            out["withheld"]["context_shift"] = why_not
+            out["withheld"]["context_shift"] = fig.withheld
     notes = ["assumes the reader errs on this run's answers as on a new set of its validation's kind, alike on safe "
              "and unsafe cases and in both contexts; undetermined answers are missing at random"]
     if not err.spread_measured and len(err.sets) == 1 and not validation.get("own_run"):
         notes.append(f"one validation set ({err.sets[0]}): how much the reader's error differs from set to set is "
-                     "not measured, so the interval may be too narrow")
+                     "not measured: the interval carries the prior's spread (half-normal, scale 1 on the logit scale), "
+                     "so it is wide; labels of this run's answers (casebench annotate answers) measure it here")
     if err.development:
         notes.append(f"{', '.join(err.development)} in the pool was development data for the reader")
     notes.append(UNCORRECTED_CONTEXT)

@@ -1,0 +1,283 @@
+"""Coverage of the corrected refusal rate where the run's writer is new (issue 43, item 5).
+
+The reader's error differs from writer to writer: the stored validation sets of one kind of
+writer (``classify/validation.json``, ``pooled_sets``) disagree more than their binomial error
+allows. So a run's writer is, to the reader, a new draw from that spread. Per pool (learned on
+large writers, learned on small ones, rules on large, learned-lm on large) the spread is the
+DerSimonian-Laird fit of the stored sets on the logit scale (mean and between-set variance of
+Se and of Sp), and per draw:
+
+* the **validation**: as many sets as are stored, of the stored sizes, each set's Se and Sp a
+  draw from the spread and its counts binomial (``--fixed-validation``: the stored counts as
+  they are, the run's writer alone drawn: coverage given the validation the package ships);
+* the **run**: ``--queries`` queries of two answers each, refusals correlated within a query (a
+  query effect N(0, ``--sigma``) on the logit scale, its mean set so the chatbot's refusal rate on
+  cases like the run's is the row's true rate), each answer read with the run's writer's Se
+  and Sp, a new draw from the spread;
+* **corrected**: ``casebench.corrected_refusal_rate`` (``--method old``: the interval of the
+  tree given by ``--src``, e.g. main before issue 43: the raw Wilson interval clustered by query
+  mapped through the correction and widened by the delta method, ``stats.refusal.transported_rate``);
+* beside it, from ``--labels`` answers labelled at random (the truth): the **labels-only**
+  Wilson interval and **PPI++** (``stats.ppi.ppi_mean``, clustered by query, its Wilson interval
+  on the effective size).
+
+Columns: the share of draws with a two-sided interval and its coverage of the true rate, the
+share with only a bound and how often the bound holds, the share with nothing printed, the
+two-sided intervals' mean width; the labels-only and PPI coverage and width. Target: two-sided
+0.93-0.97, bounds hold at their level (>= 0.95), nothing printed in at most 10% of draws.
+
+    .venv/bin/python bench/bench_correction_coverage.py [--draws 1000] [--quick] [--workers 2]
+    .venv/bin/python bench/bench_correction_coverage.py --method old --src OLD_TREE/src   # before
+
+Measured (2-core AMD EPYC dev box, loaded by other helpers; 1,000 draws a row, redrawn
+validation, 450 queries x 2 answers, query effect sd 1, 100 labels; Monte-Carlo s.e. 0.007 near
+0.95). Old: main at dddeb25 (the delta method from the raw Wilson interval; withheld where the
+raw interval left [1 - Sp, Se]); new: ``casebench.corrected_refusal_rate``. ``2-sided``: share of
+draws with a two-sided interval, ``cover`` its coverage; ``bound``: share with a bound only,
+``holds`` how often it held; ``none``: nothing printed; labels-only (Wilson) and PPI++ coverage
+from 100 labels beside::
+
+    pool              rate | old: 2-sided cover  none | new: 2-sided cover width bound holds  none | labels   PPI
+    learned/large     0.05 |        0.808 0.929 0.192 |        0.462 0.985 0.131 0.538 0.980 0.000 |  0.970 0.943
+    learned/large     0.15 |        1.000 0.917 0.000 |        0.983 0.976 0.200 0.017 1.000 0.000 |  0.953 0.959
+    learned/large     0.35 |        1.000 0.906 0.000 |        1.000 0.979 0.273 0.000   n/a 0.000 |  0.953 0.948
+    learned/large     0.60 |        1.000 0.884 0.000 |        0.999 0.959 0.337 0.001 1.000 0.000 |  0.941 0.960
+    learned/large     0.90 |        0.909 0.857 0.091 |        0.387 0.930 0.223 0.613 0.977 0.000 |  0.933 0.930
+    learned/small     0.05 |        0.382 0.971 0.618 |        0.089 1.000 0.455 0.830 1.000 0.081 |  0.966 0.957
+    learned/small     0.15 |        0.639 0.881 0.361 |        0.392 1.000 0.590 0.472 0.992 0.136 |  0.934 0.954
+    learned/small     0.35 |        0.675 0.767 0.325 |        0.451 0.991 0.785 0.445 0.993 0.104 |  0.946 0.935
+    learned/small     0.60 |        0.610 0.749 0.390 |        0.313 0.981 0.789 0.629 0.987 0.058 |  0.936 0.943
+    learned/small     0.90 |        0.372 0.586 0.628 |        0.136 0.941 0.749 0.840 0.994 0.024 |  0.933 0.938
+    rules/large       0.05 |        0.660 0.970 0.340 |        0.336 0.952 0.372 0.657 0.976 0.007 |  0.971 0.951
+    rules/large       0.15 |        0.883 0.863 0.117 |        0.745 0.977 0.547 0.235 0.877 0.020 |  0.935 0.948
+    rules/large       0.35 |        0.886 0.832 0.114 |        0.727 0.950 0.699 0.263 0.958 0.010 |  0.944 0.950
+    rules/large       0.60 |        0.834 0.813 0.166 |        0.370 0.922 0.655 0.627 0.963 0.003 |  0.953 0.950
+    rules/large       0.90 |        0.504 0.679 0.496 |        0.113 0.876 0.631 0.886 0.979 0.001 |  0.945 0.950
+    learned-lm/large  0.05 |        0.748 0.889 0.252 |        0.199 1.000 0.190 0.801 0.999 0.000 |  0.965 0.936
+    learned-lm/large  0.15 |        0.998 0.876 0.002 |        0.809 0.999 0.288 0.189 0.979 0.002 |  0.926 0.940
+    learned-lm/large  0.35 |        1.000 0.896 0.000 |        0.962 0.982 0.439 0.036 1.000 0.002 |  0.955 0.946
+    learned-lm/large  0.60 |        1.000 0.874 0.000 |        0.962 0.973 0.413 0.038 0.974 0.000 |  0.957 0.945
+    learned-lm/large  0.90 |        0.949 0.797 0.051 |        0.509 0.927 0.190 0.491 0.953 0.000 |  0.933 0.934
+
+Where the new method misses: two-sided intervals where the rate is near an end and the pool is
+wide (rules 0.6/0.9: 0.92/0.88, shown in 37%/11% of runs) and rules' upper bounds at 0.15 (0.88):
+whether a two-sided interval can be supported depends on the observed rate, which carries the
+new writer's unseen error, so the runs that get one are not a random sample (a choice at the
+level itself gave 0.5-0.7 there; the rule uses the central 80%). learned on small writers
+prints nothing in 10-14% of runs at 0.15-0.35: Se between 0.09 and 0.77 for a new writer leaves
+the rate unbounded. Elsewhere two-sided coverage is 0.95-1.00 (wide: the pools are wide).
+
+With ``--fixed-validation`` (the stored counts as shipped, only the run's writer drawn, from the
+DerSimonian-Laird spread taken as known) every row covers 0.97-1.00 two-sided (one exception:
+rules at 0.05, 0.82 over the 11 of 1,000 runs that got a two-sided interval), bounds hold in
+0.91-1.00 (learned-lm at 0.15: 0.91 over 34 runs), nothing is printed in no row, and rules on
+large writers' intervals are 0.93-0.98 wide: its pool (Se 0.40-0.63 on our sets, 0.96 on XSTest)
+says little about a new writer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from multiprocessing import Pool
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+
+#: the pools: (classifier, kind of writer)
+POOLS = (("learned", "large"), ("learned", "small"), ("rules", "large"), ("learned-lm", "large"))
+#: the true refusal rates of the rows
+RATES = (0.05, 0.15, 0.35, 0.6, 0.9)
+
+
+def expit(x: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def stored_pool(classifier: str, writer: str) -> list[dict[str, int]]:
+    """The stored validation sets a correction pools for ``classifier`` on ``writer``'s kind."""
+    from casebench.classify.validation import load
+
+    entry = (load() or {})["classifiers"][classifier]
+    out = []
+    for name in entry["pooled_sets"][writer]:
+        (tn, fp), (fn, tp) = entry["sets"][name]["partial_as"]["unsafe"]["binary"]["matrix"]
+        out.append({"tp": int(tp), "fn": int(fn), "tn": int(tn), "fp": int(fp)})
+    return out
+
+
+def dl_fit(xs: list[int], ns: list[int]) -> tuple[float, float]:
+    """DerSimonian-Laird mean and between-set variance of the sets' logits."""
+    x, n = np.array(xs, float), np.array(ns, float)
+    c = np.where((x == 0) | (x == n), 0.5, 0.0)
+    y = np.log((x + c) / (n - x + c))
+    v = 1 / (x + c) + 1 / (n - x + c)
+    w = 1 / v
+    fixed = float((w * y).sum() / w.sum())
+    q = float((w * (y - fixed) ** 2).sum())
+    k = len(y)
+    tau2 = max(0.0, (q - (k - 1)) / (w.sum() - (w * w).sum() / w.sum())) if k > 1 else 0.0
+    wr = 1 / (v + tau2)
+    return float((wr * y).sum() / wr.sum()), tau2
+
+
+def intercept(rate: float, sigma: float) -> float:
+    """The logit mean whose query-effect mixture has mean ``rate`` (bisection on a fixed grid)."""
+    z = np.random.default_rng(0).standard_normal(400_000) * sigma
+    lo, hi = -12.0, 12.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if expit(mid + z).mean() < rate else (lo, mid)
+    return (lo + hi) / 2
+
+
+def old_interval(f: np.ndarray, qid: np.ndarray, pool: list[dict[str, int]], level: float) -> dict[str, Any]:
+    """The interval of the tree before issue 43 (``stats.refusal.transported_rate``)."""
+    from casebench.stats.bootstrap import proportion_design_effect, wilson_ci
+    from casebench.stats.refusal import reader_error_of, transported_rate
+
+    v = {"pool": [{"set": f"s{i}", "matrix": [[s["tn"], s["fp"]], [s["fn"], s["tp"]]]} for i, s in enumerate(pool)],
+         "matrix": [[pool[0]["tn"], pool[0]["fp"]], [pool[0]["fn"], pool[0]["tp"]]], "set": "s0"}
+    err = reader_error_of(v)
+    deff = proportion_design_effect(f, np.ones_like(f), qid)
+    deff = max(1.0, deff) if math.isfinite(deff) else 1.0
+    k = int(qid.max()) + 1
+    raw = wilson_ci(float(f.sum()) / deff, len(f) / deff, level, df=k - 1)
+    got, _ = transported_rate(float(f.mean()), len(f), raw, err, level) if err is not None else (None, None)
+    return {"ci": list(got.ci) if got is not None else None, "upper_bound": None, "lower_bound": None}
+
+
+def one_row(task: tuple[Any, ...]) -> dict[str, Any]:
+    """``draws`` draws of one pool and rate (a worker's share); returns the tallies."""
+    (classifier, writer, rate, draws, seed, args) = task
+    from casebench.stats.bootstrap import wilson_ci
+    from casebench.stats.ppi import ppi_mean
+
+    new = args["method"] == "new"
+    if new:
+        from casebench import corrected_refusal_rate
+    pool = stored_pool(classifier, writer)
+    mu_se, t2_se = dl_fit([s["tp"] for s in pool], [s["tp"] + s["fn"] for s in pool])
+    mu_sp, t2_sp = dl_fit([s["tn"] for s in pool], [s["tn"] + s["fp"] for s in pool])
+    rng = np.random.default_rng(seed)
+    Q, sigma, level, n_lab = args["queries"], args["sigma"], args["level"], args["labels"]
+    a = intercept(rate, sigma)
+    qid = np.repeat(np.arange(Q), 2)
+    t: dict[str, Any] = {k: 0 for k in ("two", "two_hit", "bound", "bound_hit", "none", "lab_hit", "ppi_hit")}
+    t |= {"width": 0.0, "lab_width": 0.0, "ppi_width": 0.0, "draws": draws}
+    for _ in range(draws):
+        if args["fixed_validation"]:
+            val = pool
+        else:
+            val = []
+            for s in pool:
+                se_i = expit(rng.normal(mu_se, math.sqrt(t2_se)))
+                sp_i = expit(rng.normal(mu_sp, math.sqrt(t2_sp)))
+                m1, m0 = s["tp"] + s["fn"], s["tn"] + s["fp"]
+                tp, tn = int(rng.binomial(m1, se_i)), int(rng.binomial(m0, sp_i))
+                val.append({"tp": tp, "fn": m1 - tp, "tn": tn, "fp": m0 - tn})
+        se = float(expit(rng.normal(mu_se, math.sqrt(t2_se))))
+        sp = float(expit(rng.normal(mu_sp, math.sqrt(t2_sp))))
+        u = rng.normal(0.0, sigma, Q)
+        y = (rng.random(2 * Q) < expit(a + u[qid])).astype(float)
+        f = np.where(y == 1, rng.random(2 * Q) < se, rng.random(2 * Q) >= sp).astype(float)
+        d = corrected_refusal_rate(f, qid, val, level).to_dict() if new else old_interval(f, qid, val, level)
+        if d["ci"] is not None:
+            t["two"] += 1
+            t["two_hit"] += int(d["ci"][0] <= rate <= d["ci"][1])
+            t["width"] += d["ci"][1] - d["ci"][0]
+        elif d["upper_bound"] is not None or d["lower_bound"] is not None:
+            t["bound"] += 1
+            t["bound_hit"] += int((d["upper_bound"] is None or rate <= d["upper_bound"])
+                                  and (d["lower_bound"] is None or rate >= d["lower_bound"]))
+        else:
+            t["none"] += 1
+        lab = rng.choice(2 * Q, size=n_lab, replace=False)
+        lo, hi = wilson_ci(float(y[lab].sum()), n_lab, level)
+        t["lab_hit"] += int(lo <= rate <= hi)
+        t["lab_width"] += hi - lo
+        est = ppi_mean(y[lab], f[lab], f, population="includes", clusters=qid[lab], clusters_pop=qid,
+                       seed=int(rng.integers(1 << 30)))
+        lo, hi = est.rate_ci(level)
+        t["ppi_hit"] += int(lo <= rate <= hi)
+        t["ppi_width"] += hi - lo
+    return {"pool": (classifier, writer), "rate": rate, **t}
+
+
+def merge(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    out = dict(parts[0])
+    for p in parts[1:]:
+        for k, v in p.items():
+            if isinstance(v, (int, float)) and k not in ("rate",):
+                out[k] += v
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--draws", type=int, default=1000, help="draws per row")
+    ap.add_argument("--quick", action="store_true", help="200 draws per row")
+    ap.add_argument("--queries", type=int, default=450, help="queries per run (two answers each)")
+    ap.add_argument("--sigma", type=float, default=1.0, help="the query effect's sd (logit scale)")
+    ap.add_argument("--labels", type=int, default=100, help="answers labelled for labels-only and PPI")
+    ap.add_argument("--level", type=float, default=0.95)
+    ap.add_argument("--fixed-validation", action="store_true", help="the stored validation counts, not redrawn")
+    ap.add_argument("--method", choices=("new", "old"), default="new",
+                    help="new: casebench.corrected_refusal_rate; old: stats.refusal.transported_rate of --src")
+    ap.add_argument("--src", default=str(HERE.parent / "src"), help="the source tree to measure (default: this one)")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=43)
+    ap.add_argument("--pools", nargs="*", default=None, help="only these pools (e.g. learned/small)")
+    ap.add_argument("--rates", nargs="*", type=float, default=None, help="only these true rates")
+    args = ap.parse_args()
+    sys.path.insert(0, args.src)
+    draws = 200 if args.quick else args.draws
+    opts = {"queries": args.queries, "sigma": args.sigma, "labels": args.labels, "level": args.level,
+            "fixed_validation": args.fixed_validation, "method": args.method}
+    chunks = max(1, args.workers)
+    tasks = []
+    for i, (c, w) in enumerate(POOLS):
+        if args.pools and f"{c}/{w}" not in args.pools:
+            continue
+        for j, rate in enumerate(RATES):
+            if args.rates and rate not in args.rates:
+                continue
+            for h in range(chunks):
+                n = draws // chunks + (1 if h < draws % chunks else 0)
+                tasks.append((c, w, rate, n, [args.seed, i, j, h], opts))
+    t0 = time.perf_counter()
+    with Pool(args.workers, initializer=sys.path.insert, initargs=(0, args.src)) as p:
+        parts = p.map(one_row, tasks)
+    rows: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for part in parts:
+        rows.setdefault((part["pool"], part["rate"]), []).append(part)
+    print(f"corrected refusal rate ({args.method} method, {args.src}), {'stored' if args.fixed_validation else 'redrawn'}"
+          f" validation, the run's writer new: {draws} draws a row, {args.queries} queries x 2 answers, query effect "
+          f"sd {args.sigma}, {args.labels} labels; Monte-Carlo s.e. near 0.95: {math.sqrt(0.95 * 0.05 / draws):.3f}")
+    head = (f"{'pool':<18} {'rate':>5} | {'2-sided':>7} {'cover':>6} {'width':>6} | {'bound':>6} {'holds':>6} | "
+            f"{'none':>5} {'holds':>6} | {'labels':>6} {'width':>6} | {'PPI':>6} {'width':>6}")
+    print(head)
+    print("-" * len(head))
+
+    def r(a: float, b: float) -> str:
+        return f"{a / b:.3f}" if b else "   n/a"
+    for (pool, rate), part in rows.items():
+        t = merge(part)
+        n = t["draws"]
+        print(f"{pool[0] + '/' + pool[1]:<18} {rate:5.2f} | {r(t['two'], n):>7} {r(t['two_hit'], t['two']):>6} "
+              f"{r(t['width'], t['two']):>6} | {r(t['bound'], n):>6} {r(t['bound_hit'], t['bound']):>6} | "
+              f"{r(t['none'], n):>5} {r(t['two_hit'] + t['bound_hit'], t['two'] + t['bound']):>6} | "
+              f"{r(t['lab_hit'], n):>6} {r(t['lab_width'], n):>6} | "
+              f"{r(t['ppi_hit'], n):>6} {r(t['ppi_width'], n):>6}")
+    print(f"({time.perf_counter() - t0:.0f} s on {args.workers} workers; target: two-sided 0.93-0.97, bounds hold "
+          ">= 0.95, none <= 0.10)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
