@@ -259,8 +259,14 @@ def give_outcomes(reader: Any) -> Any:
     if isinstance(reader, OutcomeReader):
         return reader
     if cls not in _WITH:
-        _WITH[cls] = type(cls.__name__, (OutcomeReader, cls), {"__module__": cls.__module__,
-                                                               "__doc__": cls.__doc__})
+        body: dict[str, Any] = {"__module__": cls.__module__, "__doc__": cls.__doc__}
+        if hasattr(cls, "classify_many"):  # a batch reader's blocking batch call (hf-classifier)
+            def classify_many(self: Any, items: Sequence[Item]) -> list[Verdict]:
+                verdicts = cls.classify_many(self, items)
+                return [_once(v, it.prompt, it.answer, self.outcomes_cannot) for v, it in zip(verdicts, items)]
+
+            body["classify_many"] = classify_many
+        _WITH[cls] = type(cls.__name__, (OutcomeReader, cls), body)
     reader.__class__ = _WITH[cls]
     return reader
 
