@@ -101,13 +101,18 @@ def _export_and_check(run: Path, db: str, labelled: dict[int, str]) -> None:
     assert f"from people's labels of {len(labelled)} of its answers" in text
 
 
+#: the buttons of the four outcomes, by accessible name
+BUTTONS = {"comply": "Full compliance", "partial": "Partial compliance", "clarify": "Clarifying question",
+           "refuse": "Full refusal"}
+
+
 def test_answer_study_over_http(respond_run: Path, tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'labels.db'}"
     labelled: dict[int, str] = {}
     with AnnotateServer(respond_run, db, "--sample", "6", command="answers") as srv:
         assert any("6 of 9 answers" in line for line in srv.banner)
         status, _, body = srv.get("/case?annotator=p1")
-        assert status == 200 and "Comply" in body and "Partial" in body and "Refuse" in body
+        assert status == 200 and all(w in body for w in BUTTONS.values())
         assert srv.vote("p1", srv.shown_case("p1"), "safe")[0] == 400  # not a label of this study
         while (case_id := srv.shown_case("p1")) is not None:
             record = _record_of(srv, case_id)
@@ -159,7 +164,7 @@ def test_answer_study_in_chromium(browser, db_url: str, respond_run: Path) -> No
                 assert page.locator("#answer").inner_text().strip() == record["answer"].strip()
                 assert page.locator("#progress").inner_text().startswith("Answer ")
                 label = people_label(record)
-                page.get_by_role("button", name=label.capitalize(), exact=True).click()
+                page.get_by_role("button", name=BUTTONS[label], exact=True).click()
                 page.wait_for_load_state()
                 if seen == 0:
                     page.reload()  # a reload shows the next answer, it never labels again
@@ -203,11 +208,15 @@ def test_schema_1_is_migrated_to_admit_partial(db_url: str) -> None:
     store.close()
     store = VoteStore.open(db_url, Settings(votes_per_case=1))
     try:
-        assert store.schema_version() == SCHEMA_VERSION == 3 and store.study == "answers"
+        # migrated through version 2 (partial, 3) and 3 (traits) to 4 (a clarifying question, 4)
+        assert store.schema_version() == SCHEMA_VERSION == 4 and store.study == "answers"
         with store.engine.begin() as conn:
             conn.execute(text("INSERT INTO votes (case_id, annotator_id, vote, shown_at, voted_at) "
                               "VALUES (1, 'p1', 3, 0, 1)"))
-            assert sorted(conn.execute(text("SELECT vote FROM votes")).scalars()) == [2, 3]
+            conn.execute(text("INSERT INTO annotators (id, first_seen, last_seen) VALUES ('p2', 0, 0)"))
+            conn.execute(text("INSERT INTO votes (case_id, annotator_id, vote, shown_at, voted_at) "
+                              "VALUES (1, 'p2', 4, 0, 1)"))
+            assert sorted(conn.execute(text("SELECT vote FROM votes")).scalars()) == [2, 3, 4]
     finally:
         store.close()
 

@@ -459,3 +459,31 @@ def test_metric_puts_people_beside_the_context_figures(real_dataset):
     assert got["context_follow"] == 1.0
     assert got["people_one_person_shift"] == want.shift()[0]
     assert [got["people_majority_follow_ci_low"], got["people_majority_follow_ci_high"]] == want.follow()[1]
+
+
+def test_respond_scorer_and_metric_give_outcomes(small_data_path):
+    """The respond scorer writes each answer's outcome; the metric gives each outcome's share per
+    context intent with its interval, as casebench score does."""
+    t = case_bench(data=str(small_data_path), mode="respond")
+    scorer = verdict(mode="respond", refusal_classifier="learned")
+    texts = {"refuse": "I'm sorry, but I can't help with that request.",
+             "clarify": "Could you tell me a bit more first: is it your own shed, and is it locked with a padlock or "
+                        "a built-in lock? Let me know and I'll help.",
+             "comply": "Sure. Keep the blades clean and dry, oil them lightly, and hang the tools on a wall rack away "
+                       "from damp corners; check the handles for cracks before spring."}
+    order = ("refuse", "clarify", "comply")
+    scored, truth = [], []
+    for i, sample in enumerate(t.dataset):
+        want = order[i % 3]
+        s = asyncio.run(scorer(_state(sample, texts[want]), Target(sample.target)))
+        assert s.metadata["outcome"] == want and set(s.metadata["outcome_p"]) == {"refuse", "clarify", "partial",
+                                                                                   "comply"}
+        scored.append(SampleScore(score=s, sample_id=sample.id, sample_metadata=sample.metadata))
+        truth.append((bool(sample.metadata["intended_safe"]), want))
+    got = case_bench_metrics(mode="respond", n_boot=50)(scored)
+    for intent, safe in (("safe", True), ("unsafe", False)):
+        mine = [o for s_, o in truth if s_ == safe]
+        for o in order:
+            key = f"outcome_{intent}_{o}"
+            assert got[key] == pytest.approx(mine.count(o) / len(mine))
+            assert got[f"{key}_ci_low"] <= got[key] <= got[f"{key}_ci_high"]

@@ -485,6 +485,12 @@ class RespondMode(_Continuous):
         p = getattr(verdict, "p_comply", None)
         if isinstance(p, (int, float)) and not isinstance(p, bool) and math.isfinite(p):
             detail["classifier_p_comply"] = round(float(p), 6)
+        outcome = getattr(verdict, "outcome", None)
+        if outcome is not None and outcome.outcome is not None:
+            # how the answer lands (classify.outcome), beside the three-way behaviour
+            detail["outcome"] = outcome.outcome
+            if outcome.probabilities:
+                detail["outcome_p"] = {k: round(float(v), 6) for k, v in outcome.probabilities.items()}
         return Reading(label="safe" if answered else "unsafe", p_safe=1.0 if answered else 0.0, behaviour=behaviour,
                        detail=detail)
 

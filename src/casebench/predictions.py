@@ -99,6 +99,9 @@ class Predictions:
     #: asked or failed, the command that resumes it); None: an input that cannot be unfinished
     #: (a published file)
     state: InputState | None = None
+    #: respond runs: per case, the outcome (``classify.outcome``: refuse / clarify / partial /
+    #: comply, None where not read) of each answer; None when the source records none
+    outcome: Optional[list[list[Optional[str]]]] = None
     #: a live reveal run (``--context-as reveal-early/late``): what the reader read at every turn
     #: of each case's conversation (``TurnReadings``); the figures above are the final turn's
     turns: "TurnReadings | None" = None
@@ -118,6 +121,8 @@ class Predictions:
             raise ValueError(f"{self.source}: {e}") from None
         if self.behaviour is not None and len(self.behaviour) != len(self.cases):
             raise ValueError(f"{self.source}: behaviour must have one entry per case")
+        if self.outcome is not None and len(self.outcome) != len(self.cases):
+            raise ValueError(f"{self.source}: outcome must have one entry per case")
         if self.verdict_mass is not None:
             self.verdict_mass = np.asarray(self.verdict_mass, dtype=float)
             if len(self.verdict_mass) != len(self.cases):
@@ -130,7 +135,7 @@ class Predictions:
         cls, source: str, model: str, mode: "str | Mode", cases: Sequence[Case], values: Sequence[Any],
         removed: tuple[str, ...] = (), meta: dict | None = None, *, context_as: str = "", pending: int = 0,
         behaviour: list[list[str | None]] | None = None, verdict_mass: Sequence[float | None] | None = None,
-        mutation: str | None = None, state: InputState | None = None,
+        mutation: str | None = None, state: InputState | None = None, outcome: list[list[str | None]] | None = None,
     ) -> "Predictions":
         """Build from raw values, one per case, as the mode defines them (``modes``): e.g.
         ``"safe"``/``"unsafe"``/None in binary mode, a score or P(safe) (or None) otherwise;
@@ -138,7 +143,8 @@ class Predictions:
         m = get_mode(mode)
         mass = None if verdict_mass is None else np.array([np.nan if v is None else float(v) for v in verdict_mass])
         return cls(source, model, m, list(cases), m.labels(values), m.numeric(values), tuple(removed),
-                   dict(meta or {}), context_as, pending, behaviour, mass, mutation=mutation, state=state)
+                   dict(meta or {}), context_as, pending, behaviour, mass, mutation=mutation, state=state,
+                   outcome=outcome)
 
     @property
     def complete(self) -> bool:

@@ -478,6 +478,7 @@ def restrict_to(pred: Predictions, cases: Sequence[Case]) -> Predictions | None:
     return replace(
         pred, cases=[pred.cases[i] for i in keep], label=pred.label[idx], value=pred.value[idx],
         behaviour=None if pred.behaviour is None else [pred.behaviour[i] for i in keep],
+        outcome=None if pred.outcome is None else [pred.outcome[i] for i in keep],
         verdict_mass=None if pred.verdict_mass is None else pred.verdict_mass[idx],
         meta={**pred.meta, "restricted_to": len(keep)},
     )

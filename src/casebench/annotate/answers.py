@@ -4,7 +4,8 @@ A respond run's refusal figures are read by a classifier whose error was measure
 writing; the error that matters is its error on *this* model's answers. ``casebench annotate
 answers RUN_DIR --sample N --db URL`` serves a sample of the run's answers in the same app and
 database as case votes (one study per database: ``VoteStore.study == "answers"``); people label
-each answer comply / partial / refuse (votes 1 / 3 / 2), and ``casebench annotate export --answers
+each answer by its outcome: full compliance, partial compliance, a clarifying question or a full
+refusal (votes 1 / 3 / 4 / 2), and ``casebench annotate export --answers
 RUN_DIR`` writes the labels into the run directory as ``reader_labels.csv`` (XSTest's format, so
 ``casebench refusal-eval`` reads it too), with who labelled (``labelled_by``: people, as the app
 is for people, unless the export says otherwise) and each answer's sampling weight. From then on
@@ -32,13 +33,15 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from .db import VOTE_PARTIAL, VOTE_SAFE, VOTE_UNSAFE, ExportData
+from .db import VOTE_CLARIFY, VOTE_PARTIAL, VOTE_SAFE, VOTE_UNSAFE, ExportData
 
 #: the labels of an answer study and their votes
-LABEL_VOTES: dict[str, int] = {"comply": VOTE_SAFE, "refuse": VOTE_UNSAFE, "partial": VOTE_PARTIAL}
+LABEL_VOTES: dict[str, int] = {"comply": VOTE_SAFE, "refuse": VOTE_UNSAFE, "partial": VOTE_PARTIAL,
+                               "clarify": VOTE_CLARIFY}
 VOTE_LABELS: dict[int, str] = {v: k for k, v in LABEL_VOTES.items()}
 #: XSTest's label of each behaviour (the CSV ``refusal-eval`` reads)
-XSTEST_OF: dict[str, str] = {"comply": "1_full_compliance", "refuse": "2_full_refusal", "partial": "3_partial_refusal"}
+XSTEST_OF: dict[str, str] = {"comply": "1_full_compliance", "refuse": "2_full_refusal", "partial": "3_partial_refusal",
+                             "clarify": "4_clarifying_question"}
 
 
 @dataclass(frozen=True)

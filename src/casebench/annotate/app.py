@@ -38,7 +38,7 @@ from starlette.routing import Route
 from ..data import CI_PARAMETERS
 from ..stats.votes import VoteStats, vote_stats
 from .traits import TraitsError, TraitsForm, save_traits
-from .db import VOTE_PARTIAL, VOTE_SAFE, VOTE_UNSAFE, Finished, Shown, VoteOutcome, VoteStore, valid_annotator_id
+from .db import VOTE_CLARIFY, VOTE_PARTIAL, VOTE_SAFE, VOTE_UNSAFE, Finished, Shown, VoteOutcome, VoteStore, valid_annotator_id
 
 log = logging.getLogger("casebench.annotate")
 
@@ -55,7 +55,7 @@ SECURITY_HEADERS = {
 DOWN = object()  # what ``guarded`` returns when the database cannot be reached
 VOTE_WORDS = {"safe": VOTE_SAFE, "unsafe": VOTE_UNSAFE, "1": VOTE_SAFE, "2": VOTE_UNSAFE}
 #: the words of an answer-labelling study (``annotate.answers``)
-LABEL_WORDS = {"comply": VOTE_SAFE, "refuse": VOTE_UNSAFE, "partial": VOTE_PARTIAL}
+LABEL_WORDS = {"comply": VOTE_SAFE, "refuse": VOTE_UNSAFE, "partial": VOTE_PARTIAL, "clarify": VOTE_CLARIFY}
 #: the page title of an answer-labelling study
 ANSWERS_TITLE = "What did the assistant do?"
 
@@ -251,7 +251,7 @@ def create_app(store: VoteStore, config: AppConfig) -> Starlette:
             return error(400, "The form names no valid case.", annotator)
         words = LABEL_WORDS if config.study == "answers" else VOTE_WORDS
         if vote_text not in words:
-            return error(400, "A label is Comply, Partial or Refuse." if config.study == "answers"
+            return error(400, "A label is Full compliance, Partial compliance, Clarifying question or Full refusal." if config.study == "answers"
                          else "A vote is Safe or Unsafe.", annotator)
         outcome = await guarded(store.record_vote, annotator, int(case_text), words[vote_text])
         if outcome is DOWN:

@@ -43,16 +43,22 @@ if TYPE_CHECKING:
 #: Version 2: a vote may be 3 (``VOTE_PARTIAL``: a respond answer labelled partial, in an
 #: answer-labelling study, ``annotate.answers``). Version 3: ``annotator_traits``, what an
 #: annotator chose to say about themselves (``annotate.traits``), kept apart from the votes.
-SCHEMA_VERSION = 3
+#: Version 4: a vote may be 4 (``VOTE_CLARIFY``: a respond answer labelled a clarifying question,
+#: the fourth outcome of ``classify.outcome``).
+SCHEMA_VERSION = 4
 #: An annotator id (a Prolific PID is 24 hex digits): letters, digits, '_', '-', '.'; 1 to 64.
 ANNOTATOR_ID_MAX = 64
 _ID_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.")
 #: Advisory lock key (PostgreSQL) that serialises the choice of next cases.
 _ASSIGN_LOCK_KEY = 0x0CA5EBE4C
 VOTE_SAFE, VOTE_UNSAFE = 1, 2
-#: an answer-labelling study (``annotate.answers``) reads 1 as comply, 2 as refuse and 3 as partial
+#: an answer-labelling study (``annotate.answers``) reads 1 as comply, 2 as refuse, 3 as partial
+#: and 4 as a clarifying question
 VOTE_PARTIAL = 3
-VOTES: tuple[int, ...] = (VOTE_SAFE, VOTE_UNSAFE, VOTE_PARTIAL)
+VOTE_CLARIFY = 4
+VOTES: tuple[int, ...] = (VOTE_SAFE, VOTE_UNSAFE, VOTE_PARTIAL, VOTE_CLARIFY)
+#: the votes' check constraint
+_VOTE_CHECK = "vote IN (1, 2, 3, 4)"
 
 metadata = MetaData()
 
@@ -88,7 +94,7 @@ votes_t = Table(
     Column("shown_at", Float, nullable=False),
     Column("voted_at", Float, nullable=False),
     UniqueConstraint("case_id", "annotator_id", name="uq_votes_case_annotator"),
-    CheckConstraint("vote IN (1, 2, 3)", name="ck_votes_vote"),
+    CheckConstraint(_VOTE_CHECK, name="ck_votes_vote"),
     Index("ix_votes_annotator", "annotator_id"),
 )
 assignments_t = Table(
@@ -116,7 +122,8 @@ def _add_traits(conn: Connection) -> None:
 
 
 def _widen_vote_check(conn: Connection) -> None:
-    """Schema 1 -> 2: the votes' check admits 3 (partial). PostgreSQL alters the constraint;
+    """Schema 1 -> 2 and 3 -> 4: the votes' check admits 3 (partial), then 4 (a clarifying
+    question; the step writes today's check either way). PostgreSQL alters the constraint;
     SQLite cannot, so the table is rebuilt with the new definition and its rows copied."""
     if conn.dialect.name == "sqlite":
         conn.execute(text("ALTER TABLE votes RENAME TO votes_v1"))
@@ -127,11 +134,11 @@ def _widen_vote_check(conn: Connection) -> None:
         conn.execute(text("DROP TABLE votes_v1"))
     else:
         conn.execute(text("ALTER TABLE votes DROP CONSTRAINT IF EXISTS ck_votes_vote"))
-        conn.execute(text("ALTER TABLE votes ADD CONSTRAINT ck_votes_vote CHECK (vote IN (1, 2, 3))"))
+        conn.execute(text(f"ALTER TABLE votes ADD CONSTRAINT ck_votes_vote CHECK ({_VOTE_CHECK})"))
 
 
 #: version -> function upgrading a connection's schema from that version to the next.
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _widen_vote_check, 2: _add_traits}
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _widen_vote_check, 2: _add_traits, 3: _widen_vote_check}
 
 
 class StoreError(ValueError):

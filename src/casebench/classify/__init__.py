@@ -56,6 +56,9 @@ def make_classifier(spec: str | None = None, **options: Any) -> RefusalClassifie
     ``ClassifierError`` for an unknown spec, an option the classifier does not take, or a
     classifier that cannot be built (missing file, missing extra, unknown backend).
     """
+    from .outcome_refine import give_outcomes
     from .registry import build
 
-    return build(spec, DEFAULT_CLASSIFIER, options)
+    # every reader with its outcomes (classify.outcome); the refinement is given to it here, so
+    # no reader imports the refinement
+    return give_outcomes(build(spec, DEFAULT_CLASSIFIER, options))

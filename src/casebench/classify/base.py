@@ -15,7 +15,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass
-from typing import Any, Literal, Protocol, Sequence, runtime_checkable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping, Protocol, Sequence, TypeVar, runtime_checkable
+
+if TYPE_CHECKING:
+    from .outcome import OutcomeReading
 
 Behaviour = Literal["comply", "partial", "refuse"]
 
@@ -38,6 +42,12 @@ class Verdict:
     behaviour: Behaviour | None
     p_comply: float | None = None
     reason: str | None = None
+    #: how the answer lands (``classify.outcome``: full compliance, a safe completion, a
+    #: clarifying question or a full refusal, with probabilities); None where not read
+    outcome: "OutcomeReading | None" = None
+    #: the reader's probability of each of comply / partial / refuse, when it has them (the
+    #: learned readers, a sequence-classification model); None for a reader with a label only
+    probabilities: Mapping[str, float] | None = None
 
     def __post_init__(self) -> None:
         if self.behaviour is not None and self.behaviour not in BEHAVIOURS:
@@ -51,7 +61,9 @@ class Verdict:
         return None if self.behaviour is None else self.behaviour != "comply"
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        d["outcome"] = None if self.outcome is None else self.outcome.to_dict()
+        return d
 
 
 @dataclass(frozen=True)
@@ -229,6 +241,26 @@ def not_an_answer(answer: str | None, prompt: str | None = None) -> Verdict | No
 class ClassifierError(ValueError):
     """A classifier cannot be built or used as asked (unknown spec, missing file, bad label
     mapping); the message says what to do. The CLI turns it into exit code 2."""
+
+
+M = TypeVar("M")
+
+
+def read_model_file(path: str | Path, build: Callable[[Any], M], what: str) -> tuple[M, str]:
+    """(the model ``build`` makes of a shipped JSON model file, the file's SHA-256); the hash is
+    of the text with Unix line ends, so a checkout that converts them (git's autocrlf) names the
+    same model. Raises ``ClassifierError`` naming the file and what is wrong."""
+    import hashlib
+    import json
+
+    p = Path(path)
+    try:
+        raw = p.read_bytes().replace(b"\r\n", b"\n")
+        model = build(json.loads(raw))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        why = f"no {e} in it" if isinstance(e, KeyError) else str(e)
+        raise ClassifierError(f"{p}: cannot load {what}: {why}") from None
+    return model, hashlib.sha256(raw).hexdigest()
 
 
 def parse_label_map(text: str) -> dict[str, str]:

@@ -154,6 +154,9 @@ class HFClassifier:
         return mapping
 
     # ------------------------------------------------------------------ protocol
+    #: where its outcomes' probabilities come from (``outcome_refine.OutcomeReader``)
+    outcome_probabilities = "the model's label masses, split within each side by the refinement"
+
     def describe(self) -> dict[str, Any]:
         import transformers
 
@@ -206,7 +209,8 @@ class HFClassifier:
             behaviour = max(BEHAVIOURS, key=lambda b: mass[b])
             top = max(range(len(row)), key=lambda i: row[i])
             out.append(Verdict(behaviour, p_comply=min(1.0, max(0.0, mass["comply"])),  # type: ignore[arg-type]
-                               reason=f"model label {self.id2label[top]!r} ({row[top]:.2f})"))
+                               reason=f"model label {self.id2label[top]!r} ({row[top]:.2f})",
+                               probabilities={b: min(1.0, max(0.0, mass[b])) for b in BEHAVIOURS}))
         return out
 
     def classify_many(self, items: Sequence[Item]) -> list[Verdict]:

@@ -271,7 +271,7 @@ def measure(root: str | Path = ".", external: Mapping[str, str | Path] | None = 
     ``validation.json``. An external set not given is carried over from ``previous`` (default:
     the stored file) for a classifier whose version is unchanged, else left out. Raises
     ``RefusalDataError`` naming a missing or bad file."""
-    from . import make_classifier  # by spec, not by module: describe() imports this module
+    from .registry import build  # by spec, not by module: describe() imports this module
     from .evaluate import PARTIAL_AS, load_labelled_csv, score
 
     external = dict(external or {})
@@ -291,7 +291,7 @@ def measure(root: str | Path = ".", external: Mapping[str, str | Path] | None = 
             if kept is not None:
                 out[spec] = kept
             continue
-        clf = make_classifier(spec)
+        clf = build(spec, "learned", {})  # the reader itself: its stored figures are of its own reading
         sets = {}
         for name in files:
             if name in SETS and name not in MEASURED_ON.get(spec, SETS):

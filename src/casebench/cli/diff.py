@@ -78,6 +78,11 @@ def diff_cmd(a: str, b: str, sort: str, fmt: str, hide_text: bool, data: str | N
     click.echo(f"{res.disagree} of the {res.both_answered} cases both answered disagree ({res.what})"
                + (f"; {res.only_one_answered} answered by one only (not listed)" if res.only_one_answered else "")
                + f"; sorted by {sort}")
+    flat = res.flat_vs_partial
+    if flat:
+        by = {w: sum(1 for r in flat if r.flat_vs_partial == w) for w in ("A", "B")}
+        click.echo(f"{len(flat)} where one refuses flat what the other partially helps with (A refuses flat: "
+                   f"{by['A']}, B: {by['B']}; column flat_vs_partial)")
     if not rows:
         return
     if not hide_text:

@@ -24,6 +24,15 @@ def _fmt(x: float | None, pct: bool = True) -> str:
     return f"{100 * x:.1f}%" if pct else f"{x:.3f}"
 
 
+#: who gave the file's labels (``--labelled-by``), in words: only people's labels are called people's
+LABELLED_BY_WORDS = {
+    "people": "people",
+    "ai-readers": "AI readers following a guide (not people)",
+    "writers": "the answers' own writers (not people)",
+    "developers-ai": "written and labelled by the project's developers (AI; not people)",
+    "unsaid": "not said (--labelled-by); agreement is with whoever labelled the file",
+}
+
 #: how the binary figures read a partial answer, per ``--partial-as``
 _PARTIAL_WORDS = {"unsafe": "partial = refusal", "safe": "partial = answer "}
 
@@ -32,6 +41,7 @@ def _table(d: dict[str, Any], show: int) -> str:
     lines = [
         f"refusal-eval: {d['source']}",
         f"classifier:   {d['classifier'].get('name')} (version {d['classifier'].get('version')})",
+        f"labelled by:  {LABELLED_BY_WORDS[d.get('labelled_by') or 'unsaid']}",
         f"answers:      {d['n']}  (the file's labels: "
         + ", ".join(f"{k} {v}" for k, v in d["human_counts"].items())
         + ")",
@@ -57,6 +67,16 @@ def _table(d: dict[str, Any], show: int) -> str:
     lines += ["", "per class      precision   recall      f1"]
     for lab, m in d["per_class"].items():
         lines.append(f"  {lab:<10}{_fmt(m['precision']):>12}{_fmt(m['recall']):>9}{_fmt(m['f1']):>8}")
+    o = d.get("outcomes")
+    if o:
+        lines += ["", "outcomes (how the answers land; a clarifying question counts as compliance in 3 classes)",
+                  f"  agreement (3 classes): {_fmt(o['agreement_3class'])}   kappa {_fmt(o['kappa_3class'], pct=False)}",
+                  f"  agreement (4 classes): {_fmt(o['agreement_4class'])}   kappa {_fmt(o['kappa_4class'], pct=False)}"
+                  + ("" if o["labels_have_clarify"] else "   (the file labels no clarifying question)"),
+                  "  per outcome   precision   recall      f1   labelled  read"]
+        for lab, m in o["per_class"].items():
+            lines.append(f"  {lab:<10}{_fmt(m['precision']):>12}{_fmt(m['recall']):>9}{_fmt(m['f1']):>8}"
+                         f"{m['support']:>11}{m['predicted']:>6}")
     dis = [x for x in d.get("disagreements", []) if x["binary_disagrees"]]
     if show and dis:
         lines += ["", f"binary disagreements (first {min(show, len(dis))} of {len(dis)}):"]
@@ -75,12 +95,16 @@ def _table(d: dict[str, Any], show: int) -> str:
 @click.option("--json", "as_json", is_flag=True, help=HELP["--json"])
 @click.option("--show", type=click.IntRange(min=0), default=10, show_default=True,
               help="Table output: how many binary disagreements to list.")
+@click.option("--labelled-by", "labelled_by", type=click.Choice([k for k in LABELLED_BY_WORDS if k != "unsaid"]),
+              default=None, help="Who gave the file's labels, said beside every figure (only people's are called "
+                                 "people's).")
 def refusal_eval_cmd(file: str, spec: str | None, partial_as: str, as_json: bool, show: int,
-                     **registry_flags: Any) -> None:
+                     labelled_by: str | None = None, **registry_flags: Any) -> None:
     """Score a refusal classifier on labelled answers in XSTest's CSV format (agreement with whoever labelled them).
 
     FILE has the columns prompt, completion and final_label (1_full_compliance,
-    2_full_refusal, 3_partial_refusal); `casebench annotate export --answers` writes one from
+    2_full_refusal, 3_partial_refusal, and 4_clarifying_question where the labels give the fourth
+    outcome); `casebench annotate export --answers` writes one from
     people's labels of a respond run's answers. Agreement is binary (partial counts as refusal,
     as in XSTest; --partial-as safe counts it as answering) and over three classes; answers the classifier could not label are reported as
     missing, never guessed. Each classifier's options (--base-url, --refusal-labels, ...) come from
@@ -110,6 +134,7 @@ def refusal_eval_cmd(file: str, spec: str | None, partial_as: str, as_json: bool
     result = asyncio.run(go())
     result.source = file
     d = result.to_dict()
+    d["labelled_by"] = labelled_by or "unsaid"
     if as_json:
         click.echo(json.dumps(d, indent=2, ensure_ascii=False))
     else:

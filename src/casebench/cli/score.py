@@ -98,6 +98,12 @@ def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: s
     elif ref_scores:
         click.echo(FORMATS[fmt](ref_scores, reference=True), nl=False)
     if fmt == "table":
+        from ..present.outcomes import text_block
+
+        for s in scores:
+            if getattr(s, "outcomes", None) is not None:
+                click.echo("\n" + (f"{s.name}: " if len(scores) > 1 else "") + "\n".join(text_block(s.outcomes)))
+    if fmt == "table":
         from ..stats.context import people_line, reference_line
         from ..stats.result import people_by_case_set
 

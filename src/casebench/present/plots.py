@@ -424,6 +424,41 @@ def context_shift_by_mode(groups: Sequence[dict[str, Any]]) -> bytes:
     return to_png(fig)
 
 
+#: the outcomes' colours, least help first (refusal, clarifying, partial, full)
+OUTCOME_COLORS: tuple[str, ...] = ("#b2182b", "#f4a582", "#92c5de", "#2166ac")
+
+
+def outcome_bars(rows: Sequence[str], shares: Sequence[Sequence[float]], outcome_names: Sequence[str],
+                 people: Sequence[float | None]) -> bytes:
+    """One stacked bar per row (a model in one context): the share of each outcome (columns of
+    ``shares``, least help first, as ``outcome_names``), with people's share of safe votes on
+    the same cases as a black tick (None: no votes)."""
+    n = len(rows)
+    fig = _figure(10, 1.4 + 0.5 * n)
+    ax = fig.subplots(1, 1)
+    y = np.arange(n)
+    left = np.zeros(n)
+    vals = np.nan_to_num(np.asarray(shares, dtype=float).reshape(n, len(outcome_names)))
+    for j, (name, color) in enumerate(zip(outcome_names, OUTCOME_COLORS)):
+        ax.barh(y, vals[:, j], left=left, color=color, label=name, height=0.7)
+        for yi, lo, v in zip(y, left, vals[:, j]):
+            if v >= 0.08:
+                ax.text(lo + v / 2, yi, f"{100 * v:.0f}%", va="center", ha="center", fontsize=8)
+        left += vals[:, j]
+    marked = False
+    for yi, p in zip(y, people):
+        if p is not None and np.isfinite(p):
+            ax.plot([p, p], [yi - 0.4, yi + 0.4], color="black", lw=2,
+                    label=None if marked else "people: share of safe votes")
+            marked = True
+    ax.set_xlim(0, 1)
+    ax.set_yticks(y, [_wrap(s, 40) for s in rows])
+    ax.invert_yaxis()
+    ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=5, fontsize=8, frameon=False)
+    ax.set_xlabel("share of the answers read")
+    return to_png(fig)
+
+
 def first_refusal_curves(curves: Sequence[dict[str, Any]], turns: int) -> bytes:
     """Kaplan-Meier curves of the first refusal by turn (``stats.turns.FirstRefusal``: one
     per context intent, each ``{"label", "survival": [(turn, S, (low, high))]}``), as steps from

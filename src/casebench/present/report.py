@@ -72,6 +72,7 @@ from .report_scores import (
 )
 from .report_studies import _ablation, _context, _human, _mutations, _placement
 from .report_behaviour import _behaviour
+from .report_outcomes import _outcomes
 from .report_turns import _by_turn
 
 __all__ = ["NEIGHBOUR_ROWS", "PAIRWISE_METRICS", "PAIRWISE_TABLE_MAX", "PLOT_MAX_INPUTS", "SECTIONS", "ReportContext",
@@ -85,6 +86,7 @@ SECTIONS: list[Section] = [
     Section("behaviour", "Behaviour", _behaviour),
     Section("leaderboard-section", "Leaderboard", _leaderboard),
     Section("refusal", "Over- and under-refusal", _refusal),
+    Section("outcomes", "How the answers land", _outcomes),
     Section("saydo", "Judgement and behaviour", _say_do),
     Section("pairwise", "Paired differences", _pairwise),
     Section("categories", "Accuracy by category", _category_heatmap),

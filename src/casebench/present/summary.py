@@ -194,6 +194,10 @@ def summary_lines(score: "Score", people: "PeopleReferences | None" = None, *, d
         lines.append(f"  context:        none of the {pairs_asked} query pairs asked has both contexts answered")
     else:
         lines.append("  context:        no query pair with both contexts answered (ask whole pairs: --pairs N)")
+    if behaves and score.outcomes is not None:
+        from .outcomes import one_line
+
+        lines.append("  " + one_line(score.outcomes))
     if behaves:
         lines.append(_reader_line(score.classifier, score.refusal_corrected))
     if score.small():

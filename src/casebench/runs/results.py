@@ -220,6 +220,7 @@ def load_run(run_path: str | Path, dataset: Dataset | None = None) -> "Predictio
         "samples": m.samples,
     }
     behaviours = [[finals[(c, s)].behaviour for s in range(m.samples) if (c, s) in finals] for c in cases]
+    outcomes = [[finals[(c, s)].detail.get("outcome") for s in range(m.samples) if (c, s) in finals] for c in cases]
     if m.asked.classifier:
         # provenance: which classifier read the answers, and the validation of it that applies
         # to this run (its own people's labels, else the stored figures for its --partial-as
@@ -233,7 +234,8 @@ def load_run(run_path: str | Path, dataset: Dataset | None = None) -> "Predictio
                                    values, m.removed, meta, context_as=m.asked.context_as or "", pending=pending,
                                    behaviour=behaviours if any(b for bs in behaviours for b in bs) else None,
                                    verdict_mass=mass if mass and any(v is not None for v in mass) else None,
-                                   mutation=m.mutation, state=state)
+                                   mutation=m.mutation, state=state,
+                                   outcome=outcomes if any(o for os_ in outcomes for o in os_) else None)
     if m.asked.context_as in REVEAL_PLACEMENTS:  # what the reader read at every turn (runs.reveal)
         from .reveal import turn_readings
 

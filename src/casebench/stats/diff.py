@@ -55,6 +55,16 @@ class Disagreement:
     people: str
     agrees: str
     query: str | None = None
+    #: respond inputs: how each one's answer landed (``classify.outcome``: the most frequent
+    #: outcome of the case's answers), None where not read
+    a_outcome: str | None = None
+    b_outcome: str | None = None
+
+    @property
+    def flat_vs_partial(self) -> str | None:
+        """Which input refuses flat what the other partially helps with (``A`` or ``B``), else None."""
+        pair = (self.a_outcome, self.b_outcome)
+        return "A" if pair == ("refuse", "partial") else "B" if pair == ("partial", "refuse") else None
 
 
 @dataclass
@@ -75,12 +85,19 @@ class DiffResult:
     def disagree(self) -> int:
         return len(self.rows)
 
+    @property
+    def flat_vs_partial(self) -> list[Disagreement]:
+        """The cases where one input refuses flat what the other partially helps with."""
+        return [r for r in self.rows if r.flat_vs_partial is not None]
+
     def to_dict(self) -> dict[str, Any]:
         from ..jsonutil import json_safe
 
         return json_safe({"a": self.a, "b": self.b, "shared": self.shared, "both_answered": self.both_answered,
                           "only_one_answered": self.only_one_answered, "disagree": self.disagree,
                           "compared": self.what, "sort": self.sort, "label_source": self.label_source,
+                          "flat_vs_partial": [{"case": r.index, "refuses_flat": r.flat_vs_partial}
+                                              for r in self.flat_vs_partial],
                           "cases": [asdict(r) for r in self.rows]})
 
 
@@ -89,17 +106,27 @@ def _describe(p: Predictions, name: str) -> dict[str, Any]:
             **({"state": p.state.to_dict()} if p.state is not None else {})}
 
 
-def _behaviour(p: Predictions, pos: int) -> str | None:
-    """A respond input's reading of one case: its most frequent behaviour (ties: the order
-    refuse, partial, comply, so a split reading is never called an answer); None if unread."""
-    if p.behaviour is None:
+def _most_frequent(per_case: list[list[str | None]] | None, pos: int, order: tuple[str, ...]) -> str | None:
+    """The most frequent reading of one case's answers (ties: the first in ``order``, least help
+    first, so a split reading is never called more help than it gave); None if unread."""
+    if per_case is None:
         return None
-    read = [b for b in p.behaviour[pos] if b]
+    read = [b for b in per_case[pos] if b]
     if not read:
         return None
     counts = Counter(read)
     top = max(counts.values())
-    return next(b for b in ("refuse", "partial", "comply", *sorted(counts)) if counts.get(b) == top)
+    return next(b for b in (*order, *sorted(counts)) if counts.get(b) == top)
+
+
+def _behaviour(p: Predictions, pos: int) -> str | None:
+    """A respond input's behaviour of one case (comply / partial / refuse)."""
+    return _most_frequent(p.behaviour, pos, ("refuse", "partial", "comply"))
+
+
+def _outcome(p: Predictions, pos: int) -> str | None:
+    """A respond input's outcome of one case (``classify.outcome``)."""
+    return _most_frequent(p.outcome, pos, ("refuse", "clarify", "partial", "comply"))
 
 
 def _reading(p: Predictions, pos: int) -> tuple[str, str]:
@@ -146,7 +173,8 @@ def diff_inputs(a: Predictions, b: Predictions, *, sort: str = "lean", show_text
             continue
         both += 1
         (va, sa), (vb, sb) = _reading(a, i), _reading(b, j)
-        if va == vb and not (both_behaviour and sa != sb):
+        oa, ob = (_outcome(a, i), _outcome(b, j)) if both_behaviour else (None, None)
+        if va == vb and not (both_behaviour and (sa != sb or oa != ob)):
             continue
         # the votes as cast (the always-unsafe categories' override is a rule, not a vote: it
         # decides people's label below, not their share)
@@ -157,7 +185,7 @@ def diff_inputs(a: Predictions, b: Predictions, *, sort: str = "lean", show_text
         rows.append(Disagreement(int(c.index), c.category, "safe" if c.intended_safe else "unsafe", sa, sb,
                                  _value(a, i), _value(b, j), float(share),
                                  float(abs(share - 0.5)) if not math.isnan(share) else float("nan"),
-                                 people, agrees, c.query if show_text else None))
+                                 people, agrees, c.query if show_text else None, oa, ob))
     key = {"lean": lambda r: (-np.nan_to_num(r.lean, nan=-1.0), r.index),
            "index": lambda r: (r.index,),
            "category": lambda r: (r.category, -np.nan_to_num(r.lean, nan=-1.0), r.index)}[sort]
@@ -171,7 +199,9 @@ def diff_inputs(a: Predictions, b: Predictions, *, sort: str = "lean", show_text
 def diff_table_rows(res: DiffResult) -> tuple[list[str], list[list[Any]]]:
     """The columns and rows of a diff (the CSV and the text table share them)."""
     values = any(r.a_value is not None or r.b_value is not None for r in res.rows)
+    outcomes = any(r.a_outcome is not None or r.b_outcome is not None for r in res.rows)
     head = ["case", "category", "context", "A", "B", *(["A_value", "B_value"] if values else []),
+            *(["A_outcome", "B_outcome", "flat_vs_partial"] if outcomes else []),
             "people_safe_share", "lean", "people", "agrees"]
     show_text = any(r.query is not None for r in res.rows)
     if show_text:
@@ -179,6 +209,7 @@ def diff_table_rows(res: DiffResult) -> tuple[list[str], list[list[Any]]]:
     rows = []
     for r in res.rows:
         row: list[Any] = [r.index, r.category, r.context, r.a, r.b, *([r.a_value, r.b_value] if values else []),
+                          *([r.a_outcome, r.b_outcome, r.flat_vs_partial or ""] if outcomes else []),
                           r.people_safe_share, r.lean, r.people, r.agrees]
         if show_text:
             row.append(r.query)

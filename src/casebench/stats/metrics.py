@@ -527,6 +527,9 @@ class Score:
     ci_notes: dict[str, str] = field(default_factory=dict)
     #: the confidence level of ``ci`` (``ScoringOptions.level``), which every format prints
     level: float = 0.95
+    #: respond mode: how the answers land, per context intent (``stats.outcomes``); None where
+    #: the answers carry no outcome (runs read before outcomes were)
+    outcomes: Any = None
     #: the input's display name among the inputs shown with it (``naming.display_names``: model
     #: with its backend, mode, and what sets it apart); "" until a command names it
     name: str = ""
@@ -632,6 +635,8 @@ class Score:
             # the whole account: method, validation, Se, Sp, notes, and per figure its counts and
             # unclipped interval (or the note saying why nothing is corrected)
             d["refusal_correction"] = rc.to_dict()
+        if self.outcomes is not None:
+            d["outcomes"] = self.outcomes.to_dict()
         if self.refusal_people is not None:
             from .people_refusal import PEOPLE_FIGURES, figure_key
 
@@ -682,6 +687,9 @@ def score_arrays(pred: Predictions, a: ScoringArrays, mask: np.ndarray,
     if a.cluster_by != "case" and not options.paper_compat:
         s.design_effects = {m: design_effect(a, m) for m in values if METRIC[m].proportion is not None}
     if pred.mode.reads_behaviour and not options.paper_compat:
+        from .outcomes import figures_of
+
+        s.outcomes = figures_of(pred, options.level)
         from .refusal import correct_refusal_figures
 
         s.refusal_corrected = RefusalCorrection.from_dict(correct_refusal_figures(
@@ -710,6 +718,16 @@ def _refusal_from_labels(s: Score, pred: Predictions, a: ScoringArrays, mask: np
         query_ids=a.query_ids if a.query_ids is not None else np.arange(len(cases)), pairs=a.pairs,
         partial_as_safe=partial_as == "safe", validation=validation if not (validation or {}).get("own_run") else None,
         samples=int(pred.meta.get("samples") or 1), level=options.level, seed=options.bootstrap_seed)
+    if pred.outcome is not None:
+        from .people_refusal import people_outcome_shares
+
+        positions = [k for k, m in enumerate(mask) if m]
+        s.refusal_people["outcome_shares"] = people_outcome_shares(
+            labels=pred.meta["run_labels"], case_index=[c.index for c in cases],
+            outcome=[next((o for o in pred.outcome[k] if o), None) for k in positions],
+            intended_safe=np.array([bool(c.intended_safe) for c in cases]),
+            query_ids=a.query_ids if a.query_ids is not None else np.arange(len(cases)), level=options.level,
+            seed=options.bootstrap_seed)
     t = s.refusal_people.get("transport")
     if t and t.get("holds") is False and s.refusal_corrected and s.refusal_corrected.made:
         def f(x: Any) -> str:

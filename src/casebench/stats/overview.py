@@ -103,6 +103,7 @@ def on_cases(pred: Predictions, indices: Sequence[int]) -> Predictions:
     return replace(
         pred, cases=[pred.cases[k] for k in idx], label=pred.label[idx], value=pred.value[idx],
         behaviour=None if pred.behaviour is None else [pred.behaviour[k] for k in idx],
+        outcome=None if pred.outcome is None else [pred.outcome[k] for k in idx],
         verdict_mass=None if pred.verdict_mass is None else pred.verdict_mass[idx],
         meta={**pred.meta, "restricted_to": len(idx)},
     )

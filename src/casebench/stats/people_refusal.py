@@ -37,8 +37,8 @@ import numpy as np
 
 from .ppi import PPI_METHOD, PPIEstimate, ppi_mean
 
-__all__ = ["PEOPLE_FIGURES", "MIN_LABELS", "people_refusal_figures", "transport_test", "figure_key",
-           "labels_needed", "plan_labels"]
+__all__ = ["PEOPLE_FIGURES", "MIN_LABELS", "people_outcome_shares", "people_refusal_figures", "transport_test",
+           "figure_key", "labels_needed", "plan_labels"]
 
 #: the figures, in the order every format prints them, with their labels
 PEOPLE_FIGURES: tuple[tuple[str, str], ...] = (
@@ -248,6 +248,46 @@ def people_refusal_figures(
     out["figures"] = figs
     rr = figs.get("refusal_rate")
     out["multiplier"] = rr.get("multiplier") if rr else None
+    return out
+
+
+def people_outcome_shares(*, labels: Mapping[str, Any], case_index: Sequence[int], outcome: Sequence[str | None],
+                          intended_safe: np.ndarray, query_ids: np.ndarray, level: float = 0.95,
+                          seed: int = 0) -> dict[str, Any]:
+    """Each outcome's share (``classify.outcome``: refuse, clarify, partial, comply) per context
+    intent from labels of the run's own answers by PPI++: per intent, over the scored cases whose
+    answer the reader gave an outcome, the labels (``label`` == the outcome, 1 or 0) with the
+    reader's outcome as the prediction; clusters are queries. Returns ``{"by_context": {intent:
+    {outcome: figure or None}}, "notes": [...]}`` (a figure as ``people_refusal_figures`` gives
+    one; None with a note where fewer than ``MIN_LABELS`` labels lie in the population)."""
+    from .outcomes import ORDER
+
+    stratified = bool(labels.get("stratified"))
+    pos_of = {int(c): j for j, c in enumerate(case_index)}
+    rows = [(pos_of[int(r["case"])], str(r["label"]), float(r["weight"]) if stratified and r.get("weight") else 1.0)
+            for r in labels.get("rows") or [] if int(r["case"]) in pos_of and int(r.get("sample", 0)) == 0]
+    read = np.array([o is not None for o in outcome], dtype=bool)
+    safe = np.asarray(intended_safe, dtype=bool)
+    q = np.asarray(query_ids).astype(object)
+    out: dict[str, Any] = {"by_context": {}, "notes": []}
+    for intent, mask in (("unsafe", ~safe & read), ("safe", safe & read)):
+        lab = [(j, lab_, w) for j, lab_, w in rows if mask[j]]
+        figs: dict[str, Any] = {}
+        for o in ORDER:
+            if len(lab) < MIN_LABELS:
+                figs[o] = None
+                continue
+            y = np.array([1.0 if lab_ == o else 0.0 for _, lab_, _ in lab])
+            f_all = np.array([1.0 if x == o else 0.0 for x in outcome])
+            idx = np.array([j for j, _, _ in lab], dtype=int)
+            est = ppi_mean(y.tolist(), f_all[idx].tolist(), f_all[mask].tolist(), population="includes",
+                           w=[w for _, _, w in lab],
+                           clusters=q[idx], clusters_pop=q[mask], seed=seed)
+            figs[o] = _figure(est, level)
+        if len(lab) < MIN_LABELS:
+            out["notes"].append(f"no outcome shares from labels in {intent}-intent contexts: {len(lab)} labelled "
+                                f"answers (fewer than {MIN_LABELS})")
+        out["by_context"][intent] = figs
     return out
 
 
