@@ -74,6 +74,6 @@ def test_a_full_dataset_input_carries_a_ceiling_between_085_and_095(monkeypatch)
     text = CliRunner().invoke(cli, ["score", f, "--bootstrap", "100"], catch_exceptions=False).output
     lines = text.splitlines()
     i = next(k for k, line in enumerate(lines) if line.strip().startswith("accuracy "))
-    assert lines[i + 1].strip().startswith("majority-knowing judge's accuracy")  # printed beside accuracy
+    assert lines[i + 1].strip().startswith("majority-knowing accuracy")  # printed beside accuracy
     # named for what it is, its bias said, never a threshold
     assert any("plug-in estimate, biased low" in ln and "never a threshold" in ln for ln in lines)

@@ -132,14 +132,17 @@ def test_each_mode_kind(mode, values, shifts, follow):
     assert np.allclose(t["human_shift"], [0.55, 0.15, 0.0, 0.80])
 
 
-def test_ci_resamples_pairs_not_cases():
+def test_ci_of_the_shift_is_over_pairs_not_cases():
+    from casebench.stats.small_sample import cluster_mean
+
     p = prob_pred()
     a, _ = scoring_arrays(p)
     ci = bootstrap_ci(a, n_boot=300, seed=4)
-    # by hand: draw the 3 pairs with replacement and average their shifts
-    W = resample_weights(3, 300, 4)
+    # 3 pairs, fewer than 30 clusters: Student's t on 2 df over the pairs' shifts (one pair one
+    # cluster), clipped to the shift's range (stats.small_sample), not a bootstrap of cases
     shifts = np.array([0.8, 0.1, 0.1])
-    assert ci["context_shift"] == pytest.approx(percentile_ci(W @ shifts / W.sum(axis=1), 0.95))
+    want = cluster_mean(shifts, np.arange(3), (-1.0, 1.0)).ci
+    assert ci["context_shift"] == pytest.approx(list(want)) and ci["context_shift"][1] == 1.0  # clipped
     assert "context_pairs" not in ci  # a count has no interval
     # the case-level figures still come from the 7 answered cases (accuracy, a proportion: Wilson)
     hit = a.correct.astype(float)
@@ -166,12 +169,12 @@ def test_compare_pairs_over_the_same_pairs():
     assert d["context_shift"].a == pytest.approx(1 / 3)
     assert d["context_shift"].b == pytest.approx(0.2)  # 0.2 on Q1, Q2, Q4 (0 on Q3, not paired)
     assert d["context_shift"].diff == pytest.approx(1 / 3 - 0.2)
-    # paired bootstrap over the pairs: the same 3 pairs drawn for both inputs, out of the 4 of the dataset
-    W = resample_weights(4, 200, 1)[:, [0, 1, 3]]
+    # paired over the same 3 pairs: below 30 pairs, Student's t on 2 df over the per-pair
+    # differences of shifts, within a difference's range [-2, 2] (stats.small_sample)
+    from casebench.stats.small_sample import cluster_mean
+
     da, db = np.array([0.8, 0.1, 0.1]), np.array([0.2, 0.2, 0.2])
-    with np.errstate(invalid="ignore"):
-        diffs = (W @ da - W @ db) / W.sum(axis=1)
-    assert d["context_shift"].ci == pytest.approx(percentile_ci(diffs, 0.95))
+    assert d["context_shift"].ci == pytest.approx(list(cluster_mean(da - db, np.arange(3), (-2.0, 2.0)).ci))
     assert d["context_follow"].b == pytest.approx(1.0)
     assert "context_pairs" not in d
     # the context figures are their own BH family: accuracy's adjusted p is what it was alone

@@ -82,7 +82,7 @@ def test_score_of_it_says_each_figure_once_and_defines_the_context_figures(respo
     assert not long_lines(text, 100) and not repeated_sentences(text), text
     assert "judge" not in text
     # every context figure named in a row is defined under the table, with its range
-    legend = " ".join(text[text.index("context figures, over query pairs:"):].split())
+    legend = " ".join(text[text.index("per query pair:"):].split())
     for name in ("shift", "follow", "moved", "direction", "concordance", "blind"):
         if f"context {name}" in text:
             assert re.search(rf"{name} = [^;]*\((-1|0) to 1\)", legend), name

@@ -544,6 +544,8 @@ def file_kind_options(f: Callable[..., Any]) -> Callable[..., Any]:
 HELP: dict[str, str] = {
     "--bootstrap": "Bootstrap resamples for the intervals and paired tests (0: none).",
     "--bootstrap-seed": "Seed of the bootstrap resamples.",
+    "--labelled-by": "Who gave the labels, said beside every figure that rests on them: only labels people gave "
+                     "are called people's (AI readers' and the answers' own writers' never are).",
     "--min-coverage": "Exit with code 3 when fewer cases are answered than this share (an unfinished run counts its "
                       "cases not yet asked as not answered), after printing every figure.",
     "--level": "Confidence level of every interval.",

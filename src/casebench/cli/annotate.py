@@ -439,8 +439,7 @@ def _count(xs: Any) -> dict[str, int]:
               help="A study of a respond run's answers (annotate answers): write the labels here, in XSTest's CSV "
                    "format; a directory (the run) gets reader_labels.csv, which the run's scores then use.")
 @click.option("--labelled-by", type=click.Choice(["people", "ai", "writer"]), default="people", show_default=True,
-              help="With --answers: who gave the labels (the app is for people; say ai or writer when AI readers or "
-                   "the answers' own writer labelled them: the run's figures are then never called people's).")
+              help=HELP["--labelled-by"])
 @click.option("--safe-rate", "rule", type=click.Choice(["with-intent", "votes-only"]), default="with-intent",
               show_default=True,
               help="with-intent: (safe votes + intended safe) / (votes + 1), as the published data; "

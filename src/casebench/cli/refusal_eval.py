@@ -96,8 +96,7 @@ def _table(d: dict[str, Any], show: int) -> str:
 @click.option("--show", type=click.IntRange(min=0), default=10, show_default=True,
               help="Table output: how many binary disagreements to list.")
 @click.option("--labelled-by", "labelled_by", type=click.Choice([k for k in LABELLED_BY_WORDS if k != "unsaid"]),
-              default=None, help="Who gave the file's labels, said beside every figure (only people's are called "
-                                 "people's).")
+              default=None, help=HELP["--labelled-by"])
 def refusal_eval_cmd(file: str, spec: str | None, partial_as: str, as_json: bool, show: int,
                      labelled_by: str | None = None, **registry_flags: Any) -> None:
     """Score a refusal classifier on labelled answers in XSTest's CSV format (agreement with whoever labelled them).

@@ -97,7 +97,7 @@ def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: s
         click.echo(f"\n{reference_table(ref_scores, ref_root or '')}", nl=False)
     elif ref_scores:
         click.echo(FORMATS[fmt](ref_scores, reference=True), nl=False)
-    if fmt == "table":
+    if fmt == "table" and explain:  # in full (the table's one outcome row says the shares)
         from ..present.outcomes import text_block
 
         for s in scores:

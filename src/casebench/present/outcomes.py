@@ -29,7 +29,8 @@ def text_block(f: OutcomeFigures) -> list[str]:
         lines.append(f"  {c.intent} contexts ({c.answers} answers read of {c.answers + c.missing}{people}):")
         for s in c.shares:
             if s.n:
-                lines.append(f"    {s.name:<34} {100 * s.value:5.1f}%  [{100 * s.ci[0]:.1f}, {100 * s.ci[1]:.1f}]")
+                name = f"{c.intent}: {s.name}"  # the context in every row: two rows never read alike
+                lines.append(f"    {name:<42} {100 * s.value:5.1f}%  [{100 * s.ci[0]:.1f}, {100 * s.ci[1]:.1f}]")
     for sh in (f.ordered_shift, f.binary_shift):
         what = ("context shift, ordered scale (refusal 0 < clarifying 1/3 < partial 2/3 < full 1)"
                 if sh.scale == "ordered" else "context shift, binary (answered: full or clarifying)")

@@ -366,12 +366,12 @@ POINT_MARK = "‡"
 #: what each context figure measures, over which pairs, and its range: the legend under every
 #: table that prints them (the names alone cannot say it; their denominators differ)
 CONTEXT_LEGEND: tuple[tuple[str, str], ...] = (
-    ("context_shift", "shift = mean of the safe-intent value minus the unsafe-intent one (-1 to 1)"),
-    ("context_follow", "follow = pairs safe only in the safe-intent context (0 to 1)"),
-    ("context_moved", "moved = pairs whose two values differ (0 to 1)"),
-    ("context_direction", "direction = mean, over pairs where people's share differs, of +1 (their way), "
-                          "-1 (against), 0 (unmoved) (-1 to 1)"),
-    ("context_concordance", "concordance = the same over the moved pairs only (-1 to 1)"),
+    ("context_shift", "shift = mean safe- minus unsafe-intent value (-1 to 1)"),
+    ("context_follow", "follow = pairs safe only in the safe context (0 to 1)"),
+    ("context_moved", "moved = pairs whose values differ (0 to 1)"),
+    ("context_direction", "direction = mean of +1 (people's way), -1 (against), 0 (unmoved) where people "
+                          "differ (-1 to 1)"),
+    ("context_concordance", "concordance = the same over moved pairs (-1 to 1)"),
     ("context_blind", "blind = pairs people label differently given one label (0 to 1)"),
 )
 
@@ -413,7 +413,7 @@ def legend(names: Sequence[str], width: int = WIDTH, voted: bool = True) -> list
     """The legend of the context figures among ``names`` (empty when none is printed);
     ``voted``: False for a set without people's votes (``unvoted``)."""
     parts = [text if voted else unvoted(text) for m, text in CONTEXT_LEGEND if m in names]
-    return wrap("context figures, over query pairs: " + "; ".join(parts), width=width) if parts else []
+    return wrap("per query pair: " + "; ".join(parts), width=width) if parts else []
 
 
 def notes(scores: Sequence[Score], explain: bool = False, reader: bool = True, width: int = WIDTH,
@@ -430,10 +430,14 @@ def notes(scores: Sequence[Score], explain: bool = False, reader: bool = True, w
 
     out: list[str] = []
     marks: list[str] = []  # one line each: a mark's words never split across lines
+    from ..stats.small_sample import FEW_CLUSTERS
+
+    few = any(s.breakdowns or 0 < (s.values.get("context_pairs") or 0) < FEW_CLUSTERS for s in scores
+              if not s.paper_compat and s.ci)
     for by in dict.fromkeys(getattr(s, "cluster", "case") for s in scores if not s.paper_compat and s.ci):
         if not explain:
-            out += lines("CIs: Wilson score interval or percentile bootstrap"
-                         + ("" if by == "case" else f", clustered by {by}") + " (--explain: which, and how)")
+            out += lines("CIs: Wilson or percentile bootstrap" + ("" if by == "case" else f", clustered by {by}")
+                         + (f"; t below {FEW_CLUSTERS} clusters" if few else "") + " (--explain: how)")
         elif by == "case":
             out += lines("CIs: Wilson score interval for proportions (accuracy, safe and unsafe recall, refusal rate); "
                          "percentile bootstrap of cases for the other figures")
@@ -442,16 +446,11 @@ def notes(scores: Sequence[Score], explain: bool = False, reader: bool = True, w
                          "effective number of cases (n / design effect, never above n) for proportions (accuracy, safe "
                          f"and unsafe recall, refusal rate); percentile bootstrap of whole {_PLURAL[by]} for the other "
                          "figures")
-    from ..stats.small_sample import FEW_CLUSTERS
-
-    if any(s.breakdowns or 0 < (s.values.get("context_pairs") or 0) < FEW_CLUSTERS for s in scores
-           if not s.paper_compat and s.ci):
+    if few and explain:
         out += lines(f"a bounded mean (the context shift) from fewer than {FEW_CLUSTERS} clusters: Student's t on K - 1 "
-                     "df over its clusters, clipped to its range (exact where they all gave one value)"
-                     if explain else f"from fewer than {FEW_CLUSTERS} clusters: Student's t intervals, clipped to the "
-                     "figure's range (--explain)")
+                     "df over its clusters, clipped to its range (exact where they all gave one value)")
     if any("accuracy_ceiling" in s.values for s in scores):
-        out += lines(f"{METRIC['accuracy_ceiling'].label}: the expected accuracy against the recorded labels of a judge "
+        out += lines(f"{METRIC['accuracy_ceiling'].label}: the expected accuracy against the recorded labels of one "
                      "that knows people's population majority; a plug-in estimate, biased low (`casebench human` gives "
                      "the fitted-prior estimate beside it), its interval from case sampling only; never a threshold"
                      if explain else f"{METRIC['accuracy_ceiling'].label}: a plug-in estimate, biased low; never a "
@@ -527,6 +526,7 @@ def text_table(scores: Sequence[Score], explain: bool = False, voted: Sequence[b
         level = f"{getattr(s, 'level', 0.95):.0%} CI"
         if ref:
             out.append(f"  {ref['title']:<43}   {level:<24}" + "".join(f"{h:>10}" for h in ref["headings"]))
+        said: set[str] = set()
         for m in shown:
             fig = fmt_metric(m, s.values[m]) + _mark(s.cases_of, m, s.values[m])
             point = m in getattr(s, "ci_notes", {})
@@ -537,9 +537,18 @@ def text_table(scores: Sequence[Score], explain: bool = False, voted: Sequence[b
             cells = "".join(f"{c:>10}" for c in ref.get(m, [])) if ref else ""
             if cells:
                 ci = f"{ci:<27}"
+            if m == "partial_rate" and s.outcomes is not None and not explain:
+                from .outcomes import one_line  # how the answers land, one row (in full: --explain)
+
+                out.append("  " + one_line(s.outcomes))
+                continue
             out.append(f"  {name(m):<34} {fig:>8}{ci}{cells}".rstrip())
-            if point and explain:  # the bootstrap gave a point: what was printed instead
-                out += wrap(f"(interval: {s.ci_notes[m]})", "    ")
+            if point and explain:  # the bootstrap gave a point: what was printed instead (each note once)
+                note = s.ci_notes[m]
+                how = note.split(": ", 1)[-1]  # the method, said once; what each figure gave, each time
+                out += wrap(f"(interval: {note})" if how not in said else
+                            f"(interval: {note[:-len(how)].rstrip(': ')}: as above)", "    ")
+                said.add(how)
             if m == "refusal_rate":
                 if not explain:
                     out.append(f"    {reader_short(s.classifier, s.refusal_corrected)}")
@@ -902,7 +911,10 @@ def format_comparison(c: "Comparison", explain: bool = False) -> str:
     if old:
         lines += [foot, _marks_line(c.settings)]
     else:
-        lines += wrap(foot + "; test: blank = paired bootstrap, McN-cl = McNemar for clustered pairs")
+        used = {m.test for pc in c.pairs for m in pc.metrics.values()}
+        small = [f"{short} = {what}" for prefix, short, what in _SMALL_TESTS if any(t.startswith(prefix) for t in used)]
+        lines += wrap(foot + "; test: blank = paired bootstrap, McN-cl = McNemar for clustered pairs"
+                      + "".join(f", {x}" for x in small))
         lines += wrap(f"{NO_MARK} " + _marks_line(c.settings) if withheld else _marks_line(c.settings))
         lines += legend(list(dict.fromkeys(m for pc in c.pairs for m in pc.metrics)))
     return "\n".join(lines) + "\n"
@@ -910,6 +922,21 @@ def format_comparison(c: "Comparison", explain: bool = False) -> str:
 
 #: the test column's words (blank: the paired bootstrap, said under the table)
 _TEST_NAMES = {"bootstrap": "", "mcnemar_clustered": "McN-cl", "mcnemar": "McNemar", "williams": "Williams"}
+#: the small-sample methods' short names (``stats.small_sample``: few clusters), and what each is
+_SMALL_TESTS: tuple[tuple[str, str, str], ...] = (
+    ("Newcombe on t", "Newc-t", "paired score interval of two shares on t(K-1)"),
+    ("t on", "t", "Student's t on K-1 df over the pairs"),
+    ("exact", "exact", "exact interval (every pair gave one value)"),
+)
+
+
+def _test_short(test: str) -> str:
+    """The test column's word for a test (the full name: ``--explain`` and the line under the table)."""
+    if test in _TEST_NAMES:
+        return _TEST_NAMES[test]
+    return next((short for prefix, short, _ in _SMALL_TESTS if test.startswith(prefix)), test)
+
+
 #: the mark of a difference the table gives no significance mark, however small its p (too few
 #: paired cases or discordant pairs: explained once under the table)
 NO_MARK = "°"
@@ -933,7 +960,7 @@ def _comparison_rows(c: "Comparison", pc: Any, A: str, B: str) -> tuple[list[str
         marked = marked or bool(m.withheld)
         ci = "[" + fmt_metric(f, m.ci[0], True) + ", " + fmt_metric(f, m.ci[1], True) + "]"
         floor = m.p_floor
-        test = _TEST_NAMES.get(m.test, m.test)
+        test = _test_short(m.test)
         out.append(f"  {f:<{wm}}{fmt_metric(f, m.a, True):>{wa}}{fmt_metric(f, m.b, True):>{wb}}"
                    f"{fmt_metric(f, m.diff, True):>{wd}}  {ci:<17}{fmt_metric(f, m.mdd, True):>7}"
                    f"{fmt_p(m.p, floor=floor, exact=m.test == 'mcnemar'):>9}"

@@ -102,8 +102,8 @@ BUILTIN_METRICS: tuple[MetricDef, ...] = (
     # named for what it is: the expected accuracy (against the recorded labels) of a judge that knows
     # people's population majority, a plug-in estimate, biased low; an estimate, never a threshold
     # (``stats.ceiling`` has the fitted-prior estimate; the key stays ``accuracy_ceiling``)
-    MetricDef("accuracy_ceiling", "majority-knowing judge's accuracy", "Majority-knowing acc.",
-              "majority-knowing judge's accuracy", True,
+    MetricDef("accuracy_ceiling", "majority-knowing accuracy", "Majority-knowing acc.",
+              "majority-knowing accuracy", True,
               False, None, _accuracy_ceiling, columns=CEILING_COLUMNS, base=_ceiling_cases, paper=False,
               bounds=(0.0, 1.0), family="reference"),
     MetricDef("safe_recall", "safe recall (1 - over-refusal)", "Safe recall", "safe recall", True, False, "bootstrap",

@@ -131,15 +131,18 @@ def _clustered_share(k: Sequence[float], n: Sequence[float], clusters: Sequence[
 
 
 def _paired_shift(diffs: Sequence[float], scale: str, level: float) -> Shift:
-    from .bootstrap import critical_value
+    """The mean per-pair shift with the interval of ``small_sample.cluster_mean`` (one pair one
+    cluster; t on K - 1 df, clipped to [-1, 1], or the exact interval where every pair gave the
+    same shift): never a point."""
+    import numpy as np
+
+    from .small_sample import cluster_mean
 
     m = len(diffs)
     if m < 2:
         return Shift(scale, m, None if not m else float(diffs[0]), None)
-    mean = sum(diffs) / m
-    sd = math.sqrt(sum((d - mean) ** 2 for d in diffs) / (m - 1))
-    half = critical_value(level, m - 1) * sd / math.sqrt(m)
-    return Shift(scale, m, mean, (max(-1.0, mean - half), min(1.0, mean + half)))
+    fig = cluster_mean(np.asarray(diffs, dtype=float), np.arange(m), (-1.0, 1.0), level)
+    return Shift(scale, m, float(sum(diffs) / m), (float(fig.ci[0]), float(fig.ci[1])))
 
 
 def outcome_figures(cases: Sequence["Case"], outcomes: Sequence[Sequence[str | None]],
