@@ -103,11 +103,12 @@ def test_restart_resumes_and_refuses_other_data(tmp_path):
     db = f"sqlite:///{tmp_path / 'v.db'}"
     with AnnotateServer(data, db) as srv:
         # the default votes per case: the power analysis for the paper's effect size, printed
+        from casebench.annotate import PAPER_SAFE_SHARE
         from casebench.stats.human import power_analysis
 
-        n = power_analysis(0.63, 0.25)["n"]
+        n = power_analysis(*PAPER_SAFE_SHARE)["n"]  # the shares unrounded: 25, as `casebench human` says
         banner = "".join(srv.banner)
-        assert f"votes per case: {n} (80% power" in banner and "--p1 0.63 --p2 0.25" in banner
+        assert f"votes per case: {n} (80% power" in banner and "--p1 0.6308 --p2 0.2453" in banner
     with AnnotateServer(data, db, "--votes-per-case", "2") as srv:
         assert f"changed from {n} to 2" in "".join(srv.banner)
         case = srv.shown_case("r1")

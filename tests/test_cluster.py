@@ -105,8 +105,15 @@ def test_clustered_intervals_equal_an_independent_cluster_bootstrap(fixture_case
         clustered, cases = _pct(_independent(fixture_cases, by, stat)), _pct(_independent(fixture_cases, "case", stat))
         return cases if cases[1] - cases[0] > clustered[1] - clustered[0] else clustered
 
-    assert s.ci["brier"] == pytest.approx(floored(brier), abs=1e-9)
-    assert s.ci["pcc"] == pytest.approx(floored(pcc), abs=1e-9)
+    # Brier is a bounded mean: from fewer than 30 clusters (24 queries, 6 categories here) its
+    # interval is Student's t on K - 1 df over the clusters (stats.small_sample), not the bootstrap
+    from casebench.stats.small_sample import FEW_CLUSTERS, cluster_mean
+
+    labels = np.array([_key(c, by) for c in fixture_cases])
+    assert len(set(labels.tolist())) < FEW_CLUSTERS
+    want = cluster_mean((p - g) ** 2, labels, (0.0, 1.0)).ci
+    assert s.ci["brier"] == pytest.approx(list(want), abs=1e-9)
+    assert s.ci["pcc"] == pytest.approx(floored(pcc), abs=1e-9)  # r is no bounded mean: the bootstrap
     assert s.cluster == by and s.to_dict()["cluster"] == by
 
 
@@ -189,12 +196,20 @@ def test_clustered_paired_differences_equal_an_independent_cluster_bootstrap(fix
     m = res.pairs[0].metrics
     assert m["accuracy"].ci_bootstrap == pytest.approx(_pct(d_acc), abs=1e-9)
     assert m["accuracy"].ci_note.startswith("Newcombe")  # the interval shown for a difference of shares
-    assert m["brier"].ci == pytest.approx(_pct(d_brier), abs=1e-9)
+    # a difference of bounded means from fewer than 30 clusters: t on K - 1 df over the clusters'
+    # paired differences, within the difference's range (stats.small_sample); the bootstrap's beside
+    from casebench.stats.small_sample import cluster_mean
+
+    labels = np.array([_key(c, by) for c in fixture_cases])
+    rows = (a.p_safe - g) ** 2 - (b.p_safe - g) ** 2
+    assert m["brier"].ci == pytest.approx(list(cluster_mean(rows, labels, (-1.0, 1.0)).ci), abs=1e-9)
     # the tests follow the clustering: McNemar for clustered pairs, the cluster bootstrap for r
     assert m["accuracy"].test == "mcnemar_clustered" and m["pcc"].test == "bootstrap"
     assert res.pairs[0].williams is None and res.settings["cluster"] == by
-    # the MDD of a bootstrap figure: (z_.975 + z_.8) x the SD of the paired cluster-bootstrap differences
-    assert m["brier"].mdd == pytest.approx((Z975 + Z80) * np.std(np.round(d_brier, 12), ddof=1), rel=1e-6)
+    # the MDD: (z_.975 + z_.8) x the SE its interval rests on (here the t method's, over the clusters);
+    # the bootstrap's interval is kept beside it, equal to an independent cluster bootstrap
+    assert m["brier"].mdd == pytest.approx((Z975 + Z80) * cluster_mean(rows, labels, (-1.0, 1.0)).se, rel=1e-6)
+    assert m["brier"].ci_bootstrap == pytest.approx(_pct(d_brier), abs=1e-9)
 
 
 def test_mcnemar_for_clustered_pairs_by_hand():
