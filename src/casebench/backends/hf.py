@@ -95,8 +95,12 @@ PROB_BATCH_SECONDS = 1.5
 #: Text generation with the default batch size: a batch is sized, from the seconds per decoding
 #: step measured on the batches before it, to take about this long, so that a stop (Ctrl-C, a
 #: kill) loses at most about this much generation: a batch's answers are kept once it ends, and
-#: none of a batch cut short (capped by ``generation_batch_size``).
-GENERATION_BATCH_SECONDS = 10.0
+#: none of a batch cut short (capped by ``generation_batch_size``). 30 s, not less: on 2 busy
+#: cores one row of the embedded model takes 20 s for 80 tokens, and a 10 s target there gave
+#: batches of one or two rows, the main job a tenth of its throughput (16 answers in 468 s, where
+#: batches of 16 gave 90 in 280 s beside the test suite); on an idle machine 30 s still admits
+#: the full batch of 16.
+GENERATION_BATCH_SECONDS = 30.0
 #: The first generation batch, before any step is measured: small, so that its measure comes
 #: early and little is at risk.
 FIRST_GENERATION_BATCH = 2
