@@ -204,6 +204,7 @@ def load_inspect_log(path: str | Path, dataset: "Dataset | None" = None, mode: "
     cases: dict[int, Any] = {}
     readings: dict[int, list[Any]] = {}
     behaviours: dict[int, list[str | None]] = {}
+    outcomes_of: dict[int, list[str | None]] = {}  # how each answer landed (classify.outcome), as a run records
     masses: dict[int, list[float]] = {}
     #: a reveal log: per case, the first epoch's reading at every turn and what each turn held
     by_turn: dict[int, tuple[tuple[str | None, ...], tuple[str, ...]]] = {}
@@ -237,6 +238,7 @@ def load_inspect_log(path: str | Path, dataset: "Dataset | None" = None, mode: "
         md = score.metadata if score is not None and isinstance(score.metadata, Mapping) else {}
         if m.reads_behaviour and md.get("behaviour") is not None:
             behaviours[case.index].append(str(md["behaviour"]))
+            outcomes_of.setdefault(case.index, []).append(None if md.get("outcome") is None else str(md["outcome"]))
         said = (s.metadata or {}).get("reveal_turns")
         if isinstance(said, list) and said and case.index not in by_turn:
             earlier = {int(t["turn"]): t for t in md.get("turns") or [] if isinstance(t, Mapping)}
@@ -260,12 +262,14 @@ def load_inspect_log(path: str | Path, dataset: "Dataset | None" = None, mode: "
     if isinstance(cb.get("classifier"), Mapping):
         meta["classifier"] = reader_as_read(cb["classifier"], log.eval.model)
     behaviour = [behaviours[i] for i in order] if any(behaviours[i] for i in order) else None
+    outcome = ([outcomes_of.get(i, []) for i in order]
+               if any(o for i in order for o in outcomes_of.get(i, [])) else None)
     mutation = cb.get("mutation")
     state = log_state(p, log, present, sum(1 for s in log.samples or [] if s.error), len(order), errored)
     pred = Predictions.from_values(
         str(p), model_short_name(log.eval.model), m, [cases[i] for i in order], values,
         tuple(cb.get("removed") or ()), meta, context_as=str(cb.get("context_as") or ""),
-        pending=max(0, _samples_expected(log) - present), behaviour=behaviour, verdict_mass=mass,
+        pending=max(0, _samples_expected(log) - present), behaviour=behaviour, outcome=outcome, verdict_mass=mass,
         mutation=str(mutation["name"]) if isinstance(mutation, Mapping) else None, state=state)
     if by_turn:  # a reveal log: the readings by turn, as a reveal run's (``stats.turns``)
         from .predictions import TurnReadings

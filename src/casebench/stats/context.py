@@ -83,6 +83,7 @@ import numpy as np
 
 from ..data import SAFE_THRESHOLD
 from .bootstrap import DEFAULT_BOOTSTRAP, percentile_ci, resample_weights, wilson_ci
+from .small_sample import FEW_CLUSTERS, cluster_mean
 from ..session import memo_by_key
 from .pairs import pair_by_query, pair_positions  # noqa: F401  (pair_positions re-exported)
 
@@ -563,6 +564,10 @@ def _people_figures(g: np.ndarray, y: np.ndarray, pairs: np.ndarray, *, n_boot: 
         if W is not None:
             for m in ("context_shift", "context_follow"):
                 ci[m] = percentile_ci(W @ c[m] / k, level, finite_only=True)
+            labels = pair_clusters if pair_clusters is not None else np.arange(k)
+            if k and len(np.unique(labels)) < FEW_CLUSTERS:  # a bounded mean from few clusters: as the judge's
+                ci["context_shift"] = list(cluster_mean(np.asarray(c["context_shift"], dtype=float), labels,
+                                                        (-1.0, 1.0), level).ci)
             ci["context_moved"] = percentile_ci(W @ c["mv"] / k, level, finite_only=True)
             ci["context_concordance"] = percentile_ci(_ratio(W @ c["dm"], W @ c["dc"]), level, finite_only=True)
             if ref == "majority":
