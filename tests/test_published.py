@@ -219,7 +219,7 @@ def test_mode_and_remove_name_what_a_file_holds_when_its_name_does_not(tmp_path,
 
     f = tmp_path / "output_binary_mine.json"
     f.write_text(json.dumps(_with_model(small_records, ["safe", "unsafe"] * 4)))
-    assert load_published(f).mode == "binary"  # the name says binary; "mine" is a label, not an ablation
+    assert load_published(f).mode.name == "binary"  # the name says binary; "mine" is a label, not an ablation
     t = tmp_path / "output_binary_sendr.json"
     t.write_text(f.read_text())
     with pytest.raises(DatasetError, match=r"unknown ablation.*name it with --mode \(and --remove\)"):
