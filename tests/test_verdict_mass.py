@@ -181,4 +181,7 @@ def test_the_embedded_model_puts_a_sliver_on_the_verdict_and_the_run_says_so(tmp
     for r in finals.values():
         assert r.detail["verdict_mass"] == pytest.approx(r.detail["p_safe_mass"] + r.detail["p_unsafe_mass"])
     assert "warning: smollm2-135m-instruct puts a median of" in res.stderr
-    assert "cases 3, answered 0 (coverage 0.0%; 3 left out: verdict mass below 50%)" in res.stdout
+    assert "0 of 3 cases read" in res.stdout  # the first screen; the reason in score's table
+    scored = subprocess.run([*CASEBENCH, "score", str(out), "--no-reference"], env=env, capture_output=True, text=True,
+                            timeout=600)
+    assert "cases 3, answered 0 (coverage 0.0%; 3 left out: verdict mass below 50%)" in scored.stdout, scored.stdout
