@@ -71,7 +71,7 @@ def test_respond_run_reports_every_outcome_share_per_context_intent_equal_to_the
     # the table says the shares in one row; --explain names each outcome with its interval
     r = CliRunner().invoke(cli, ["score", str(out), "--bootstrap", "200"])
     assert r.exit_code == 0, r.output
-    assert sum(line.strip().startswith("outcomes:") for line in r.output.splitlines()) == 1
+    assert sum(line.strip().startswith("outcomes, ") for line in r.output.splitlines()) == 1
     r = CliRunner().invoke(cli, ["score", str(out), "--bootstrap", "200", "--explain"])
     assert r.exit_code == 0, r.output
     for words in ("full compliance (under-refusal)", "full refusal (over-refusal)", "clarifying question",
@@ -91,12 +91,12 @@ def test_first_screen_has_one_outcome_line(tmp_path):
     ds = load_dataset(write_dataset(tmp_path / "cases.json", 8))
     f = outcome_figures(list(ds), [[RULE[c]] for c in range(8)])
     line = one_line(f)
-    assert "\n" not in line and line.startswith("outcomes:") and len(line) <= 100
+    assert "\n" not in line and len(line) <= 100
     # each context's four shares in the legend's order (full/partial/clarifying/refusal), equal to the figures'
     for c in f.contexts:
         want = "/".join(f"{100 * c.share(o).value:.0f}" for o in ("comply", "partial", "clarify", "refuse"))
-        assert f"{c.intent} {want}" in line, (line, want)
-    assert line.endswith("(% full/partial/clarifying/refusal)")
+        assert f"{c.intent}-intent {want}" in line, (line, want)
+    assert line.startswith("outcomes, % full/partial/clarify/refuse: ")
 
 
 @pytest.mark.parametrize("spec", ["learned", "rules"])

@@ -12,9 +12,9 @@ def one_line(f: OutcomeFigures) -> str:
     parts = []
     for c in f.contexts:
         by = {s.outcome: s for s in c.shares}
-        parts.append(f"{c.intent} " + "/".join(f"{100 * by[o].value:.0f}" if o in by and by[o].n else "-"
+        parts.append(f"{c.intent}-intent " + "/".join(f"{100 * by[o].value:.0f}" if o in by and by[o].n else "-"
                                                for o in order))
-    return "outcomes:       " + " | ".join(parts) + " (% " + "/".join(ORDER_SHORT[o] for o in order) + ")"
+    return "outcomes, % full/partial/clarify/refuse: " + "; ".join(parts)
 
 
 ORDER_SHORT: dict[str, str] = {"comply": "full", "partial": "partial", "clarify": "clarifying", "refuse": "refusal"}
