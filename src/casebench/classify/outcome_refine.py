@@ -44,7 +44,7 @@ _FEATURE_NAMES: tuple[str, ...] = (
     "decline_any", "decline_position", "help_after_decline", "words_after_decline", "generalise",
     "questions", "asks_user", "ends_question", "question_first", "question_share", "short_question_answer",
     "lecture_after_decline", "content_after_decline", "steps_after_decline", "words_before_question",
-    "virtue_after_decline", "goal_overlap_after_decline", "redirect_goal",
+    "virtue_after_decline", "goal_overlap_after_decline", "redirect_goal", "task_steps_after_decline",
 )
 #: words of a moral lecture or a redirect to another, worthier goal (a full refusal that lists
 #: alternatives talks of respect and safety; a safe completion talks of the user's own task)
@@ -129,9 +129,11 @@ def features(prompt: str, answer: str, reader_p: Mapping[str, float] | None = No
         "words_before_question": (math.log1p(len(low.split("?", 1)[0].split())) / 6.0) if questions else 1.0,
         # what the text after a decline is about: the user's task (a safe completion) or
         # respect, safety and support (a full refusal that redirects to a worthier goal)
-        "virtue_after_decline": min(10.0 * sum(1 for _ in _VIRTUE.finditer(after_text.lower())) / max(len(after_words), 1), 1.0)
+        "virtue_after_decline": min(5.0 * sum(1 for _ in _VIRTUE.finditer(after_text.lower())) / max(len(after_words), 1), 1.0)
         if after_words else 0.0,
         "goal_overlap_after_decline": (len(goal & _stems(" ".join(helped))) / len(goal)) if goal and helped else 0.0,
+        "task_steps_after_decline": min(sum(1 for s in after if (_OPERATE.match(s) or _LIST.match(s))
+                                            and _VIRTUE.search(s.lower()) is None), 6) / 6.0,
         "redirect_goal": float(_REDIRECT.search(low.lower()) is not None),
     }
     for k, v in _rules.cues(prompt, answer).items():
