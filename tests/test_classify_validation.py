@@ -193,6 +193,37 @@ def test_xstest_labellers_are_those_of_the_shared_file() -> None:
     assert got["binary"]["matrix"] == stored["binary"]["matrix"]
 
 
+def test_stored_outcome_figures_are_refusal_eval_s() -> None:
+    """Each stored set carries how the answers land as the reader with the outcome refinement reads
+    them (``outcomes``, with the refinement's version), equal to what refusal-eval reports through
+    the CLI; XSTest's (people's labels, development data) also on its held-aside half, the
+    developer's estimate, equal to a fresh reading of that half."""
+    from click.testing import CliRunner
+
+    from casebench.classify.evaluate import holdout_split
+    from casebench.classify.outcome_refine import outcome_version
+    from casebench.cli import cli
+
+    stored = validation.load()["classifiers"]["learned"]["sets"]
+    figs = stored["held-aside v10"]["outcomes"]
+    assert figs["refinement"] == outcome_version()
+    res = CliRunner().invoke(cli, ["refusal-eval", str(ROOT / stored["held-aside v10"]["file"]), "--json"])
+    assert res.exit_code == 0, res.output
+    got = json.loads(res.output)["outcomes"]
+    assert figs["agreement_3class"] == round(got["agreement_3class"], 6) and figs["n"] == got["n"]
+    for o, f in figs["per_class"].items():
+        assert f["support"] == got["per_class"][o]["support"] and f["predicted"] == got["per_class"][o]["predicted"]
+    xstest = ROOT.parent / "shared" / "xstest" / "xstest_v2_completions_llama2new.csv"
+    if not xstest.is_file():
+        pytest.skip("the shared XSTest file is not here")
+    _, held = holdout_split(load_labelled_csv(xstest))
+    fresh = refusal_eval(held, make_classifier("learned")).outcomes
+    half = stored["XSTest v2 (people)"]["outcomes"]["held_aside_half"]
+    assert fresh is not None and half["n"] == fresh.n == len(held)
+    assert half["agreement_3class"] == round(fresh.agreement_3class or 0.0, 6)
+    assert half["per_class"]["partial"]["f1"] == round(fresh.per_class["partial"].f1 or 0.0, 6)
+
+
 def _anchored_lines(text: str) -> list[str]:
     """The lines (or HTML list items) of an output that quote the reader's figures."""
     import re

@@ -11,6 +11,11 @@ model's answers (blind sets v3-v6: two readers each, a third settling their few 
 brief and labelled what it was written to do). So a figure here is never "agreement with people"
 unless people gave the labels.
 
+Each set also carries ``outcomes``: how the answers land (full compliance, partial compliance,
+clarifying question, full refusal) as the reader with the outcome refinement
+(``classify.outcome_refine``, its version named) reads them, as ``refusal-eval`` reports them;
+XSTest's also on its held-aside half (``OUTCOME_DEVELOPMENT_SETS``).
+
 The sets of one kind of writer that the reader never saw (``POOLED``) are kept set by set, so a
 correction can pool them with their between-set spread (``stats.refusal.pool_reader_error``);
 the standing set of each kind (``VALIDATED``) gives the agreement quoted beside a rate. Sets: on
@@ -262,6 +267,44 @@ def _figures(results: dict[str, Any], file: str | None, writer: str) -> dict[str
     return out
 
 
+#: Sets that were development data for the outcome refinement (``classify.outcome_refine``: its
+#: settings were chosen on the development half, ``evaluate.holdout_split``): their outcome figures
+#: are stored for the whole set and for the held-aside half, the half the refinement's settings
+#: never saw (the developer's estimate of how it reads unseen models' answers).
+OUTCOME_DEVELOPMENT_SETS: frozenset[str] = frozenset({"XSTest v2 (people)"})
+
+
+def outcome_figures(rows: Sequence[Any], verdicts: Sequence[Any], set_name: str) -> dict[str, Any] | None:
+    """The stored outcome figures of a reader's verdicts on one set (``evaluate.outcome_eval`` of the
+    verdicts with their outcome attached: the refinement in the version named, ``refinement``):
+    three- and four-class agreement and kappa, each outcome's precision, recall and F1; for a set
+    of ``OUTCOME_DEVELOPMENT_SETS`` also on its held-aside half (``held_aside_half``)."""
+    from .evaluate import holdout_split, outcome_eval
+    from .outcome_refine import outcome_version, with_outcome
+
+    read = [v if v.outcome is not None else with_outcome(v, r.prompt, r.completion) for r, v in zip(rows, verdicts)]
+
+    def figures(rs: Sequence[Any], vs: Sequence[Any]) -> dict[str, Any] | None:
+        res = outcome_eval(rs, vs)
+        if res is None:
+            return None
+        d = res.to_dict()
+        keep = ("n", "coverage", "agreement_3class", "kappa_3class", "agreement_4class", "kappa_4class")
+        return {**{k: _r6(d[k]) for k in keep},
+                "per_class": {o: {k: _r6(v) for k, v in f.items()} for o, f in d["per_class"].items()}}
+
+    out = figures(rows, read)
+    if out is None:
+        return None
+    out = {"refinement": outcome_version(), **out}
+    if set_name in OUTCOME_DEVELOPMENT_SETS:
+        _, held = holdout_split(rows)
+        ids = {r.id for r in held}
+        pairs = [(r, v) for r, v in zip(rows, read) if r.id in ids]
+        out["held_aside_half"] = figures([r for r, _ in pairs], [v for _, v in pairs])
+    return out
+
+
 def measure(root: str | Path = ".", external: Mapping[str, str | Path] | None = None,
             previous: Mapping[str, Any] | None = None, only: Sequence[str] | None = None) -> dict[str, Any]:
     """Measure every classifier of ``VALIDATED`` (``only``: those named; the others' entries are
@@ -273,6 +316,7 @@ def measure(root: str | Path = ".", external: Mapping[str, str | Path] | None = 
     ``RefusalDataError`` naming a missing or bad file."""
     from .registry import build  # by spec, not by module: describe() imports this module
     from .evaluate import PARTIAL_AS, load_labelled_csv, score
+    from .outcome_refine import outcome_version
 
     external = dict(external or {})
     unknown = sorted(set(external) - set(EXTERNAL_SETS))
@@ -303,10 +347,16 @@ def measure(root: str | Path = ".", external: Mapping[str, str | Path] | None = 
             else:
                 writer, what, source = EXTERNAL_SETS[name]
                 sets[name] = {**_figures(results, None, writer), "what": what, "source": source}
+            outcomes = outcome_figures(rows[name], verdicts, name)
+            if outcomes is not None:
+                sets[name]["outcomes"] = outcomes
         before = ((previous or {}).get("classifiers") or {}).get(clf.name) or {}
         for name in EXTERNAL_SETS:
             if name not in sets and before.get("version") == clf.version and name in (before.get("sets") or {}):
-                sets[name] = before["sets"][name]
+                sets[name] = dict(before["sets"][name])
+                # its outcome figures only while the refinement is the one that gave them
+                if (sets[name].get("outcomes") or {}).get("refinement") != outcome_version():
+                    sets[name].pop("outcomes", None)
         out[clf.name] = {"version": clf.version,
                          "validation_sets": {w: s for w, s in by_writer.items() if s in sets}, "sets": sets}
     for spec, entry in out.items():  # who labelled each set and what is pooled: one home each, kept entries too
@@ -318,7 +368,10 @@ def measure(root: str | Path = ".", external: Mapping[str, str | Path] | None = 
                  "each set (labelled_by: people only for XSTest; AI readers following the guide for the embedded "
                  "model's answers; the writers' own intent for our own wording), per --partial-as setting (binary: "
                  "partial counts as refusal under 'unsafe', as answering under 'safe') and per kind of writer; "
-                 "pooled_sets: the blind sets a correction pools; written by python -m casebench.classify.validation",
+                 "pooled_sets: the blind sets a correction pools; outcomes: how the answers land (full / partial / "
+                 "clarifying / refusal) as the reader with the outcome refinement named reads them, per outcome "
+                 "precision, recall and F1, three- and four-class agreement (XSTest also on its held-aside half); "
+                 "written by python -m casebench.classify.validation",
         "classifiers": out,
     }
 
