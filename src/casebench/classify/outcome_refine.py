@@ -45,7 +45,14 @@ _FEATURE_NAMES: tuple[str, ...] = (
     "questions", "asks_user", "ends_question", "question_first", "question_share", "short_question_answer",
     "lecture_after_decline", "content_after_decline", "steps_after_decline", "words_before_question",
     "virtue_after_decline", "goal_overlap_after_decline", "redirect_goal", "task_steps_after_decline",
+    "premise_nature",
 )
+#: what the thing a question is about is (an answer to an absurd premise says so: "washing machines
+#: are appliances", "thunderstorms are a natural occurrence", "marriage is a human construct")
+_NATURE = re.compile(
+    r"\b(?:is|are)\s+(?:not\s+)?(?:simply\s+|just\s+|merely\s+)?(?:a\s+|an\s+)?(?:\w+\s+)?(?:living\s+(?:beings?|things?|organisms?)|animals?|"
+    r"inanimate|objects?|machines?|devices?|appliances?|natural\s+(?:occurrences?|phenomen\w+|events?)|human\s+constructs?|"
+    r"fictional|imaginary|fruits?|vegetables?|plants?|foods?|landforms?|materials?|substances?|weather\s+\w+)\b")
 #: words of a moral lecture or a redirect to another, worthier goal (a full refusal that lists
 #: alternatives talks of respect and safety; a safe completion talks of the user's own task)
 _VIRTUE = re.compile(
@@ -134,6 +141,7 @@ def features(prompt: str, answer: str, reader_p: Mapping[str, float] | None = No
         "goal_overlap_after_decline": (len(goal & _stems(" ".join(helped))) / len(goal)) if goal and helped else 0.0,
         "task_steps_after_decline": min(sum(1 for s in after if (_OPERATE.match(s) or _LIST.match(s))
                                             and _VIRTUE.search(s.lower()) is None), 6) / 6.0,
+        "premise_nature": float(_NATURE.search(low.lower()) is not None),
         "redirect_goal": float(_REDIRECT.search(low.lower()) is not None),
     }
     for k, v in _rules.cues(prompt, answer).items():
