@@ -137,7 +137,8 @@ def compare_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, n_bo
     """
     from ..jsonutil import json_safe
     from ..present.tables import format_comparison, format_say_do
-    from ..stats.compare import CompareError, compare
+    from ..stats.case_sets import CompareError
+    from ..stats.compare import compare
     from ..stats.saydo import is_say_do_pair, say_do
     from ..stats.metrics import LabelSourceError
 
@@ -269,7 +270,7 @@ def ablate_cmd(inputs: tuple[str, ...], model: str | None, mode: "Mode | None", 
     """
     from ..present.tables import format_ablation
     from ..stats.ablation import AblationStudyError, analyse_ablation
-    from ..stats.compare import CompareError
+    from ..stats.case_sets import CompareError
     from ..stats.metrics import LabelSourceError
 
     options = scoring_options(paper_compat, n_boot, bootstrap_seed, label_source, level=level, alpha=alpha, cluster=cluster)
@@ -372,7 +373,7 @@ def study_cmd(inputs: tuple[str, ...], placements: str | None, model: str | None
     context shift.
     """
     from ..present.tables import format_placements
-    from ..stats.compare import CompareError
+    from ..stats.case_sets import CompareError
     from ..stats.metrics import LabelSourceError
     from ..stats.placement import MUTATION, PLACEMENT, PlacementStudyError, analyse_factor, mutation_of
 

@@ -270,7 +270,7 @@ def build_board(preds: Sequence[Predictions], options: ScoringOptions = DEFAULT_
     ``references``: which inputs are the published reference models (marked, ranked with the
     rest); ``show_text``: keep the queries' text in the disagreement lists (the dataset's
     licence-gated text; off by default)."""
-    from .compare import case_set_groups
+    from .case_sets import case_set_groups
     from .overview import say_do_pairs
 
     if names is None:

@@ -25,7 +25,9 @@ from ..session import in_session
 from ..data import Case
 from ..predictions import Predictions
 from .ablation import AblationResult
-from .compare import AccuracyMatrix, Comparison, PairComparison, case_set_groups
+from .case_sets import case_set_groups
+from .compare import Comparison, PairComparison
+from .paired_tests import AccuracyMatrix
 from .options import DEFAULT_OPTIONS, ScoringOptions
 from .placement import PlacementResult
 from .result import ScoredInput, score_input
@@ -77,7 +79,8 @@ def pair_matrix(figs: Sequence[ScoredInput], options: ScoringOptions = DEFAULT_O
     """The ``PairMatrix`` of inputs over the same cases (raises ``ValueError`` when they hold
     different cases: ``case_set_matrices`` restricts them first)."""
     from .bootstrap import case_clusters
-    from .compare import accuracy_matrix, compare_pair, resamples
+    from .compare import compare_pair, resamples
+    from .paired_tests import accuracy_matrix
 
     if len({tuple(f.pred.case_indices.tolist()) for f in figs}) > 1:
         raise ValueError("a pair matrix needs inputs over the same cases, in the same order")
@@ -148,7 +151,8 @@ def _cases_keys(preds: Sequence[Predictions]) -> list[tuple[str, tuple[int, ...]
 def comparisons(preds: Sequence[Predictions], options: ScoringOptions = DEFAULT_OPTIONS) -> list[tuple[list[int], Comparison | None]]:
     """The paired comparisons of inputs that share cases of one dataset (``compare.comparable_groups``):
     per group, every pair that shares a case, over the cases it shares (``compare``)."""
-    from .compare import comparable_groups, compare, shared_cases
+    from .case_sets import comparable_groups, shared_cases
+    from .compare import compare
 
     out: list[tuple[list[int], Comparison | None]] = []
     for g in comparable_groups(preds):
@@ -233,7 +237,7 @@ def mutation_groups(preds: Sequence[Predictions]) -> list[list[int]]:
 def say_do_pairs(preds: Sequence[Predictions], options: ScoringOptions = DEFAULT_OPTIONS) -> list[tuple[int, int, SayDo]]:
     """Each model's judge input against its respond run on the same cases: (judge position,
     respond position, ``saydo.say_do``); pairs ``say_do`` refuses are left out."""
-    from .compare import CompareError
+    from .case_sets import CompareError
     from .saydo import is_say_do_pair, say_do
 
     out = []

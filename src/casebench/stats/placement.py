@@ -47,7 +47,8 @@ from ..session import in_session
 from ..jsonutil import json_safe
 from ..modes import Mode
 from ..predictions import Predictions
-from .compare import CompareError, Comparison, compare
+from .case_sets import CompareError
+from .compare import Comparison, compare
 from .metrics import Score
 from .options import DEFAULT_OPTIONS, ScoringOptions
 from .result import score_input
