@@ -218,8 +218,9 @@ def placement_groups(preds: Sequence[Predictions]) -> list[tuple[list[int], list
 def mutation_groups(preds: Sequence[Predictions]) -> list[list[int]]:
     """Mutation studies among a set of inputs (the report's): one model, mode, removal and
     placement over the same cases in the base wording and at least one query mutation, each
-    wording once (``stats.placement.MUTATION``); the base-wording input first."""
-    from .placement import BASE_WORDING, mutation_of, placement_of
+    wording once (``stats.mutation_effects.MUTATION``); the base-wording input first."""
+    from ..naming import BASE_WORDING, mutation_of
+    from .placement import placement_of
 
     keys = _cases_keys(preds)
     groups: dict[tuple[Any, ...], list[int]] = {}
@@ -353,7 +354,7 @@ def overview(
     out.ablations = [(g, analyse_ablation([preds[i] for i in g], options)) for g in ablation_groups(preds)]
     out.placements = [(g, j, analyse_placements([preds[i] for i in g], options, judges=[preds[i] for i in j]))
                       for g, j in placement_groups(preds)]
-    from .placement import analyse_mutations
+    from .mutation_effects import analyse_mutations
 
     out.mutations = [(g, analyse_mutations([preds[i] for i in g], options)) for g in mutation_groups(preds)]
     out.human_asked = human
