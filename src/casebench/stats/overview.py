@@ -99,17 +99,8 @@ def on_cases(pred: Predictions, indices: Sequence[int]) -> Predictions:
     """``pred`` on the cases with these dataset indices alone, in that order (each must be held by
     ``pred``): a larger input seen over a subset run's cases. ``meta["restricted_to"]`` says how
     many."""
-    from dataclasses import replace
-
     pos = {int(c): k for k, c in enumerate(pred.case_indices)}
-    idx = np.array([pos[int(c)] for c in indices], dtype=int)
-    return replace(
-        pred, cases=[pred.cases[k] for k in idx], label=pred.label[idx], value=pred.value[idx],
-        behaviour=None if pred.behaviour is None else [pred.behaviour[k] for k in idx],
-        outcome=None if pred.outcome is None else [pred.outcome[k] for k in idx],
-        verdict_mass=None if pred.verdict_mass is None else pred.verdict_mass[idx],
-        meta={**pred.meta, "restricted_to": len(idx)},
-    )
+    return pred.take([pos[int(c)] for c in indices])
 
 
 def case_set_matrices(preds: Sequence[Predictions], scored: Sequence[ScoredInput], group: Sequence[int],
