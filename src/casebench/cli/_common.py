@@ -324,11 +324,19 @@ def backend_options(model: str, flags: Mapping[str, Any]) -> dict[str, Any]:
     if info is None or info.cls is None:
         return {}  # make_backend explains what is wrong with the spec
     by_dest = {_dest(BACKEND_DEST, o.cli_flag): o for o in info.options if o.cli_flag}
-    wrong = ["--" + k[len(BACKEND_DEST):].replace("_", "-") for k in given if k not in by_dest]
+    return _given_options(given, by_dest, BACKEND_DEST,
+                          f"model {model!r} (the {info.prefix}/ backend's options: "
+                          f"{', '.join(o.cli_flag for o in info.options if o.cli_flag) or 'none'})")
+
+
+def _given_options(given: Mapping[str, Any], by_dest: Mapping[str, Any], prefix: str, what: str) -> dict[str, Any]:
+    """The flags the user gave (``given``: derived flags' destinations under ``prefix``) as the
+    options they name (``by_dest``: destination -> the option's description), each converted by
+    its description; a flag that is not among them is refused, naming it and ``what`` it does not
+    apply to (a backend's and a classifier's flags are checked alike)."""
+    wrong = ["--" + k[len(prefix):].replace("_", "-") for k in given if k not in by_dest]
     if wrong:
-        raise BadInput(f"{', '.join(wrong)} do{'es' if len(wrong) == 1 else ''} not apply to model {model!r} "
-                       f"(the {info.prefix}/ backend's options: "
-                       f"{', '.join(o.cli_flag for o in info.options if o.cli_flag) or 'none'})")
+        raise BadInput(f"{', '.join(wrong)} do{'es' if len(wrong) == 1 else ''} not apply to {what}")
     out: dict[str, Any] = {}
     for k, v in given.items():
         o = by_dest[k]
@@ -384,18 +392,7 @@ def classifier_options(spec: str | None, flags: Mapping[str, Any], prefixed: boo
         if prefixed and not flag.startswith("--refusal-"):
             flag = "--refusal-" + flag[2:]
         by_dest[_dest(CLASSIFIER_DEST, flag)] = o
-    wrong = ["--" + k[len(CLASSIFIER_DEST):].replace("_", "-") for k in given if k not in by_dest]
-    if wrong:
-        raise BadInput(f"{', '.join(wrong)} do{'es' if len(wrong) == 1 else ''} not apply to the refusal classifier "
-                       f"{spec or DEFAULT_CLASSIFIER!r}")
-    out: dict[str, Any] = {}
-    for k, v in given.items():
-        o = by_dest[k]
-        try:
-            out[o.name] = o.convert(v)
-        except ValueError as e:
-            raise BadInput(str(e)) from None
-    return out
+    return _given_options(given, by_dest, CLASSIFIER_DEST, f"the refusal classifier {spec or DEFAULT_CLASSIFIER!r}")
 
 
 def run_under_signals(make: Callable[[], Awaitable[T]]) -> T:
