@@ -209,15 +209,21 @@ def classifier_params(prefixed: bool) -> list[click.Option]:
     first: dict[str, Any] = {}
     for c in classifiers():
         for o in c.options:
-            flag = o.cli_flag
+            flag = _classifier_flag(o.cli_flag, prefixed)
             if flag is None:
                 continue
-            if prefixed and not flag.startswith("--refusal-"):
-                flag = "--refusal-" + flag[2:]
             seen.setdefault(flag, []).append(c.kind)
             first.setdefault(flag, o)
     return [_click_option(first[f], f, _dest(CLASSIFIER_DEST, f), f"{first[f].help} [{', '.join(kinds)}]")
             for f, kinds in seen.items()]
+
+
+def _classifier_flag(flag: str | None, prefixed: bool) -> str | None:
+    """A classifier option's flag as a command takes it: ``--refusal-`` + the flag where the
+    command also takes backend options (``prefixed``), so the two never collide."""
+    if flag is None or not prefixed or flag.startswith("--refusal-"):
+        return flag
+    return "--refusal-" + flag[2:]
 
 
 class RegistryCommand(click.Command):
@@ -384,14 +390,8 @@ def classifier_options(spec: str | None, flags: Mapping[str, Any], prefixed: boo
         info, _ = info_for(spec, DEFAULT_CLASSIFIER)
     except ClassifierError as e:
         raise BadInput(str(e)) from None
-    by_dest = {}
-    for o in info.options:
-        flag = o.cli_flag
-        if flag is None:
-            continue
-        if prefixed and not flag.startswith("--refusal-"):
-            flag = "--refusal-" + flag[2:]
-        by_dest[_dest(CLASSIFIER_DEST, flag)] = o
+    by_dest = {_dest(CLASSIFIER_DEST, f): o for o in info.options
+               if (f := _classifier_flag(o.cli_flag, prefixed)) is not None}
     return _given_options(given, by_dest, CLASSIFIER_DEST, f"the refusal classifier {spec or DEFAULT_CLASSIFIER!r}")
 
 
