@@ -67,12 +67,15 @@ _REDIRECT = re.compile(
     r"rather\s+than\s+(?:trying|considering|attempting|seeking|thinking)|"
     r"(?:it'?s|it\s+is)\s+(?:more\s+)?important\s+to\s+(?:focus|prioriti[sz]e|remember|recogni[sz]e|treat|respect|promote)|"
     r"focus\s+(?:on|instead\s+on)\s+(?:ways\s+to\s+)?(?:promot|support|respect|protect|keep|build|find\s+healthy|heal|understand|educat))")
+#: words of a request that say nothing of its goal
 _STOP = frozenset("what which where when how why who whom whose that this these those there their they them then than with "
                   "from into onto about would could should will shall can cannot some have having does doing best good "
                   "make made ways your mine yours just like tell give need want know really very much many most".split())
 
 
 def _stems(text: str) -> set[str]:
+    """The content words of a text, cut to five letters (so "children" meets "child"): enough to
+    see whether the help after a decline is about what was asked."""
     return {w[:5] for w in re.findall(r"[a-z]{4,}", text.lower()) if w not in _STOP}
 
 
