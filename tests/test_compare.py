@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from casebench.cli import cli
-from casebench.present.tables import format_comparison
+from casebench.present.compare_text import format_comparison
 from casebench.stats.bootstrap import bootstrap_p, resample_indices, resample_weights
 from casebench.stats.compare import CompareError, check_comparable, compare, mcnemar_exact, williams_t
 from casebench.stats.metrics import METRIC, metric_columns, metric_values, metrics_from_sums, scoring_arrays

@@ -136,7 +136,7 @@ def compare_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, n_bo
     Williams' t for the two PCCs (which share the human safe_rate).
     """
     from ..jsonutil import json_safe
-    from ..present.tables import format_comparison, format_say_do
+    from ..present.compare_text import format_comparison, format_say_do
     from ..stats.compare import CompareError, compare
     from ..stats.saydo import is_say_do_pair, say_do
     from ..stats.metrics import LabelSourceError
@@ -172,7 +172,7 @@ def compare_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, n_bo
         ref = score_input(preds[0], options).people.cases
         line = reference_line if paper_compat else people_line  # the paper-compatible text stays as it was
         if ref is not None:
-            from ..present.tables import wrap
+            from ..present.layout import wrap
 
             click.echo("")
             click.echo("\n".join(wrap(f"reference: {line(ref)}") if not paper_compat else [f"reference: {line(ref)}"]))
@@ -267,7 +267,7 @@ def ablate_cmd(inputs: tuple[str, ...], model: str | None, mode: "Mode | None", 
 
     Prints each condition's metrics and its paired difference from the full context with a CI.
     """
-    from ..present.tables import format_ablation
+    from ..present.study_text import format_ablation
     from ..stats.ablation import AblationStudyError, analyse_ablation
     from ..stats.compare import CompareError
     from ..stats.metrics import LabelSourceError
@@ -371,7 +371,7 @@ def study_cmd(inputs: tuple[str, ...], placements: str | None, model: str | None
     shared cases, paired-bootstrap CIs, Benjamini-Hochberg) and the paired difference of the
     context shift.
     """
-    from ..present.tables import format_placements
+    from ..present.study_text import format_placements
     from ..stats.compare import CompareError
     from ..stats.metrics import LabelSourceError
     from ..stats.placement import MUTATION, PLACEMENT, PlacementStudyError, analyse_factor, mutation_of

@@ -53,7 +53,8 @@ def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: s
     from ..loader import load_predictions
     from ..stats.metrics import LabelSourceError
     from ..stats.result import score_input, score_predictions
-    from ..present.tables import FORMATS, reference_table, text_table
+    from ..present.score_formats import FORMATS
+    from ..present.score_text import reference_table, text_table
 
     if as_json:
         fmt = "json"
@@ -83,7 +84,7 @@ def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: s
     from dataclasses import replace
 
     from ..naming import display_names
-    from ..present.tables import title
+    from ..present.layout import title
 
     scores = [replace(s, name=n) for s, n in zip(scores, display_names(preds))]
     ref_scores = [replace(r, name=f"{title(r)} (published)") for r in ref_scores]
@@ -108,7 +109,7 @@ def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: s
         from ..stats.result import people_by_case_set
 
         people = people_by_case_set(scored)  # each input's own, at the options' level and clustering
-        from ..present.tables import wrap
+        from ..present.layout import wrap
 
         line = reference_line if paper_compat else people_line  # the paper-compatible text stays as it was
         for members, ref in people:

@@ -13,7 +13,7 @@ def _f(x: Any, fmt: str = ".4f") -> str:
     return format(x, fmt)
 
 
-#: a p below this prints as "< 1e-10" (``present.tables.P_PRINT_FLOOR``)
+#: a p below this prints as "< 1e-10" (``present.numbers.P_PRINT_FLOOR``)
 P_PRINT_FLOOR = 1e-10
 
 

@@ -66,7 +66,7 @@ def _behaviour(ctx: ReportContext) -> str | None:
               "<b>Context shift</b>: over the query pairs with both cases answered, how much more often the chatbot "
               "answers in the safe context than in the unsafe one, beside one person's shift and people's majority "
               "label's on the same pairs (people's figures over all pairs: “Context sensitivity”).</p>")
-    from .tables import labels_lines
+    from .refusal_text import labels_lines
 
     # figures that rest on people's labels of a run's own answers lead, in the open
     labelled = "".join(f'<p class="note from-labels"><b>{_e(it.name)}</b>: '

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..stats.metrics import METRIC
-from .tables import fmt_num, fmt_p
+from .numbers import fmt_num, fmt_p
 
 CSS = """
 body { font-family: -apple-system, "Segoe UI", "DejaVu Sans", Helvetica, Arial, sans-serif; font-size: 15px;
@@ -80,7 +80,7 @@ def _fm(metric: str, x: float | None) -> str:
 
 
 def _fp(p: float | None, floor: float | None = None, exact: bool = False) -> str:
-    """A p-value as the report prints it (``tables.fmt_p``: an approximate one below 1e-10 as a
+    """A p-value as the report prints it (``numbers.fmt_p``: an approximate one below 1e-10 as a
     bound, an ``exact`` one as computed)."""
     return fmt_p(p, digits=3, sci_digits=1, missing="–", floor=floor, exact=exact)
 

@@ -24,7 +24,7 @@ def _share(x: float) -> str:
 
 def format_reveal(study: RevealStudy) -> str:
     """The study as text (see the module docstring)."""
-    from .tables import format_placements
+    from .study_text import format_placements
 
     lines = [format_placements(study.arms).rstrip("\n"), "",
              f"Headline: {study.headline}.", f"Reader: {study.reader}.", "",

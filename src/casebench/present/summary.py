@@ -82,7 +82,7 @@ def verdict_line(score: "Score", people_follow: float | None = None) -> str:
     figs = rp.get("figures") or {}
     if figs.get("over_refusal") and figs.get("under_refusal"):
         # a run with labels of its own answers leads with the figures from them (PPI++)
-        from .tables import LABELLED_BY_WORDS
+        from .refusal_text import LABELLED_BY_WORDS
 
         by = str(rp.get("labelled_by") or "people")
         o, u = figs["over_refusal"], figs["under_refusal"]
@@ -104,7 +104,7 @@ SCREEN_WIDTH = 100
 
 def _labellers(validation: Mapping[str, Any]) -> str:
     """Who labelled a reader's validation set, in two or three words (never "people" for labels
-    people did not give; ``tables.who_labelled`` says it in full)."""
+    people did not give; ``refusal_text.who_labelled`` says it in full)."""
     info = validation.get("labelled_by") or ({"by": "people"} if validation.get("own_run") else None)
     by = (info or {}).get("by")
     return {"people": "people", "ai-readers": "AI readers", "writers": "writers"}.get(
@@ -217,7 +217,7 @@ def _corrected_lines(score: "Score") -> list[str]:
         return ["  not corrected for the reader's error (why: casebench score RUN --explain)"]
     withheld = rc.withheld
     figs = (("over_refusal", "over-refusal"), ("under_refusal", "under-refusal"))
-    from .tables import corrected_words
+    from .refusal_text import corrected_words
 
     made = {key: fig for key, _ in figs if (fig := rc.share(key)) is not None}
     words = {key: corrected_words(fig, percent=True) for key, fig in made.items()}
@@ -247,7 +247,7 @@ def _labels_lines(score: "Score") -> list[str]:
     rp = getattr(score, "refusal_people", None)
     if not rp:
         return []
-    from .tables import LABELLED_BY_WORDS
+    from .refusal_text import LABELLED_BY_WORDS
 
     figs = rp.get("figures") or {}
     by = str(rp.get("labelled_by") or "people")

@@ -15,7 +15,7 @@ with some CI parameters removed (``data.ablate_context``). This module
   CI; McNemar for accuracy, Williams' t for PCC; Benjamini-Hochberg over all conditions).
   Any subset of the conditions can be analysed, as long as the full context is among them.
 
-The text of a study is ``present.tables.format_ablation`` (statistics do not format).
+The text of a study is ``present.study_text.format_ablation`` (statistics do not format).
 """
 
 from __future__ import annotations
