@@ -20,7 +20,8 @@ from typing import Any, Sequence
 
 from ..stats.board import Board, BoardRow, Ceiling, Figure
 from ..stats.metric_registry import METRIC
-from .report_html import _e, _f
+from .numbers import report_num as _f
+from .report_html import _e
 
 CSS = """
 * { box-sizing: border-box; }

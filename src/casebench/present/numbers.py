@@ -21,13 +21,23 @@ UNDEFINED = "–"
 SMALL = "†"
 
 
-def fmt_num(x: float | None, digits: int = 4, missing: str = UNDEFINED, inf: tuple[str, str] = ("inf", "-inf")) -> str:
-    """A number for people: fixed digits; NaN/None as ``missing``; infinities spelled out."""
+def fmt_num(x: float | None, digits: int = 4, missing: str = UNDEFINED, inf: tuple[str, str] = ("inf", "-inf"),
+            *, percent: bool = False, signed: bool = False) -> str:
+    """A number for people: fixed digits; NaN/None as ``missing``; infinities spelled out (``inf``).
+    ``percent``: as a percentage with its sign (``12.5%``); ``signed``: with a sign (``+0.120``),
+    for a change."""
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return missing
     if isinstance(x, float) and math.isinf(x):
         return inf[0] if x > 0 else inf[1]
-    return f"{x:.{digits}f}"
+    if percent:
+        return f"{100 * x:.{digits}f}%"
+    return f"{x:+.{digits}f}" if signed else f"{x:.{digits}f}"
+
+
+def fmt_stat(x: float | None, missing: str = "-") -> str:
+    """A test statistic (W, chi-square) in general notation (``12.5``, ``3.2e+04``); None as ``missing``."""
+    return missing if x is None else format(x, "g")
 
 
 #: below this a p prints as ``< 1e-10`` (the JSON keeps the value): its digits there are the
@@ -100,13 +110,68 @@ def fmt_ci(ci: dict[str, list[float]], m: str, compact: bool = False) -> str:
     return f"[{fmt_metric(m, lo, compact)}, {fmt_metric(m, hi, compact)}]"
 
 
-def fmt_bounds(lo_hi: Sequence[float] | None, digits: int = 3) -> str:
-    """An interval as ``[lo, hi]`` with ``digits`` places; empty when there is none."""
-    if not lo_hi:
+def fmt_bounds(lo_hi: Sequence[float | None] | None, digits: int = 3, missing: str = UNDEFINED, *, lead: str = "",
+               percent: bool = False, finite_only: bool = False) -> str:
+    """An interval as ``[lo, hi]`` with ``digits`` places (undefined bounds as ``missing``), after
+    ``lead`` (``" "`` to follow a figure); empty when there is none (no bounds, or both None; with
+    ``finite_only`` also when a bound is not a finite number). ``percent``: in percentage points
+    without the sign (``[8, 17]``: the figure before it carries the %)."""
+    if not lo_hi or all(x is None for x in lo_hi):
         return ""
-    return f"[{fmt_num(lo_hi[0], digits)}, {fmt_num(lo_hi[1], digits)}]"
+    if finite_only and not (len(lo_hi) == 2 and all(x is not None and math.isfinite(x) for x in lo_hi)):
+        return ""
+    scale = [None if x is None else 100 * x for x in lo_hi] if percent else list(lo_hi)
+    return f"{lead}[{fmt_num(scale[0], digits, missing)}, {fmt_num(scale[1], digits, missing)}]"
+
+
+def fmt_figure(x: float | None, ci: Sequence[float | None] | None = None, digits: int = 2, *,
+               percent: bool = False) -> str:
+    """A figure with its interval after it, as the first screen prints them (``0.12 [0.05, 0.20]``;
+    ``percent``: ``12% [5, 20]``, the points of the interval without the sign); ``UNDEFINED`` for a
+    figure that is not a finite number, and no interval unless both bounds are finite."""
+    if x is None or not math.isfinite(x):
+        return UNDEFINED
+    return fmt_num(x, digits, percent=percent) + fmt_bounds(ci, digits, lead=" ", percent=percent, finite_only=True)
+
+
+def fmt_pct(x: float | None, ci: Sequence[float | None] | None = None, digits: int = 0) -> str:
+    """A share as a percentage, with its interval where given (``fmt_figure``): ``12% [5, 20]``."""
+    return fmt_figure(x, ci, digits, percent=True)
 
 
 def mass_pct(x: float) -> str:
     """A verdict mass as a percentage (one decimal below 10%)."""
     return f"{100 * x:.1f}%" if x < 0.1 else f"{100 * x:.0f}%"
+
+
+def fmt_p_short(p: float | None, missing: str = "-") -> str:
+    """A p-value in three significant digits (``0.0114``, ``2.3e-05``), as ``casebench human``
+    prints its tests; below ``P_PRINT_FLOOR`` as ``< 1e-10`` (the JSON keeps the value)."""
+    if p is None:
+        return missing
+    if p < P_PRINT_FLOOR:
+        return f"< {P_PRINT_FLOOR:.0e}"
+    return f"{p:.3g}"
+
+
+def p_words(p_text: str) -> str:
+    """``p = 0.0114`` or ``p < 1e-10``: a printed p after its name."""
+    return f"p {p_eq(p_text)}"
+
+
+#: the report's and the leaderboard's HTML figures: three places (a metric's digits less one, as
+#: in the compact tables), infinities as the sign, a p with one significant digit in notation
+def report_num(x: float | None, digits: int = 3) -> str:
+    """A figure in the report's HTML: ``digits`` places, undefined as ``UNDEFINED``, infinities as ∞."""
+    return fmt_num(x, digits, missing=UNDEFINED, inf=("∞", "−∞"))
+
+
+def report_metric(metric: str, x: float | None) -> str:
+    """A metric's figure in the report's compact tables (``MetricDef.digits`` minus one)."""
+    return report_num(x, max(0, METRIC[metric].digits - 1))
+
+
+def report_p(p: float | None, floor: float | None = None, exact: bool = False) -> str:
+    """A p-value as the report prints it (``fmt_p``: an approximate one below 1e-10 as a bound,
+    an ``exact`` one as computed)."""
+    return fmt_p(p, digits=3, sci_digits=1, missing=UNDEFINED, floor=floor, exact=exact)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from ..stats.metrics import Score
 from .layout import WIDTH, wrap
-from .numbers import fmt_num, fmt_p
+from .numbers import fmt_bounds, fmt_num, fmt_p, fmt_pct
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..stats.refusal_result import CorrectedShare, PooledRateSummary, RefusalCorrection
@@ -135,12 +135,13 @@ def corrected_words(fig: "CorrectedShare", digits: int = 3, percent: bool = Fals
     pct = f"{100 * (fig.level or 0.95):.0f}%"
 
     def num(x: float) -> str:
-        return f"{100 * x:.0f}%" if percent else fmt_num(x, digits)
+        return fmt_num(x, 0 if percent else digits, percent=percent)
+
     ci = fig.ci
     if ci and fig.corrected is not None:
         if percent:
-            return f"{num(fig.corrected)} [{100 * ci[0]:.0f}, {100 * ci[1]:.0f}]"
-        return f"{num(fig.corrected)} {pct} CI [{num(ci[0])}, {num(ci[1])}]"
+            return fmt_pct(fig.corrected, ci)
+        return f"{num(fig.corrected)} {pct} CI {fmt_bounds(ci, digits)}"
     parts = ([f"at least {num(fig.lower_bound)}"] if fig.lower_bound is not None else []) + (
         [f"at most {num(fig.upper_bound)}"] if fig.upper_bound is not None else [])
     if not parts:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from .report_html import _details, _e, _fm, _lv
+from .numbers import report_metric as _fm
+from .report_html import _details, _e, _lv
 from .report_inputs import ReportContext, ReportInput, _kind, _ranks
 from .report_scores import _classifier_notes, _verdict_lines
 from .report_studies import _input_people

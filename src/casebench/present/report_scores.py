@@ -12,7 +12,8 @@ import numpy as np
 from ..stats.metrics import METRIC, MIN_CASES, MIN_DISCORDANT, MIN_PAIRED, Score, metric_names
 from ..stats.overview import NEIGHBOUR_ROWS, PairMatrix
 from ..stats.ranking import TIE_TEST, RankedInput, rank_inputs
-from .report_html import _details, _download, _e, _f, _figure, _fm, _fp, _lv, _short_source
+from .numbers import report_metric as _fm, report_num as _f, report_p as _fp
+from .report_html import _details, _download, _e, _figure, _lv, _short_source
 from .report_inputs import (
     KIND_TITLES, KINDS, VERDICT_LINES, _kind, _prefix, _ranks, MATRIX_MIN_DISCORDANT, MATRIX_MIN_PAIRED, PAIRWISE_METRICS, PLOT_MAX_INPUTS, TEST_NAMES, ReportContext,
     ReportInput, _best, _left_out_note, _rank_labels, leaderboard_metrics,

@@ -9,7 +9,8 @@ import numpy as np
 
 from ..modes import Mode
 from ..stats.metrics import METRIC
-from .report_html import _details, _e, _f, _figure, _fm, _fp, _lv
+from .numbers import report_metric as _fm, report_num as _f, report_p as _fp
+from .report_html import _details, _e, _figure, _lv
 from .report_inputs import PLOT_MAX_INPUTS, ReportContext, _best, _left_out_note
 from .study_text import STUDY_METRICS
 
