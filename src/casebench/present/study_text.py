@@ -16,6 +16,7 @@ from .refusal_text import classifier_note
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..stats.ablation import AblationResult
+    from ..stats.compare import MetricDiff
     from ..stats.placement import PlacementResult
 
 
@@ -50,11 +51,7 @@ def format_ablation(res: "AblationResult") -> str:
             d = c.diffs.get(m)
             if d is None:
                 continue
-            sig = " *" if d.significant else ""
-            no_mark = f"  (no mark: {d.withheld})" if d.withheld else ""
-            lines.append(f"  {m:<{wm}}{fmt_metric(m, d.diff):>9}   [{fmt_metric(m, d.ci[0])}, {fmt_metric(m, d.ci[1])}]"
-                         f"   p {p_eq(fmt_p(d.p, floor=d.p_floor))} ({d.test})   p(BH) {p_eq(fmt_p_adjusted(d.p_adjusted, d.p, d.p_floor))}"
-                         f"{sig}{no_mark}")
+            lines.append(_diff_row(m, d, wm))
     if not res.paper_compat:  # the paper-compatible text stays what it was (its JSON has the figures)
         lines += _ablation_context_lines(res)
     lines.append("")
@@ -101,11 +98,23 @@ def _ablation_context_lines(res: "AblationResult") -> list[str]:
             continue
         out.append(f"{c.name}  vs  full context (paired over the pairs both answered)")
         for m, d in rows:
-            sig = " *" if d.significant else ""
-            no_mark = f"  (no mark: {d.withheld})" if d.withheld else ""
-            out.append(f"  {m:<18}{fmt_metric(m, d.diff):>9}   [{fmt_metric(m, d.ci[0])}, {fmt_metric(m, d.ci[1])}]"
-                       f"   p {p_eq(fmt_p(d.p))} ({d.test})   p(BH) {p_eq(fmt_p(d.p_adjusted))}{sig}{no_mark}")
+            out.append(_diff_row(m, d, 18, floor=False))
     return out
+
+
+def _diff_row(m: str, d: "MetricDiff", width: int, indent: str = "  ", *, floor: bool = True,
+              withheld: bool = True, mdd: bool = False) -> str:
+    """One metric's paired difference in a study's text: the difference and its interval, the p
+    of its test and the Benjamini-Hochberg p (``floor``: a bootstrap p at its resampling floor as
+    a bound), the significance mark, why a mark was withheld (``withheld``) and the smallest
+    difference the pairs could detect (``mdd``, where it can be said)."""
+    sig = " *" if d.significant else ""
+    p = fmt_p(d.p, floor=d.p_floor) if floor else fmt_p(d.p)
+    p_bh = fmt_p_adjusted(d.p_adjusted, d.p, d.p_floor) if floor else fmt_p(d.p_adjusted)
+    no_mark = f"  (no mark: {d.withheld})" if withheld and d.withheld else ""
+    return (f"{indent}{m:<{width}}{fmt_metric(m, d.diff):>9}   [{fmt_metric(m, d.ci[0])}, {fmt_metric(m, d.ci[1])}]"
+            f"   p {p_eq(p)} ({d.test})   p(BH) {p_eq(p_bh)}{sig}{no_mark}"
+            + (f"   MDD {fmt_metric(m, d.mdd)}" if mdd and d.mdd == d.mdd else ""))
 
 
 def format_placements(res: "PlacementResult") -> str:
@@ -219,10 +228,7 @@ def format_placements(res: "PlacementResult") -> str:
                 d = pc.metrics.get(m)
                 if d is None:
                     continue
-                sig = " *" if d.significant else ""
-                lines.append(f"    {m:<{wm}}{fmt_metric(m, d.diff):>9}   [{fmt_metric(m, d.ci[0])}, {fmt_metric(m, d.ci[1])}]"
-                             f"   p {p_eq(fmt_p(d.p, floor=d.p_floor))} ({d.test})   p(BH) {p_eq(fmt_p_adjusted(d.p_adjusted, d.p, d.p_floor))}{sig}"
-                             + (f"   MDD {fmt_metric(m, d.mdd)}" if arm and d.mdd == d.mdd else ""))
+                lines.append(_diff_row(m, d, wm, "    ", withheld=False, mdd=arm))
         for d in [*res.shift_diffs, *(getattr(res, "follow_diffs", None) or [])]:
             if d.pairs:
                 sig = " *" if d.significant else ""
