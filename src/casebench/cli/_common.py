@@ -198,6 +198,15 @@ def backend_params() -> list[click.Option]:
     return out
 
 
+def _classifier_flag(o: Any, prefixed: bool) -> str | None:
+    """A classifier option's flag on the command line (None: it has none): ``--refusal-`` + the
+    flag where the command also takes backend options (``prefixed``)."""
+    flag: str | None = o.cli_flag
+    if flag is not None and prefixed and not flag.startswith("--refusal-"):
+        flag = "--refusal-" + flag[2:]
+    return flag
+
+
 def classifier_params(prefixed: bool) -> list[click.Option]:
     """The options of every registered refusal classifier as click options: ``--refusal-`` +
     the flag where the command also takes backend options (run, classify), as declared in
@@ -208,11 +217,9 @@ def classifier_params(prefixed: bool) -> list[click.Option]:
     first: dict[str, Any] = {}
     for c in classifiers():
         for o in c.options:
-            flag = o.cli_flag
+            flag = _classifier_flag(o, prefixed)
             if flag is None:
                 continue
-            if prefixed and not flag.startswith("--refusal-"):
-                flag = "--refusal-" + flag[2:]
             seen.setdefault(flag, []).append(c.kind)
             first.setdefault(flag, o)
     return [_click_option(first[f], f, _dest(CLASSIFIER_DEST, f), f"{first[f].help} [{', '.join(kinds)}]")
@@ -312,6 +319,23 @@ def call_timeout(model: str, options: Mapping[str, Any]) -> float | None:
     return default_call_timeout(model, dict(options))
 
 
+def _converted(given: Mapping[str, Any], by_dest: Mapping[str, Any], dest: str, what: str) -> dict[str, Any]:
+    """The plugin options the user gave (``given``: derived flags by their destination), each
+    converted by its option (``by_dest``); a flag the plugin does not take, or a value its option
+    refuses, is a ``BadInput`` naming it (``what``: the plugin, in words)."""
+    wrong = ["--" + k[len(dest):].replace("_", "-") for k in given if k not in by_dest]
+    if wrong:
+        raise BadInput(f"{', '.join(wrong)} do{'es' if len(wrong) == 1 else ''} not apply to {what}")
+    out: dict[str, Any] = {}
+    for k, v in given.items():
+        o = by_dest[k]
+        try:
+            out[o.name] = o.convert(v)
+        except ValueError as e:
+            raise BadInput(str(e)) from None
+    return out
+
+
 def backend_options(model: str, flags: Mapping[str, Any]) -> dict[str, Any]:
     """The options a backend takes, from the derived flags the user gave (``flags``: the
     command's keyword arguments); refuse flags that do not apply to the model's backend instead
@@ -323,19 +347,9 @@ def backend_options(model: str, flags: Mapping[str, Any]) -> dict[str, Any]:
     if info is None or info.cls is None:
         return {}  # make_backend explains what is wrong with the spec
     by_dest = {_dest(BACKEND_DEST, o.cli_flag): o for o in info.options if o.cli_flag}
-    wrong = ["--" + k[len(BACKEND_DEST):].replace("_", "-") for k in given if k not in by_dest]
-    if wrong:
-        raise BadInput(f"{', '.join(wrong)} do{'es' if len(wrong) == 1 else ''} not apply to model {model!r} "
-                       f"(the {info.prefix}/ backend's options: "
-                       f"{', '.join(o.cli_flag for o in info.options if o.cli_flag) or 'none'})")
-    out: dict[str, Any] = {}
-    for k, v in given.items():
-        o = by_dest[k]
-        try:
-            out[o.name] = o.convert(v)
-        except ValueError as e:
-            raise BadInput(str(e)) from None
-    return out
+    return _converted(given, by_dest, BACKEND_DEST,
+                      f"model {model!r} (the {info.prefix}/ backend's options: "
+                      f"{', '.join(o.cli_flag for o in info.options if o.cli_flag) or 'none'})")
 
 
 def echo_err(msg: str) -> None:
@@ -375,26 +389,9 @@ def classifier_options(spec: str | None, flags: Mapping[str, Any], prefixed: boo
         info, _ = info_for(spec, DEFAULT_CLASSIFIER)
     except ClassifierError as e:
         raise BadInput(str(e)) from None
-    by_dest = {}
-    for o in info.options:
-        flag = o.cli_flag
-        if flag is None:
-            continue
-        if prefixed and not flag.startswith("--refusal-"):
-            flag = "--refusal-" + flag[2:]
-        by_dest[_dest(CLASSIFIER_DEST, flag)] = o
-    wrong = ["--" + k[len(CLASSIFIER_DEST):].replace("_", "-") for k in given if k not in by_dest]
-    if wrong:
-        raise BadInput(f"{', '.join(wrong)} do{'es' if len(wrong) == 1 else ''} not apply to the refusal classifier "
-                       f"{spec or DEFAULT_CLASSIFIER!r}")
-    out: dict[str, Any] = {}
-    for k, v in given.items():
-        o = by_dest[k]
-        try:
-            out[o.name] = o.convert(v)
-        except ValueError as e:
-            raise BadInput(str(e)) from None
-    return out
+    by_dest = {_dest(CLASSIFIER_DEST, flag): o for o in info.options
+               if (flag := _classifier_flag(o, prefixed)) is not None}
+    return _converted(given, by_dest, CLASSIFIER_DEST, f"the refusal classifier {spec or DEFAULT_CLASSIFIER!r}")
 
 
 def run_under_signals(make: Callable[[], Awaitable[T]]) -> T:
@@ -618,6 +615,15 @@ def min_verdict_mass_option(f: Callable[..., Any]) -> Callable[..., Any]:
         help="Prob mode: a case whose verdict words get less first-token probability than this counts as "
              "missing (coverage says so); --paper-compat scores it anyway, as the authors' script did.",
     )(f)
+
+
+def scored_input_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """The options that say how every command that scores inputs (``score``, ``report``,
+    ``leaderboard``) reads and scores them: ``--label-source``, ``--cluster``, ``--level``, the
+    file-kind options and ``--min-verdict-mass``, in that order in ``--help``."""
+    for opt in (min_verdict_mass_option, file_kind_options, level_option, cluster_option, label_source_option):
+        f = opt(f)
+    return f
 
 
 def warn_unreadable_predictions(preds: Any) -> None:

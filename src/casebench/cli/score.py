@@ -9,9 +9,9 @@ from ..modes import Mode
 from typing import Any, TYPE_CHECKING, Sequence
 
 from ._common import (
-    HELP, bad_input_errors, check_min_coverage, cluster_option, echo_input_states, explain_option, level_option, file_kind_options,
-    label_source_option, load_reference_inputs, min_coverage_option, min_verdict_mass_option, reference_option,
-    scoring_options, warn_low_verdict_mass, warn_unreadable_predictions,
+    HELP, bad_input_errors, check_min_coverage, echo_input_states, explain_option, load_reference_inputs,
+    min_coverage_option, reference_option, scored_input_options, scoring_options, warn_low_verdict_mass,
+    warn_unreadable_predictions,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -34,11 +34,7 @@ if TYPE_CHECKING:  # pragma: no cover
 @click.option("--data", type=click.Path(dir_okay=False), default=None,
               help="The dataset of run directories, if their manifest's path is not reachable; published files "
                    "are checked against it record by record (default: the CASEBench_data.json beside their exp/).")
-@label_source_option
-@cluster_option
-@level_option
-@file_kind_options
-@min_verdict_mass_option
+@scored_input_options
 @reference_option
 @min_coverage_option
 @explain_option

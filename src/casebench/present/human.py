@@ -8,6 +8,15 @@ from typing import Any
 
 from .numbers import fmt_bounds, fmt_num, fmt_p_short, fmt_stat, p_words
 
+#: the statistics' blocks per kind of context, with the names the tables give them
+CONTEXT_BLOCKS: tuple[tuple[str, str], ...] = (("safe_contexts", "intended-safe contexts"),
+                                              ("unsafe_contexts", "intended-unsafe contexts"))
+
+
+def by_context(block: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """A statistic's per-context blocks with their names, in ``CONTEXT_BLOCKS`` order."""
+    return [(name, block[key]) for key, name in CONTEXT_BLOCKS]
+
 
 def context_effect_lines(ce: dict[str, Any]) -> list[str]:
     """People's context effect (``stats.human.people_context_effect``) as the lines every
@@ -50,9 +59,8 @@ def format_stats(r: dict[str, Any]) -> str:
     out.extend(context_effect_lines(ce))
     out.append("  pooled shares of safe votes (descriptive; votes cluster within cases and queries, so they are "
                "not tested pooled):")
-    for key, name in (("safe_contexts", "intended-safe contexts"), ("unsafe_contexts", "intended-unsafe contexts")):
-        b = v[key]
-        out.append(f"    {name:<26} {fmt_num(b['share'], 4, '-')}  ({b['safe_votes']}/{b['votes']} votes, {b['cases']} cases)")
+    out += [f"    {name:<26} {fmt_num(b['share'], 4, '-')}  ({b['safe_votes']}/{b['votes']} votes, {b['cases']} cases)"
+            for name, b in by_context(v)]
     pa = r["paired"]
     out.append(
         f"  test, paired over queries (Wilcoxon signed-rank over {pa['pairs']} queries, {pa['nonzero_differences']} "
@@ -86,8 +94,7 @@ def format_stats(r: dict[str, Any]) -> str:
 
     kw = r["kruskal_wallis"]
     out.append("2. Differences between categories (Kruskal-Wallis on per-case safe share)")
-    for key, name in (("safe_contexts", "intended-safe contexts"), ("unsafe_contexts", "intended-unsafe contexts")):
-        b = kw[key]
+    for name, b in by_context(kw):
         out.append(
             f"  {name:<26} H = {fmt_num(b['H'], 3, '-')}, {p_words(fmt_p_short(b['p']))} "
             f"({b['groups']} categories, {b['cases']} cases)"
@@ -96,8 +103,7 @@ def format_stats(r: dict[str, Any]) -> str:
 
     ag = r["agreement"]
     out.append("3. Agreement (nominal)            Fleiss' kappa   Krippendorff's alpha")
-    for name, b in (("all cases", ag), ("intended-safe contexts", ag["safe_contexts"]),
-                    ("intended-unsafe contexts", ag["unsafe_contexts"])):
+    for name, b in [("all cases", ag), *by_context(ag)]:
         out.append(f"  {name:<30} {fmt_num(b['fleiss_kappa'], 4, '-'):>13}   {fmt_num(b['krippendorff_alpha'], 4, '-'):>20}")
     if ag.get("note"):
         out.append(f"  note: {ag['note']}")
@@ -105,9 +111,7 @@ def format_stats(r: dict[str, Any]) -> str:
 
     mj = r["majority"]
     out.append("4. Votes-only majorities            safe   unsafe   ties (tie = unsafe)")
-    for key, name in (("safe_contexts", "intended-safe contexts"), ("unsafe_contexts", "intended-unsafe contexts")):
-        b = mj[key]
-        out.append(f"  {name:<30} {b['safe']:>6} {b['unsafe']:>8} {b['ties']:>6}")
+    out += [f"  {name:<30} {b['safe']:>6} {b['unsafe']:>8} {b['ties']:>6}" for name, b in by_context(mj)]
     lc = mj["label_changes"]
     out.append(
         f"  published label vs votes-only majority: {lc['total']} cases differ "
