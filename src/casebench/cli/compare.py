@@ -164,7 +164,7 @@ def compare_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, n_bo
         for x in say:
             click.echo("")
             click.echo(format_say_do(x), nl=False)
-        from ..stats.context import people_line, reference_line
+        from ..present.people import people_line, reference_line
         from ..stats.result import score_input
 
         # the inputs hold the same cases: people's references over them are the first input's,

@@ -101,7 +101,7 @@ def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: s
             if getattr(s, "outcomes", None) is not None:
                 click.echo("\n" + (f"{s.name}: " if len(scores) > 1 else "") + "\n".join(text_block(s.outcomes)))
     if fmt == "table":
-        from ..stats.context import people_line, reference_line
+        from ..present.people import people_line, reference_line
         from ..stats.result import people_by_case_set
 
         people = people_by_case_set(scored)  # each input's own, at the options' level and clustering

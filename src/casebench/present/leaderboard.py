@@ -20,7 +20,7 @@ from typing import Any, Sequence
 
 from ..stats.board import Board, BoardRow, Ceiling, Figure
 from ..stats.metric_registry import METRIC
-from .numbers import report_num as _f
+from .numbers import report_bounds, report_num as _f
 from .report_html import _e
 
 CSS = """
@@ -79,13 +79,13 @@ KIND_TITLES = {"respond": "Chatbots (respond runs): what each did", "judge": "Ju
 
 
 def _ci(f: Figure | None) -> str:
-    return f'<span class="ci">[{_f(f.ci[0])}, {_f(f.ci[1])}]</span>' if f is not None and f.ci else ""
+    return f'<span class="ci">{report_bounds(f.ci)}</span>' if f is not None and f.ci else ""
 
 
 def _cell(label: str, f: Figure | None, people: Figure | None = None, people_word: str = "one person") -> str:
     if f is None or f.value is None:
         return f'<td data-label="{_e(label)}" data-v="">–</td>'
-    ppl = (f'<span class="ppl">{people_word} {_f(people.value)}{"" if not people.ci else f" [{_f(people.ci[0])}, {_f(people.ci[1])}]"}</span>'
+    ppl = (f'<span class="ppl">{people_word} {_f(people.value)}{report_bounds(people.ci, " ")}</span>'
            if people is not None and people.value is not None else "")
     return f'<td data-label="{_e(label)}" data-v="{f.value:.6g}">{_f(f.value)}{_ci(f)}{ppl}</td>'
 

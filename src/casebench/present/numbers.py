@@ -171,6 +171,12 @@ def report_metric(metric: str, x: float | None) -> str:
     return report_num(x, max(0, METRIC[metric].digits - 1))
 
 
+def report_bounds(ci: Sequence[float | None] | None, lead: str = "") -> str:
+    """An interval in the report's HTML, ``[0.120, 0.340]`` as ``report_num`` writes each bound,
+    after ``lead``; empty when there is none."""
+    return f"{lead}[{report_num(ci[0])}, {report_num(ci[1])}]" if ci else ""
+
+
 def report_p(p: float | None, floor: float | None = None, exact: bool = False) -> str:
     """A p-value as the report prints it (``fmt_p``: an approximate one below 1e-10 as a bound,
     an ``exact`` one as computed)."""

@@ -136,3 +136,40 @@ def pair_line(people: Mapping[str, Any] | None, digits: int = 4) -> str | None:
             f"follow {fmt_num(mj['context_follow'], digits)}{fmt_bounds(mj['ci'].get('context_follow'), digits, lead=' ')}, direction "
             f"{fmt_num(mj.get('context_direction'), digits)}, moved {fmt_num(mj.get('context_moved'), digits)}, concordance "
             f"{fmt_num(mj.get('context_concordance'), digits)}")
+
+
+def reference_line(ref: Mapping[str, Any]) -> str:
+    """One line of the human references for a table footer (``stats.context.human_references``;
+    the paper-compatible footer of ``score`` and ``compare``, as it always was)."""
+    def f(x: Any) -> str:
+        return fmt_num(x, 3, "-")
+
+    shift = f(ref["context_shift"]) + fmt_bounds(ref.get("ci", {}).get("context_shift"), 3, "-", lead=" ")
+    return (f"people ({ref['cases']} cases, {ref['context_pairs']} pairs): context shift {shift}, "
+            f"follow {f(ref['context_follow'])}; one annotator agrees with another {f(ref['annotator_agreement'])}, "
+            f"the majority with single votes {f(ref['oracle_vote_agreement'])} (vote-agreement ceiling); "
+            f"BCE floor {f(ref['bce_floor'])}")
+
+
+def people_line(ref: Mapping[str, Any]) -> str:
+    """One line of people's references over the whole dataset (``human_references``) for a table
+    footer: one person's shift and the majority's follow under the label source, which label
+    source, the other's figures, and the agreement and BCE references."""
+    def f(x: Any) -> str:
+        return fmt_num(x, 3, "-")
+
+    def ci(b: dict[str, Any], m: str) -> str:
+        return fmt_bounds(b["ci"].get(m), 3, "-", lead=" ")
+
+    src = ref.get("label_source", "published")
+    other = "votes" if src == "published" else "published"
+    ob = ref["by_label_source"][other]
+    op, mj = ref["one_person"], ref["majority"]
+    rule = {"published": "with the intent vote", "votes": "from the votes alone",
+            "posterior": "from the votes alone (labels: the posterior)"}
+    return (f"people ({ref['cases']} cases, {ref['context_pairs']} pairs, {rule[src]}): one person shifts by "
+            f"{f(op['context_shift'])}{ci(op, 'context_shift')}, the majority label by {f(mj['context_shift'])} and "
+            f"follows in {f(mj['context_follow'])}{ci(mj, 'context_follow')}; {rule[other]}: "
+            f"{f(ob['one_person']['context_shift'])} and {f(ob['majority']['context_follow'])}; one annotator agrees "
+            f"with another {f(ref['annotator_agreement'])}, the majority with single votes "
+            f"{f(ref['oracle_vote_agreement'])} (vote-agreement ceiling); BCE floor {f(ref['bce_floor'])}")
