@@ -35,13 +35,13 @@ from __future__ import annotations
 
 import os
 import hashlib
-import json
 import re
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from .jsonutil import json_object
 from .registry import Registry, RegistryError
 
 __all__ = [
@@ -353,11 +353,9 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise MutationError(f"{path}, line {n}: not JSON ({e.msg})") from None
-        if not isinstance(row, dict):
-            raise MutationError(f"{path}, line {n}: not a JSON object")
+            row = json_object(line, line=False)
+        except ValueError as e:
+            raise MutationError(f"{path}, line {n}: {e}") from None
         if "question_id" not in row:
             raise MutationError(f"{path}, line {n}: no 'question_id' field")
         turns = row.get("turns")
