@@ -388,11 +388,7 @@ class ScoreMode(_Continuous):
         return _mean(r.score for r in readings)
 
     def check_value(self, value: Any) -> tuple[Any, str | None]:
-        if value == "" or value is None:
-            return None, None
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-            return float(value), None
-        return None, f"a score prediction must be a finite number or \"\", found {value!r}"
+        return _number_value(value, "score")
 
     def p_safe(self, value: "np.ndarray", label: "np.ndarray") -> "np.ndarray":
         return score_to_p_safe(value)
@@ -428,12 +424,7 @@ class ProbMode(_Continuous):
         return _mean(r.p_safe for r in readings)
 
     def check_value(self, value: Any) -> tuple[Any, str | None]:
-        if value == "" or value is None:
-            return None, None
-        if (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-                and 0.0 <= value <= 1.0):
-            return float(value), None
-        return None, f"a prob prediction must be a number in [0, 1] or \"\", found {value!r}"
+        return _number_value(value, "prob", unit_interval=True)
 
     def p_safe(self, value: "np.ndarray", label: "np.ndarray") -> "np.ndarray":
         return value.copy()
@@ -504,10 +495,23 @@ class RespondMode(_Continuous):
         return _mean(r.p_safe for r in readings)
 
     def check_value(self, value: Any) -> tuple[Any, str | None]:
-        return ProbMode.check_value(self, value)  # type: ignore[arg-type]
+        return _number_value(value, "prob", unit_interval=True)  # a share answered, written as prob is
 
     def p_safe(self, value: "np.ndarray", label: "np.ndarray") -> "np.ndarray":
         return value.copy()
+
+
+def _number_value(value: Any, mode: str, unit_interval: bool = False) -> tuple[Any, str | None]:
+    """A published prediction read as a number (``Mode.check_value``): "" or None is missing, a
+    finite number (in [0, 1] for ``unit_interval``) is kept as a float, anything else is the
+    error naming what the mode's file must hold and what was found."""
+    if value == "" or value is None:
+        return None, None
+    if (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+            and (not unit_interval or 0.0 <= value <= 1.0)):
+        return float(value), None
+    must = "a number in [0, 1]" if unit_interval else "a finite number"
+    return None, f"a {mode} prediction must be {must} or \"\", found {value!r}"
 
 
 def score_to_p_safe(score: Any) -> Any:
@@ -534,12 +538,7 @@ def mode_names() -> list[str]:
 
 def get_mode(name: "str | Mode") -> Mode:
     """The mode of a name (a Mode passes through); ``ModeError`` lists the valid names."""
-    if isinstance(name, Mode):
-        return name
-    try:
-        return MODES[name]
-    except KeyError:
-        raise ModeError(f"unknown mode {name!r}; choose one of {', '.join(MODES)}") from None
+    return name if isinstance(name, Mode) else MODES.find(name, ModeError)
 
 
 def render_prompt(case: Any, mode: "str | Mode", templates: "Templates | None" = None) -> str:

@@ -232,12 +232,7 @@ def mutation_names() -> list[str]:
 
 def get_mutation(name: "str | Mutation") -> Mutation:
     """The registered mutation of a name (``MutationError`` naming the choices)."""
-    if isinstance(name, Mutation):
-        return name
-    try:
-        return MUTATIONS[name]
-    except KeyError:
-        raise MutationError(f"unknown mutation {name!r}; choose one of {', '.join(MUTATIONS)}") from None
+    return name if isinstance(name, Mutation) else MUTATIONS.find(name, MutationError, "mutation")
 
 
 def _instruction(what: str, rule: str) -> str:

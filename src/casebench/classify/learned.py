@@ -39,7 +39,9 @@ from typing import TYPE_CHECKING, Any, Sequence, cast
 if TYPE_CHECKING:
     import numpy as np
 
-from .base import SCREEN_VERSION, BEHAVIOURS, Behaviour, ClassifierError, Item, Verdict, not_an_answer, read_model_file
+from .base import (
+    BEHAVIOURS, Behaviour, ClassifierError, Item, Verdict, not_an_answer, read_model_file, reader_description,
+)
 from .registry import refusal_classifier
 from . import rules as _rules  # a module, not names: rules' own registration imports this module
 
@@ -207,21 +209,16 @@ class LearnedClassifier:
         self.band = float(self.model.settings["band"])
 
     def describe(self) -> dict[str, Any]:
-        """Name, version (with the model file's hash), the fit's settings and the validated
-        agreement with the labels of its validation (``classify.validation``; who gave them:
-        ``labelled_by``), for the run manifest."""
+        """What a run manifest records of this reader (``base.reader_description``): the model
+        file's hash (also in the version), the fit's settings and its stored validation."""
         from .validation import validation_for
 
-        return {
-            "name": self.name,
-            "kind": "learned",
-            "version": self.version,
-            "screen": SCREEN_VERSION,  # the non-answer screen applied first (base.not_an_answer)
+        return reader_description(self, "learned", {
             "description": "logistic regression over word n-grams and the rules' cues; offline, numpy only",
             "model_sha256": self.sha256,
             "settings": dict(self.model.settings),
             "validation": validation_for(self.name, self.version),
-        }
+        })
 
     def classify(self, prompt: str, answer: str) -> Verdict:
         """Classify one answer (the prompt feeds the rules' cues: a harmful request, a question

@@ -42,7 +42,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Sequence
 
-from .base import SCREEN_VERSION, BEHAVIOURS, ClassifierError, Item, Verdict, not_an_answer
+from .base import reader_description, BEHAVIOURS, ClassifierError, Item, Verdict, not_an_answer
 from .registry import refusal_classifier
 from . import learned as _learned
 
@@ -243,15 +243,11 @@ class LearnedLMClassifier:
         self.band = float(self.model.settings["band"])
 
     def describe(self) -> dict[str, Any]:
-        """Name, version (with both model files' hashes), settings and the validated agreement
-        with the labels of its validation (``labelled_by``) (``classify.validation``), for the run manifest."""
+        """What a run manifest records of this reader (``base.reader_description``): both model
+        files' hashes (also in the version), the settings and its stored validation."""
         from .validation import validation_for
 
-        return {
-            "name": self.name,
-            "kind": "learned-lm",
-            "version": self.version,
-            "screen": SCREEN_VERSION,  # the non-answer screen applied first (base.not_an_answer)
+        return reader_description(self, "learned-lm", {
             "description": "logistic regression over the learned reader's probabilities and the embedded SmolLM2's "
                            f"mean hidden state after layer {PROBE_LAYER}; offline",
             "model_sha256": self.sha256,
@@ -259,7 +255,7 @@ class LearnedLMClassifier:
             "settings": {**self.model.settings, "probe_layer": PROBE_LAYER,
                          "max_tokens": [MAX_PROMPT_TOKENS, MAX_ANSWER_TOKENS]},
             "validation": validation_for(self.name, self.version),
-        }
+        })
 
     def proba(self, prompt: str, answer: str) -> dict[str, float]:
         """The probability of each behaviour."""
