@@ -249,8 +249,8 @@ class CorrectedFigure:
 
 def _decide(raw: float, value: float, draws: np.ndarray, level: float, lo_r: float, hi_r: float, n: int,
             n_eff: float, why_nothing: str) -> CorrectedFigure:
-    """Interval, bound or nothing from the draws (NaN: a reader no better than chance, dropped) and the point
-    ``value`` (unclipped); module docstring. The interval is the draws' equal-tailed percentiles
+    """Interval, bound or nothing from the draws (NaN: a reader no better than chance, dropped)
+    and the point ``value`` (unclipped); module docstring. The interval is the draws' equal-tailed percentiles
     clipped to the range (a true figure lies in it, so clipping loses no coverage). What is said
     follows the point, not the interval's ends: inside the range, the two-sided interval; at or
     beyond an end, the interval's other end as a bound away from it. Where that says nothing
@@ -264,27 +264,29 @@ def _decide(raw: float, value: float, draws: np.ndarray, level: float, lo_r: flo
     draws = draws[~np.isnan(draws)]
     lo2 = float(np.quantile(draws, a, method="inverted_cdf"))
     hi2 = float(np.quantile(draws, 1 - a, method="inverted_cdf"))
-    out = dict(raw=raw, level=level, n=n, effective_n=n_eff, range=(lo_r, hi_r))
+
+    def out(value: float | None = None, ci: tuple[float, float] | None = None, upper: float | None = None,
+            lower: float | None = None, withheld: str | None = None) -> CorrectedFigure:
+        return CorrectedFigure(raw, value, ci, upper, lower, withheld, level, n, n_eff, (lo_r, hi_r))
     lo, hi = max(lo2, lo_r), min(hi2, hi_r)
     inside = math.isfinite(value) and lo_r < value < hi_r
     if inside and (lo > lo_r or hi < hi_r):
-        return CorrectedFigure(value=min(hi, max(lo, value)), ci=(lo, hi), upper_bound=None, lower_bound=None,
-                               withheld=None, **out)
+        return out(min(hi, max(lo, value)), (lo, hi))
     below = math.isfinite(value) and value <= lo_r
     above = math.isfinite(value) and value >= hi_r
     # the draws that put the figure in its range: the ones consistent with a figure near the end
     # the point reaches (a draw beyond the range contradicts it)
     kept = draws[(draws >= lo_r) & (draws <= hi_r)]
     if not kept.size:
-        return CorrectedFigure(value=None, ci=None, upper_bound=None, lower_bound=None, withheld=why_nothing, **out)
+        return out(withheld=why_nothing)
     if below or above:
         # the point at an end: the other end of the two-sided interval, the end the point reaches
         # being the range's
         b = float(np.quantile(kept, 1 - a if below else a, method="inverted_cdf"))
         if below and b < hi_r:
-            return CorrectedFigure(value=None, ci=None, upper_bound=b, lower_bound=None, withheld=None, **out)
+            return out(upper=b)
         if above and b > lo_r:
-            return CorrectedFigure(value=None, ci=None, upper_bound=None, lower_bound=b, withheld=None, **out)
+            return out(lower=b)
     elif math.isfinite(value):
         # the point inside but the interval the whole range: the pivot's one-sided bounds at the
         # level (all draws: the figure is not near an end), each where it says more than the
@@ -293,9 +295,8 @@ def _decide(raw: float, value: float, draws: np.ndarray, level: float, lo_r: flo
         lb1 = float(np.quantile(draws, 1 - level, method="inverted_cdf"))
         ub_ok, lb_ok = ub1 < hi_r - (1 - level) * (hi_r - lo_r), lb1 > lo_r + (1 - level) * (hi_r - lo_r)
         if ub_ok or lb_ok:
-            return CorrectedFigure(value=None, ci=None, upper_bound=ub1 if ub_ok else None,
-                                   lower_bound=lb1 if lb_ok else None, withheld=None, **out)
-    return CorrectedFigure(value=None, ci=None, upper_bound=None, lower_bound=None, withheld=why_nothing, **out)
+            return out(upper=ub1 if ub_ok else None, lower=lb1 if lb_ok else None)
+    return out(withheld=why_nothing)
 
 
 def _t_shrink(level: float, clusters: int | None) -> float:
