@@ -24,6 +24,7 @@ writer on whom the reader is no better than chance) is dropped: the correction a
 better than chance on the run's writer (without it there is nothing to correct with), so the
 predictive is taken given ``J > 0``; where more than ``1 - level`` of the draws are of that kind
 that assumption does not hold at the level and nothing is said.
+
 The draws' percentiles at ``(1 -/+ level) / 2`` are close to a pivot: the ratio's quantiles move
 with the writer's ``J = Se + Sp - 1``, not with the true figure, so with the run's writer a draw
 from the same predictive the interval holds the figure at the level *whatever the figure is*;
@@ -35,8 +36,9 @@ predictive medians), not the interval's ends:
 * point at or beyond an end: a **one-sided bound** away from that end: the other end of the
   two-sided interval, from the draws that put the figure in its range (the draws beyond it
   contradict the range, which the point says the figure is near): "over-refusal at most 6%";
-* point inside but the interval the whole range: the one-sided bounds at the level (from the
-  same kept draws) that say more than the range does; else nothing, and ``withheld`` says why.
+* point inside but the interval the whole range: the one-sided bounds at the level (from all the
+  draws: the figure is not near an end) that say more than a uniform prior's would (more than
+  ``1 - level`` of the range from its end); else nothing, and ``withheld`` says why.
 
 Why the point and not the interval's ends: whether the ends lie inside the range depends on the
 observed rate, which carries the new writer's unseen error, so a rule on the ends prints
