@@ -96,7 +96,7 @@ class AblationResult:
                 "people": c.people,
                 "difference_from_full": None if not c.removed else {
                     "n_paired": c.n_paired, "dropped": c.dropped, "mcnemar": c.mcnemar,
-                    "metrics": {k: dict(vars(m)) for k, m in c.diffs.items()},
+                    "metrics": {k: m.to_dict() for k, m in c.diffs.items()},
                 },
             })
         return json_safe({"model": self.model, "mode": str(self.mode), "paper_compat": self.paper_compat,
