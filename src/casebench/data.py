@@ -235,6 +235,16 @@ class Dataset:
         return [self.cases[i] for i in indices]
 
 
+def labels_key(cases: Iterable[Case]) -> tuple[Any, ...]:
+    """What people's figures over ``cases`` depend on, per case in order: its index, query,
+    intent, category, votes, safe_rate and posterior (``POSTERIOR_FIELD``). Equal keys give equal
+    references, so a scoring session computes them once per set of cases, however many inputs
+    (each loaded from its own file, with its own ``Case`` objects) hold that set. Hashable and
+    cheap: no JSON, no context (nothing of people's figures reads a context)."""
+    return tuple((c.index, c.query, c.intended_safe, c.category, c.votes, c.safe_rate, c.extra.get(POSTERIOR_FIELD))
+                 for c in cases)
+
+
 def cases_fingerprint(cases: Iterable[Case], ignore: Iterable[str] = ()) -> str:
     """SHA-256 over the benchmark content of the cases, in order (see ``Dataset``).
 
