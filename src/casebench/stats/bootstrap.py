@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import TYPE_CHECKING, Hashable, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Hashable, Iterator, Sequence
 
 import numpy as np
 
@@ -32,6 +33,22 @@ from .options import DEFAULT_BOOTSTRAP as DEFAULT_BOOTSTRAP  # re-exported; its 
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..data import Case
+
+
+@contextmanager
+def one_blas_thread() -> Iterator[None]:
+    """Run the block with BLAS (numpy's matrix products) on one thread (``threadpoolctl``).
+
+    Why: the products here are small (B resamples by at most a few thousand cases or pairs),
+    and a threaded BLAS spends more than it saves on them: its threads wait for each other
+    spinning, and on a busy machine they wait for a core as well (the 43-file report spent about
+    a quarter of its CPU time there on 2 busy cores). A sum may differ from a threaded one in
+    its last bits (added in another order), far below what ``settle`` and the printed rounding
+    keep. Work that runs a model (``run``) is never inside such a block."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
 
 
 def resample_indices(n: int, n_boot: int, seed: int) -> np.ndarray:
