@@ -384,8 +384,11 @@ def _reference_duplicates(reference: Dataset, removed: Sequence[str]) -> bool:
     (``duplicate_groups``), once per dataset and removals in the scoring session."""
     from .session import memo_by_object
 
-    return memo_by_object("reference duplicates", reference, tuple(removed),
-                          lambda: bool(duplicate_groups([c.ablated(removed) for c in reference.cases])))
+    def find() -> bool:
+        fields = _reference_fields(reference, removed)  # the contexts less ``removed``, made once
+        return bool(duplicate_groups([replace(c, context=f["context"]) for c, f in zip(reference.cases, fields)]))
+
+    return memo_by_object("reference duplicates", reference, tuple(removed), find)
 
 
 def check_against_dataset(path: str | Path, cases: Sequence[Case], reference: Dataset,
