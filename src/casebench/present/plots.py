@@ -335,6 +335,19 @@ def shift_scatter(panels: Sequence[dict[str, Any]]) -> bytes:
     return to_png(fig)
 
 
+def _dots(ax: Any, y: np.ndarray, v: np.ndarray, ci: np.ndarray, hollow: Sequence[bool], **kw: Any) -> None:
+    """One dot per row at ``v`` with its interval ``ci`` (n, 2), hollow where ``hollow`` (a
+    published model); rows without a value are left empty. One ``errorbar`` per fill, not one
+    per row: each call builds its own markers and lines, and a report draws some 90 rows."""
+    finite = np.isfinite(v)
+    hol = np.asarray(list(hollow), dtype=bool).reshape(len(v))
+    for fill in (False, True):
+        sel = finite & (hol == fill)
+        if sel.any():
+            ax.errorbar(v[sel], y[sel], xerr=_err(v[sel], ci[sel].reshape(-1, 2)), fmt="o", capsize=3,
+                        color=COLORS[0], mfc="white" if fill else COLORS[0], ms=6, elinewidth=1, **kw)
+
+
 def context_direction_dots(names: Sequence[str], direction: Sequence[float], direction_ci: Sequence[Sequence[float]],
                            follow: Sequence[float], blind: Sequence[float], majority_direction: float | None,
                            majority_follow: float | None, reference: Sequence[bool] | None = None,
@@ -356,12 +369,10 @@ def context_direction_dots(names: Sequence[str], direction: Sequence[float], dir
         ax.axvline(majority_direction, color="#333333", lw=1.2, ls=":",
                    label=f"people's majority label: {majority_direction:.3f}")
         ax.legend(loc="lower left", fontsize=9)
-    for yi, vi, ci, hollow in zip(y, v, c, ref):
-        if not np.isfinite(vi):
-            continue
-        ax.errorbar([vi], [yi], xerr=_err(np.array([vi]), ci.reshape(1, 2)), fmt="o", capsize=3,
-                    color=COLORS[0], mfc="white" if hollow else COLORS[0], ms=6, elinewidth=1)
-        ax.text((ci[1] if np.isfinite(ci[1]) else vi) + 0.02, yi, f"{vi:.3f}", va="center", fontsize=9)
+    _dots(ax, y, v, c, ref)
+    for yi, vi, ci in zip(y, v, c):
+        if np.isfinite(vi):
+            ax.text((ci[1] if np.isfinite(ci[1]) else vi) + 0.02, yi, f"{vi:.3f}", va="center", fontsize=9)
     ax.axvline(0, color="#bbbbbb", lw=0.8)
     lo = min([0.0] + [x for x in c[:, 0] if np.isfinite(x)])
     ax.set_xlim(min(-0.05, lo - 0.05), 1.12)
@@ -405,11 +416,7 @@ def context_shift_by_mode(groups: Sequence[dict[str, Any]]) -> bytes:
         maj = np.asarray(g["majority"], dtype=float)
         ax.scatter(one, y, marker="|", s=260, color="#777777", lw=2, label="one person (vote share)", zorder=3)
         ax.scatter(maj, y, marker="|", s=260, color="#111111", lw=2, label="people's majority label", zorder=3)
-        for yi, vi, ci, hollow in zip(y, v, c, g["reference"]):
-            if not np.isfinite(vi):
-                continue
-            ax.errorbar([vi], [yi], xerr=_err(np.array([vi]), ci.reshape(1, 2)), fmt="o", capsize=3,
-                        color=COLORS[0], mfc="white" if hollow else COLORS[0], ms=6, elinewidth=1, zorder=4)
+        _dots(ax, y, v, c, g["reference"], zorder=4)
         ax.axvline(0, color="#bbbbbb", lw=0.8)
         ax.set_xlim(-0.05, 1.05)
         ax.set_title(g["title"], fontsize=10.5, loc="left")
