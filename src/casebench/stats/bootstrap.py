@@ -117,10 +117,17 @@ def cluster_resample_weights(labels: np.ndarray, n_boot: int, seed: int, n_clust
     k = int(labels.max()) + 1 if n_clusters is None and labels.size else int(n_clusters or 0)
     if k == 0:
         return np.zeros((n_boot, labels.size))
-    wc = resample_weights(k, n_boot, seed)
     if labels.size == k and np.array_equal(labels, np.arange(k)):
-        return wc
-    w = wc[:, labels]
+        return resample_weights(k, n_boot, seed)
+    return _spread_weights(labels.tobytes(), int(n_boot), int(seed), k)
+
+
+@functools.lru_cache(maxsize=4)
+def _spread_weights(labels: bytes, n_boot: int, seed: int, k: int) -> np.ndarray:
+    """The cluster draw spread over the rows (``cluster_resample_weights``), kept for the last
+    few label vectors: inputs answering the same cases share their labels (the 43-file report
+    spread the same 900 labels 86 times); read-only, shared between callers."""
+    w = resample_weights(k, n_boot, seed)[:, np.frombuffer(labels, dtype=int)]
     w.flags.writeable = False
     return w
 
