@@ -318,7 +318,13 @@ def degenerate(ci: Sequence[float]) -> bool:
 
 def critical_value(level: float, df: int | None = None) -> float:
     """The two-sided critical value at ``level``: the normal quantile of ``(1 + level) / 2``, or
-    Student's t with ``df`` degrees of freedom (``df`` >= 1)."""
+    Student's t with ``df`` degrees of freedom (``df`` >= 1). Kept per level and df (a report
+    asks for a few values some 600 times)."""
+    return _critical_value(float(level), df)
+
+
+@functools.lru_cache(maxsize=64)
+def _critical_value(level: float, df: float | None) -> float:
     if df is not None and df >= 1:
         from scipy.stats import t
 
