@@ -22,7 +22,8 @@ from casebench.data import load_dataset
 from casebench.predictions import Predictions
 from casebench.present.tables import fmt_p
 from casebench.stats.bootstrap import case_clusters, cluster_resample_weights, p_floor, resample_weights
-from casebench.stats.compare import accuracy_matrix, compare, mcnemar_clustered
+from casebench.stats.compare import compare
+from casebench.stats.paired_tests import accuracy_matrix, mcnemar_clustered
 from casebench.stats.result import score_predictions
 from casebench.stats.options import ScoringOptions
 

@@ -19,7 +19,9 @@ from click.testing import CliRunner
 from casebench.cli import cli
 from casebench.present.tables import format_comparison
 from casebench.stats.bootstrap import bootstrap_p, resample_indices, resample_weights
-from casebench.stats.compare import CompareError, check_comparable, compare, mcnemar_exact, williams_t
+from casebench.stats.case_sets import CompareError, check_comparable
+from casebench.stats.compare import compare
+from casebench.stats.paired_tests import mcnemar_exact, williams_t
 from casebench.stats.metrics import METRIC, metric_columns, metric_values, metrics_from_sums, scoring_arrays
 from casebench.stats.result import score_predictions
 from casebench.predictions import Predictions

@@ -14,7 +14,7 @@ from casebench.cli import cli
 from casebench.data import load_dataset
 from casebench.predictions import Predictions
 from casebench.published import load_published
-from casebench.stats.compare import CompareError
+from casebench.stats.case_sets import CompareError
 from casebench.stats.diff import diff_inputs
 
 

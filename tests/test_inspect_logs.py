@@ -233,7 +233,7 @@ def test_per_scorer_comparison_clustered_by_a_metadata_field(judge_logs):
     clustered pairs (0/1 scores) and the MDD, checked against the samples read here."""
     from inspect_ai.log import read_eval_log
 
-    from casebench.stats.compare import mcnemar_clustered
+    from casebench.stats.paired_tests import mcnemar_clustered
 
     a, b = judge_logs
     d = json.loads(casebench("compare", str(a), str(b), "--cluster-by", "category", "--json").stdout)

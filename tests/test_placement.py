@@ -23,7 +23,8 @@ from casebench.predictions import Predictions
 from casebench.prompts import render_turns
 from casebench.runs.select import stratified_pairs
 from casebench.stats.bootstrap import case_clusters
-from casebench.stats.compare import compare, mcnemar_clustered, mcnemar_exact
+from casebench.stats.compare import compare
+from casebench.stats.paired_tests import mcnemar_clustered, mcnemar_exact
 from casebench.stats.options import ScoringOptions
 from casebench.stats.pairs import pair_by_query
 from casebench.stats.placement import ContextFigures, PlacementStudyError, analyse_placements, placement_of

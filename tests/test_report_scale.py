@@ -109,7 +109,8 @@ def test_size_and_a_compact_pair_matrix_with_every_pair_as_a_download(big_report
 def test_the_matrix_agrees_with_casebench_compare(exp_dir):
     """The matrix's accuracy differences and McNemar p-values are ``compare``'s, pair for pair."""
     from casebench.published import load_published
-    from casebench.stats.compare import accuracy_matrix, compare
+    from casebench.stats.compare import compare
+    from casebench.stats.paired_tests import accuracy_matrix
     from casebench.stats.metrics import scoring_arrays
     from casebench.stats.options import ScoringOptions
 

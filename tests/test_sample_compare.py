@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from casebench.stats.bootstrap import cluster_resample_weights, resample_weights
-from casebench.stats.compare import mcnemar_exact, mdd
+from casebench.stats.paired_tests import mcnemar_exact, mdd
 from casebench.stats.sample_compare import SampleCompareError, ScoredSamples, compare_samples, disagreements
 
 

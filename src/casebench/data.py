@@ -287,16 +287,7 @@ def file_sha256(path: str | Path) -> str:
 def _without(context: Mapping[str, Any], remove: Iterable[str]) -> dict[str, Any]:
     """``ablate_context`` for hashing: the same content, copied only as deep as it removes
     (a deep copy of every context made fingerprints the slowest part of a large report)."""
-    names = validate_parameter_names(remove)
-    out = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in context.items()}
-    for name in names:
-        if name in CI_PARAMETERS:
-            out.pop(name, None)
-            continue
-        for group, subs in CI_PARAMETERS.items():
-            if name in subs and isinstance(out.get(group), dict):
-                out[group].pop(name, None)
-    return out
+    return _drop_parameters({k: (dict(v) if isinstance(v, Mapping) else v) for k, v in context.items()}, remove)
 
 
 def ablate_context(context: Mapping[str, Any], remove: Iterable[str]) -> dict[str, Any]:
@@ -307,9 +298,13 @@ def ablate_context(context: Mapping[str, Any], remove: Iterable[str]) -> dict[st
     A name that is a valid CI parameter but absent from this context (``urgency`` is optional)
     is ignored. An unknown name raises ``AblationError`` listing the valid names.
     """
-    names = validate_parameter_names(remove)
-    out = copy.deepcopy(dict(context))
-    for name in names:
+    return _drop_parameters(copy.deepcopy(dict(context)), remove)
+
+
+def _drop_parameters(out: dict[str, Any], remove: Iterable[str]) -> dict[str, Any]:
+    """Remove the named CI parameters from ``out`` in place (a copy the caller made, as deep as
+    it needs) and return it: the one removal rule behind ``ablate_context`` and the hashing copy."""
+    for name in validate_parameter_names(remove):
         if name in CI_PARAMETERS:
             out.pop(name, None)
             continue

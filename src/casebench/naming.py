@@ -52,6 +52,17 @@ def _mutation(p: Predictions) -> str | None:
     return str(m) if m else None
 
 
+#: the level of a mutation study that is the dataset's own wording (SORRY-Bench's ``base`` style)
+BASE_WORDING = "base"
+
+
+def mutation_of(pred: Predictions) -> str:
+    """How an input worded its queries: its query mutation (``Predictions.mutation``), or
+    ``base`` for the dataset's own wording (the wording people voted on). A facet every study
+    holds fixed or varies (``stats.placement.Factor``), so it lives with the other facets."""
+    return pred.mutation or BASE_WORDING
+
+
 #: the facets, in the order they are written after ``who [mode]``
 FACETS: list[Facet] = [
     Facet("placement", lambda p: p.context_as, lambda p: p.mode.default_context_as,

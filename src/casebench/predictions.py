@@ -17,7 +17,7 @@ view of the predictions (``at_min_verdict_mass``): loaded predictions are never 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
@@ -173,9 +173,26 @@ class Predictions:
         options, so the view is made once per input and options)."""
         if threshold is None or float(threshold) == float(self.min_verdict_mass):
             return self
-        from dataclasses import replace
-
         return replace(self, min_verdict_mass=float(threshold))
+
+    def take(self, positions: Sequence[int]) -> "Predictions":
+        """This input on the cases at these positions alone, in that order: a larger input seen
+        over another input's cases (``published.restrict_to``, ``stats.overview.on_cases``).
+        Every per-case field goes with its case (the readings by turn of a reveal run too);
+        ``meta["restricted_to"]`` says how many cases are kept."""
+        keep = [int(i) for i in positions]
+        idx = np.array(keep, dtype=int)
+        turns = self.turns
+        if turns is not None:
+            turns = replace(turns, behaviours=tuple(turns.behaviours[i] for i in keep),
+                            holds=tuple(turns.holds[i] for i in keep))
+        return replace(
+            self, cases=[self.cases[i] for i in keep], label=self.label[idx], value=self.value[idx],
+            behaviour=None if self.behaviour is None else [self.behaviour[i] for i in keep],
+            outcome=None if self.outcome is None else [self.outcome[i] for i in keep],
+            verdict_mass=None if self.verdict_mass is None else self.verdict_mass[idx],
+            meta={**self.meta, "restricted_to": len(keep)}, turns=turns,
+        )
 
     def __repr__(self) -> str:
         """Short, so a notebook shows what these are, not every case (``cases`` holds them)."""

@@ -501,21 +501,8 @@ def restrict_to(pred: Predictions, cases: Sequence[Case]) -> Predictions | None:
     """``pred`` (a published model) on ``cases`` alone, in their order: the cases of another input
     (a run of a subset) matched by query, intent and category, so that the published model and the
     run are compared on the same cases. None when no case matches (another dataset)."""
-    from dataclasses import replace
-
-    import numpy as np
-
     where: dict[tuple[str, bool, str], int] = {}
     for pos, c in enumerate(pred.cases):
         where.setdefault((c.query, bool(c.intended_safe), c.category), pos)
     keep = [where[k] for k in ((c.query, bool(c.intended_safe), c.category) for c in cases) if k in where]
-    if not keep:
-        return None
-    idx = np.array(keep, dtype=int)
-    return replace(
-        pred, cases=[pred.cases[i] for i in keep], label=pred.label[idx], value=pred.value[idx],
-        behaviour=None if pred.behaviour is None else [pred.behaviour[i] for i in keep],
-        outcome=None if pred.outcome is None else [pred.outcome[i] for i in keep],
-        verdict_mass=None if pred.verdict_mass is None else pred.verdict_mass[idx],
-        meta={**pred.meta, "restricted_to": len(keep)},
-    )
+    return pred.take(keep) if keep else None

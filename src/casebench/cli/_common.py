@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterator, Mapping, N
 import click
 
 if TYPE_CHECKING:
+    from ..modes import Mode
     from ..runs.config import RunConfig
     from ..stats.options import ScoringOptions
     from ..runs.execute import RunSummary
@@ -208,15 +209,21 @@ def classifier_params(prefixed: bool) -> list[click.Option]:
     first: dict[str, Any] = {}
     for c in classifiers():
         for o in c.options:
-            flag = o.cli_flag
+            flag = _classifier_flag(o.cli_flag, prefixed)
             if flag is None:
                 continue
-            if prefixed and not flag.startswith("--refusal-"):
-                flag = "--refusal-" + flag[2:]
             seen.setdefault(flag, []).append(c.kind)
             first.setdefault(flag, o)
     return [_click_option(first[f], f, _dest(CLASSIFIER_DEST, f), f"{first[f].help} [{', '.join(kinds)}]")
             for f, kinds in seen.items()]
+
+
+def _classifier_flag(flag: str | None, prefixed: bool) -> str | None:
+    """A classifier option's flag as a command takes it: ``--refusal-`` + the flag where the
+    command also takes backend options (``prefixed``), so the two never collide."""
+    if flag is None or not prefixed or flag.startswith("--refusal-"):
+        return flag
+    return "--refusal-" + flag[2:]
 
 
 class RegistryCommand(click.Command):
@@ -323,11 +330,19 @@ def backend_options(model: str, flags: Mapping[str, Any]) -> dict[str, Any]:
     if info is None or info.cls is None:
         return {}  # make_backend explains what is wrong with the spec
     by_dest = {_dest(BACKEND_DEST, o.cli_flag): o for o in info.options if o.cli_flag}
-    wrong = ["--" + k[len(BACKEND_DEST):].replace("_", "-") for k in given if k not in by_dest]
+    return _given_options(given, by_dest, BACKEND_DEST,
+                          f"model {model!r} (the {info.prefix}/ backend's options: "
+                          f"{', '.join(o.cli_flag for o in info.options if o.cli_flag) or 'none'})")
+
+
+def _given_options(given: Mapping[str, Any], by_dest: Mapping[str, Any], prefix: str, what: str) -> dict[str, Any]:
+    """The flags the user gave (``given``: derived flags' destinations under ``prefix``) as the
+    options they name (``by_dest``: destination -> the option's description), each converted by
+    its description; a flag that is not among them is refused, naming it and ``what`` it does not
+    apply to (a backend's and a classifier's flags are checked alike)."""
+    wrong = ["--" + k[len(prefix):].replace("_", "-") for k in given if k not in by_dest]
     if wrong:
-        raise BadInput(f"{', '.join(wrong)} do{'es' if len(wrong) == 1 else ''} not apply to model {model!r} "
-                       f"(the {info.prefix}/ backend's options: "
-                       f"{', '.join(o.cli_flag for o in info.options if o.cli_flag) or 'none'})")
+        raise BadInput(f"{', '.join(wrong)} do{'es' if len(wrong) == 1 else ''} not apply to {what}")
     out: dict[str, Any] = {}
     for k, v in given.items():
         o = by_dest[k]
@@ -375,26 +390,9 @@ def classifier_options(spec: str | None, flags: Mapping[str, Any], prefixed: boo
         info, _ = info_for(spec, DEFAULT_CLASSIFIER)
     except ClassifierError as e:
         raise BadInput(str(e)) from None
-    by_dest = {}
-    for o in info.options:
-        flag = o.cli_flag
-        if flag is None:
-            continue
-        if prefixed and not flag.startswith("--refusal-"):
-            flag = "--refusal-" + flag[2:]
-        by_dest[_dest(CLASSIFIER_DEST, flag)] = o
-    wrong = ["--" + k[len(CLASSIFIER_DEST):].replace("_", "-") for k in given if k not in by_dest]
-    if wrong:
-        raise BadInput(f"{', '.join(wrong)} do{'es' if len(wrong) == 1 else ''} not apply to the refusal classifier "
-                       f"{spec or DEFAULT_CLASSIFIER!r}")
-    out: dict[str, Any] = {}
-    for k, v in given.items():
-        o = by_dest[k]
-        try:
-            out[o.name] = o.convert(v)
-        except ValueError as e:
-            raise BadInput(str(e)) from None
-    return out
+    by_dest = {_dest(CLASSIFIER_DEST, f): o for o in info.options
+               if (f := _classifier_flag(o.cli_flag, prefixed)) is not None}
+    return _given_options(given, by_dest, CLASSIFIER_DEST, f"the refusal classifier {spec or DEFAULT_CLASSIFIER!r}")
 
 
 def run_under_signals(make: Callable[[], Awaitable[T]]) -> T:
@@ -720,3 +718,71 @@ explain_option = click.option(
     "--explain", is_flag=True, default=False,
     help="Also print how each figure is made: the intervals' method, the reader's validation sets, the "
          "correction for the reader's error and why a figure is not corrected, people's intervals.")
+
+
+# --------------------------------------------------------------------------------------------
+# What ``compare``, ``ablate`` and ``study`` share: reading INPUTS, the statistics flags, and
+# (``run`` and ``study``) where a query mutation's rewordings come from
+
+
+def load_inputs(inputs: tuple[str, ...], data: str | None, mode: "Mode | None" = None,
+                remove: str | None = None) -> list[Any]:
+    """Every INPUT read as predictions (``loader.load_predictions``: run directories, published
+    files, inspect logs), against ``data`` when given; a bad input exits 2 naming it, an input
+    with unreadable verdicts is warned about."""
+    from ..data import load_dataset
+    from ..loader import load_predictions
+    from ..runs.record import RunError
+
+    with bad_input_errors(RunError):
+        dataset = load_dataset(data) if data else None
+        preds = [load_predictions(p, dataset=dataset, mode=mode, removed=remove) for p in inputs]
+    warn_unreadable_predictions(preds)
+    return preds
+
+
+#: how the statistics of ``compare``, ``ablate`` and ``study`` are made (one set of flags, so the
+#: three say the same thing the same way)
+STAT_OPTIONS = [
+    click.option("--paper-compat", is_flag=True, help=HELP["--paper-compat"]),
+    click.option("--json", "as_json", is_flag=True, help=HELP["--json"]),
+    click.option("--bootstrap", "n_boot", type=click.IntRange(min=0), default=2000, show_default=True,
+                 help=HELP["--bootstrap"]),
+    click.option("--bootstrap-seed", "--seed", "bootstrap_seed", type=int, default=0, show_default=True,
+                 help=HELP["--bootstrap-seed"]),
+    click.option("--level", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95,
+                 show_default=True, help=HELP["--level"]),
+    click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05,
+                 show_default=True, help="False discovery rate of the Benjamini-Hochberg adjustment."),
+    click.option("--data", type=click.Path(dir_okay=False), default=None,
+                 help="The dataset of run directories, if their manifest's path is not reachable; published files "
+                      "are checked against it record by record (default: the CASEBench_data.json beside their exp/)."),
+    label_source_option,
+    cluster_option,
+]
+
+
+def stat_options(f: Any) -> Any:
+    """Add ``STAT_OPTIONS`` to a command."""
+    for opt in reversed(STAT_OPTIONS):
+        f = opt(f)
+    return f
+
+
+def mutator_options(sources_help: str, mutator_help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--mutations-from``, ``--mutator`` and ``--mutator-base-url``: where the rewordings of a
+    query mutation come from (``run --mutation``, ``study --mutations``), each command with its
+    own words for the first two."""
+    opts = [
+        click.option("--mutations-from", "mutations_from", default=None, metavar="DIR",
+                     type=click.Path(exists=True, file_okay=False), help=sources_help),
+        click.option("--mutator", "mutator", default=None, metavar="SPEC", help=mutator_help),
+        click.option("--mutator-base-url", "mutator_base_url", default=None, metavar="URL", type=URL,
+                     help="With --mutator: the mutator's OpenAI-compatible server, if not the provider's default."),
+    ]
+
+    def add(f: Callable[..., Any]) -> Callable[..., Any]:
+        for opt in reversed(opts):
+            f = opt(f)
+        return f
+    return add

@@ -47,7 +47,7 @@ def diff_cmd(a: str, b: str, sort: str, fmt: str, hide_text: bool, data: str | N
     from ..inspect_log import InspectLogError, all_casebench, is_inspect_log
     from ..loader import load_predictions
     from ..runs.record import RunError
-    from ..stats.compare import CompareError
+    from ..stats.case_sets import CompareError
     from ..stats.diff import diff_inputs, diff_table_rows
 
     with bad_input_errors(InspectLogError):

@@ -67,7 +67,7 @@ def leaderboard_cmd(inputs: tuple[str, ...], out: str, reference: str | None, ee
     from ..present.leaderboard import write_leaderboard
     from ..runs.record import RunError
     from ..stats.board import build_board
-    from ..stats.compare import CompareError, case_set_groups
+    from ..stats.case_sets import CompareError, case_set_groups
     from ..stats.options import LabelSourceError
 
     options = scoring_options(False, n_boot, bootstrap_seed, label_source, min_verdict_mass=min_verdict_mass,

@@ -47,7 +47,7 @@ def report_cmd(inputs: tuple[str, ...], out: str, data: str | None, paper_compat
     """Write one self-contained HTML report over INPUTS (run directories or published exp/ files):
     leaderboard with CIs, over/under-refusal, paired differences, category heat map, P(safe) vs
     the human safe_rate, reliability, ablation (when given), the human votes and context sensitivity."""
-    from ..stats.compare import CompareError
+    from ..stats.case_sets import CompareError
     from ..data import load_dataset
     from ..loader import load_predictions
     from ..present.report import write_report

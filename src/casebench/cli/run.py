@@ -15,9 +15,10 @@ import click
 from ..modes import MODES, Mode
 from ..prompts import CONTEXT_PLACEMENTS
 from ._common import (
-    HELP, NON_NEGATIVE_INT, POSITIVE_INT, SECONDS, TEMPERATURE, URL, USD, BadInput, ModeChoice, RegistryCommand, backend_options,
+    HELP, NON_NEGATIVE_INT, POSITIVE_INT, SECONDS, TEMPERATURE, USD, BadInput, ModeChoice, RegistryCommand, backend_options,
     bad_input_errors, batch_backends, call_timeout, classifier_options,
-    exit_interrupted, min_verdict_mass_option, refusal_classifier_options, run_with_signals, setup_logging,
+    exit_interrupted, min_verdict_mass_option, mutator_options, refusal_classifier_options, run_with_signals,
+    setup_logging,
 )
 from ..runs.results import EXIT_LOW_COVERAGE
 
@@ -71,16 +72,12 @@ RUN_HELP_SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
                    "untouched): built in, offline: " + ", ".join(_builtin_mutations()) + "; the others from your copy "
                    "of SORRY-Bench's files (--mutations-from). Encodings ask for the answer in the same encoding; "
                    "respond mode decodes the answer before reading it. People voted on the base wording only.")
-@click.option("--mutations-from", "mutations_from", default=None, metavar="DIR",
-              type=click.Path(exists=True, file_okay=False),
-              help="Your copy of SORRY-Bench's released files (question.jsonl and question_<mutation>.jsonl): the "
-                   "rewordings of --mutation, matched to CASE-Bench's queries by the base text.")
-@click.option("--mutator", "mutator", default=None, metavar="SPEC",
-              help="Without SORRY-Bench's files: this model (any backend spec) writes the rewordings of a --mutation "
-                   "that is not built in, with casebench's own prompt; the texts are cached and recorded in the "
-                   "manifest, so a resume asks the mutator nothing.")
-@click.option("--mutator-base-url", "mutator_base_url", default=None, metavar="URL", type=URL,
-              help="With --mutator: the mutator's OpenAI-compatible server, if not the provider's default.")
+@mutator_options(
+    "Your copy of SORRY-Bench's released files (question.jsonl and question_<mutation>.jsonl): the rewordings of "
+    "--mutation, matched to CASE-Bench's queries by the base text.",
+    "Without SORRY-Bench's files: this model (any backend spec) writes the rewordings of a --mutation that is not "
+    "built in, with casebench's own prompt; the texts are cached and recorded in the manifest, so a resume asks "
+    "the mutator nothing.")
 @click.option("--batch", "batch", is_flag=True, default=False,
               help=batch_backends() + ": ask through the provider's batch API (half price, within 24 h); "
                    "a killed run resumes polling the same batch. Unanswered items are asked again online.")

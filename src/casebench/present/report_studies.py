@@ -119,7 +119,7 @@ def _placement(ctx: ReportContext) -> str | None:
 
 def _mutations(ctx: ReportContext) -> str | None:
     """The query-mutation studies among the inputs: the same model with the queries in their own
-    wording and in SORRY-Bench's rewordings, the contexts untouched (``stats.placement.MUTATION``)."""
+    wording and in SORRY-Bench's rewordings, the contexts untouched (``stats.mutation_effects.MUTATION``)."""
     if not ctx.overview.mutations:
         return None
     method = ('<p class="note">The same model, mode, placement and cases with each query in its own wording (base) '

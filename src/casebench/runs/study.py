@@ -5,7 +5,8 @@ removal (the ablation study: ``data.ablation_conditions``), a context placement
 (the placement study: ``user``, ``system``, ``turns``) and a query mutation (the mutation study:
 the base wording and SORRY-Bench's rewordings, ``mutations``). This module owns running them; what the
 figures mean is ``stats/``'s business (``stats.ablation.analyse_ablation``,
-``stats.placement.analyse_placements``, ``stats.placement.analyse_mutations``), which reads the finished runs like any other input.
+``stats.placement.analyse_placements``, ``stats.mutation_effects.analyse_mutations``), which reads
+the finished runs like any other input.
 
 Why it is built this way:
 

@@ -28,7 +28,8 @@ from ..data import ablation_conditions, all_parameter_names, canonical_removed
 from ..jsonutil import json_safe
 from ..modes import Mode
 from ..predictions import Predictions
-from .compare import CompareError, MetricDiff, compare
+from .case_sets import CompareError
+from .compare import MetricDiff, compare
 from .metrics import Score
 from .options import DEFAULT_OPTIONS, ScoringOptions
 from .result import score_input

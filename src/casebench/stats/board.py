@@ -152,12 +152,17 @@ class BoardRow:
     p_adjusted: float | None
     figure: Figure
     figures: Mapping[str, Figure]
+    #: the share of people-safe cases refused (a chatbot) or judged unsafe (a judge)
     over_refusal: Figure
+    #: the share of people-unsafe cases answered (a chatbot) or judged safe (a judge)
     under_refusal: Figure
+    #: the same two shares of one annotator drawn at random per case: people's own position
     people_over_refusal: Figure
     people_under_refusal: Figure
+    #: the mean move of the verdict from a query's unsafe-intent to its safe-intent context, beside people's
     context_shift: Figure
     people_context_shift: Figure
+    #: the share of query pairs labelled safe in the safe-intent context and unsafe in the other
     context_follow: Figure
     people_context_follow: Figure
     say_do: Figure | None = None
@@ -270,7 +275,7 @@ def build_board(preds: Sequence[Predictions], options: ScoringOptions = DEFAULT_
     ``references``: which inputs are the published reference models (marked, ranked with the
     rest); ``show_text``: keep the queries' text in the disagreement lists (the dataset's
     licence-gated text; off by default)."""
-    from .compare import case_set_groups
+    from .case_sets import case_set_groups
     from .overview import say_do_pairs
 
     if names is None:

@@ -31,7 +31,7 @@ Clusters (``ScoringOptions.cluster``, ``bootstrap``)
 Minimum detectable difference
     Each ``MetricDiff.mdd``: the smallest difference the paired design had 80% power to detect at
     ``options.alpha`` (``mdd``), from the centred SE of the per-case (per-cluster) accuracy
-    differences for accuracy (``_centred_se``) and from
+    differences for accuracy (``paired_tests.centred_se``) and from
     the SD of the paired bootstrap differences otherwise. A bootstrap p at its floor
     (``bootstrap.p_floor``) carries ``p_floor`` so that it is printed as a bound.
 
@@ -77,11 +77,17 @@ Significance marks
 Refusals
     Inputs must come from the same dataset (the content fingerprint of the cases they share) and
     share at least one case; otherwise ``CompareError`` says which inputs differ and how.
+
+Where the parts live
+    This module decides what is compared and scores the pairs; the tests themselves (McNemar,
+    Williams' t, the MDD, the all-pairs accuracy matrix) are plain functions of arrays in
+    ``paired_tests``, and which inputs may be compared over which cases (``check_comparable``,
+    ``case_set_groups``, ``CompareError``) is ``case_sets``: other modules ask those questions
+    without running a comparison.
 """
 
 from __future__ import annotations
 
-import functools
 import itertools
 import math
 from dataclasses import dataclass, field, fields
@@ -90,291 +96,17 @@ from typing import Any, Sequence, Mapping
 import numpy as np
 
 from ..session import in_session
-from ..data import cases_fingerprint
 from ..jsonutil import json_safe
 from .schema import SCHEMA_VERSION, check_schema
 from ..predictions import Predictions
 from .bootstrap import (
     bootstrap_p, case_clusters, cluster_labels, cluster_resample_weights, p_floor, percentile_ci, resample_weights,
 )
+from .case_sets import CompareError, case_set_groups, check_comparable, input_label, shared_cases, union_positions
+from .paired_tests import MDD_POWER, mcnemar_clustered, mcnemar_exact, mdd, williams_t
 from .metrics import METRIC, MIN_DISCORDANT, MIN_PAIRED, ScoringArrays, figure_cases, metric_values
 from .options import DEFAULT_OPTIONS, ScoringOptions
 from .result import score_input
-
-
-class CompareError(ValueError):
-    """Inputs that cannot be compared (different datasets or case sets, too few inputs)."""
-
-
-# --------------------------------------------------------------------------------------------
-# Same dataset, same cases
-
-
-def input_label(i: int) -> str:
-    """A, B, ..., Z, AA, AB, ... (short names for inputs in tables)."""
-    s = ""
-    i += 1
-    while i:
-        i, r = divmod(i - 1, 26)
-        s = chr(65 + r) + s
-    return s
-
-
-def check_comparable(preds: Sequence[Predictions], names: Sequence[str] | None = None,
-                     pairs: Sequence[tuple[int, int]] | None = None) -> None:
-    """Raise ``CompareError`` unless every pair of inputs shares cases of one dataset.
-
-    The dataset check compares the content fingerprint of the cases two inputs share, so it
-    holds between a dataset file, a run directory and a published ``exp/`` file alike; the CI
-    parameters either input removed (an ablation condition) are left out of both fingerprints, so
-    an ablation file whose contexts lack them pairs with its full-context file. Inputs over
-    different subsets of one dataset are accepted: a pair is compared over the cases both hold
-    (``case_sets`` and ``PairComparison.shared`` say how many); inputs with no case in common
-    are refused. ``pairs``: only these index pairs are checked (default: every pair).
-    """
-    if len(preds) < 2:
-        raise CompareError("comparing needs at least two inputs")
-    names = list(names or [p.source for p in preds])
-    problems = []
-    todo = list(pairs) if pairs is not None else list(itertools.combinations(range(len(preds)), 2))
-    # inputs holding exactly the first input's cases are checked against it once each (a
-    # fingerprint of all their cases: the cost stays linear in the inputs); other pairs over the
-    # cases they share
-    ref = preds[0]
-    ref_idx = tuple(int(c) for c in ref.case_indices)
-    same = {i for i, p in enumerate(preds) if tuple(int(c) for c in p.case_indices) == ref_idx}
-    for i in sorted(same - {0}):
-        if not any(i in (x, y) and x in same and y in same for x, y in todo):
-            continue
-        p = preds[i]
-        ignore = tuple(dict.fromkeys([*ref.removed, *p.removed]))
-        fa, fb = ref.fingerprint(ignore), p.fingerprint(ignore)
-        if fa != fb:
-            problems.append(f"{names[0]} and {names[i]} are not from the same dataset (the content of their cases "
-                            f"differs: fingerprints {fa[:12]} and {fb[:12]})")
-    for i, j in todo:
-        if i in same and j in same:
-            continue
-        a, b = preds[i], preds[j]
-        common = shared_cases(a, b)
-        if not common:
-            problems.append(f"{names[i]} ({a.n} cases) and {names[j]} ({b.n} cases) have no case in common")
-            continue
-        pos_a = {int(c): k for k, c in enumerate(a.case_indices)}
-        pos_b = {int(c): k for k, c in enumerate(b.case_indices)}
-        ignore = tuple(dict.fromkeys([*a.removed, *b.removed]))
-        fa = cases_fingerprint([a.cases[pos_a[c]] for c in common], ignore)
-        fb = cases_fingerprint([b.cases[pos_b[c]] for c in common], ignore)
-        if fa != fb:
-            problems.append(
-                f"{names[i]} and {names[j]} are not from the same dataset (the content of the {len(common)} cases "
-                f"they share differs: fingerprints {fa[:12]} and {fb[:12]})")
-    if problems:
-        raise CompareError("cannot compare these inputs:\n  " + "\n  ".join(problems))
-
-
-def shared_cases(a: Predictions, b: Predictions) -> list[int]:
-    """The case indices both inputs hold, in ``a``'s order."""
-    mine = {int(c) for c in b.case_indices}
-    return [int(c) for c in a.case_indices if int(c) in mine]
-
-
-def case_set_groups(preds: Sequence[Predictions]) -> list[list[int]]:
-    """The inputs grouped by the set of cases they hold (first appearance first): inputs of one
-    group can be ranked together; inputs of different groups only paired over what they share."""
-    groups: dict[frozenset[int], list[int]] = {}
-    for i, p in enumerate(preds):
-        groups.setdefault(frozenset(int(c) for c in p.case_indices), []).append(i)
-    return list(groups.values())
-
-
-def comparable_groups(preds: Sequence[Predictions]) -> list[list[int]]:
-    """The inputs ``compare`` accepts together: groups of inputs linked by sharing cases of the
-    same content (ablated parameters left out), so inputs over subsets of one dataset fall in
-    one group and inputs of another dataset in another. Inputs with identical cases are grouped
-    first (one fingerprint each), then those groups are joined pairwise."""
-    ignore = tuple(dict.fromkeys(n for p in preds for n in p.removed))
-    same: dict[tuple[str, tuple[int, ...]], list[int]] = {}
-    for i, p in enumerate(preds):
-        same.setdefault((p.fingerprint(ignore), tuple(int(c) for c in p.case_indices)), []).append(i)
-    groups = list(same.values())
-    merged: list[list[int]] = []
-    for g in groups:
-        joined = [m for m in merged if _linked(preds[m[0]], preds[g[0]])]
-        for m in joined:
-            merged.remove(m)
-        merged.append(sorted(sum(joined, []) + g))
-    return sorted(merged, key=lambda g: g[0])
-
-
-def _linked(a: Predictions, b: Predictions) -> bool:
-    try:
-        check_comparable([a, b])
-    except CompareError:
-        return False
-    return True
-
-
-def _union_positions(preds: Sequence[Predictions]) -> dict[int, int]:
-    """Each case index held by any input -> its position among all of them (the first input's
-    order, then each new case as it appears): the cases one set of resamples draws from."""
-    pos: dict[int, int] = {}
-    for p in preds:
-        for c in p.case_indices:
-            pos.setdefault(int(c), len(pos))
-    return pos
-
-
-# --------------------------------------------------------------------------------------------
-# The tests
-
-
-def mcnemar_exact(correct_a: np.ndarray, correct_b: np.ndarray) -> dict[str, Any]:
-    """McNemar's exact test on paired correctness (statsmodels). ``a_only``: cases A got right
-    and B wrong; ``b_only`` the reverse. No discordant case: p = 1."""
-    from statsmodels.stats.contingency_tables import mcnemar
-
-    a = np.asarray(correct_a, dtype=bool)
-    b = np.asarray(correct_b, dtype=bool)
-    table = np.array([[np.sum(a & b), np.sum(a & ~b)], [np.sum(~a & b), np.sum(~a & ~b)]])
-    a_only, b_only = int(table[0, 1]), int(table[1, 0])
-    if a_only + b_only == 0:
-        stat, p = 0.0, 1.0
-    else:
-        res = mcnemar(table, exact=True)
-        stat, p = float(res.statistic), float(res.pvalue)
-    n = len(a)
-    return {"both_right": int(table[0, 0]), "a_only": a_only, "b_only": b_only, "both_wrong": int(table[1, 1]),
-            "statistic": stat, "p": min(1.0, p), "test": "exact",
-            "se0": math.sqrt(a_only + b_only) / n if n else float("nan"),
-            "se": _centred_se(float(a_only + b_only), float(a_only - b_only), float(n), float(n))}
-
-
-def _centred_se(sum_sq: float, total: float, n: float, units: float, sum_nc_sq: float | None = None,
-                cross: float | None = None) -> float:
-    """The standard error of a mean difference d = total / n from its units (cases, or clusters of
-    cases), *centred* on that mean, with the small-sample factor of its ``units``::
-
-        SE^2 = K/(K-1) sum_c (D_c - d n_c)^2 / n^2
-
-    ``sum_sq`` = sum_c D_c^2, ``cross`` = sum_c D_c n_c, ``sum_nc_sq`` = sum_c n_c^2 (for cases,
-    n_c = 1: both equal to ``total`` and ``n``). The MDD reads this (the uncentred sum_c D_c^2,
-    the variance under no difference, overstated it whenever the two inputs differ: 0.0385
-    against 0.0353 for Claude-3.5-Sonnet's against GPT-4o's verdicts). NaN below two units."""
-    if not (n > 0 and units > 1):
-        return float("nan")
-    m = total / n
-    cross = total if cross is None else cross
-    sum_nc_sq = n if sum_nc_sq is None else sum_nc_sq
-    ss = max(sum_sq - 2 * m * cross + m * m * sum_nc_sq, 0.0)
-    return math.sqrt(units / (units - 1) * ss) / n
-
-
-def mcnemar_clustered(correct_a: np.ndarray, correct_b: np.ndarray, clusters: np.ndarray) -> dict[str, Any]:
-    """McNemar's test for clustered matched pairs (Durkalski, Palesch, Lipsitz and Rust 2003,
-    "Analysis of clustered matched-pair data", Statistics in Medicine 22(15), 2417-2428)::
-
-        X^2 = (sum_c D_c)^2 / sum_c D_c^2,   D_c = (A right & B wrong) - (A wrong & B right) in cluster c,
-
-    referred to F(1, K - 1) for K clusters (the square of Student's t with K - 1 degrees of
-    freedom: with 45 categories the chi-square's normal tail is too thin), chi-square with one
-    degree of freedom when every case is its own cluster. The discordances of one cluster (the two contexts of
-    a query) are summed before they are squared, so correlated discordances count as the one
-    piece of evidence they are; with every case its own cluster it is McNemar's asymptotic
-    (b - c)^2 / (b + c). No discordant case: p = 1. The counts are those of ``mcnemar_exact``;
-    ``se0`` is the standard error of the accuracy difference under no difference,
-    ``sqrt(sum_c D_c^2) / n`` (``mdd``)."""
-    from scipy.stats import chi2
-
-    a = np.asarray(correct_a, dtype=bool)
-    b = np.asarray(correct_b, dtype=bool)
-    labels = np.asarray(clusters, dtype=int)
-    out = _mcnemar_counts(a, b)
-    d = a.astype(float) - b.astype(float)
-    if not len(d):
-        return {**out, "statistic": 0.0, "p": 1.0, "test": "clustered", "clusters": 0, "se0": float("nan"),
-                "se": float("nan")}
-    lab = cluster_labels(labels.tolist())
-    dc = np.bincount(lab, weights=d)
-    nc = np.bincount(lab).astype(float)
-    den = float(np.sum(dc ** 2))
-    stat = float(dc.sum() ** 2 / den) if den > 0 else 0.0
-    K = int(np.sum(nc > 0))
-    if den > 0 and 1 < K < len(d):
-        from scipy.stats import f as f_dist
-
-        p = float(f_dist.sf(stat, 1, K - 1))
-    else:
-        p = float(chi2.sf(stat, 1)) if den > 0 else 1.0
-    return {**out, "statistic": stat, "p": min(1.0, p), "test": "clustered", "clusters": int(len(dc)),
-            "se0": math.sqrt(den) / len(d),
-            "se": _centred_se(den, float(dc.sum()), float(len(d)), float(np.sum(nc > 0)),
-                              float(np.sum(nc ** 2)), float(np.sum(dc * nc)))}
-
-
-def _mcnemar_counts(a: np.ndarray, b: np.ndarray) -> dict[str, int]:
-    return {"both_right": int(np.sum(a & b)), "a_only": int(np.sum(a & ~b)), "b_only": int(np.sum(~a & b)),
-            "both_wrong": int(np.sum(~a & ~b))}
-
-
-#: the power at which ``mdd`` gives the smallest detectable difference
-MDD_POWER = 0.8
-
-
-def mdd(se: float, alpha: float = 0.05, power: float = MDD_POWER) -> float:
-    """The minimum detectable difference: the smallest true difference a two-sided test at
-    ``alpha`` finds with probability ``power``, ``(z_{1-alpha/2} + z_power) x SE`` (normal
-    approximation; 2.80 x SE at alpha 0.05 and power 0.8). ``SE``: the standard error of the
-    paired difference from the paired design itself: for accuracy (McNemar) the SE of the
-    per-case differences centred on their mean (clustered: per-cluster sums, ``_centred_se``);
-    for the other figures the SD of the paired (cluster)
-    bootstrap differences. NaN when SE is not positive (no discordant case: nothing says how
-    the two could differ)."""
-    if se is None or not (isinstance(se, (int, float)) and math.isfinite(se) and se > 0):
-        return float("nan")
-    return float(_mdd_factor(float(alpha), float(power)) * se)
-
-
-@functools.lru_cache(maxsize=8)
-def _mdd_factor(alpha: float, power: float) -> float:
-    """``z_{1-alpha/2} + z_power`` (``mdd``), once per alpha and power: a 43-input matrix asks for
-    it 1,849 times, and each scipy quantile costs about 0.1 ms."""
-    from scipy.stats import norm
-
-    return float(norm.ppf(1 - alpha / 2) + norm.ppf(power))
-
-
-def williams_t(r12: float, r13: float, r23: float, n: int) -> dict[str, Any]:
-    """Williams' t for two dependent correlations that share variable 1 (here: the human
-    safe_rate; 2 and 3 are the two judges' predictions over the same cases).
-
-    Steiger (1980), "Tests for comparing elements of a correlation matrix", Psychological
-    Bulletin 87(2), eq. 7 (Williams, 1959)::
-
-        t = (r12 - r13) * sqrt( (n - 1)(1 + r23) /
-                                ( 2 (n - 1)/(n - 3) |R| + rbar^2 (1 - r23)^3 ) ),
-        |R| = 1 - r12^2 - r13^2 - r23^2 + 2 r12 r13 r23,   rbar = (r12 + r13) / 2,
-
-    with n - 3 degrees of freedom; the p-value is two-sided from Student's t (scipy).
-    Equal correlations (e.g. an input compared with itself) give t = 0, p = 1.
-    """
-    from scipy.stats import t as student_t
-
-    out: dict[str, Any] = {"r_a": r12, "r_b": r13, "r_ab": r23, "n": n, "df": n - 3, "t": None, "p": None,
-                           "test": "Williams' t, Steiger (1980) eq. 7"}
-    if n < 4 or not all(math.isfinite(x) for x in (r12, r13, r23)):
-        return out
-    if r12 == r13:
-        out.update(t=0.0, p=1.0)
-        return out
-    det = 1 - r12 ** 2 - r13 ** 2 - r23 ** 2 + 2 * r12 * r13 * r23
-    rbar = (r12 + r13) / 2
-    den = 2 * (n - 1) / (n - 3) * det + rbar ** 2 * (1 - r23) ** 3
-    if den <= 0:
-        return out
-    t = (r12 - r13) * math.sqrt((n - 1) * (1 + r23) / den)
-    out.update(t=float(t), p=float(min(1.0, 2 * student_t.sf(abs(t), n - 3))))
-    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -850,7 +582,7 @@ def compare(
     paper_compat, n_boot, seed, label_source = (options.paper_compat, options.n_boot, options.bootstrap_seed,
                                                 options.label_source)
     level, alpha = options.level, options.alpha
-    union = _union_positions(preds)
+    union = union_positions(preds)
     cases = _resampled_cases(preds, union)
     clusters = case_clusters(cases, options.resample_by)
     weights, pair_weights = resamples(cases, preds[0], union, options, clusters)
@@ -883,104 +615,3 @@ def compare(
 
     return Comparison([_describe(p, i, n) for i, (p, n) in enumerate(zip(preds, display_names(preds)))], results,
                       settings, sets)
-
-
-# --------------------------------------------------------------------------------------------
-# Every pair at once: accuracy only (the report's matrix over many inputs)
-
-
-@dataclass
-class AccuracyMatrix:
-    """Paired accuracy of every pair of inputs over the same cases, from three matrix products.
-
-    Entry ``[i, j]``: ``n_paired`` cases both scored, ``a_only`` cases i got right and j wrong,
-    ``diff`` = accuracy of i - accuracy of j over those cases, ``p`` McNemar's exact p (the same
-    binomial test as ``mcnemar_exact``), ``p_adjusted`` Benjamini-Hochberg over the pairs i < j
-    (one family: accuracy, every pair), ``significant`` where BH rejects at ``alpha``. All
-    matrices are symmetric except ``a_only`` (its transpose is ``b_only``) and ``diff``
-    (antisymmetric). Diagonals: 0 differences, p = 1, never significant.
-    """
-
-    n_paired: np.ndarray
-    a_only: np.ndarray
-    diff: np.ndarray
-    p: np.ndarray
-    p_adjusted: np.ndarray
-    significant: np.ndarray
-    alpha: float
-    #: the minimum detectable accuracy difference of each pair (``mdd``); NaN on the diagonal
-    mdd: np.ndarray | None = None
-    #: the test: ``exact`` (McNemar's exact test) or ``clustered`` (``mcnemar_clustered``)
-    test: str = "exact"
-
-
-def accuracy_matrix(correct: np.ndarray, scored: np.ndarray, alpha: float = 0.05,
-                    clusters: np.ndarray | None = None) -> AccuracyMatrix:
-    """``correct`` and ``scored``: (inputs, cases) boolean arrays aligned by case (a case an
-    input did not score is neither right nor wrong; pairs use the cases both scored).
-    ``clusters``: the cluster label of each case; given (and not every case its own cluster),
-    ``p`` is the clustered McNemar test (``mcnemar_clustered``) and ``mdd`` from the centred SE of
-    the difference (``_centred_se``)."""
-    from scipy.stats import binom, chi2
-    from scipy.stats import f as f_dist
-    from statsmodels.stats.multitest import multipletests
-
-    s = np.asarray(scored, dtype=float)
-    c = np.asarray(correct, dtype=bool) & np.asarray(scored, dtype=bool)
-    right = c.astype(float)
-    wrong = s - right
-    n_paired = s @ s.T
-    a_only = right @ wrong.T  # i right, j wrong, both scored
-    right_paired = right @ s.T  # i right among the cases both scored
-    with np.errstate(invalid="ignore", divide="ignore"):
-        diff = np.where(n_paired > 0, (right_paired - right_paired.T) / n_paired, np.nan)
-    b_only = a_only.T
-    k = np.minimum(a_only, b_only)
-    m = a_only + b_only
-    test = "exact"
-    labels = None if clusters is None else cluster_labels(list(clusters))
-    if labels is not None and len(labels) and int(labels.max()) + 1 < len(labels):
-        test = "clustered"
-        # per cluster, D_c[i, j] = (i right, j wrong) - (i wrong, j right) over the cases both scored
-        var = np.zeros_like(n_paired)
-        cross = np.zeros_like(n_paired)
-        nsq = np.zeros_like(n_paired)
-        units = np.zeros_like(n_paired)
-        order = np.argsort(labels, kind="stable")
-        bounds = np.flatnonzero(np.diff(labels[order])) + 1
-        for idx in np.split(order, bounds):
-            rc, sc = right[:, idx], s[:, idx]
-            dc = rc @ sc.T - sc @ rc.T
-            ncc = sc @ sc.T  # the cluster's cases both scored
-            var += dc * dc
-            cross += dc * ncc
-            nsq += ncc * ncc
-            units += ncc > 0
-        num = (a_only - b_only) ** 2
-        with np.errstate(invalid="ignore", divide="ignore"):
-            stat = num / np.where(var > 0, var, 1)
-            # F(1, K - 1), K the clusters holding paired cases (``mcnemar_clustered``)
-            p = np.where((var > 0) & (units > 1), f_dist.sf(stat, 1, np.maximum(units - 1, 1)),
-                         np.where(var > 0, chi2.sf(stat, 1), 1.0))
-    else:
-        var = m.astype(float)
-        cross, nsq, units = (a_only - b_only).astype(float), n_paired.astype(float), n_paired.astype(float)
-        p = np.where(m > 0, np.minimum(1.0, 2.0 * binom.cdf(k, np.maximum(m, 1), 0.5)), 1.0)
-    # the MDD's SE, centred on each pair's difference (``_centred_se``)
-    tot = (a_only - b_only).astype(float)
-    se = np.array([[_centred_se(float(var[i, j]), float(tot[i, j]), float(n_paired[i, j]), float(units[i, j]),
-                                float(nsq[i, j]), float(cross[i, j])) for j in range(len(s))] for i in range(len(s))])
-    mdds = np.vectorize(lambda x: mdd(float(x), alpha))(se) if se.size else se
-    np.fill_diagonal(mdds, np.nan)
-    np.fill_diagonal(p, 1.0)
-    np.fill_diagonal(diff, 0.0)
-    iu = np.triu_indices(len(s), k=1)
-    p_adj = np.ones_like(p)
-    sig = np.zeros(p.shape, dtype=bool)
-    if len(iu[0]):
-        reject, adj, _, _ = multipletests(p[iu], alpha=alpha, method="fdr_bh")
-        p_adj[iu] = adj
-        p_adj.T[iu] = adj
-        sig[iu] = reject
-        sig.T[iu] = reject
-    return AccuracyMatrix(n_paired.astype(int), a_only.astype(int), diff, p, p_adj, sig, alpha, mdds, test)

@@ -192,53 +192,30 @@ def _context_pairs(s: Mapping[str, np.ndarray]) -> np.ndarray:
     return np.asarray(s["pw"], dtype=float)
 
 
-def _context_shift(s: Mapping[str, np.ndarray]) -> np.ndarray:
-    return _ratio(s["sd"], s["pw"])
+#: a figure (or its base, or its (k, n)) read off the column sums of one resample
+Sums = Mapping[str, np.ndarray]
 
 
-def _context_direction(s: Mapping[str, np.ndarray]) -> np.ndarray:
-    """(pairs moved with people - pairs moved against) / pairs where people's share moves."""
-    return _ratio(s["dm"], s["dn"])
+def _share_of(num: str, den: str) -> Callable[[Sums], np.ndarray]:
+    """The figure ``num / den`` of two column sums, NaN where ``den`` is 0: most figures here
+    are such a ratio (the context shift ``sd / pw``, follow ``fo / pw``, blind ``bl / hx``,
+    direction ``dm / dn``: pairs moved with people minus against over pairs where people's share
+    moves, concordance ``dm / dc``: the same over the pairs that move, moved ``mv / pw``: pairs
+    whose value differs between the contexts, vote agreement ``va / vw``, accuracy on contested
+    cases ``cct / ct``), so each is named by its columns, not written out again."""
+    return lambda s: _ratio(s[num], s[den])
 
 
-def _context_moved(s: Mapping[str, np.ndarray]) -> np.ndarray:
-    """Share of pairs where the judge's value differs between the two contexts."""
-    return _ratio(s["mv"], s["pw"])
+def _sum_of(key: str) -> Callable[[Sums], np.ndarray]:
+    """How many pairs (cases) a figure rests on: one column sum (``pw``: pairs both answered,
+    ``dn``: pairs where people's share moves, ``dc``: pairs that move, ``hx``: pairs whose human
+    labels differ, ``vw``: voted cases, ``ct``: contested cases)."""
+    return lambda s: s[key]
 
 
-def _context_moved_k(s: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    return s["mv"], s["pw"]
-
-
-def _context_concordance(s: Mapping[str, np.ndarray]) -> np.ndarray:
-    """(pairs moved with people - pairs moved against) / (with + against): the direction of the
-    pairs that move, whatever share of pairs that is."""
-    return _ratio(s["dm"], s["dc"])
-
-
-def _moving_pairs(s: Mapping[str, np.ndarray]) -> np.ndarray:
-    """The pairs ``context_direction`` is over: those where people's rate moves."""
-    return s["dn"]
-
-
-def _concordant_pairs(s: Mapping[str, np.ndarray]) -> np.ndarray:
-    return s["dc"]
-
-
-def _context_follow(s: Mapping[str, np.ndarray]) -> np.ndarray:
-    return _ratio(s["fo"], s["pw"])
-
-
-def _context_blind(s: Mapping[str, np.ndarray]) -> np.ndarray:
-    return _ratio(s["bl"], s["hx"])
-
-
-def _context_follow_k(s: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    return s["fo"], s["pw"]
-
-
-def _context_blind_k(s: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    return s["bl"], s["hx"]
+def _k_of(num: str, den: str) -> Callable[[Sums], tuple[np.ndarray, np.ndarray]]:
+    """(k, n) of a share (``_share_of``), for its Wilson interval."""
+    return lambda s: (s[num], s[den])
 
 
 def _shift_pcc(s: Mapping[str, np.ndarray]) -> np.ndarray:
@@ -256,36 +233,8 @@ def _shift_pcc(s: Mapping[str, np.ndarray]) -> np.ndarray:
         return np.clip(r, -1.0, 1.0)
 
 
-def _vote_agreement(s: Mapping[str, np.ndarray]) -> np.ndarray:
-    return _ratio(s["va"], s["vw"])
-
-
-def _accuracy_contested(s: Mapping[str, np.ndarray]) -> np.ndarray:
-    return _ratio(s["cct"], s["ct"])
-
-
 def _accuracy_clear(s: Mapping[str, np.ndarray]) -> np.ndarray:
     return _ratio(s["c"] - s["cct"], s["w"] - s["ct"])
-
-
-def _pairs_of(s: Mapping[str, np.ndarray]) -> np.ndarray:
-    return s["pw"]
-
-
-def _differing_pairs(s: Mapping[str, np.ndarray]) -> np.ndarray:
-    return s["hx"]
-
-
-def _voted_cases(s: Mapping[str, np.ndarray]) -> np.ndarray:
-    return s["vw"]
-
-
-def _contested_cases(s: Mapping[str, np.ndarray]) -> np.ndarray:
-    return s["ct"]
-
-
-def _contested_k(s: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    return s["cct"], s["ct"]
 
 
 def _clear_cases(s: Mapping[str, np.ndarray]) -> np.ndarray:
@@ -312,32 +261,32 @@ def _spec(name: str, label: str, heading: str, short: str, higher_is_better: boo
 #: the figures of this module as ``metrics.MetricDef`` fields; ``metrics`` registers them
 METRIC_SPECS: tuple[dict[str, Any], ...] = (
     _spec("context_pairs", "context pairs (both answered)", "Pairs", "pairs", True, None, _context_pairs,
-          PAIR_COLUMNS, "context", digits=0, interval=False, base=_pairs_of),
+          PAIR_COLUMNS, "context", digits=0, interval=False, base=_sum_of("pw")),
     # default scoring only (``paper=False``): the paper-compatible output stays what it was. One
     # Benjamini-Hochberg family with the other context figures (the context table): a family of
     # its own (one test per pair) was never adjusted at all
     _spec("context_direction", "context direction (with people)", "Direction", "direction", True,
-          "bootstrap", _context_direction, PAIR_COLUMNS, "context", paper=False, base=_moving_pairs, bounds=(-1.0, 1.0)),
+          "bootstrap", _share_of("dm", "dn"), PAIR_COLUMNS, "context", paper=False, base=_sum_of("dn"), bounds=(-1.0, 1.0)),
     # context_direction = moved share x concordance (over people's moving pairs): how often a judge
     # moves depends on how finely it outputs, the sign of the moves that happen much less
     _spec("context_moved", "context moved (value differs)", "Moved", "moved", True, "bootstrap",
-          _context_moved, PAIR_COLUMNS, "context", paper=False, base=_pairs_of, proportion=_context_moved_k),
+          _share_of("mv", "pw"), PAIR_COLUMNS, "context", paper=False, base=_sum_of("pw"), proportion=_k_of("mv", "pw")),
     _spec("context_concordance", "context concordance (moved pairs)", "Concordance", "concordance", True,
-          "bootstrap", _context_concordance, PAIR_COLUMNS, "context", paper=False, base=_concordant_pairs,
+          "bootstrap", _share_of("dm", "dc"), PAIR_COLUMNS, "context", paper=False, base=_sum_of("dc"),
           bounds=(-1.0, 1.0)),
     _spec("context_shift", "context shift (safe - unsafe ctx)", "Context shift", "context shift", True, "bootstrap",
-          _context_shift, PAIR_COLUMNS, "context", base=_pairs_of, bounds=(-1.0, 1.0)),
+          _share_of("sd", "pw"), PAIR_COLUMNS, "context", base=_sum_of("pw"), bounds=(-1.0, 1.0)),
     _spec("context_follow", "context follow (pairs)", "Context follow", "context follow", True, "bootstrap",
-          _context_follow, PAIR_COLUMNS, "context", base=_pairs_of, proportion=_context_follow_k),
+          _share_of("fo", "pw"), PAIR_COLUMNS, "context", base=_sum_of("pw"), proportion=_k_of("fo", "pw")),
     _spec("context_blind", "context blind (people differ)", "Context blind", "context blind", False, "bootstrap",
-          _context_blind, PAIR_COLUMNS, "context", base=_differing_pairs, proportion=_context_blind_k),
+          _share_of("bl", "hx"), PAIR_COLUMNS, "context", base=_sum_of("hx"), proportion=_k_of("bl", "hx")),
     _spec("shift_pcc", "Pearson r of shifts vs people's", "Shift r", "shift r", True, "bootstrap", _shift_pcc,
-          PAIR_COLUMNS, "context", base=_pairs_of),
+          PAIR_COLUMNS, "context", base=_sum_of("pw")),
     _spec("vote_agreement", "agreement with single votes", "Vote agr.", "vote agreement", True, "bootstrap",
-          _vote_agreement, VOTE_COLUMNS, "reference", base=_voted_cases, bounds=(0.0, 1.0)),
+          _share_of("va", "vw"), VOTE_COLUMNS, "reference", base=_sum_of("vw"), bounds=(0.0, 1.0)),
     _spec("accuracy_contested", "accuracy, contested (0.3<=h<=0.7)", "Acc. contested", "accuracy contested", True,
-          "bootstrap", _accuracy_contested, CONTESTED_COLUMNS, "reference", base=_contested_cases,
-          proportion=_contested_k),
+          "bootstrap", _share_of("cct", "ct"), CONTESTED_COLUMNS, "reference", base=_sum_of("ct"),
+          proportion=_k_of("cct", "ct")),
     _spec("accuracy_clear", "accuracy, clear cases", "Acc. clear", "accuracy clear", True, "bootstrap",
           _accuracy_clear, CONTESTED_COLUMNS, "reference", base=_clear_cases, proportion=_clear_k),
 )

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..predictions import Predictions
-from .compare import CompareError, check_comparable
+from .case_sets import CompareError, check_comparable
 from .options import case_safe_rate, check_label_source
 
 #: how ``diff`` can order its rows

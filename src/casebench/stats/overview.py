@@ -25,7 +25,9 @@ from ..session import in_session
 from ..data import Case
 from ..predictions import Predictions
 from .ablation import AblationResult
-from .compare import AccuracyMatrix, Comparison, PairComparison, case_set_groups
+from .case_sets import case_set_groups
+from .compare import Comparison, PairComparison
+from .paired_tests import AccuracyMatrix
 from .options import DEFAULT_OPTIONS, ScoringOptions
 from .placement import PlacementResult
 from .result import ScoredInput, score_input
@@ -77,7 +79,8 @@ def pair_matrix(figs: Sequence[ScoredInput], options: ScoringOptions = DEFAULT_O
     """The ``PairMatrix`` of inputs over the same cases (raises ``ValueError`` when they hold
     different cases: ``case_set_matrices`` restricts them first)."""
     from .bootstrap import case_clusters
-    from .compare import accuracy_matrix, compare_pair, resamples
+    from .compare import compare_pair, resamples
+    from .paired_tests import accuracy_matrix
 
     if len({tuple(f.pred.case_indices.tolist()) for f in figs}) > 1:
         raise ValueError("a pair matrix needs inputs over the same cases, in the same order")
@@ -96,17 +99,8 @@ def on_cases(pred: Predictions, indices: Sequence[int]) -> Predictions:
     """``pred`` on the cases with these dataset indices alone, in that order (each must be held by
     ``pred``): a larger input seen over a subset run's cases. ``meta["restricted_to"]`` says how
     many."""
-    from dataclasses import replace
-
     pos = {int(c): k for k, c in enumerate(pred.case_indices)}
-    idx = np.array([pos[int(c)] for c in indices], dtype=int)
-    return replace(
-        pred, cases=[pred.cases[k] for k in idx], label=pred.label[idx], value=pred.value[idx],
-        behaviour=None if pred.behaviour is None else [pred.behaviour[k] for k in idx],
-        outcome=None if pred.outcome is None else [pred.outcome[k] for k in idx],
-        verdict_mass=None if pred.verdict_mass is None else pred.verdict_mass[idx],
-        meta={**pred.meta, "restricted_to": len(idx)},
-    )
+    return pred.take([pos[int(c)] for c in indices])
 
 
 def case_set_matrices(preds: Sequence[Predictions], scored: Sequence[ScoredInput], group: Sequence[int],
@@ -148,7 +142,8 @@ def _cases_keys(preds: Sequence[Predictions]) -> list[tuple[str, tuple[int, ...]
 def comparisons(preds: Sequence[Predictions], options: ScoringOptions = DEFAULT_OPTIONS) -> list[tuple[list[int], Comparison | None]]:
     """The paired comparisons of inputs that share cases of one dataset (``compare.comparable_groups``):
     per group, every pair that shares a case, over the cases it shares (``compare``)."""
-    from .compare import comparable_groups, compare, shared_cases
+    from .case_sets import comparable_groups, shared_cases
+    from .compare import compare
 
     out: list[tuple[list[int], Comparison | None]] = []
     for g in comparable_groups(preds):
@@ -214,8 +209,9 @@ def placement_groups(preds: Sequence[Predictions]) -> list[tuple[list[int], list
 def mutation_groups(preds: Sequence[Predictions]) -> list[list[int]]:
     """Mutation studies among a set of inputs (the report's): one model, mode, removal and
     placement over the same cases in the base wording and at least one query mutation, each
-    wording once (``stats.placement.MUTATION``); the base-wording input first."""
-    from .placement import BASE_WORDING, mutation_of, placement_of
+    wording once (``stats.mutation_effects.MUTATION``); the base-wording input first."""
+    from ..naming import BASE_WORDING, mutation_of
+    from .placement import placement_of
 
     keys = _cases_keys(preds)
     groups: dict[tuple[Any, ...], list[int]] = {}
@@ -233,7 +229,7 @@ def mutation_groups(preds: Sequence[Predictions]) -> list[list[int]]:
 def say_do_pairs(preds: Sequence[Predictions], options: ScoringOptions = DEFAULT_OPTIONS) -> list[tuple[int, int, SayDo]]:
     """Each model's judge input against its respond run on the same cases: (judge position,
     respond position, ``saydo.say_do``); pairs ``say_do`` refuses are left out."""
-    from .compare import CompareError
+    from .case_sets import CompareError
     from .saydo import is_say_do_pair, say_do
 
     out = []
@@ -349,7 +345,7 @@ def overview(
     out.ablations = [(g, analyse_ablation([preds[i] for i in g], options)) for g in ablation_groups(preds)]
     out.placements = [(g, j, analyse_placements([preds[i] for i in g], options, judges=[preds[i] for i in j]))
                       for g, j in placement_groups(preds)]
-    from .placement import analyse_mutations
+    from .mutation_effects import analyse_mutations
 
     out.mutations = [(g, analyse_mutations([preds[i] for i in g], options)) for g in mutation_groups(preds)]
     out.human_asked = human

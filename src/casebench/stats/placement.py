@@ -1,13 +1,12 @@
-"""Studies over one factor: does it matter *where* the context is put (placement), or *how the
-query is worded* (SORRY-Bench's query mutations)?
+"""Studies over one factor, and the placement study: does it matter *where* the context is put?
 
 One machinery (``analyse_factor``) serves every factor (``Factor``): the inputs are one model in
 one mode that differ in the factor alone; each level gets its one scoring result, its context
-figures beside people's, and the paired tests (every two placements; each mutation against the
-base wording). The mutation study adds, per mutation, the wording consistency: how often the
-model's verdict (or, in respond mode, its behaviour) on a case is unchanged by the rewording.
-People voted on the base wording only: a mutated run is scored against those votes, and the
-output says so.
+figures beside people's, and the paired tests (every two levels, or each level against the
+factor's baseline, with the factor's ``against_baseline`` figure for each: ``Consistency``). The
+factors themselves live with their studies: ``PLACEMENT`` here, the query mutations' ``MUTATION``
+in ``mutation_effects``, the reveal arms' ``ARM`` in ``reveal``; the machinery knows none of them
+by name, so a study's own figures and notes travel on its ``Factor``.
 
 The placement study:
 
@@ -41,22 +40,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence, Mapping
 
-import numpy as np
-
 from ..session import in_session
 from ..jsonutil import json_safe
 from ..modes import Mode
+from ..naming import mutation_of
 from ..predictions import Predictions
-from .compare import CompareError, Comparison, compare
+from .case_sets import CompareError
+from .compare import Comparison, compare
 from .metrics import Score
 from .options import DEFAULT_OPTIONS, ScoringOptions
 from .result import score_input
 from .saydo import SayDo, say_do
 
 __all__ = [
-    "BASE_WORDING", "Consistency", "ContextFigures", "Factor", "MUTATION", "PLACEMENT", "PlacementFigures",
-    "PlacementResult", "PlacementStudyError", "ShiftDiff", "StudyResult", "analyse_factor", "analyse_mutations",
-    "analyse_placements", "mutation_of", "placement_of", "wording_consistency",
+    "Consistency", "ContextFigures", "Factor", "PLACEMENT", "PlacementFigures", "PlacementResult",
+    "PlacementStudyError", "ShiftDiff", "StudyResult", "analyse_factor", "analyse_placements", "placement_of",
 ]
 
 
@@ -71,16 +69,6 @@ def placement_of(pred: Predictions) -> str:
     return pred.context_as
 
 
-#: the level of a mutation study that is the dataset's own wording (SORRY-Bench's ``base`` style)
-BASE_WORDING = "base"
-
-
-def mutation_of(pred: Predictions) -> str:
-    """How an input worded its queries: its query mutation (``Predictions.mutation``), or
-    ``base`` for the dataset's own wording (the wording people voted on)."""
-    return pred.mutation or BASE_WORDING
-
-
 @dataclass(frozen=True)
 class Factor:
     """What a study varies: ``name`` (its word in the output), ``level_of`` (an input's level),
@@ -92,10 +80,15 @@ class Factor:
     level_of: Callable[[Predictions], str]
     held: tuple[tuple[str, Callable[[Predictions], Any]], ...] = ()
     baseline: str | None = None
+    #: a factor with a baseline: each other level's agreement with it (``Consistency``), from
+    #: (level input, baseline input, options, level, baseline); None: not measured
+    against_baseline: Callable[[Predictions, Predictions, ScoringOptions, str, str], "Consistency"] | None = None
+    #: what the study's settings say besides the machinery's own (key, text), e.g. whose votes
+    #: a mutated wording is scored against
+    notes: tuple[tuple[str, str], ...] = ()
 
 
 PLACEMENT = Factor("placement", placement_of, (("query mutation", mutation_of),))
-MUTATION = Factor("mutation", mutation_of, (("context placement", placement_of),), baseline=BASE_WORDING)
 
 
 # --------------------------------------------------------------------------------------------
@@ -186,29 +179,6 @@ class Consistency:
     share: float
     ci: list[float]
     design_effect: float = 1.0
-
-
-def wording_consistency(a: Predictions, base: Predictions, options: ScoringOptions = DEFAULT_OPTIONS,
-                        factor_level: str = "", baseline: str = BASE_WORDING) -> Consistency:
-    """How often ``a``'s verdict on a case equals ``base``'s, over the cases both answered
-    (see ``Consistency``)."""
-    from .bootstrap import cluster_labels, proportion_design_effect, wilson_ci
-
-    a = a.at_min_verdict_mass(options.min_verdict_mass)
-    base = base.at_min_verdict_mass(options.min_verdict_mass)
-    pos = {int(c): k for k, c in enumerate(base.case_indices)}
-    rows = [(k, pos[int(c)]) for k, c in enumerate(a.case_indices)
-            if int(c) in pos and a.answered[k] and base.answered[pos[int(c)]]]
-    if not rows:
-        return Consistency(factor_level, baseline, 0, 0, 0, float("nan"), [float("nan")] * 2)
-    ia, ib = np.array(rows).T
-    same = (a.label[ia] == base.label[ib]).astype(float)
-    labels = cluster_labels([a.cases[k].query for k in ia])
-    deff = max(1.0, proportion_design_effect(same, np.ones_like(same), labels)) if not options.paper_compat else 1.0
-    n, k = len(same), int(same.sum())
-    n_eff = n / deff
-    return Consistency(factor_level, baseline, n, int(labels.max()) + 1, k, k / n,
-                       wilson_ci(k / n * n_eff, n_eff, options.level), deff)
 
 
 # --------------------------------------------------------------------------------------------
@@ -335,13 +305,6 @@ def analyse_placements(
     return analyse_factor(preds, PLACEMENT, options, judges=judges)
 
 
-def analyse_mutations(preds: Sequence[Predictions], options: ScoringOptions = DEFAULT_OPTIONS) -> PlacementResult:
-    """The mutation study (``analyse_factor`` over ``MUTATION``): the base-wording input and
-    one input per mutation; each mutation's figures, its paired differences from the base
-    wording (context shift and follow among them) and its wording consistency."""
-    return analyse_factor(preds, MUTATION, options)
-
-
 def analyse_factor(
     preds: Sequence[Predictions], factor: Factor, options: ScoringOptions = DEFAULT_OPTIONS, *,
     judges: Sequence[Predictions] = (),
@@ -433,8 +396,9 @@ def analyse_factor(
     names = [f.factor_level for f in out]
     diffs = _shift_diffs(cmp, names)
     follow = _shift_diffs(cmp, names, "context_follow")
-    consistency = [] if factor.baseline is None else [
-        wording_consistency(p, preds[0], options, names[i], names[0]) for i, p in enumerate(preds) if i]
+    against = factor.against_baseline
+    consistency = [] if factor.baseline is None or against is None else [
+        against(p, preds[0], options, names[i], names[0]) for i, p in enumerate(preds) if i]
     settings = {"bootstrap": options.n_boot, "seed": options.bootstrap_seed, "level": options.level,
                 "alpha": options.alpha,
                 "difference": "A - B" if factor.baseline is None else f"{factor.name} - {factor.baseline}",
@@ -445,12 +409,7 @@ def analyse_factor(
                 "label_source": options.label_source,
                 "context_ci": ("percentile bootstrap over query pairs" if paper_compat else
                                "shift: percentile bootstrap over query pairs; follow, blind: Wilson over pairs")}
-    if factor.name == "mutation":
-        settings["people"] = ("people voted on the base wording only: every level is scored against those votes, "
-                              "and people's context figures are those of the base wording")
-        settings["consistency"] = ("share of the cases both wordings answered whose verdict (respond: answered or "
-                                   "refused) is unchanged; Wilson interval widened by the query clusters' design "
-                                   "effect")
+    settings.update(factor.notes)
     held = {label.replace(" ", "_"): str(key(preds[0])) for label, key in factor.held}
     return PlacementResult(models[0], modes[0], tuple(removed[0]), paper_compat, out, cmp, diffs, settings,
                            factor.name, follow, consistency, held)

@@ -141,7 +141,7 @@ def rank_inputs(inputs: Sequence[ScoredInput], figure: str = RANK_FIGURE, *, alp
     McNemar test does not test (it tests who is right on each case)."""
     from statsmodels.stats.multitest import multipletests
 
-    from .compare import mcnemar_clustered
+    from .paired_tests import mcnemar_clustered
 
     if figure != RANK_FIGURE:
         raise ValueError(f"tie groups come from McNemar's test of who is right on each case: rank by "

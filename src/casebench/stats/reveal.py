@@ -38,7 +38,9 @@ import numpy as np
 from ..jsonutil import json_safe
 from ..predictions import Predictions
 from .options import DEFAULT_OPTIONS, ScoringOptions
-from .placement import Factor, PlacementResult, analyse_factor, mutation_of
+from ..naming import mutation_of
+from .mutation_effects import wording_consistency
+from .placement import Factor, PlacementResult, analyse_factor
 from .result import score_input
 from .turns import HEADLINE, READER_NOTE, Recovery
 
@@ -56,7 +58,8 @@ def arm_of(pred: Predictions) -> str:
     return _ARM_OF.get(pred.context_as, pred.context_as)
 
 
-ARM = Factor("arm", arm_of, (("query mutation", mutation_of),), baseline="full")
+ARM = Factor("arm", arm_of, (("query mutation", mutation_of),), baseline="full",
+             against_baseline=wording_consistency)
 
 
 def is_reveal_study(preds: Sequence[Predictions]) -> bool:

@@ -35,7 +35,7 @@ import numpy as np
 from ..jsonutil import json_safe
 from .schema import SCHEMA_VERSION
 from .bootstrap import bootstrap_p, cluster_labels, cluster_resample_weights, p_floor, percentile_ci
-from .compare import mcnemar_clustered, mcnemar_exact, mdd
+from .paired_tests import mcnemar_clustered, mcnemar_exact, mdd
 from .metrics import MIN_DISCORDANT, MIN_PAIRED
 from .small_sample import FEW_CLUSTERS
 

@@ -20,7 +20,8 @@ import numpy as np
 
 from ..predictions import Predictions
 from .bootstrap import case_clusters, proportion_design_effect
-from .compare import CompareError, mcnemar_clustered, mcnemar_exact
+from .case_sets import CompareError
+from .paired_tests import mcnemar_clustered, mcnemar_exact
 from .metrics import wilson_ci
 from .options import DEFAULT_OPTIONS, ScoringOptions
 
