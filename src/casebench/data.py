@@ -235,6 +235,16 @@ class Dataset:
         return [self.cases[i] for i in indices]
 
 
+def labels_key(cases: Iterable[Case]) -> tuple[Any, ...]:
+    """What people's figures over ``cases`` depend on, per case in order: its index, query,
+    intent, category, votes, safe_rate and posterior (``POSTERIOR_FIELD``). Equal keys give equal
+    references, so a scoring session computes them once per set of cases, however many inputs
+    (each loaded from its own file, with its own ``Case`` objects) hold that set. Hashable and
+    cheap: no JSON, no context (nothing of people's figures reads a context)."""
+    return tuple((c.index, c.query, c.intended_safe, c.category, c.votes, c.safe_rate, c.extra.get(POSTERIOR_FIELD))
+                 for c in cases)
+
+
 def cases_fingerprint(cases: Iterable[Case], ignore: Iterable[str] = ()) -> str:
     """SHA-256 over the benchmark content of the cases, in order (see ``Dataset``).
 
@@ -242,15 +252,28 @@ def cases_fingerprint(cases: Iterable[Case], ignore: Iterable[str] = ()) -> str:
     ablation file (whose contexts lack the removed parameters) and the full-context file are
     recognised as the same cases: compare both with the union of their removals.
     """
-    names = tuple(ignore)
+    names = validate_parameter_names(ignore) if ignore else ()
     h = hashlib.sha256()
     for c in cases:
-        ctx = _without(c.context, names) if names else c.context
         rate = None if math.isnan(c.safe_rate) else round(c.safe_rate, 12)
-        item = [c.query, ctx, c.category, c.intended_safe, rate]
-        h.update(json.dumps(item, sort_keys=True, ensure_ascii=False).encode("utf-8"))
+        h.update(_item_json(c, names, rate))
         h.update(b"\n")
     return h.hexdigest()
+
+
+def _item_json(c: Case, names: tuple[str, ...], rate: float | None) -> bytes:
+    """One case's line of ``cases_fingerprint``. The JSON dump of its context is most of the cost
+    of a fingerprint, and every input loaded against one dataset holds that dataset's context
+    objects (``published.load_published``): kept in the scoring session per context object, so
+    a report over 43 files dumps each context once, not 43 times."""
+    from .session import memo_by_held
+
+    def make() -> bytes:
+        ctx = _without(c.context, names) if names else c.context
+        item = [c.query, ctx, c.category, c.intended_safe, rate]
+        return json.dumps(item, sort_keys=True, ensure_ascii=False).encode("utf-8")
+
+    return memo_by_held("fingerprint line", c.context, (names, c.query, c.category, c.intended_safe, rate), make)
 
 
 def file_sha256(path: str | Path) -> str:

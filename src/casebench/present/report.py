@@ -202,7 +202,9 @@ def build_report(
     if not preds:
         raise ValueError("a report needs at least one input")
     say = progress or (lambda line: None)
-    with warnings.catch_warnings(record=True) as caught:
+    from ..stats.bootstrap import one_blas_thread
+
+    with warnings.catch_warnings(record=True) as caught, one_blas_thread():
         warnings.simplefilter("always")
         say(f"scoring {len(preds)} input(s) and pairing them")
         ov = overview(preds, options, human_cases=human_cases, human=human)

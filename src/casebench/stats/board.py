@@ -280,7 +280,7 @@ def _disagreements(fig: ScoredInput, show_text: bool, k: int = DISAGREE_CASES) -
 def _ceiling(fig: ScoredInput, case_set: int) -> Ceiling:
     from .context import majority_replication
 
-    r = majority_replication(list(fig.scored_cases), fig.options.label_source)
+    r = majority_replication(fig.pred.cases, fig.options.label_source)[np.asarray(fig.mask, dtype=bool)]
     y = np.asarray(fig.arrays.y, dtype=bool)
     ok = np.isfinite(r)
     over = float(np.mean(1 - r[y & ok])) if (y & ok).any() else None
