@@ -182,6 +182,18 @@ def category_heatmap(categories: Sequence[str], names: Sequence[str], matrix: np
     return to_png(fig)
 
 
+def _panel_grid(k: int, bottom: float) -> tuple[Any, Any, int]:
+    """Small multiples: ``k`` panels, at most three a row, on shared axes (the outer panels carry
+    the labels, ``_outer_labels``), the figure sized by how many rows; ``bottom``: the height
+    (inches) kept below the panels for a legend. Returns the figure, the panels in reading order
+    and how many a row."""
+    ncols = min(3, max(1, k))
+    nrows = math.ceil(k / ncols)
+    fig = _figure(min(MAX_WIDTH, 3.6 * ncols + 0.4), 3.4 * nrows + bottom)
+    axes = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False, sharex=True, sharey=True)).ravel()
+    return fig, axes, ncols
+
+
 def p_vs_human(panels: Sequence[dict[str, Any]]) -> bytes:
     """P(safe) against the human safe_rate, one panel per input.
 
@@ -189,10 +201,7 @@ def p_vs_human(panels: Sequence[dict[str, Any]]) -> bytes:
     and ``r`` (Pearson r or None). Binary verdicts (0/1) are jittered so their mass shows.
     """
     k = len(panels)
-    ncols = min(3, max(1, k))
-    nrows = math.ceil(k / ncols)
-    fig = _figure(min(MAX_WIDTH, 3.6 * ncols + 0.4), 3.4 * nrows + 0.6)
-    axes = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False, sharex=True, sharey=True)).ravel()
+    fig, axes, ncols = _panel_grid(k, 0.6)
     rng = np.random.default_rng(0)
     for i, (ax, panel) in enumerate(zip(axes, panels)):
         g = np.asarray(panel["g"], dtype=float)
@@ -330,10 +339,7 @@ def shift_scatter(panels: Sequence[dict[str, Any]]) -> bytes:
     Pearson r or None). A judge that moves where people move lies along the dashed diagonal; dots
     on the right of the y = 0 line with y = 0 are queries it is blind on while people are not."""
     k = len(panels)
-    ncols = min(3, max(1, k))
-    nrows = math.ceil(k / ncols)
-    fig = _figure(min(MAX_WIDTH, 3.6 * ncols + 0.4), 3.4 * nrows + 0.4)
-    axes = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False, sharex=True, sharey=True)).ravel()
+    fig, axes, ncols = _panel_grid(k, 0.4)
     rng = np.random.default_rng(0)
     for ax, panel in zip(axes, panels):
         hx = np.asarray(panel["human"], dtype=float)
