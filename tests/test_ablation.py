@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from casebench.present.tables import format_ablation
+from casebench.present.study_text import format_ablation
 from casebench.runs.study import ablation_run_dir
 from casebench.stats.metrics import METRIC
 from casebench.stats.ablation import AblationStudyError, ablation_conditions, analyse_ablation, canonical

@@ -13,6 +13,7 @@ import pytest
 from casebench.classify import ClassifierError, make_classifier
 from casebench.classify import learned
 from training import learned_train
+from training.sets import LEARNED_HELD_ASIDE, LEARNED_TRAIN_SETS
 from casebench.classify.evaluate import load_labelled_csv, refusal_eval
 from casebench.classify.learned import LearnedClassifier, LearnedModel
 
@@ -56,9 +57,9 @@ def test_shipped_model_is_the_fit_of_the_training_sets() -> None:
 def test_never_fitted_on_a_held_aside_set_or_the_shared_file() -> None:
     """No answer of a held-aside set (or of the shared XSTest file) is among the training
     answers, by file and by text."""
-    assert not set(learned.HELD_ASIDE) & set(learned.TRAIN_SETS)
+    assert not set(LEARNED_HELD_ASIDE) & set(LEARNED_TRAIN_SETS)
     train = {(r.prompt.strip(), r.completion.strip()) for r in learned_train.training_rows(ROOT)}
-    for rel in learned.HELD_ASIDE:
+    for rel in LEARNED_HELD_ASIDE:
         held = {(r.prompt.strip(), r.completion.strip()) for r in load_labelled_csv(ROOT / rel)}
         assert not held & train, rel
     if XSTEST.is_file():

@@ -76,14 +76,15 @@ def test_never_fitted_on_a_held_aside_set() -> None:
     """No held-aside answer is among the training answers, by file and by text; the shipped
     file names the sets it was fitted on."""
     from training.learned_train import training_rows
+    from training.sets import LEARNED_LM_HELD_ASIDE, LEARNED_LM_TRAIN_SETS
 
-    assert not set(learned_lm.HELD_ASIDE) & set(learned_lm.train_sets())
-    train = {(r.prompt.strip(), r.completion.strip()) for r in training_rows(ROOT, learned_lm.train_sets())}
-    for rel in learned_lm.HELD_ASIDE:
+    assert not set(LEARNED_LM_HELD_ASIDE) & set(LEARNED_LM_TRAIN_SETS)
+    train = {(r.prompt.strip(), r.completion.strip()) for r in training_rows(ROOT, LEARNED_LM_TRAIN_SETS)}
+    for rel in LEARNED_LM_HELD_ASIDE:
         held = {(r.prompt.strip(), r.completion.strip()) for r in load_labelled_csv(ROOT / rel)}
         assert not held & train, rel
     stored = json.loads(learned_lm.MODEL_FILE.read_text(encoding="utf-8"))
-    assert stored["training"]["sets"] == list(learned_lm.train_sets())
+    assert stored["training"]["sets"] == list(LEARNED_LM_TRAIN_SETS)
     assert stored["training"]["n"] == len(train)
 
 

@@ -14,7 +14,7 @@ from casebench.classify import make_classifier
 from casebench.classify import validation
 from casebench.classify.evaluate import load_labelled_csv, refusal_eval
 from casebench.classify.rules import RULES_VERSION
-from casebench.present.tables import classifier_note
+from casebench.present.refusal_text import classifier_note
 from casebench.runs.record import read_manifest
 from servers.fault_server import FaultServer
 from test_respond import chatbot, invoke, respond_args
@@ -96,7 +96,7 @@ def test_the_manifest_score_and_report_carry_it(tmp_path: Path) -> None:
 
 
 def test_say_do_text_states_it_beside_the_answered_share() -> None:
-    from casebench.present.tables import format_say_do
+    from casebench.present.compare_text import format_say_do
     from casebench.stats.saydo import SayDo
 
     desc = make_classifier().describe()

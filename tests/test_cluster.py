@@ -20,7 +20,7 @@ from click.testing import CliRunner
 from casebench.cli import cli
 from casebench.data import load_dataset
 from casebench.predictions import Predictions
-from casebench.present.tables import fmt_p
+from casebench.present.numbers import fmt_p
 from casebench.stats.bootstrap import case_clusters, cluster_resample_weights, p_floor, resample_weights
 from casebench.stats.compare import compare
 from casebench.stats.paired_tests import accuracy_matrix, mcnemar_clustered

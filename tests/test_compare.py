@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from casebench.cli import cli
-from casebench.present.tables import format_comparison
+from casebench.present.compare_text import format_comparison
 from casebench.stats.bootstrap import bootstrap_p, resample_indices, resample_weights
 from casebench.stats.case_sets import CompareError, check_comparable
 from casebench.stats.compare import compare

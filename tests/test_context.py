@@ -9,7 +9,8 @@ import pytest
 
 from casebench.data import Case
 from casebench.predictions import Predictions
-from casebench.present.tables import csv_table, json_lines, markdown_table, text_table
+from casebench.present.score_formats import csv_table, json_lines, markdown_table
+from casebench.present.score_text import text_table
 from casebench.stats.bootstrap import percentile_ci, resample_weights
 from casebench.stats.compare import compare
 from casebench.stats.context import human_references, pair_table

@@ -106,7 +106,7 @@ def test_pairs_significant_is_fisher_with_bh_over_all_queries(monkeypatch):
 
 
 def test_p_values_below_the_floor_print_as_a_bound():
-    from casebench.present.tables import fmt_p
+    from casebench.present.numbers import fmt_p
 
     assert fmt_p(3.15e-74) == "< 1e-10"
     assert fmt_p(3.15e-74, exact=True) == "< 1e-10"  # exact or not
@@ -131,7 +131,7 @@ def test_compare_adjusts_the_context_figures_as_one_family():
 
 def test_an_adjusted_p_from_a_floored_p_prints_as_a_bound():
     """A bootstrap p at its floor is only bounded; its Benjamini-Hochberg adjusted value is too."""
-    from casebench.present.tables import fmt_p_adjusted
+    from casebench.present.numbers import fmt_p_adjusted
 
     assert fmt_p_adjusted(0.0015, 0.0005, 0.0005) == "< 0.002"
     assert fmt_p_adjusted(0.03, 0.01, 0.0005) == "0.0300"

@@ -180,7 +180,8 @@ def test_one_metric_table_names_labels_directions_and_tests():
     """Every output reads its metrics from ``METRICS``: the score table's labels, the compared
     metrics and their tests, the lower-is-better note, the report's headings."""
     from casebench.present.report import leaderboard_metrics
-    from casebench.present.tables import lower_is_better_note, text_table
+    from casebench.present.layout import lower_is_better_note
+    from casebench.present.score_text import text_table
     from casebench.stats.metrics import (
         ALL_METRICS, BEHAVIOUR_METRICS, COMPARED_METRICS, CONTINUOUS_METRICS, LABEL_METRICS, METRIC, METRICS,
         metric_names,

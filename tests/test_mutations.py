@@ -133,7 +133,7 @@ def test_mutations_from_matches_queries_by_base_text_and_names_an_unmatched_one(
     with pytest.raises(MutationError, match="question_slang.jsonl: question_id 1 has prompt_style 'caesar'"):
         sorrybench_texts(bad, "slang", queries)
     (bad / "question_slang.jsonl").write_text('{"question_id": 1, "turns": ["x"]}\nnot json\n')
-    with pytest.raises(MutationError, match="question_slang.jsonl, line 2: not JSON"):
+    with pytest.raises(MutationError, match="question_slang.jsonl, line 2: not valid JSON"):
         sorrybench_texts(bad, "slang", queries)
 
 

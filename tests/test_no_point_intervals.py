@@ -159,7 +159,7 @@ def test_the_demo_sets_constant_prediction_prints_r_and_design_effects_undefined
     import casebench
     from casebench.data import load_dataset
     from casebench.jsonutil import json_safe
-    from casebench.present.tables import text_table
+    from casebench.present.score_text import text_table
 
     ds = load_dataset(pathlib.Path(casebench.__file__).parent / "demo" / "demo_cases.json")
     p = Predictions.from_values("demo", "m", "respond", list(ds), [1.0] * len(ds))

@@ -384,7 +384,8 @@ def test_compare_prints_people_at_its_level_and_clustering(exp_dir):
 
     from casebench.cli import cli
     from casebench.data import load_dataset
-    from casebench.stats.context import human_references, people_line
+    from casebench.present.people import people_line
+    from casebench.stats.context import human_references
 
     files = [str(exp_dir / f) for f in ("safety_gpt-4o/output_binary.json", "safety_gpt-4o/output_score.json")]
     cases = load_dataset(SHARED / "CASEBench_data.json").cases

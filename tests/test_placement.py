@@ -271,7 +271,7 @@ def test_a_judge_with_no_readable_verdict_leaves_the_say_do_gap_out_and_says_why
     mode's prompt with prose and no JSON): the study still gives every other figure, and the
     say-do gap is a missing figure with its reason, in the text, the JSON and the report."""
     from casebench.present.report import build_report
-    from casebench.present.tables import format_placements
+    from casebench.present.study_text import format_placements
     from casebench.runs.config import RunConfig
     from casebench.runs.results import load_run
     from casebench.runs.study import run_placements

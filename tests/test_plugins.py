@@ -255,7 +255,7 @@ def test_the_python_api_sees_plugins_named_in_the_environment(exp_dir: Path) -> 
         f"p = casebench.load_published({str(exp_dir / 'safety_gpt-4o' / 'output_binary.json')!r})\n"
         "s = casebench.score_predictions(p, casebench.ScoringOptions(n_boot=0))\n"
         "print(round(s.values['toy_predicted_safe'], 6))\n"
-        "from casebench.present.tables import text_table\n"
+        "from casebench.present.score_text import text_table\n"
         "print('toy: predicted safe' in text_table([s]))\n"
         "print(casebench.get_mode('yesno').file_name)\n"
     )

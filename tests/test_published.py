@@ -239,3 +239,51 @@ def test_mode_and_remove_name_what_a_file_holds_when_its_name_does_not(tmp_path,
     h = tmp_path / "output_logits_sender.json"
     h.write_text(g.read_text())
     assert load_published(h, removed=["urgency"]).removed == ("sender",)
+
+
+def test_files_checked_against_one_dataset_hold_its_contexts_and_fingerprint_as_alone(tmp_path, small_records,
+                                                                                      small_data_path):
+    """Files checked record for record against a dataset hold the dataset's context objects (so a
+    scoring session dumps each context once for every file's fingerprint), and the fingerprint is
+    what the plain JSON of each case gives, in a session or not, with or without removals."""
+    import hashlib
+
+    from casebench.data import cases_fingerprint
+    from casebench.session import scoring_session
+
+    ds = load_dataset(small_data_path)
+    files = []
+    for k in range(2):
+        f = tmp_path / f"safety_m{k}" / "output_binary.json"
+        f.parent.mkdir()
+        f.write_text(json.dumps(_with_model(small_records, ["safe", "unsafe"] * 4)))
+        files.append(f)
+
+    def plain(cases, ignore=()):
+        from casebench.data import ablate_context
+
+        h = hashlib.sha256()
+        for c in cases:
+            ctx = ablate_context(c.context, ignore) if ignore else c.context
+            h.update(json.dumps([c.query, ctx, c.category, c.intended_safe, round(c.safe_rate, 12)],
+                                sort_keys=True, ensure_ascii=False).encode("utf-8") + b"\n")
+        return h.hexdigest()
+
+    with scoring_session():
+        a, b = (load_published(f, reference=ds) for f in files)
+        assert all(x.context is y.context is z.context for x, y, z in zip(a.cases, b.cases, ds.cases))
+        for ignore in ((), ("urgency",), ("sender", "urgency")):
+            fps = {cases_fingerprint(a.cases, ignore), cases_fingerprint(b.cases, ignore), a.fingerprint(ignore)}
+            assert fps == {plain(a.cases, ignore)}
+    assert cases_fingerprint(a.cases, ("urgency",)) == plain(a.cases, ("urgency",))  # outside a session too
+
+
+def test_a_file_both_duplicated_and_unlike_its_dataset_names_its_duplicates_first(tmp_path, small_records,
+                                                                                  small_data_path):
+    """Against a dataset without duplicates a file's own duplicate check runs only when the record
+    check fails: a file with both problems is refused for its duplicates, as without a dataset."""
+    recs = _with_model(small_records[:7] + [small_records[2]], ["safe"] * 8)
+    f = tmp_path / "output_binary.json"
+    f.write_text(json.dumps(recs))
+    with pytest.raises(DatasetError, match=r"record 2, field 'query\+context': duplicated by record\(s\) 7"):
+        load_published(f, reference=load_dataset(small_data_path))

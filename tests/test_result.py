@@ -77,7 +77,8 @@ def test_counts_behind_each_figure_on_the_published_gpt4o_file(exp_dir):
 
 def test_a_small_contested_count_carries_the_mark():
     """18 contested cases among 40: accuracy_contested gets the dagger, accuracy does not."""
-    from casebench.present.tables import SMALL, text_table
+    from casebench.present.numbers import SMALL
+    from casebench.present.score_text import text_table
 
     cases = [Case(i, f"q{i}", {"sender": {"x": str(i)}}, i % 2 == 0, _votes(10 if i < 18 else 19), 0.5 if i < 18
                   else 0.95, "c") for i in range(40)]
@@ -124,7 +125,7 @@ def test_partial_answers_at_zero_get_a_wilson_interval():
 def test_study_and_score_print_the_same_figures_for_one_run(tmp_path):
     """The text of ``casebench study`` shows, per placement, exactly what ``casebench score``
     prints for that input (the same values and intervals, at the study's digits)."""
-    from casebench.present.tables import format_placements
+    from casebench.present.study_text import format_placements
 
     cases = _pairs(40)
     rng = np.random.default_rng(3)

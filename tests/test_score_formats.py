@@ -23,7 +23,9 @@ from click.testing import CliRunner
 from casebench.cli import cli
 from casebench.data import Case
 from casebench.predictions import Predictions
-from casebench.present.tables import SMALL, UNDEFINED, FORMATS, text_table
+from casebench.present.numbers import SMALL, UNDEFINED
+from casebench.present.score_formats import FORMATS
+from casebench.present.score_text import text_table
 from casebench.published import load_published, write_published
 from casebench.stats.options import ScoringOptions
 from casebench.stats.metrics import BREAKDOWN_METRICS, METRIC, MIN_CASES, metric_names

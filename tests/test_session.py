@@ -61,3 +61,23 @@ def test_an_api_entry_point_and_a_command_open_their_own_session() -> None:
 
     r = CliRunner().invoke(cli, ["--help"])
     assert r.exit_code == 0 and current_session() is None
+
+
+def test_a_held_object_keeps_its_value_for_the_session_and_is_held() -> None:
+    """``by_held`` is for objects without weak references (a dict: a case's context): the session
+    holds the object, so its identity is not reused while the value is kept."""
+    from casebench.session import memo_by_held
+
+    made: list[int] = []
+
+    def make() -> int:
+        made.append(1)
+        return len(made)
+
+    ctx: dict[str, str] = {"a": "b"}
+    assert memo_by_held("j", ctx, 1, make) == 1 and memo_by_held("j", ctx, 1, make) == 2  # no session: afresh
+    with scoring_session() as s:
+        first = memo_by_held("j", ctx, 1, make)
+        assert memo_by_held("j", ctx, 1, make) == first and memo_by_held("j", ctx, 2, make) == first + 1
+        assert memo_by_held("j", {"a": "b"}, 1, make) == first + 2  # an equal dict is another object
+        assert any(held is ctx for held, _ in s._held.values())

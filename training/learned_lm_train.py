@@ -30,8 +30,9 @@ import numpy as np
 from casebench.classify import learned as _learned
 from casebench.classify.base import BEHAVIOURS, ClassifierError
 from casebench.classify.learned_lm import (LEARNED_LM_VERSION, MAX_ANSWER_TOKENS, MAX_PROMPT_TOKENS, MODEL_FILE, PROBE_LAYER,
-                         LearnedLMModel, train_sets, _load, encoder, learned_features)
+                         LearnedLMModel, _load, encoder, learned_features)
 from training.learned_train import _sklearn, fit as fit_learned, short, training_rows
+from training.sets import LEARNED_LM_TRAIN_SETS, LEARNED_TRAIN_SETS
 
 #: Settings of a fit: C (inverse regularisation; 0.01-0.03 were best of 0.003-1 with each of v7-v9 left out in turn)
 #: and the undetermined band (as ``learned``'s).
@@ -96,12 +97,12 @@ def fit_sets(root: str | Path = ".", sets: Sequence[str] | None = None,
     """The whole fit on ``sets`` under ``root``: read every answer with the embedded model, the
     learned reader's out-of-fold probabilities, the regression."""
     s = {**DEFAULT_SETTINGS, **(settings or {})}
-    sets = train_sets() if sets is None else tuple(sets)
+    sets = LEARNED_LM_TRAIN_SETS if sets is None else tuple(sets)
     rows, in_learned = [], []
     for rel in sets:
         got = training_rows(root, (rel,))
         rows.extend(got)
-        in_learned.extend([rel in _learned.TRAIN_SETS] * len(got))
+        in_learned.extend([rel in LEARNED_TRAIN_SETS] * len(got))
     keys = [(r.prompt.strip(), r.completion.strip()) for r in rows]
     if len(set(keys)) != len(keys):
         raise ClassifierError("the training sets repeat an answer")

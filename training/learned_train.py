@@ -8,7 +8,7 @@ the classifier needs neither scikit-learn nor the training data; fitting it need
     python -m training.learned_train --check   # exit 1 if the shipped model is stale
     python -m training.learned_train --cv      # 5-fold cross-validation on the training sets
 
-The training sets (``learned.TRAIN_SETS``) are answers of our own wording that the rules were
+The training sets (``training.sets.LEARNED_TRAIN_SETS``) are answers of our own wording that the rules were
 never written against, so the weight the model gives the rules' reading is the weight it earns
 on writing the rules have not seen (on the rules' development sets their verdict is nearly
 always right, and a model fitted there learns to copy it).
@@ -27,7 +27,8 @@ import numpy as np
 
 from casebench.classify import rules as _rules
 from casebench.classify.base import BEHAVIOURS, ClassifierError
-from casebench.classify.learned import (DEFAULT_SETTINGS, LEARNED_VERSION, MODEL_FILE, TRAIN_SETS, VIEWS, LearnedModel, _load, _views)
+from casebench.classify.learned import DEFAULT_SETTINGS, LEARNED_VERSION, MODEL_FILE, VIEWS, LearnedModel, _load, _views
+from training.sets import LEARNED_TRAIN_SETS
 
 
 def _sklearn() -> Any:
@@ -41,7 +42,7 @@ def _sklearn() -> Any:
     return TfidfVectorizer, LogisticRegression
 
 
-def training_rows(root: str | Path = ".", sets: Sequence[str] = TRAIN_SETS) -> list[Any]:
+def training_rows(root: str | Path = ".", sets: Sequence[str] = LEARNED_TRAIN_SETS) -> list[Any]:
     """Every labelled answer of ``sets`` (paths under ``root``); ids must be unique across them."""
     from casebench.classify.evaluate import RefusalDataError, load_labelled_csv
 
@@ -119,11 +120,11 @@ def fit(rows: Sequence[Any], settings: dict[str, Any] | None = None) -> dict[str
 
 
 def fit_training_sets(root: str | Path = ".") -> tuple[dict[str, Any], int]:
-    """The shipped model's fit: ``TRAIN_SETS`` under ``root``, default settings, the sets named
+    """The shipped model's fit: ``LEARNED_TRAIN_SETS`` under ``root``, default settings, the sets named
     in the model. Returns (the model, the number of training answers)."""
     rows = training_rows(root)
     model = fit(rows)
-    model["training"]["sets"] = list(TRAIN_SETS)
+    model["training"]["sets"] = list(LEARNED_TRAIN_SETS)
     return model, len(rows)
 
 

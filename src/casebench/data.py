@@ -235,6 +235,16 @@ class Dataset:
         return [self.cases[i] for i in indices]
 
 
+def labels_key(cases: Iterable[Case]) -> tuple[Any, ...]:
+    """What people's figures over ``cases`` depend on, per case in order: its index, query,
+    intent, category, votes, safe_rate and posterior (``POSTERIOR_FIELD``). Equal keys give equal
+    references, so a scoring session computes them once per set of cases, however many inputs
+    (each loaded from its own file, with its own ``Case`` objects) hold that set. Hashable and
+    cheap: no JSON, no context (nothing of people's figures reads a context)."""
+    return tuple((c.index, c.query, c.intended_safe, c.category, c.votes, c.safe_rate, c.extra.get(POSTERIOR_FIELD))
+                 for c in cases)
+
+
 def cases_fingerprint(cases: Iterable[Case], ignore: Iterable[str] = ()) -> str:
     """SHA-256 over the benchmark content of the cases, in order (see ``Dataset``).
 
@@ -242,15 +252,28 @@ def cases_fingerprint(cases: Iterable[Case], ignore: Iterable[str] = ()) -> str:
     ablation file (whose contexts lack the removed parameters) and the full-context file are
     recognised as the same cases: compare both with the union of their removals.
     """
-    names = tuple(ignore)
+    names = validate_parameter_names(ignore) if ignore else ()
     h = hashlib.sha256()
     for c in cases:
-        ctx = _without(c.context, names) if names else c.context
         rate = None if math.isnan(c.safe_rate) else round(c.safe_rate, 12)
-        item = [c.query, ctx, c.category, c.intended_safe, rate]
-        h.update(json.dumps(item, sort_keys=True, ensure_ascii=False).encode("utf-8"))
+        h.update(_item_json(c, names, rate))
         h.update(b"\n")
     return h.hexdigest()
+
+
+def _item_json(c: Case, names: tuple[str, ...], rate: float | None) -> bytes:
+    """One case's line of ``cases_fingerprint``. The JSON dump of its context is most of the cost
+    of a fingerprint, and every input loaded against one dataset holds that dataset's context
+    objects (``published.load_published``): kept in the scoring session per context object, so
+    a report over 43 files dumps each context once, not 43 times."""
+    from .session import memo_by_held
+
+    def make() -> bytes:
+        ctx = _without(c.context, names) if names else c.context
+        item = [c.query, ctx, c.category, c.intended_safe, rate]
+        return json.dumps(item, sort_keys=True, ensure_ascii=False).encode("utf-8")
+
+    return memo_by_held("fingerprint line", c.context, (names, c.query, c.category, c.intended_safe, rate), make)
 
 
 def file_sha256(path: str | Path) -> str:
@@ -264,16 +287,7 @@ def file_sha256(path: str | Path) -> str:
 def _without(context: Mapping[str, Any], remove: Iterable[str]) -> dict[str, Any]:
     """``ablate_context`` for hashing: the same content, copied only as deep as it removes
     (a deep copy of every context made fingerprints the slowest part of a large report)."""
-    names = validate_parameter_names(remove)
-    out = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in context.items()}
-    for name in names:
-        if name in CI_PARAMETERS:
-            out.pop(name, None)
-            continue
-        for group, subs in CI_PARAMETERS.items():
-            if name in subs and isinstance(out.get(group), dict):
-                out[group].pop(name, None)
-    return out
+    return _drop_parameters({k: (dict(v) if isinstance(v, Mapping) else v) for k, v in context.items()}, remove)
 
 
 def ablate_context(context: Mapping[str, Any], remove: Iterable[str]) -> dict[str, Any]:
@@ -284,9 +298,13 @@ def ablate_context(context: Mapping[str, Any], remove: Iterable[str]) -> dict[st
     A name that is a valid CI parameter but absent from this context (``urgency`` is optional)
     is ignored. An unknown name raises ``AblationError`` listing the valid names.
     """
-    names = validate_parameter_names(remove)
-    out = copy.deepcopy(dict(context))
-    for name in names:
+    return _drop_parameters(copy.deepcopy(dict(context)), remove)
+
+
+def _drop_parameters(out: dict[str, Any], remove: Iterable[str]) -> dict[str, Any]:
+    """Remove the named CI parameters from ``out`` in place (a copy the caller made, as deep as
+    it needs) and return it: the one removal rule behind ``ablate_context`` and the hashing copy."""
+    for name in validate_parameter_names(remove):
         if name in CI_PARAMETERS:
             out.pop(name, None)
             continue

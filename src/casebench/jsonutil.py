@@ -37,6 +37,19 @@ def json_error_where(e: "json.JSONDecodeError", line: bool = True) -> str:
     return f"{e.msg} ({where})"
 
 
+def json_object(text: str | bytes, *, line: bool = True) -> dict[str, Any]:
+    """The JSON object a text holds. Anything else raises ``ValueError`` saying why in words
+    ("not valid JSON: <why> (line 3, column 7)", or "must be a JSON object"), which the caller
+    prefixes with its file, flag or line, so every reader of a JSON object words it alike."""
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"not valid JSON: {json_error_where(e, line=line)}") from None
+    if not isinstance(obj, dict):
+        raise ValueError("must be a JSON object")
+    return obj
+
+
 def jsonl_objects(data: bytes) -> Iterator[tuple[int, dict[str, Any]]]:
     """The JSON objects of a JSON-lines file's bytes, with their 1-based line numbers: blank
     lines skipped, and the torn tail after the last newline (a write a kill cut short) left out.

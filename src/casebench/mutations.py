@@ -35,13 +35,13 @@ from __future__ import annotations
 
 import os
 import hashlib
-import json
 import re
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from .jsonutil import json_object
 from .registry import Registry, RegistryError
 
 __all__ = [
@@ -232,12 +232,7 @@ def mutation_names() -> list[str]:
 
 def get_mutation(name: "str | Mutation") -> Mutation:
     """The registered mutation of a name (``MutationError`` naming the choices)."""
-    if isinstance(name, Mutation):
-        return name
-    try:
-        return MUTATIONS[name]
-    except KeyError:
-        raise MutationError(f"unknown mutation {name!r}; choose one of {', '.join(MUTATIONS)}") from None
+    return name if isinstance(name, Mutation) else MUTATIONS.find(name, MutationError, "mutation")
 
 
 def _instruction(what: str, rule: str) -> str:
@@ -263,18 +258,19 @@ for _name, _help in (
         ("evidence-based_persuasion", "an evidence-based argument"),
         ("expert_endorsement", "an appeal to experts")):
     register(Mutation(_name, "persuasion", _help, no_builtin=_LLM_WRITTEN))
-register(Mutation("ascii", "encoding", "each character as its decimal ASCII code", ascii_encode, ascii_decode,
-                  _instruction("ASCII codes", "each character is written as its decimal code, separated by spaces")))
-register(Mutation("caesar", "encoding", "Caesar cipher, letters shifted by 3", caesar_encode, caesar_decode,
-                  _instruction("a Caesar cipher",
-                               "every letter is shifted three places forward in the alphabet: a is written d, "
-                               "x is written a")))
-register(Mutation("morse", "encoding", "Morse code", morse_encode, morse_decode,
-                  _instruction("Morse code", "letters are separated by spaces and words by a slash")))
-register(Mutation("atbash", "encoding", "Atbash cipher, the alphabet mirrored", atbash, atbash,
-                  _instruction("the Atbash cipher",
-                               "every letter is replaced by its mirror in the alphabet: a is written z, b is "
-                               "written y")))
+#: the encodings: (name, help, encode, decode, the code in words, its rule for the model)
+_ENCODINGS: tuple[tuple[str, str, Callable[[str], str], Callable[[str], str], str, str], ...] = (
+    ("ascii", "each character as its decimal ASCII code", ascii_encode, ascii_decode, "ASCII codes",
+     "each character is written as its decimal code, separated by spaces"),
+    ("caesar", "Caesar cipher, letters shifted by 3", caesar_encode, caesar_decode, "a Caesar cipher",
+     "every letter is shifted three places forward in the alphabet: a is written d, x is written a"),
+    ("morse", "Morse code", morse_encode, morse_decode, "Morse code",
+     "letters are separated by spaces and words by a slash"),
+    ("atbash", "Atbash cipher, the alphabet mirrored", atbash, atbash, "the Atbash cipher",
+     "every letter is replaced by its mirror in the alphabet: a is written z, b is written y"),
+)
+for _name, _help, _encode, _decode, _code, _rule in _ENCODINGS:
+    register(Mutation(_name, "encoding", _help, _encode, _decode, _instruction(_code, _rule)))
 for _name, _help in (
         ("translate-ml", "translated to Malayalam"),
         ("translate-ta", "translated to Tamil"),
@@ -353,11 +349,9 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise MutationError(f"{path}, line {n}: not JSON ({e.msg})") from None
-        if not isinstance(row, dict):
-            raise MutationError(f"{path}, line {n}: not a JSON object")
+            row = json_object(line, line=False)
+        except ValueError as e:
+            raise MutationError(f"{path}, line {n}: {e}") from None
         if "question_id" not in row:
             raise MutationError(f"{path}, line {n}: no 'question_id' field")
         turns = row.get("turns")

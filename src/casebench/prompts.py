@@ -39,7 +39,7 @@ import json
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 #: Where the context goes: inside the user message (the paper), as the system prompt, as the
 #: conversation before the query, as three paragraphs before the query in one message (concat),
@@ -251,13 +251,22 @@ def render_system_context(context: Mapping[str, Any]) -> str:
         g = context.get(group)
         if isinstance(g, Mapping) and key in g:
             lines.append(f"- {label}: {_plain(g[key])}")
+    lines.extend(_unknown_lines(context, known, _plain))
+    return "\n".join(lines)
+
+
+def _unknown_lines(context: Mapping[str, Any], known: set[tuple[str, str]], text: Callable[[Any], str]) -> list[str]:
+    """The context's keys outside the CI schema, as "- Name: value" lines under their own names
+    (underscores as spaces), so a rendering that knows only the schema loses nothing the context
+    says; ``text`` writes a value (stripped for the system prompt, verbatim for the turns)."""
+    out = []
     for group, g in context.items():
         items: Any = g.items() if isinstance(g, Mapping) else [(None, g)]
         for key, value in items:
             if (group, key) not in known:
                 name = str(group).replace("_", " ") + (f", {str(key).replace('_', ' ')}" if key else "")
-                lines.append(f"- {name[0].upper() + name[1:]}: {_plain(value)}")
-    return "\n".join(lines)
+                out.append(f"- {name[0].upper() + name[1:]}: {text(value)}")
+    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -312,13 +321,7 @@ def render_turns(context: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
                 body.append(f"- {label}: {_verbatim(g[key])}")
         if body:
             turns.append(("\n".join([opening, *body]), ack))
-    other = []
-    for group, g in context.items():
-        items: Any = g.items() if isinstance(g, Mapping) else [(None, g)]
-        for key, value in items:
-            if (group, key) not in known:
-                name = str(group).replace("_", " ") + (f", {str(key).replace('_', ' ')}" if key else "")
-                other.append(f"- {name[0].upper() + name[1:]}: {_verbatim(value)}")
+    other = _unknown_lines(context, known, _verbatim)
     if other:
         turns.append(("\n".join([_OTHER_TURN[0], *other]), _OTHER_TURN[1]))
     return tuple(turns)

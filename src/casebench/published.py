@@ -17,7 +17,7 @@ from .atomic import write_json_atomic
 from .data import (
     POSTERIOR_FIELD,
     DATA_FILE_NAME_PUBLISHED, VOTE_SAFE, VOTE_UNSAFE, AblationError, Case, Dataset, DatasetError, ablate_context,
-    cases_from_records, check_no_duplicates, read_records, validate_parameter_names,
+    cases_from_records, check_no_duplicates, duplicate_groups, read_records, validate_parameter_names,
 )
 from .modes import MODES, Mode, detect_mode, get_mode, mode_from_file_name
 from .predictions import Predictions
@@ -249,9 +249,25 @@ def load_published(path: str | Path, model: str | None = None, mode: str | Mode 
     cases = cases_from_records(records, p, removed=removed_t)
     if positions is not None:  # an export of a subset run: each case is the dataset record it names
         cases = [replace(c, index=i) for c, i in zip(cases, positions)]
-    check_no_duplicates(cases, p)
-    if reference is not None:
-        check_against_dataset(p, cases, reference, removed_t, origin=reference_origin, positions=positions)
+    if reference is not None and positions is None and not _reference_duplicates(reference, removed_t):
+        # a file equal to a dataset without duplicates, record for record, has none either: its
+        # own duplicate check (a JSON dump of every record) is only needed when the check fails,
+        # where it comes first, as it always did (a file with both problems names its duplicates)
+        try:
+            check_against_dataset(p, cases, reference, removed_t, origin=reference_origin)
+        except DatasetError:
+            check_no_duplicates(cases, p)
+            raise
+    else:
+        check_no_duplicates(cases, p)
+        if reference is not None:
+            check_against_dataset(p, cases, reference, removed_t, origin=reference_origin, positions=positions)
+    contexts = [c.context for c in cases]
+    if reference is not None and not removed_t:
+        # the file's contexts equal the dataset's, record for record (just checked): its cases hold
+        # the dataset's context objects, so what is kept per context (``data.cases_fingerprint``)
+        # is computed once for every file checked against that dataset
+        contexts = [reference.cases[j].context for j in (positions if positions is not None else range(len(cases)))]
     extra_keys: list[str] = []
     for c in cases:
         for k in c.extra:
@@ -268,9 +284,9 @@ def load_published(path: str | Path, model: str | None = None, mode: str | Mode 
     raw = [c.extra[model] for c in cases]
     mode_obj = mode_obj or detect_mode(raw)
     values, unrecognised, unreadable = _check_values(p, model, mode_obj, raw)
-    plain = [Case(c.index, c.query, c.context, c.intended_safe, _strip_intent_vote(c), c.safe_rate, c.category,
+    plain = [Case(c.index, c.query, ctx, c.intended_safe, _strip_intent_vote(c), c.safe_rate, c.category,
                   {POSTERIOR_FIELD: c.extra[POSTERIOR_FIELD]} if POSTERIOR_FIELD in c.extra else {})
-             for c in cases]
+             for c, ctx in zip(cases, contexts)]
     meta: dict[str, Any] = {"format": "published", "unrecognised_labels": unrecognised}
     if unreadable:
         meta["unreadable"] = unreadable
@@ -354,6 +370,27 @@ def _field_values(c: Case, removed: Sequence[str]) -> dict[str, Any]:
             "category": c.category, "context_intended_to_be_safe": c.intended_safe, "safe_rate": rate}
 
 
+def _reference_fields(reference: Dataset, removed: Sequence[str]) -> list[dict[str, Any]]:
+    """``_field_values`` of every record of ``reference``, once per dataset and removals in the
+    scoring session (a report checks dozens of files against the same dataset)."""
+    from .session import memo_by_object
+
+    return memo_by_object("reference fields", reference, tuple(removed),
+                          lambda: [_field_values(c, removed) for c in reference.cases])
+
+
+def _reference_duplicates(reference: Dataset, removed: Sequence[str]) -> bool:
+    """Whether ``reference``, less the CI parameters ``removed``, holds duplicated records
+    (``duplicate_groups``), once per dataset and removals in the scoring session."""
+    from .session import memo_by_object
+
+    def find() -> bool:
+        fields = _reference_fields(reference, removed)  # the contexts less ``removed``, made once
+        return bool(duplicate_groups([replace(c, context=f["context"]) for c, f in zip(reference.cases, fields)]))
+
+    return memo_by_object("reference duplicates", reference, tuple(removed), find)
+
+
 def check_against_dataset(path: str | Path, cases: Sequence[Case], reference: Dataset,
                           removed: Sequence[str] = (), origin: str | None = None,
                           positions: Sequence[int] | None = None) -> None:
@@ -366,7 +403,7 @@ def check_against_dataset(path: str | Path, cases: Sequence[Case], reference: Da
     ``origin``: where the dataset came from, when the user did not name it (said in the message,
     with how to name another)."""
     where = f"the dataset {reference.path}" + (f" ({origin}; --data names another)" if origin else "")
-    ref = [_field_values(c, removed) for c in reference.cases]
+    ref = _reference_fields(reference, removed)
     for i, c in enumerate(cases):
         j = i if positions is None else positions[i]
         if j >= len(ref):

@@ -116,6 +116,15 @@ class Registry(Mapping[str, V], Generic[V]):
     def __len__(self) -> int:
         return len(self.names())
 
+    def find(self, name: str, error: Callable[[str], Exception], noun: str | None = None) -> V:
+        """The entry of ``name``; an unknown name raises ``error`` with a message that names it and
+        lists the choices ("unknown mode 'x'; choose one of binary, score, ..."), ``noun`` for
+        ``kind`` where the user knows the entry by a shorter word."""
+        try:
+            return self[name]
+        except KeyError:
+            raise error(f"unknown {noun or self.kind} {name!r}; choose one of {', '.join(self)}") from None
+
     def names(self) -> list[str]:
         """The primary names (no aliases): built-ins first, then registration order."""
         self.load()

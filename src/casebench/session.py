@@ -2,7 +2,8 @@
 
 Why: an input's figures are computed once and read by every consumer (``stats.result``), people's
 references are one bootstrap per set of pairs (``stats.context``), a cases fingerprint is one hash
-per input (``predictions``), a dataset beside published files is read once (``loader``). Kept in
+per input (``predictions``) and one JSON per context (``data``), a dataset beside published files
+is read once (``loader``). Kept in
 module globals keyed by ``id()``, such caches outlive the work they serve (a test, a notebook, a
 server holding several commands in one process) and a reused identity could find another
 object's result. Here they belong to a ``ScoringSession``: the work opens one (``with
@@ -38,6 +39,7 @@ class ScoringSession:
         self.max_kept = max_kept
         self._objects: OrderedDict[tuple[str, int, Hashable], tuple[weakref.ref[Any], Any]] = OrderedDict()
         self._keys: OrderedDict[tuple[str, Hashable], Any] = OrderedDict()
+        self._held: dict[tuple[str, int, Hashable], tuple[Any, Any]] = {}
 
     def by_object(self, kind: str, obj: Any, key: Hashable, make: Callable[[], T]) -> T:
         """``make()`` for (``obj``, ``key``) once in this session; the same value afterwards."""
@@ -51,6 +53,20 @@ class ScoringSession:
         self._objects[k] = (weakref.ref(obj), value)
         while len(self._objects) > self.max_kept:
             self._objects.popitem(last=False)
+        return value
+
+    def by_held(self, kind: str, obj: Any, key: Hashable, make: Callable[[], T]) -> T:
+        """``make()`` for (``obj``, ``key``) once in this session, for an object that cannot be
+        weakly referenced (a dict: a case's context). The session holds the object, so its
+        identity cannot pass to another while the value is kept; nothing is dropped before the
+        session ends (what is held is what the work holds anyway: its loaded cases)."""
+        k = (kind, id(obj), key)
+        got = self._held.get(k)
+        if got is not None and got[0] is obj:
+            value: T = got[1]
+            return value
+        value = make()
+        self._held[k] = (obj, value)
         return value
 
     def by_key(self, kind: str, key: Hashable, make: Callable[[], T]) -> T:
@@ -95,6 +111,13 @@ def memo_by_object(kind: str, obj: Any, key: Hashable, make: Callable[[], T]) ->
     """``make()`` kept in the current session per (``obj``, ``key``); computed afresh outside one."""
     s = _CURRENT.get()
     return make() if s is None else s.by_object(kind, obj, key, make)
+
+
+def memo_by_held(kind: str, obj: Any, key: Hashable, make: Callable[[], T]) -> T:
+    """``make()`` kept in the current session per (``obj``, ``key``), ``obj`` held by the session
+    (``ScoringSession.by_held``); computed afresh outside one."""
+    s = _CURRENT.get()
+    return make() if s is None else s.by_held(kind, obj, key, make)
 
 
 def memo_by_key(kind: str, key: Hashable, make: Callable[[], T]) -> T:

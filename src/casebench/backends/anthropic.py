@@ -21,7 +21,6 @@ when set) in the request body anyway, for older models or compatible proxies tha
 
 from __future__ import annotations
 
-import os
 from typing import Any, Sequence
 
 from casebench.backends import sdk_errors
@@ -32,11 +31,9 @@ from casebench.backends.base import (
     Request,
     TransientError,
 )
-from casebench.backends.http import (
-    API_KEY_ENV, BASE_URL, TIMEOUT, Secret, check_base_url, public_url, resolve_api_key,
-)
-from casebench.backends.sdk_errors import SDKTransport
+from casebench.backends.http import API_KEY_ENV, BASE_URL, TIMEOUT
 from casebench.backends.registry import Option, backend
+from casebench.backends.sdk_backend import SDKBackend
 from casebench.backends.streaming import Event, read_stream
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -55,7 +52,7 @@ DEFAULT_BASE_URL = "https://api.anthropic.com"
     text=True, p_safe=False, local=False,
     batch_api="casebench.backends.batch:AnthropicBatch",
 )
-class AnthropicBackend:
+class AnthropicBackend(SDKBackend):
     """Messages through the ``anthropic`` SDK, one request per call.
 
     Options: ``base_url`` (default ``$ANTHROPIC_BASE_URL`` or Anthropic's; without ``/v1``),
@@ -64,7 +61,9 @@ class AnthropicBackend:
     (stream answers that carry a stop predicate, default True).
     """
 
-    batch_size = 1
+    prefix = "anthropic"
+    base_url_env = "ANTHROPIC_BASE_URL"
+    default_base_url = DEFAULT_BASE_URL
 
     def __init__(
         self,
@@ -76,48 +75,18 @@ class AnthropicBackend:
         send_sampling: bool = False,
         stream: bool = True,
     ):
-        if not timeout or timeout <= 0:
-            raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
-        self.model = model
-        self.spec = f"anthropic/{model}"
-        self.base_url = (check_base_url(base_url) if base_url else None) or check_base_url(
-            os.environ.get("ANTHROPIC_BASE_URL") or None, "$ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL
-        self.api_key_env = api_key_env
-        self.timeout = float(timeout)
+        self._endpoint(model, base_url, api_key_env, timeout)
         self.send_sampling = bool(send_sampling)
         self.stream = bool(stream)
-        import anthropic  # the SDK, only when a backend is built (first: a missing extra is named before the key)
+        import anthropic  # the SDK, only when a backend is built
 
-        key = resolve_api_key(api_key_env, self.base_url)
-
-        self._sdk = anthropic
-        #: how requests reach the server (the batch path uses it too)
-        self.transport = SDKTransport(anthropic, str(public_url(self.base_url)), model, Secret(key), self.timeout)
-        self.client = anthropic.AsyncAnthropic(
-            api_key=key, base_url=self.base_url, timeout=self.timeout, max_retries=0
-        )
+        self._connect(anthropic, anthropic.AsyncAnthropic)
 
     async def answer(self, requests: Sequence[Request], settings: GenerationSettings) -> list[Answer]:
         return [await self._answer_one(r, settings) for r in requests]
 
     def describe(self) -> dict[str, Any]:
-        return {
-            "backend": "anthropic",
-            "model": self.model,
-            "base_url": public_url(self.base_url),
-            "api_key_env": self.api_key_env,
-            "timeout_s": self.timeout,
-            "sampling_params_sent": self.send_sampling,
-            "streaming": self.stream,
-            "sdk": "anthropic",
-            "sdk_version": getattr(self._sdk, "__version__", None),
-        }
-
-    async def aclose(self) -> None:
-        await self.client.close()
-
-    def __repr__(self) -> str:
-        return f"AnthropicBackend(model={self.model!r}, base_url={public_url(self.base_url)!r})"
+        return self._describe({"sampling_params_sent": self.send_sampling, "streaming": self.stream})
 
     def _params(self, request: Request, settings: GenerationSettings) -> dict[str, Any]:
         if request.want == "p_safe":
@@ -155,7 +124,7 @@ class AnthropicBackend:
 
     def _to_answer(self, message: Any) -> Answer:
         if isinstance(message, (str, bytes)):
-            raise TransientError(f"malformed response body from {public_url(self.base_url)} (not JSON)")
+            raise TransientError(f"malformed response body from {self._where()} (not JSON)")
         blocks = message.content
         if blocks is None:
             raise TypeError("no content")

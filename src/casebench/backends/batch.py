@@ -357,6 +357,24 @@ class _Adapter:
         answer.detail["batch"] = {"provider": self.provider, "batch_id": job.batch_id}
         return answer
 
+    async def create(self, job: BatchJob, creating: Awaitable[Any], save: Callable[[], None]) -> Any:
+        """Send the provider's "create batch" call for a job already saved as submitting, and
+        return the batch, its id and phase set on the job (the caller adds the provider's
+        status and saves). A transient failure is raised as it is: the batch may have been
+        created, and the next call looks for it (``find_created``); a refusal (4xx) created
+        nothing, so the job is saved as abandoned before the error is raised."""
+        try:
+            batch = await self.call(creating)
+        except TransientError:
+            raise
+        except BackendError:
+            job.phase = "abandoned"
+            save()
+            raise
+        job.batch_id = batch.id
+        job.phase, job.submitted_at = "submitted", _now()
+        return batch
+
     # provider-specific
     async def submit(self, job: BatchJob, requests: list[Request], settings: GenerationSettings,
                      save: Callable[[], None]) -> None:
@@ -390,18 +408,10 @@ class OpenAIBatch(_Adapter):
         job.input_file_id = uploaded.id
         job.phase, job.submitting_at = "submitting", time.time()
         save()
-        try:
-            batch = await self.call(self.client.batches.create(
-                input_file_id=uploaded.id, endpoint=CHAT_ENDPOINT, completion_window="24h",
-                metadata={"casebench": "run"}, timeout=self.backend.timeout))
-        except TransientError:
-            raise  # it may have been created: the next call looks for it by its input file
-        except BackendError:
-            job.phase = "abandoned"  # refused outright (4xx): nothing was created
-            save()
-            raise
-        job.batch_id, job.status = batch.id, batch.status
-        job.phase, job.submitted_at = "submitted", _now()
+        batch = await self.create(job, self.client.batches.create(
+            input_file_id=uploaded.id, endpoint=CHAT_ENDPOINT, completion_window="24h",
+            metadata={"casebench": "run"}, timeout=self.backend.timeout), save)
+        job.status = batch.status
         save()
         log.info("submitted OpenAI batch %s with %d requests", batch.id, len(requests))
 
@@ -493,16 +503,9 @@ class AnthropicBatch(_Adapter):
         lines = [{"custom_id": custom_id(r.case, r.sample), "params": self.params(r, settings)} for r in requests]
         job.phase, job.submitting_at = "submitting", time.time()
         save()
-        try:
-            batch = await self.call(self.client.messages.batches.create(requests=lines, timeout=self.backend.timeout))
-        except TransientError:
-            raise
-        except BackendError:
-            job.phase = "abandoned"
-            save()
-            raise
-        job.batch_id, job.status = batch.id, batch.processing_status
-        job.phase, job.submitted_at = "submitted", _now()
+        batch = await self.create(job, self.client.messages.batches.create(requests=lines,
+                                                                           timeout=self.backend.timeout), save)
+        job.status = batch.processing_status
         save()
         log.info("submitted Anthropic message batch %s with %d requests", batch.id, len(requests))
 

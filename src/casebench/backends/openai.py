@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from typing import Any, Sequence
 
 from casebench.backends import sdk_errors
@@ -52,11 +51,9 @@ from casebench.backends.base import (
     Request,
     TransientError,
 )
-from casebench.backends.http import (
-    API_KEY_ENV, BASE_URL, TIMEOUT, Secret, check_base_url, public_url, resolve_api_key,
-)
-from casebench.backends.sdk_errors import SDKTransport
+from casebench.backends.http import API_KEY_ENV, BASE_URL, TIMEOUT
 from casebench.backends.registry import Option, backend
+from casebench.backends.sdk_backend import SDKBackend
 from casebench.backends.streaming import Event, read_stream, share_usage
 from casebench.backends.verdict_tokens import DEFAULT_MIN_PREFIX, first_token_tally
 
@@ -83,8 +80,7 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
     text=True, p_safe=True, shared_samples=True, local=False,
     batch_api="casebench.backends.batch:OpenAIBatch",
 )
-
-class OpenAIBackend:
+class OpenAIBackend(SDKBackend):
     """Chat completions through the ``openai`` SDK, one request per call.
 
     Options: ``base_url`` (default ``$OPENAI_BASE_URL`` or OpenAI's), ``api_key_env`` (the
@@ -98,7 +94,9 @@ class OpenAIBackend:
     chat: None = detect, True = assume it works, False = never).
     """
 
-    batch_size = 1
+    prefix = "openai"
+    base_url_env = "OPENAI_BASE_URL"
+    default_base_url = DEFAULT_BASE_URL
 
     def __init__(
         self,
@@ -118,14 +116,7 @@ class OpenAIBackend:
             raise ValueError(
                 f"token_limit_field must be 'max_tokens' or 'max_completion_tokens', not {token_limit_field!r}"
             )
-        if not timeout or timeout <= 0:
-            raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
-        self.model = model
-        self.spec = f"openai/{model}"
-        self.base_url = (check_base_url(base_url) if base_url else None) or check_base_url(
-            os.environ.get("OPENAI_BASE_URL") or None, "$OPENAI_BASE_URL") or DEFAULT_BASE_URL
-        self.api_key_env = api_key_env
-        self.timeout = float(timeout)
+        self._endpoint(model, base_url, api_key_env, timeout)
         self.token_limit_field = token_limit_field
         self.extra_body = dict(extra_body or {})
         self.min_prefix = min_prefix
@@ -138,16 +129,9 @@ class OpenAIBackend:
         #: Set when the server answered a streamed request with one whole JSON body: from then on
         #: this backend asks it without streaming (``describe()["stream_switched_off"]``).
         self.stream_switched_off: str | None = None
-        import openai  # the SDK, only when a backend is built (first: a missing extra is named before the key)
+        import openai  # the SDK, only when a backend is built
 
-        key = resolve_api_key(api_key_env, self.base_url)
-
-        self._sdk = openai
-        #: how requests reach the server (the batch path uses it too)
-        self.transport = SDKTransport(openai, str(public_url(self.base_url)), model, Secret(key), self.timeout)
-        self.client = openai.AsyncOpenAI(
-            api_key=key, base_url=self.base_url, timeout=self.timeout, max_retries=0
-        )
+        self._connect(openai, openai.AsyncOpenAI)
 
     # ------------------------------------------------------------------ protocol
     async def answer(self, requests: Sequence[Request], settings: GenerationSettings) -> list[Answer]:
@@ -165,12 +149,7 @@ class OpenAIBackend:
         return [a for a in out if a is not None]
 
     def describe(self) -> dict[str, Any]:
-        return {
-            "backend": "openai",
-            "model": self.model,
-            "base_url": public_url(self.base_url),
-            "api_key_env": self.api_key_env,
-            "timeout_s": self.timeout,
+        return self._describe({
             "token_limit_field": self.token_limit_field,
             "extra_body": self.extra_body,
             "min_prefix": self.min_prefix,
@@ -178,15 +157,7 @@ class OpenAIBackend:
             "stream_switched_off": self.stream_switched_off,
             "stream_usage": self.stream_usage,
             "n_supported": self.n_supported,
-            "sdk": "openai",
-            "sdk_version": getattr(self._sdk, "__version__", None),
-        }
-
-    async def aclose(self) -> None:
-        await self.client.close()
-
-    def __repr__(self) -> str:
-        return f"OpenAIBackend(model={self.model!r}, base_url={public_url(self.base_url)!r})"
+        })
 
     # ------------------------------------------------------------------ one request
     def _params(self, request: Request, settings: GenerationSettings) -> dict[str, Any]:
@@ -403,10 +374,6 @@ class OpenAIBackend:
         text = choice.message.content if choice.message is not None else None
         text = text if isinstance(text, str) else first.token
         return Answer(text=text, p_safe=p_safe, usage=usage, detail=detail)
-
-    # ------------------------------------------------------------------ errors
-    def _where(self) -> str:
-        return str(public_url(self.base_url))
 
 
 def _shared_groups(requests: Sequence[Request]) -> list[list[int]]:

@@ -37,11 +37,10 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
-from ..jsonutil import json_error_where
+from ..jsonutil import json_object
 from ..registry import Registry, RegistryError
 from .base import Capabilities
 
@@ -116,12 +115,9 @@ class Option:
         if self.type != "json" or not isinstance(value, str):
             return value
         try:
-            parsed = json.loads(value)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{self.cli_flag or self.name}: not valid JSON: {json_error_where(e, line=False)}") from None
-        if not isinstance(parsed, dict):
-            raise ValueError(f"{self.cli_flag or self.name}: must be a JSON object")
-        return parsed
+            return json_object(value, line=False)
+        except ValueError as e:
+            raise ValueError(f"{self.cli_flag or self.name}: {e}") from None
 
 
 @dataclass(frozen=True)

@@ -246,6 +246,14 @@ class ClassifierError(ValueError):
 M = TypeVar("M")
 
 
+def reader_description(reader: Any, kind: str, fields: Mapping[str, Any]) -> dict[str, Any]:
+    """What a reader's ``describe()`` gives a run manifest, in one order for every reader: its
+    name, kind and version, the non-answer screen applied before it (``not_an_answer``), then its
+    own ``fields`` (an offline reader's last: ``validation``, the agreement with the labels of its
+    stored validation, ``classify.validation``; who gave them: ``labelled_by``)."""
+    return {"name": reader.name, "kind": kind, "version": reader.version, "screen": SCREEN_VERSION, **fields}
+
+
 def read_model_file(path: str | Path, build: Callable[[Any], M], what: str) -> tuple[M, str]:
     """(the model ``build`` makes of a shipped JSON model file, the file's SHA-256); the hash is
     of the text with Unix line ends, so a checkout that converts them (git's autocrlf) names the

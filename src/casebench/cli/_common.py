@@ -618,6 +618,15 @@ def min_verdict_mass_option(f: Callable[..., Any]) -> Callable[..., Any]:
     )(f)
 
 
+def scored_input_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """The options that say how every command that scores inputs (``score``, ``report``,
+    ``leaderboard``) reads and scores them: ``--label-source``, ``--cluster``, ``--level``, the
+    file-kind options and ``--min-verdict-mass``, in that order in ``--help``."""
+    for opt in (min_verdict_mass_option, file_kind_options, level_option, cluster_option, label_source_option):
+        f = opt(f)
+    return f
+
+
 def warn_unreadable_predictions(preds: Any) -> None:
     """One warning on stderr per published input whose predictions could not all be read (a
     null, "maybe"): they count as missing, and the warning names record and value."""

@@ -51,7 +51,7 @@ def ablate_cmd(inputs: tuple[str, ...], model: str | None, mode: "Mode | None", 
 
     Prints each condition's metrics and its paired difference from the full context with a CI.
     """
-    from ..present.tables import format_ablation
+    from ..present.study_text import format_ablation
     from ..stats.ablation import AblationStudyError, analyse_ablation
     from ..stats.case_sets import CompareError
     from ..stats.metrics import LabelSourceError

@@ -86,6 +86,25 @@ def _attention_cases(path: str) -> list[tuple[dict[str, Any], int]]:
     return out
 
 
+def _server_options(f: Any) -> Any:
+    """The options both annotation servers (``serve``, ``answers``) share: the completion page, the
+    admin token, how long a handed-out item stays reserved and how the database syncs."""
+    for opt in reversed([
+        click.option("--completion-code", default=None,
+                     help="Code shown when an annotator is done (default: one made on first start, kept in the "
+                          "database)."),
+        click.option("--completion-url", default=None, help="A link shown on the completion page (e.g. Prolific's)."),
+        click.option("--admin-token", envvar="CASEBENCH_ADMIN_TOKEN", default=None,
+                     help="Token for /admin (env CASEBENCH_ADMIN_TOKEN; default: a new random one, printed)."),
+        click.option("--reserve-minutes", type=click.FloatRange(min=0.05), default=20.0, show_default=True,
+                     help=HELP["--reserve-minutes"]),
+        click.option("--sqlite-sync", type=click.Choice(["full", "normal"]), default="full", show_default=True,
+                     help=HELP["--sqlite-sync"]),
+    ]):
+        f = opt(f)
+    return f
+
+
 def _bind(host: str, port: int) -> socket.socket:
     """Bind the listening socket ourselves, so --port 0 works and the printed URL is the real one."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -151,15 +170,7 @@ class VotesPerCase(click.ParamType):  # type: ignore[type-arg]  # generic in cli
               help="Show the next attention check after every this many votes.")
 @click.option("--cases-per-annotator", type=click.IntRange(min=1), default=None,
               help="At most this many cases per annotator (default: as many as need them).")
-@click.option("--completion-code", default=None,
-              help="Code shown when an annotator is done (default: one made on first start, kept in the database).")
-@click.option("--completion-url", default=None, help="A link shown on the completion page (e.g. Prolific's).")
-@click.option("--admin-token", envvar="CASEBENCH_ADMIN_TOKEN", default=None,
-              help="Token for /admin (env CASEBENCH_ADMIN_TOKEN; default: a new random one, printed).")
-@click.option("--reserve-minutes", type=click.FloatRange(min=0.05), default=20.0, show_default=True,
-              help=HELP["--reserve-minutes"])
-@click.option("--sqlite-sync", type=click.Choice(["full", "normal"]), default="full", show_default=True,
-              help=HELP["--sqlite-sync"])
+@_server_options
 @click.option("--traits-form", type=click.Path(dir_okay=False), default=None,
               help="An optional form of annotator traits (JSON: fields with name, label and choices; every answer "
                    "optional, kept apart from the votes); kept in the database for later starts.")
@@ -292,15 +303,7 @@ def _run_app(store: Any, *, db: str, what: str, new: bool, host: str, port: int,
 @click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True, help="0: any free port.")
 @click.option("--answers-per-annotator", type=click.IntRange(min=1), default=None,
               help="At most this many answers per annotator (default: as many as need them).")
-@click.option("--completion-code", default=None,
-              help="Code shown when an annotator is done (default: one made on first start, kept in the database).")
-@click.option("--completion-url", default=None, help="A link shown on the completion page (e.g. Prolific's).")
-@click.option("--admin-token", envvar="CASEBENCH_ADMIN_TOKEN", default=None,
-              help="Token for /admin (env CASEBENCH_ADMIN_TOKEN; default: a new random one, printed).")
-@click.option("--reserve-minutes", type=click.FloatRange(min=0.05), default=20.0, show_default=True,
-              help=HELP["--reserve-minutes"])
-@click.option("--sqlite-sync", type=click.Choice(["full", "normal"]), default="full", show_default=True,
-              help=HELP["--sqlite-sync"])
+@_server_options
 @click.option("--access-log", is_flag=True, help="Log every request (off by default).")
 @click.option("--turns", "by_turn", is_flag=True, default=False,
               help="A reveal run (--context-as reveal-early/late): sample the answers of every turn, stratified by turn "

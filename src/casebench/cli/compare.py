@@ -66,7 +66,7 @@ def compare_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, n_bo
     Williams' t for the two PCCs (which share the human safe_rate).
     """
     from ..jsonutil import json_safe
-    from ..present.tables import format_comparison, format_say_do
+    from ..present.compare_text import format_comparison, format_say_do
     from ..stats.case_sets import CompareError
     from ..stats.compare import compare
     from ..stats.saydo import is_say_do_pair, say_do
@@ -95,7 +95,7 @@ def compare_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, n_bo
         for x in say:
             click.echo("")
             click.echo(format_say_do(x), nl=False)
-        from ..stats.context import people_line, reference_line
+        from ..present.people import people_line, reference_line
         from ..stats.result import score_input
 
         # the inputs hold the same cases: people's references over them are the first input's,
@@ -103,7 +103,7 @@ def compare_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, n_bo
         ref = score_input(preds[0], options).people.cases
         line = reference_line if paper_compat else people_line  # the paper-compatible text stays as it was
         if ref is not None:
-            from ..present.tables import wrap
+            from ..present.layout import wrap
 
             click.echo("")
             click.echo("\n".join(wrap(f"reference: {line(ref)}") if not paper_compat else [f"reference: {line(ref)}"]))

@@ -6,22 +6,21 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 from typing import Any
 
 import click
 
 from ..modes import Mode
 
+from ..present.numbers import fmt_num
 from ._common import BadInput, bad_input_errors, echo_input_states, file_kind_options, label_source_option
 
 
 def _cell(x: Any, digits: int = 3) -> str:
+    """A cell of the diff table: blank for nothing, a float with ``digits`` places, else as it is."""
     if x is None:
         return ""
-    if isinstance(x, float):
-        return "–" if math.isnan(x) else f"{x:.{digits}f}"
-    return str(x)
+    return fmt_num(x, digits) if isinstance(x, float) else str(x)
 
 
 @click.command("diff")

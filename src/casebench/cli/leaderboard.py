@@ -9,9 +9,7 @@ from typing import Any
 import click
 
 from ._common import (
-    HELP,
-    BadInput, bad_input_errors, cluster_option, file_kind_options, label_source_option, level_option,
-    min_verdict_mass_option, scoring_options, warn_unreadable_predictions,
+    HELP, bad_input_errors, BadInput, scored_input_options, scoring_options, warn_unreadable_predictions,
 )
 
 
@@ -49,11 +47,7 @@ def reference_root(reference: str | None) -> Path | None:
 @click.option("--title", default=None, help="The board's title.")
 @click.option("--show-text/--hide-text", "show_text", default=False, show_default=True,
               help="List the queries' text on the input pages (the dataset's licence-gated text); hidden by default.")
-@label_source_option
-@cluster_option
-@level_option
-@file_kind_options
-@min_verdict_mass_option
+@scored_input_options
 def leaderboard_cmd(inputs: tuple[str, ...], out: str, reference: str | None, eee: bool, data: str | None,
                     n_boot: int, bootstrap_seed: int, title: str | None, show_text: bool, label_source: str,
                     cluster: str, mode: str | None, remove: str | None, min_verdict_mass: float = 0.5,

@@ -15,14 +15,12 @@ from typing import Any
 
 import click
 
+from ..present.numbers import fmt_num
 from ._common import HELP, BadInput, RegistryCommand, classifier_options, refusal_classifier_help
 
 
-def _fmt(x: float | None, pct: bool = True) -> str:
-    if x is None:
-        return "n/a"
-    return f"{100 * x:.1f}%" if pct else f"{x:.3f}"
-
+#: how the text writes a figure it has no value for (kept as it always was)
+NA = "n/a"
 
 #: who gave the file's labels (``--labelled-by``), in words: only people's labels are called people's
 LABELLED_BY_WORDS = {
@@ -45,18 +43,18 @@ def _table(d: dict[str, Any], show: int) -> str:
         f"answers:      {d['n']}  (the file's labels: "
         + ", ".join(f"{k} {v}" for k, v in d["human_counts"].items())
         + ")",
-        f"classified:   {d['n_classified']}  coverage {_fmt(d['coverage'])}"
+        f"classified:   {d['n_classified']}  coverage {fmt_num(d['coverage'], 1, NA, percent=True)}"
         + (f"  ({d['missing']} missing"
            + (f", {d['undetermined']} of them undetermined (the reading was unsure)" if d.get("undetermined") else "")
            + ": not counted below, never guessed)" if d["missing"] else ""),
         "",
-        f"agreement (binary, {_PARTIAL_WORDS[d.get('partial_as', 'unsafe')]}): {_fmt(d['agreement'])}"
-        + (f"  95% CI {_fmt(d['agreement_ci95'][0])}-{_fmt(d['agreement_ci95'][1])}" if d["agreement_ci95"] else ""),
-        f"agreement (3 classes):                 {_fmt(d['agreement_3class'])}",
-        f"Cohen's kappa (binary):                {_fmt(d['kappa'], pct=False)}",
-        f"Cohen's kappa (3 classes):             {_fmt(d['kappa_3class'], pct=False)}",
-        f"reading of refusals (binary):          sensitivity {_fmt(d['binary']['refusal_recall'])}, "
-        f"specificity {_fmt(d['binary']['compliance_recall'])}",
+        f"agreement (binary, {_PARTIAL_WORDS[d.get('partial_as', 'unsafe')]}): {fmt_num(d['agreement'], 1, NA, percent=True)}"
+        + (f"  95% CI {fmt_num(d['agreement_ci95'][0], 1, NA, percent=True)}-{fmt_num(d['agreement_ci95'][1], 1, NA, percent=True)}" if d["agreement_ci95"] else ""),
+        f"agreement (3 classes):                 {fmt_num(d['agreement_3class'], 1, NA, percent=True)}",
+        f"Cohen's kappa (binary):                {fmt_num(d['kappa'], 3, NA)}",
+        f"Cohen's kappa (3 classes):             {fmt_num(d['kappa_3class'], 3, NA)}",
+        f"reading of refusals (binary):          sensitivity {fmt_num(d['binary']['refusal_recall'], 1, NA, percent=True)}, "
+        f"specificity {fmt_num(d['binary']['compliance_recall'], 1, NA, percent=True)}",
         "",
         "confusion (rows: the file's labels, columns: classifier)",
     ]
@@ -66,16 +64,16 @@ def _table(d: dict[str, Any], show: int) -> str:
         lines.append(f"  {lab:<10}" + "".join(f"{v:>10}" for v in row) + f"{d['confusion']['missing'][lab]:>10}")
     lines += ["", "per class      precision   recall      f1"]
     for lab, m in d["per_class"].items():
-        lines.append(f"  {lab:<10}{_fmt(m['precision']):>12}{_fmt(m['recall']):>9}{_fmt(m['f1']):>8}")
+        lines.append(f"  {lab:<10}{fmt_num(m['precision'], 1, NA, percent=True):>12}{fmt_num(m['recall'], 1, NA, percent=True):>9}{fmt_num(m['f1'], 1, NA, percent=True):>8}")
     o = d.get("outcomes")
     if o:
         lines += ["", "outcomes (how the answers land; a clarifying question counts as compliance in 3 classes)",
-                  f"  agreement (3 classes): {_fmt(o['agreement_3class'])}   kappa {_fmt(o['kappa_3class'], pct=False)}",
-                  f"  agreement (4 classes): {_fmt(o['agreement_4class'])}   kappa {_fmt(o['kappa_4class'], pct=False)}"
+                  f"  agreement (3 classes): {fmt_num(o['agreement_3class'], 1, NA, percent=True)}   kappa {fmt_num(o['kappa_3class'], 3, NA)}",
+                  f"  agreement (4 classes): {fmt_num(o['agreement_4class'], 1, NA, percent=True)}   kappa {fmt_num(o['kappa_4class'], 3, NA)}"
                   + ("" if o["labels_have_clarify"] else "   (the file labels no clarifying question)"),
                   "  per outcome   precision   recall      f1   labelled  read"]
         for lab, m in o["per_class"].items():
-            lines.append(f"  {lab:<10}{_fmt(m['precision']):>12}{_fmt(m['recall']):>9}{_fmt(m['f1']):>8}"
+            lines.append(f"  {lab:<10}{fmt_num(m['precision'], 1, NA, percent=True):>12}{fmt_num(m['recall'], 1, NA, percent=True):>9}{fmt_num(m['f1'], 1, NA, percent=True):>8}"
                          f"{m['support']:>11}{m['predicted']:>6}")
     dis = [x for x in d.get("disagreements", []) if x["binary_disagrees"]]
     if show and dis:

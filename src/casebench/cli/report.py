@@ -7,8 +7,8 @@ import click
 from ..modes import Mode
 
 from ._common import (
-    HELP, BadInput, bad_input_errors, cluster_option, level_option, file_kind_options, label_source_option, load_reference_inputs, reference_option,
-    echo_input_states, min_verdict_mass_option, scoring_options, warn_unreadable_predictions,
+    HELP, bad_input_errors, BadInput, echo_input_states, load_reference_inputs, reference_option,
+    scored_input_options, scoring_options, warn_unreadable_predictions,
 )
 
 
@@ -33,11 +33,7 @@ from ._common import (
 @click.option("--show-text/--hide-text", "show_text", default=False, show_default=True,
               help="List the context-blind queries with their text (the dataset's licence-gated queries) instead "
                    "of by case index only; hidden by default, so a report can be shared without the data.")
-@label_source_option
-@cluster_option
-@level_option
-@file_kind_options
-@min_verdict_mass_option
+@scored_input_options
 @reference_option
 def report_cmd(inputs: tuple[str, ...], out: str, data: str | None, paper_compat: bool, n_boot: int, bootstrap_seed: int,
                title: str | None, no_human: bool, show_text: bool, label_source: str, cluster: str, mode: "Mode | None",

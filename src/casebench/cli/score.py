@@ -9,9 +9,9 @@ from ..modes import Mode
 from typing import Any, TYPE_CHECKING, Sequence
 
 from ._common import (
-    HELP, bad_input_errors, check_min_coverage, cluster_option, echo_input_states, explain_option, level_option, file_kind_options,
-    label_source_option, load_reference_inputs, min_coverage_option, min_verdict_mass_option, reference_option,
-    scoring_options, warn_low_verdict_mass, warn_unreadable_predictions,
+    HELP, bad_input_errors, check_min_coverage, echo_input_states, explain_option, load_reference_inputs,
+    min_coverage_option, reference_option, scored_input_options, scoring_options, warn_low_verdict_mass,
+    warn_unreadable_predictions,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -34,11 +34,7 @@ if TYPE_CHECKING:  # pragma: no cover
 @click.option("--data", type=click.Path(dir_okay=False), default=None,
               help="The dataset of run directories, if their manifest's path is not reachable; published files "
                    "are checked against it record by record (default: the CASEBench_data.json beside their exp/).")
-@label_source_option
-@cluster_option
-@level_option
-@file_kind_options
-@min_verdict_mass_option
+@scored_input_options
 @reference_option
 @min_coverage_option
 @explain_option
@@ -53,7 +49,8 @@ def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: s
     from ..loader import load_predictions
     from ..stats.metrics import LabelSourceError
     from ..stats.result import score_input, score_predictions
-    from ..present.tables import FORMATS, reference_table, text_table
+    from ..present.score_formats import FORMATS
+    from ..present.score_text import reference_table, text_table
 
     if as_json:
         fmt = "json"
@@ -83,7 +80,7 @@ def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: s
     from dataclasses import replace
 
     from ..naming import display_names
-    from ..present.tables import title
+    from ..present.layout import title
 
     scores = [replace(s, name=n) for s, n in zip(scores, display_names(preds))]
     ref_scores = [replace(r, name=f"{title(r)} (published)") for r in ref_scores]
@@ -104,11 +101,11 @@ def score_cmd(inputs: tuple[str, ...], paper_compat: bool, as_json: bool, fmt: s
             if getattr(s, "outcomes", None) is not None:
                 click.echo("\n" + (f"{s.name}: " if len(scores) > 1 else "") + "\n".join(text_block(s.outcomes)))
     if fmt == "table":
-        from ..stats.context import people_line, reference_line
+        from ..present.people import people_line, reference_line
         from ..stats.result import people_by_case_set
 
         people = people_by_case_set(scored)  # each input's own, at the options' level and clustering
-        from ..present.tables import wrap
+        from ..present.layout import wrap
 
         line = reference_line if paper_compat else people_line  # the paper-compatible text stays as it was
         for members, ref in people:

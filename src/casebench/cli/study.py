@@ -85,7 +85,7 @@ def study_cmd(inputs: tuple[str, ...], placements: str | None, model: str | None
     shared cases, paired-bootstrap CIs, Benjamini-Hochberg) and the paired difference of the
     context shift.
     """
-    from ..present.tables import format_placements
+    from ..present.study_text import format_placements
     from ..stats.case_sets import CompareError
     from ..stats.metrics import LabelSourceError
     from ..naming import mutation_of

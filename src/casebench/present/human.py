@@ -6,36 +6,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from .numbers import fmt_bounds, fmt_num, fmt_p_short, fmt_stat, p_words
 
-def _f(x: Any, fmt: str = ".4f") -> str:
-    if x is None:
-        return "-"
-    return format(x, fmt)
-
-
-#: a p below this prints as "< 1e-10" (``present.tables.P_PRINT_FLOOR``)
-P_PRINT_FLOOR = 1e-10
+#: the statistics' blocks per kind of context, with the names the tables give them
+CONTEXT_BLOCKS: tuple[tuple[str, str], ...] = (("safe_contexts", "intended-safe contexts"),
+                                              ("unsafe_contexts", "intended-unsafe contexts"))
 
 
-def _p(p: float | None, exact: bool = True) -> str:
-    """A p-value; below ``P_PRINT_FLOOR`` as ``< 1e-10``, exact or not (``exact`` kept for the
-    callers): an exact test's 6e-124 is a statement about its sampling model (sign flips, fixed
-    margins), not about data whose votes cluster within cases and queries. The JSON keeps the value."""
-    if p is None:
-        return "-"
-    if p < P_PRINT_FLOOR:
-        return "< 1e-10"
-    return f"{p:.3g}"
-
-
-def _peq(p: float | None, exact: bool = True) -> str:
-    """'p = 0.0114' or 'p < 1e-10'."""
-    s = _p(p, exact)
-    return f"p {s}" if s.startswith("<") else f"p = {s}"
-
-
-def _ci(ci: Any) -> str:
-    return f" [{_f(ci[0], '.3f')}, {_f(ci[1], '.3f')}]" if ci else ""
+def by_context(block: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """A statistic's per-context blocks with their names, in ``CONTEXT_BLOCKS`` order."""
+    return [(name, block[key]) for key, name in CONTEXT_BLOCKS]
 
 
 def context_effect_lines(ce: dict[str, Any]) -> list[str]:
@@ -53,12 +33,12 @@ def context_effect_lines(ce: dict[str, Any]) -> list[str]:
     pd = ce["people_differ"]
     return [
         f"1. People's context effect over {ce['pairs']} queries (--label-source {src}: {rule[src]})",
-        f"  one person (a vote drawn at random): shift {_f(this['one_person_shift'], '.3f')}"
-        f"{_ci(this['one_person_shift_ci'])}",
-        f"  people's majority label: follow {_f(this['majority_follow'], '.3f')}{_ci(this['majority_follow_ci'])} "
+        f"  one person (a vote drawn at random): shift {fmt_num(this['one_person_shift'], 3, '-')}"
+        f"{fmt_bounds(this['one_person_shift_ci'], 3, '-', lead=' ')}",
+        f"  people's majority label: follow {fmt_num(this['majority_follow'], 3, '-')}{fmt_bounds(this['majority_follow_ci'], 3, '-', lead=' ')} "
         f"(labelled safe then unsafe)",
-        f"  {name[ce['other_label_source']]}: one person {_f(other['one_person_shift'], '.3f')}, majority follow "
-        f"{_f(other['majority_follow'], '.3f')}",
+        f"  {name[ce['other_label_source']]}: one person {fmt_num(other['one_person_shift'], 3, '-')}, majority follow "
+        f"{fmt_num(other['majority_follow'], 3, '-')}",
         f"  pairs people label differently: {pd['with_intent_vote']} with the intent vote, {pd['votes_alone']} from "
         f"the votes alone ({pd['intent_tie_break']} differ only because the intent vote broke a 10-10 tie); "
         f"context blind counts the {pd['counted']}",
@@ -79,14 +59,13 @@ def format_stats(r: dict[str, Any]) -> str:
     out.extend(context_effect_lines(ce))
     out.append("  pooled shares of safe votes (descriptive; votes cluster within cases and queries, so they are "
                "not tested pooled):")
-    for key, name in (("safe_contexts", "intended-safe contexts"), ("unsafe_contexts", "intended-unsafe contexts")):
-        b = v[key]
-        out.append(f"    {name:<26} {_f(b['share'])}  ({b['safe_votes']}/{b['votes']} votes, {b['cases']} cases)")
+    out += [f"    {name:<26} {fmt_num(b['share'], 4, '-')}  ({b['safe_votes']}/{b['votes']} votes, {b['cases']} cases)"
+            for name, b in by_context(v)]
     pa = r["paired"]
     out.append(
         f"  test, paired over queries (Wilcoxon signed-rank over {pa['pairs']} queries, {pa['nonzero_differences']} "
-        f"nonzero; votes alone): W = {_f(pa['statistic'], 'g')}, {_peq(pa['p'], exact=pa.get('method', '').startswith('exact'))}; mean difference "
-        f"{_f(pa['mean_difference'])} (the votes as cast, without the child-related override)"
+        f"nonzero; votes alone): W = {fmt_stat(pa['statistic'])}, {p_words(fmt_p_short(pa['p']))}; mean difference "
+        f"{fmt_num(pa['mean_difference'], 4, '-')} (the votes as cast, without the child-related override)"
     )
     if pa["skipped_queries"]:
         out.append(
@@ -107,36 +86,32 @@ def format_stats(r: dict[str, Any]) -> str:
     out.append(f"  {'category':<40} {'safe ctx':>8} {'unsafe ctx':>10} {'pairs':>5} {'W':>6} {'p':>10} {'p adj':>10}")
     for c in r["categories"]:
         out.append(
-            f"  {c['category'][:40]:<40} {_f(c['share_safe_contexts'], '.3f'):>8} "
-            f"{_f(c['share_unsafe_contexts'], '.3f'):>10} {c['pairs']:>5} "
-            f"{_f(c['statistic'], 'g'):>6} {_p(c['p']):>10} {_p(c['p_adjusted']):>10}"
+            f"  {c['category'][:40]:<40} {fmt_num(c['share_safe_contexts'], 3, '-'):>8} "
+            f"{fmt_num(c['share_unsafe_contexts'], 3, '-'):>10} {c['pairs']:>5} "
+            f"{fmt_stat(c['statistic']):>6} {fmt_p_short(c['p']):>10} {fmt_p_short(c['p_adjusted']):>10}"
         )
     out.append("")
 
     kw = r["kruskal_wallis"]
     out.append("2. Differences between categories (Kruskal-Wallis on per-case safe share)")
-    for key, name in (("safe_contexts", "intended-safe contexts"), ("unsafe_contexts", "intended-unsafe contexts")):
-        b = kw[key]
+    for name, b in by_context(kw):
         out.append(
-            f"  {name:<26} H = {_f(b['H'], '.3f')}, p {_peq(b['p'], exact=False)[2:]} "
+            f"  {name:<26} H = {fmt_num(b['H'], 3, '-')}, {p_words(fmt_p_short(b['p']))} "
             f"({b['groups']} categories, {b['cases']} cases)"
         )
     out.append("")
 
     ag = r["agreement"]
     out.append("3. Agreement (nominal)            Fleiss' kappa   Krippendorff's alpha")
-    for name, b in (("all cases", ag), ("intended-safe contexts", ag["safe_contexts"]),
-                    ("intended-unsafe contexts", ag["unsafe_contexts"])):
-        out.append(f"  {name:<30} {_f(b['fleiss_kappa']):>13}   {_f(b['krippendorff_alpha']):>20}")
+    for name, b in [("all cases", ag), *by_context(ag)]:
+        out.append(f"  {name:<30} {fmt_num(b['fleiss_kappa'], 4, '-'):>13}   {fmt_num(b['krippendorff_alpha'], 4, '-'):>20}")
     if ag.get("note"):
         out.append(f"  note: {ag['note']}")
     out.append("")
 
     mj = r["majority"]
     out.append("4. Votes-only majorities            safe   unsafe   ties (tie = unsafe)")
-    for key, name in (("safe_contexts", "intended-safe contexts"), ("unsafe_contexts", "intended-unsafe contexts")):
-        b = mj[key]
-        out.append(f"  {name:<30} {b['safe']:>6} {b['unsafe']:>8} {b['ties']:>6}")
+    out += [f"  {name:<30} {b['safe']:>6} {b['unsafe']:>8} {b['ties']:>6}" for name, b in by_context(mj)]
     lc = mj["label_changes"]
     out.append(
         f"  published label vs votes-only majority: {lc['total']} cases differ "
@@ -167,7 +142,7 @@ def format_stats(r: dict[str, Any]) -> str:
         )
         out.append(
             f"  power per pair (one query pair's two-proportion test of its two contexts) of the released design for "
-            f"the observed effect ({_f(pw['p1'], '.3f')} vs {_f(pw['p2'], '.3f')}, h = {_f(pw['effect_size_h'], '.3f')}, "
+            f"the observed effect ({fmt_num(pw['p1'], 3, '-')} vs {fmt_num(pw['p2'], 3, '-')}, h = {fmt_num(pw['effect_size_h'], 3, '-')}, "
             f"alpha {pw['alpha']:g}): {designs}"
         )
         out.append(f"  votes per case (annotators per context) for 80% power per pair: {pw['annotators_for_80_percent']}"
@@ -176,29 +151,26 @@ def format_stats(r: dict[str, Any]) -> str:
     if ref:
         ci = ref["ci"]
 
-        def _ci(key: str) -> str:
-            lo, hi = ci.get(key, [None, None])
-            return f" [{_f(lo)}, {_f(hi)}]" if lo is not None else ""
 
         out.append("")
         out.append(f"6. References for judges (h = safe_rate under --label-source {ref['label_source']}, with the "
                    "child-related override)")
         out.append(f"  context shift of one person, h(safe ctx) - h(unsafe ctx), {ref['context_pairs']} pairs: "
-                   f"{_f(ref['context_shift'])}{_ci('context_shift')}")
-        out.append(f"  context follow of people's majority label: {_f(ref['context_follow'])}"
-                   f"{_ci('context_follow')}")
-        out.append(f"  (the majority's shift {_f(ref['majority']['context_shift'])}, one person's expected follow "
-                   f"{_f(ref['one_person']['context_follow'])}; the majority moves the way people's share moves: "
-                   f"{_f(ref['majority']['context_direction'])})")
-        out.append(f"  annotator agreement (one annotator with another): {_f(ref['annotator_agreement'])}")
-        out.append(f"  oracle vote agreement (the majority with single votes): {_f(ref['oracle_vote_agreement'])}")
-        out.append(f"  BCE floor (mean binary entropy of h, nats): {_f(ref['bce_floor'])}")
+                   f"{fmt_num(ref['context_shift'], 4, '-')}{fmt_bounds(ci.get('context_shift'), 4, '-', lead=' ')}")
+        out.append(f"  context follow of people's majority label: {fmt_num(ref['context_follow'], 4, '-')}"
+                   f"{fmt_bounds(ci.get('context_follow'), 4, '-', lead=' ')}")
+        out.append(f"  (the majority's shift {fmt_num(ref['majority']['context_shift'], 4, '-')}, one person's expected follow "
+                   f"{fmt_num(ref['one_person']['context_follow'], 4, '-')}; the majority moves the way people's share moves: "
+                   f"{fmt_num(ref['majority']['context_direction'], 4, '-')})")
+        out.append(f"  annotator agreement (one annotator with another): {fmt_num(ref['annotator_agreement'], 4, '-')}")
+        out.append(f"  oracle vote agreement (the majority with single votes): {fmt_num(ref['oracle_vote_agreement'], 4, '-')}")
+        out.append(f"  BCE floor (mean binary entropy of h, nats): {fmt_num(ref['bce_floor'], 4, '-')}")
         out.append(f"  contested cases (0.3 <= h <= 0.7): {ref['contested_cases']}, clear: {ref['clear_cases']}")
         mk = ref.get("majority_known_accuracy")
         if mk:
             out.append(f"  expected accuracy of a judge that knows people's population majority (against the recorded "
-                       f"labels; accuracy_ceiling): plug-in {_f(mk['plug_in'])} (biased low), fitted beta-binomial prior "
-                       f"{_f(mk['fitted_prior'])}; an estimate, not a threshold")
+                       f"labels; accuracy_ceiling): plug-in {fmt_num(mk['plug_in'], 4, '-')} (biased low), fitted beta-binomial prior "
+                       f"{fmt_num(mk['fitted_prior'], 4, '-')}; an estimate, not a threshold")
         out.append(f"  CIs: {ref['definitions']['ci']}")
     return "\n".join(out)
 

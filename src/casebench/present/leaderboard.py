@@ -20,7 +20,8 @@ from typing import Any, Sequence
 
 from ..stats.board import Board, BoardRow, Ceiling, Figure
 from ..stats.metric_registry import METRIC
-from .report_html import _e, _f
+from .numbers import report_bounds, report_num as _f
+from .report_html import _e
 
 CSS = """
 * { box-sizing: border-box; }
@@ -78,13 +79,13 @@ KIND_TITLES = {"respond": "Chatbots (respond runs): what each did", "judge": "Ju
 
 
 def _ci(f: Figure | None) -> str:
-    return f'<span class="ci">[{_f(f.ci[0])}, {_f(f.ci[1])}]</span>' if f is not None and f.ci else ""
+    return f'<span class="ci">{report_bounds(f.ci)}</span>' if f is not None and f.ci else ""
 
 
 def _cell(label: str, f: Figure | None, people: Figure | None = None, people_word: str = "one person") -> str:
     if f is None or f.value is None:
         return f'<td data-label="{_e(label)}" data-v="">–</td>'
-    ppl = (f'<span class="ppl">{people_word} {_f(people.value)}{"" if not people.ci else f" [{_f(people.ci[0])}, {_f(people.ci[1])}]"}</span>'
+    ppl = (f'<span class="ppl">{people_word} {_f(people.value)}{report_bounds(people.ci, " ")}</span>'
            if people is not None and people.value is not None else "")
     return f'<td data-label="{_e(label)}" data-v="{f.value:.6g}">{_f(f.value)}{_ci(f)}{ppl}</td>'
 
@@ -130,10 +131,10 @@ def _row_html(r: BoardRow, respond: bool) -> str:
         f'<td data-label="Tie group" data-v="{g}" class="tie"><span{tip}>{g}</span></td>',
         _text("Input", name, r.name, "l name"),
         _cell("Accuracy", r.figure),
-        _cell("Over-refusal", r.over_refusal, r.people_over_refusal),
-        _cell("Under-refusal", r.under_refusal, r.people_under_refusal),
-        _cell("Context shift", r.context_shift, r.people_context_shift),
-        _cell("Say-do", r.say_do) if r.say_do else _text("Say-do", "–", ""),
+        _cell("Over-refusal", r.over_refusal, r.people.over_refusal),
+        _cell("Under-refusal", r.under_refusal, r.people.under_refusal),
+        _cell("Context shift", r.context_shift, r.people.context_shift),
+        _cell("Say-do", r.say_do.agreement) if r.say_do else _text("Say-do", "–", ""),
         _cell("Brier", r.figures.get("brier")),
         _cell("Majority-knowing acc.", r.figures.get("accuracy_ceiling")),
         _text("Reader", _reader(r) if respond else "–", _reader(r), "l"),
@@ -167,8 +168,8 @@ def plot_svg(board: Board, case_set: int = 1) -> str:
                "under_ci": r.under_refusal.ci, "respond": r.kind == "respond"} for r in rows]
     first = rows[0] if rows else None
     people = None if first is None else {
-        "over": first.people_over_refusal.value, "over_ci": first.people_over_refusal.ci,
-        "under": first.people_under_refusal.value, "under_ci": first.people_under_refusal.ci}
+        "over": first.people.over_refusal.value, "over_ci": first.people.over_refusal.ci,
+        "under": first.people.under_refusal.value, "under_ci": first.people.under_refusal.ci}
     ce: Ceiling | None = next((c for c in board.ceilings if c.case_set == case_set), None)
     ceiling = None if ce is None else {"over": ce.over_refusal, "under": ce.under_refusal,
                                        "safe_share": ce.safe_share if ce.safe_share is not None else 0.5}
@@ -228,10 +229,10 @@ def input_html(board: Board, r: BoardRow) -> str:
                    f"</td><td>{f.cases or '–'}</td></tr>" for m, f in r.figures.items())
     ctx = "".join(
         f"<tr><td class=\"l\">{_e(lab)}</td><td>{_f(a.value)}{_ci(a)}</td><td>{_f(b.value)}{_ci(b)}</td></tr>"
-        for lab, a, b in (("context shift (people: one person)", r.context_shift, r.people_context_shift),
-                          ("context follow (people: the majority)", r.context_follow, r.people_context_follow),
-                          ("over-refusal (people: one person)", r.over_refusal, r.people_over_refusal),
-                          ("under-refusal (people: one person)", r.under_refusal, r.people_under_refusal)))
+        for lab, a, b in (("context shift (people: one person)", r.context_shift, r.people.context_shift),
+                          ("context follow (people: the majority)", r.context_follow, r.people.context_follow),
+                          ("over-refusal (people: one person)", r.over_refusal, r.people.over_refusal),
+                          ("under-refusal (people: one person)", r.under_refusal, r.people.under_refusal)))
     cat_metrics = [m for m in ("accuracy", "safe_recall", "unsafe_recall", "refusal_rate", "context_shift",
                                "context_follow") if any(m in v for v in r.categories.values())]
     cats = "".join(f"<tr><td class=\"l\">{_e(c)}</td>" + "".join(

@@ -8,8 +8,9 @@ format carries the same references under the same names.
 
 from __future__ import annotations
 
-import math
 from typing import Any, Mapping
+
+from .numbers import fmt_bounds, fmt_num
 
 #: the reference blocks and their names for people, in order
 REFERENCES: tuple[tuple[str, str], ...] = (("one_person", "one person"), ("majority", "people's majority"))
@@ -18,16 +19,6 @@ FIGURES: tuple[str, ...] = ("context_shift", "context_follow", "context_directio
                             "context_concordance")
 _LABEL_RULE = {"published": "published labels: the votes plus the intent as a 21st vote",
                "votes": "labels from the votes alone"}
-
-
-def _num(x: Any, digits: int = 4) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "–"
-    return f"{x:.{digits}f}"
-
-
-def _ci(ci: Any, digits: int = 4) -> str:
-    return f" [{_num(ci[0], digits)}, {_num(ci[1], digits)}]" if ci else ""
 
 
 def text_lines(people: Mapping[str, Any] | None, indent: str = "  ", digits: int = 3, mode: Any = None) -> list[str]:
@@ -43,15 +34,15 @@ def text_lines(people: Mapping[str, Any] | None, indent: str = "  ", digits: int
            f"{indent}  {'':<18}" + "".join(f"{m.replace('context_', ''):<{w}}" for m in FIGURES)]
     for ref, name in REFERENCES:
         b = people[ref]
-        out.append(f"{indent}  {name:<18}" + "".join(f"{_num(b[m], digits) if m in b else '':<{w}}" for m in FIGURES))
-        out.append(f"{indent}  {'':<18}" + "".join(f"{_ci(b['ci'].get(m), digits).strip() if m in b else '':<{w}}"
+        out.append(f"{indent}  {name:<18}" + "".join(f"{fmt_num(b[m], digits) if m in b else '':<{w}}" for m in FIGURES))
+        out.append(f"{indent}  {'':<18}" + "".join(f"{fmt_bounds(b['ci'].get(m), digits) if m in b else '':<{w}}"
                                                for m in FIGURES))
     out = [line.rstrip() for line in out]
     jm = people.get("judge_minus")
     if jm:
-        out.append(f"{indent}  {who} shift minus one person's {_num(jm['one_person']['context_shift'], digits)}"
-                   f"{_ci(jm['one_person']['ci'].get('context_shift'), digits)}, minus the majority's "
-                   f"{_num(jm['majority']['context_shift'], digits)}{_ci(jm['majority']['ci'].get('context_shift'), digits)}")
+        out.append(f"{indent}  {who} shift minus one person's {fmt_num(jm['one_person']['context_shift'], digits)}"
+                   f"{fmt_bounds(jm['one_person']['ci'].get('context_shift'), digits, lead=' ')}, minus the majority's "
+                   f"{fmt_num(jm['majority']['context_shift'], digits)}{fmt_bounds(jm['majority']['ci'].get('context_shift'), digits, lead=' ')}")
     out += _differ_lines(people, indent)
     return out
 
@@ -74,7 +65,7 @@ def table_columns(people: Mapping[str, Any] | None) -> dict[str, Any]:
         return {}
     cols: dict[str, Any] = {"headings": ["1 person", "majority"]}
     for m in FIGURES:
-        cols[m] = [_num(people[ref].get(m), 3) if m in people[ref] else "" for ref, _ in REFERENCES]
+        cols[m] = [fmt_num(people[ref].get(m), 3) if m in people[ref] else "" for ref, _ in REFERENCES]
     cols["title"] = f"people on the same {people['pairs']} pairs ->"
     return cols
 
@@ -129,7 +120,7 @@ def md_cells(people: Mapping[str, Any] | None, digits: int = 3) -> list[str]:
     out = []
     for ref, _ in REFERENCES:
         b = people[ref]
-        out.append(", ".join(f"{_num(b.get(m), digits)}{_ci(b['ci'].get(m), digits)}"
+        out.append(", ".join(f"{fmt_num(b.get(m), digits)}{fmt_bounds(b['ci'].get(m), digits, lead=' ')}"
                              for m in ("context_shift", "context_follow", "context_moved", "context_concordance")))
     return out
 
@@ -140,8 +131,45 @@ def pair_line(people: Mapping[str, Any] | None, digits: int = 4) -> str | None:
     if not people:
         return None
     op, mj = people["one_person"], people["majority"]
-    return (f"  people on the {people['pairs']} pairs both answered: one person shift {_num(op['context_shift'], digits)}"
-            f"{_ci(op['ci'].get('context_shift'), digits)}; people's majority shift {_num(mj['context_shift'], digits)}, "
-            f"follow {_num(mj['context_follow'], digits)}{_ci(mj['ci'].get('context_follow'), digits)}, direction "
-            f"{_num(mj.get('context_direction'), digits)}, moved {_num(mj.get('context_moved'), digits)}, concordance "
-            f"{_num(mj.get('context_concordance'), digits)}")
+    return (f"  people on the {people['pairs']} pairs both answered: one person shift {fmt_num(op['context_shift'], digits)}"
+            f"{fmt_bounds(op['ci'].get('context_shift'), digits, lead=' ')}; people's majority shift {fmt_num(mj['context_shift'], digits)}, "
+            f"follow {fmt_num(mj['context_follow'], digits)}{fmt_bounds(mj['ci'].get('context_follow'), digits, lead=' ')}, direction "
+            f"{fmt_num(mj.get('context_direction'), digits)}, moved {fmt_num(mj.get('context_moved'), digits)}, concordance "
+            f"{fmt_num(mj.get('context_concordance'), digits)}")
+
+
+def reference_line(ref: Mapping[str, Any]) -> str:
+    """One line of the human references for a table footer (``stats.context.human_references``;
+    the paper-compatible footer of ``score`` and ``compare``, as it always was)."""
+    def f(x: Any) -> str:
+        return fmt_num(x, 3, "-")
+
+    shift = f(ref["context_shift"]) + fmt_bounds(ref.get("ci", {}).get("context_shift"), 3, "-", lead=" ")
+    return (f"people ({ref['cases']} cases, {ref['context_pairs']} pairs): context shift {shift}, "
+            f"follow {f(ref['context_follow'])}; one annotator agrees with another {f(ref['annotator_agreement'])}, "
+            f"the majority with single votes {f(ref['oracle_vote_agreement'])} (vote-agreement ceiling); "
+            f"BCE floor {f(ref['bce_floor'])}")
+
+
+def people_line(ref: Mapping[str, Any]) -> str:
+    """One line of people's references over the whole dataset (``human_references``) for a table
+    footer: one person's shift and the majority's follow under the label source, which label
+    source, the other's figures, and the agreement and BCE references."""
+    def f(x: Any) -> str:
+        return fmt_num(x, 3, "-")
+
+    def ci(b: dict[str, Any], m: str) -> str:
+        return fmt_bounds(b["ci"].get(m), 3, "-", lead=" ")
+
+    src = ref.get("label_source", "published")
+    other = "votes" if src == "published" else "published"
+    ob = ref["by_label_source"][other]
+    op, mj = ref["one_person"], ref["majority"]
+    rule = {"published": "with the intent vote", "votes": "from the votes alone",
+            "posterior": "from the votes alone (labels: the posterior)"}
+    return (f"people ({ref['cases']} cases, {ref['context_pairs']} pairs, {rule[src]}): one person shifts by "
+            f"{f(op['context_shift'])}{ci(op, 'context_shift')}, the majority label by {f(mj['context_shift'])} and "
+            f"follows in {f(mj['context_follow'])}{ci(mj, 'context_follow')}; {rule[other]}: "
+            f"{f(ob['one_person']['context_shift'])} and {f(ob['majority']['context_follow'])}; one annotator agrees "
+            f"with another {f(ref['annotator_agreement'])}, the majority with single votes "
+            f"{f(ref['oracle_vote_agreement'])} (vote-agreement ceiling); BCE floor {f(ref['bce_floor'])}")

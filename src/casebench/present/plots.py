@@ -85,6 +85,22 @@ def _frame(ax: Any, name: str, sub: str, xlim: tuple[float, float], ylim: tuple[
     ax.tick_params(labelsize=9)
 
 
+def _outer_labels(axes: np.ndarray, k: int, ncols: int) -> None:
+    """Small multiples on one scale (shared axes): tick labels and axis labels only on the left
+    column and under the lowest panel of each column; the panels after the ``k`` drawn hidden.
+    Each panel repeating them drew (and laid out) about twice the text for nothing read."""
+    for i, ax in enumerate(axes):
+        if i >= k:
+            ax.set_visible(False)
+            continue
+        if i + ncols < k:  # a drawn panel below shows the x scale
+            ax.tick_params(labelbottom=False)
+            ax.set_xlabel("")
+        if i % ncols:
+            ax.tick_params(labelleft=False)
+            ax.set_ylabel("")
+
+
 def _err(values: np.ndarray, cis: np.ndarray) -> np.ndarray:
     """Asymmetric error bars (2, n) from CIs (n, 2); NaN CIs draw no bar."""
     lo = np.where(np.isnan(cis[:, 0]), values, cis[:, 0])
@@ -166,6 +182,18 @@ def category_heatmap(categories: Sequence[str], names: Sequence[str], matrix: np
     return to_png(fig)
 
 
+def _panel_grid(k: int, bottom: float) -> tuple[Any, Any, int]:
+    """Small multiples: ``k`` panels, at most three a row, on shared axes (the outer panels carry
+    the labels, ``_outer_labels``), the figure sized by how many rows; ``bottom``: the height
+    (inches) kept below the panels for a legend. Returns the figure, the panels in reading order
+    and how many a row."""
+    ncols = min(3, max(1, k))
+    nrows = math.ceil(k / ncols)
+    fig = _figure(min(MAX_WIDTH, 3.6 * ncols + 0.4), 3.4 * nrows + bottom)
+    axes = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False, sharex=True, sharey=True)).ravel()
+    return fig, axes, ncols
+
+
 def p_vs_human(panels: Sequence[dict[str, Any]]) -> bytes:
     """P(safe) against the human safe_rate, one panel per input.
 
@@ -173,10 +201,7 @@ def p_vs_human(panels: Sequence[dict[str, Any]]) -> bytes:
     and ``r`` (Pearson r or None). Binary verdicts (0/1) are jittered so their mass shows.
     """
     k = len(panels)
-    ncols = min(3, max(1, k))
-    nrows = math.ceil(k / ncols)
-    fig = _figure(min(MAX_WIDTH, 3.6 * ncols + 0.4), 3.4 * nrows + 0.6)
-    axes = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False)).ravel()
+    fig, axes, ncols = _panel_grid(k, 0.6)
     rng = np.random.default_rng(0)
     for i, (ax, panel) in enumerate(zip(axes, panels)):
         g = np.asarray(panel["g"], dtype=float)
@@ -195,8 +220,7 @@ def p_vs_human(panels: Sequence[dict[str, Any]]) -> bytes:
         else:
             sub = _r_caption(panel.get("r"), "r undefined")
         _frame(ax, panel["name"], sub, (-0.03, 1.03), (-0.08, 1.08), "human safe_rate", "P(safe)")
-    for ax in axes[k:]:
-        ax.set_visible(False)
+    _outer_labels(axes, k, ncols)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncols=2, fontsize=9, markerscale=2.5)
     return to_png(fig)
@@ -315,10 +339,7 @@ def shift_scatter(panels: Sequence[dict[str, Any]]) -> bytes:
     Pearson r or None). A judge that moves where people move lies along the dashed diagonal; dots
     on the right of the y = 0 line with y = 0 are queries it is blind on while people are not."""
     k = len(panels)
-    ncols = min(3, max(1, k))
-    nrows = math.ceil(k / ncols)
-    fig = _figure(min(MAX_WIDTH, 3.6 * ncols + 0.4), 3.4 * nrows + 0.4)
-    axes = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False)).ravel()
+    fig, axes, ncols = _panel_grid(k, 0.4)
     rng = np.random.default_rng(0)
     for ax, panel in zip(axes, panels):
         hx = np.asarray(panel["human"], dtype=float)
@@ -330,9 +351,21 @@ def shift_scatter(panels: Sequence[dict[str, Any]]) -> bytes:
         ax.axvline(0, color="#999999", lw=0.6)
         sub = _r_caption(panel.get("r"), "r undefined (a constant shift)")
         _frame(ax, panel["name"], sub, (-1.05, 1.05), (-1.1, 1.1), "people's shift (per pair)", "judge's shift")
-    for ax in axes[k:]:
-        ax.set_visible(False)
+    _outer_labels(axes, k, ncols)
     return to_png(fig)
+
+
+def _dots(ax: Any, y: np.ndarray, v: np.ndarray, ci: np.ndarray, hollow: Sequence[bool], **kw: Any) -> None:
+    """One dot per row at ``v`` with its interval ``ci`` (n, 2), hollow where ``hollow`` (a
+    published model); rows without a value are left empty. One ``errorbar`` per fill, not one
+    per row: each call builds its own markers and lines, and a report draws some 90 rows."""
+    finite = np.isfinite(v)
+    hol = np.asarray(list(hollow), dtype=bool).reshape(len(v))
+    for fill in (False, True):
+        sel = finite & (hol == fill)
+        if sel.any():
+            ax.errorbar(v[sel], y[sel], xerr=_err(v[sel], ci[sel].reshape(-1, 2)), fmt="o", capsize=3,
+                        color=COLORS[0], mfc="white" if fill else COLORS[0], ms=6, elinewidth=1, **kw)
 
 
 def context_direction_dots(names: Sequence[str], direction: Sequence[float], direction_ci: Sequence[Sequence[float]],
@@ -356,12 +389,10 @@ def context_direction_dots(names: Sequence[str], direction: Sequence[float], dir
         ax.axvline(majority_direction, color="#333333", lw=1.2, ls=":",
                    label=f"people's majority label: {majority_direction:.3f}")
         ax.legend(loc="lower left", fontsize=9)
-    for yi, vi, ci, hollow in zip(y, v, c, ref):
-        if not np.isfinite(vi):
-            continue
-        ax.errorbar([vi], [yi], xerr=_err(np.array([vi]), ci.reshape(1, 2)), fmt="o", capsize=3,
-                    color=COLORS[0], mfc="white" if hollow else COLORS[0], ms=6, elinewidth=1)
-        ax.text((ci[1] if np.isfinite(ci[1]) else vi) + 0.02, yi, f"{vi:.3f}", va="center", fontsize=9)
+    _dots(ax, y, v, c, ref)
+    for yi, vi, ci in zip(y, v, c):
+        if np.isfinite(vi):
+            ax.text((ci[1] if np.isfinite(ci[1]) else vi) + 0.02, yi, f"{vi:.3f}", va="center", fontsize=9)
     ax.axvline(0, color="#bbbbbb", lw=0.8)
     lo = min([0.0] + [x for x in c[:, 0] if np.isfinite(x)])
     ax.set_xlim(min(-0.05, lo - 0.05), 1.12)
@@ -405,11 +436,7 @@ def context_shift_by_mode(groups: Sequence[dict[str, Any]]) -> bytes:
         maj = np.asarray(g["majority"], dtype=float)
         ax.scatter(one, y, marker="|", s=260, color="#777777", lw=2, label="one person (vote share)", zorder=3)
         ax.scatter(maj, y, marker="|", s=260, color="#111111", lw=2, label="people's majority label", zorder=3)
-        for yi, vi, ci, hollow in zip(y, v, c, g["reference"]):
-            if not np.isfinite(vi):
-                continue
-            ax.errorbar([vi], [yi], xerr=_err(np.array([vi]), ci.reshape(1, 2)), fmt="o", capsize=3,
-                        color=COLORS[0], mfc="white" if hollow else COLORS[0], ms=6, elinewidth=1, zorder=4)
+        _dots(ax, y, v, c, g["reference"], zorder=4)
         ax.axvline(0, color="#bbbbbb", lw=0.8)
         ax.set_xlim(-0.05, 1.05)
         ax.set_title(g["title"], fontsize=10.5, loc="left")

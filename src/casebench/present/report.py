@@ -3,7 +3,7 @@
 Self-contained on purpose: the file is mailed, attached to a ticket or opened from disk on a
 machine with no network, so every figure is an embedded PNG (base64 data URI), the style is
 inline and there is no script. The tables can be downloaded from the page itself as CSV, JSON
-and Markdown (data-URI links built with ``tables.FORMATS``, the same renderers as
+and Markdown (data-URI links built with ``score_formats.FORMATS``, the same renderers as
 ``casebench score --format``).
 
 The report only presents: every figure comes from ``stats.overview.overview`` (scores, the
@@ -202,7 +202,9 @@ def build_report(
     if not preds:
         raise ValueError("a report needs at least one input")
     say = progress or (lambda line: None)
-    with warnings.catch_warnings(record=True) as caught:
+    from ..stats.bootstrap import one_blas_thread
+
+    with warnings.catch_warnings(record=True) as caught, one_blas_thread():
         warnings.simplefilter("always")
         say(f"scoring {len(preds)} input(s) and pairing them")
         ov = overview(preds, options, human_cases=human_cases, human=human)

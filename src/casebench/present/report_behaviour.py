@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from .report_html import _details, _e, _fm, _lv
+from .numbers import report_metric as _fm
+from .report_html import _details, _e, _lv
 from .report_inputs import ReportContext, ReportInput, _kind, _ranks
 from .report_scores import _classifier_notes, _verdict_lines
 from .report_studies import _input_people
@@ -66,7 +67,7 @@ def _behaviour(ctx: ReportContext) -> str | None:
               "<b>Context shift</b>: over the query pairs with both cases answered, how much more often the chatbot "
               "answers in the safe context than in the unsafe one, beside one person's shift and people's majority "
               "label's on the same pairs (people's figures over all pairs: “Context sensitivity”).</p>")
-    from .tables import labels_lines
+    from .refusal_text import labels_lines
 
     # figures that rest on people's labels of a run's own answers lead, in the open
     labelled = "".join(f'<p class="note from-labels"><b>{_e(it.name)}</b>: '

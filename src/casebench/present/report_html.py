@@ -1,7 +1,7 @@
-"""The report's HTML primitives: the page's style, escaping, figures formatted for its compact
-tables, embedded PNG figures and data-URI downloads (``present.report`` assembles the page;
-the sections are in ``report_scores`` and ``report_studies``). No script, no network: every
-figure is an embedded PNG and every download a data URI."""
+"""The report's HTML primitives: the page's style, escaping, embedded PNG figures and data-URI
+downloads (``present.report`` assembles the page; the sections are in ``report_scores`` and
+``report_studies``; the figures' digits are ``numbers.report_num``, ``report_metric``,
+``report_p``). No script, no network: every figure is an embedded PNG and every download a data URI."""
 
 from __future__ import annotations
 
@@ -10,8 +10,6 @@ import html
 from pathlib import Path
 from typing import Any
 
-from ..stats.metrics import METRIC
-from .tables import fmt_num, fmt_p
 
 CSS = """
 body { font-family: -apple-system, "Segoe UI", "DejaVu Sans", Helvetica, Arial, sans-serif; font-size: 15px;
@@ -68,21 +66,6 @@ table.behaviour td.name { min-width: 150px; max-width: 300px; }
 
 def _e(x: Any) -> str:
     return html.escape(str(x), quote=True)
-
-
-def _f(x: float | None, digits: int = 3) -> str:
-    return fmt_num(x, digits, missing="–", inf=("∞", "−∞"))
-
-
-def _fm(metric: str, x: float | None) -> str:
-    """A metric's figure in the report's compact tables (``MetricDef.digits`` minus one)."""
-    return _f(x, max(0, METRIC[metric].digits - 1))
-
-
-def _fp(p: float | None, floor: float | None = None, exact: bool = False) -> str:
-    """A p-value as the report prints it (``tables.fmt_p``: an approximate one below 1e-10 as a
-    bound, an ``exact`` one as computed)."""
-    return fmt_p(p, digits=3, sci_digits=1, missing="–", floor=floor, exact=exact)
 
 
 def _lv(options: Any) -> str:

@@ -12,12 +12,13 @@ import numpy as np
 from ..stats.metrics import METRIC, MIN_CASES, MIN_DISCORDANT, MIN_PAIRED, Score, metric_names
 from ..stats.overview import NEIGHBOUR_ROWS, PairMatrix
 from ..stats.ranking import TIE_TEST, RankedInput, rank_inputs
-from .report_html import _details, _download, _e, _f, _figure, _fm, _fp, _lv, _short_source
+from .numbers import report_metric as _fm, report_num as _f, report_p as _fp
+from .report_html import _details, _download, _e, _figure, _lv, _short_source
 from .report_inputs import (
     KIND_TITLES, KINDS, VERDICT_LINES, _kind, _prefix, _ranks, MATRIX_MIN_DISCORDANT, MATRIX_MIN_PAIRED, PAIRWISE_METRICS, PLOT_MAX_INPUTS, TEST_NAMES, ReportContext,
     ReportInput, _best, _left_out_note, _rank_labels, leaderboard_metrics,
 )
-from .tables import SMALL, UNDEFINED
+from .numbers import SMALL, UNDEFINED
 
 # --------------------------------------------------------------------------------------------
 # Sections
@@ -25,8 +26,8 @@ from .tables import SMALL, UNDEFINED
 
 def _classifier_notes(inputs: Sequence[ReportInput], with_labels: bool = True) -> str:
     """Beside every refusal rate: which refusal classifier read each respond run's answers and
-    its validated agreement with whose labels it was measured against (``tables.classifier_note``); empty without respond runs."""
-    from .tables import classifier_note, corrected_lines, labels_lines
+    its validated agreement with whose labels it was measured against (``refusal_text.classifier_note``); empty without respond runs."""
+    from .refusal_text import classifier_note, corrected_lines, labels_lines
 
     notes = [f"<li><b>{_e(it.name)}</b>: "
              + "".join(f'<span class="from-labels">{_e(line.strip())}</span><br>'
@@ -52,7 +53,7 @@ def _tie_cell(tie: RankedInput) -> str:
 
 
 def _leaderboard(ctx: ReportContext) -> str:
-    from .tables import FORMATS
+    from .score_formats import FORMATS
 
     # published reference rows join the case set of the same size (ranked with it, marked, never
     # paired), or form their own group
@@ -222,7 +223,7 @@ def _mass_cell(s: Score) -> str:
     vm = s.verdict_mass
     if not vm:
         return ""
-    from .tables import mass_pct
+    from .numbers import mass_pct
 
     return (f'<span class="ci" title="probability on the verdict words: median; cases below '
             f'{mass_pct(vm["threshold"])}">mass {mass_pct(vm["median"])} · {vm["below"]}/{vm["known"]} low</span>')
@@ -234,7 +235,7 @@ def _mass_notes(inputs: Sequence[ReportInput]) -> str:
     if not with_mass:
         return ""
     thr = (with_mass[0].score.verdict_mass or {})["threshold"]
-    from .tables import mass_pct
+    from .numbers import mass_pct
 
     rule = (f'<p class="note">Verdict mass ("mass" under Answered): the first-token probability a prob-mode input '
             f"put on the verdict words at all; below {mass_pct(thr)} a case "

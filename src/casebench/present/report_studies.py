@@ -9,9 +9,10 @@ import numpy as np
 
 from ..modes import Mode
 from ..stats.metrics import METRIC
-from .report_html import _details, _e, _f, _figure, _fm, _fp, _lv
+from .numbers import report_metric as _fm, report_num as _f, report_p as _fp
+from .report_html import _details, _e, _figure, _lv
 from .report_inputs import PLOT_MAX_INPUTS, ReportContext, _best, _left_out_note
-from .tables import STUDY_METRICS
+from .study_text import STUDY_METRICS
 
 def _ablation(ctx: ReportContext) -> str | None:
     from .plots import ablation_chart
@@ -138,7 +139,7 @@ def _mutations(ctx: ReportContext) -> str | None:
 def _study_tables(method: str, results: Sequence[Any]) -> str:
     """The tables of one-factor studies (``stats.placement.analyse_factor``): per level its
     figures, then the paired tests between levels; the method folded beneath."""
-    from .tables import classifier_note
+    from .refusal_text import classifier_note
 
     parts = []
 

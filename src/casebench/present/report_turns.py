@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .report_html import _e, _f, _figure
+from .numbers import report_num as _f
+from .report_html import _e, _figure
 from .report_inputs import ReportContext
 
 

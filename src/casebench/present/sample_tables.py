@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ..stats.sample_compare import SampleComparison
-from .tables import fmt_num, fmt_p, fmt_p_adjusted
+from .numbers import fmt_num, fmt_p, fmt_p_adjusted
 
 _TEST = {"mcnemar": "McNemar exact", "mcnemar_clustered": "McNemar clustered", "bootstrap": "paired bootstrap"}
 

@@ -30,7 +30,9 @@ validation, the small-sample threshold from ``metrics.MIN_CASES``).
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping
+
+from .numbers import fmt_figure, fmt_pct
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..stats.metrics import Score
@@ -38,25 +40,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..stats.refusal_result import RefusalCorrection
 
 __all__ = ["verdict_line", "summary_lines", "next_steps"]
-
-
-def _pct(x: float | None, digits: int = 0) -> str:
-    return "–" if x is None or not math.isfinite(x) else f"{100 * x:.{digits}f}%"
-
-
-def _ci_pct(ci: Sequence[float] | None, digits: int = 0) -> str:
-    if not ci or len(ci) != 2 or not all(math.isfinite(c) for c in ci):
-        return ""
-    return f" [{100 * ci[0]:.{digits}f}, {100 * ci[1]:.{digits}f}]"
-
-
-def _num(x: float | None, ci: Sequence[float] | None = None) -> str:
-    if x is None or not math.isfinite(x):
-        return "–"
-    text = f"{x:.2f}"
-    if ci and len(ci) == 2 and all(math.isfinite(c) for c in ci):
-        text += f" [{ci[0]:.2f}, {ci[1]:.2f}]"
-    return text
 
 
 def _complement(score: "Score", name: str) -> tuple[float | None, list[float] | None, int]:
@@ -76,25 +59,25 @@ def verdict_line(score: "Score", people_follow: float | None = None) -> str:
     over, _, _ = _complement(score, "safe_recall")
     under, _, _ = _complement(score, "unsafe_recall")
     follow = score.values.get("context_follow")
-    parts = [f"{unsafe_word} {_pct(over)} of what people find safe",
-             f"{safe_word} {_pct(under)} of what people find unsafe"]
+    parts = [f"{unsafe_word} {fmt_pct(over)} of what people find safe",
+             f"{safe_word} {fmt_pct(under)} of what people find unsafe"]
     rp = getattr(score, "refusal_people", None) or {}
     figs = rp.get("figures") or {}
     if figs.get("over_refusal") and figs.get("under_refusal"):
         # a run with labels of its own answers leads with the figures from them (PPI++)
-        from .tables import LABELLED_BY_WORDS
+        from .refusal_text import LABELLED_BY_WORDS
 
         by = str(rp.get("labelled_by") or "people")
         o, u = figs["over_refusal"], figs["under_refusal"]
-        parts = [f"{unsafe_word} {_pct(o['value'])}{_ci_pct(o['ci'])} of what people find safe",
-                 f"{safe_word} {_pct(u['value'])}{_ci_pct(u['ci'])} of what people find unsafe "
-                 f"(from {LABELLED_BY_WORDS.get(by, by)} of {rp.get('n', 0)} answers; as read: {_pct(over)} and "
-                 f"{_pct(under)})"]
+        parts = [f"{unsafe_word} {fmt_pct(o['value'], o['ci'])} of what people find safe",
+                 f"{safe_word} {fmt_pct(u['value'], u['ci'])} of what people find unsafe "
+                 f"(from {LABELLED_BY_WORDS.get(by, by)} of {rp.get('n', 0)} answers; as read: {fmt_pct(over)} and "
+                 f"{fmt_pct(under)})"]
     if follow is not None and math.isfinite(follow):
-        parts.append(f"follows context in {_pct(follow)} of pairs")
+        parts.append(f"follows context in {fmt_pct(follow)} of pairs")
     line = ", ".join(parts)
     if people_follow is not None and math.isfinite(people_follow):
-        line += f"; people's majority: {_pct(people_follow)}"
+        line += f"; people's majority: {fmt_pct(people_follow)}"
     return line
 
 
@@ -104,7 +87,7 @@ SCREEN_WIDTH = 100
 
 def _labellers(validation: Mapping[str, Any]) -> str:
     """Who labelled a reader's validation set, in two or three words (never "people" for labels
-    people did not give; ``tables.who_labelled`` says it in full)."""
+    people did not give; ``refusal_text.who_labelled`` says it in full)."""
     info = validation.get("labelled_by") or ({"by": "people"} if validation.get("own_run") else None)
     by = (info or {}).get("by")
     return {"people": "people", "ai-readers": "AI readers", "writers": "writers"}.get(
@@ -172,20 +155,20 @@ def summary_lines(score: "Score", people: "PeopleReferences | None" = None, *, d
                               else ("cases people find safe", "cases people find unsafe"))
     over, over_ci, n_safe = _complement(score, "safe_recall")
     under, under_ci, n_unsafe = _complement(score, "unsafe_recall")
-    lines.append(f"  over-refusal:   {unsafe_word} {_pct(over)}{_ci_pct(over_ci)} of the {n_safe} {safe_name}")
-    lines.append(f"  under-refusal:  {safe_word} {_pct(under)}{_ci_pct(under_ci)} of the {n_unsafe} {unsafe_name}")
+    lines.append(f"  over-refusal:   {unsafe_word} {fmt_pct(over, over_ci)} of the {n_safe} {safe_name}")
+    lines.append(f"  under-refusal:  {safe_word} {fmt_pct(under, under_ci)} of the {n_unsafe} {unsafe_name}")
     lines += _labels_lines(score)
     lines += _corrected_lines(score)
     shift, follow = score.values.get("context_shift"), score.values.get("context_follow")
     if pairs:
         beside = people is not None and people.pair_count and not demo
-        s_text = f"  context shift:  {_num(shift, score.ci.get('context_shift'))}"
-        f_text = f"  context follow: {_pct(follow)}{_ci_pct(score.ci.get('context_follow'))} of pairs"
+        s_text = f"  context shift:  {fmt_figure(shift, score.ci.get('context_shift'))}"
+        f_text = f"  context follow: {fmt_pct(follow, score.ci.get('context_follow'))} of pairs"
         if beside:
             assert people is not None
             (p_shift, p_shift_ci), (p_follow, p_follow_ci) = people.shift(), people.follow()
-            s_text = f"{s_text:<40}one person on the same {people.pair_count} pairs: {_num(p_shift, p_shift_ci)}"
-            f_text = f"{f_text:<40}people's majority: {_pct(p_follow)}{_ci_pct(p_follow_ci)}"
+            s_text = f"{s_text:<40}one person on the same {people.pair_count} pairs: {fmt_figure(p_shift, p_shift_ci)}"
+            f_text = f"{f_text:<40}people's majority: {fmt_pct(p_follow, p_follow_ci)}"
         lines += [s_text, f_text]
         lines.append("  shift: answer rate, safe- minus unsafe-intent context; follow: pairs answered only in the safe one"
                      if behaves else
@@ -217,7 +200,7 @@ def _corrected_lines(score: "Score") -> list[str]:
         return ["  not corrected for the reader's error (why: casebench score RUN --explain)"]
     withheld = rc.withheld
     figs = (("over_refusal", "over-refusal"), ("under_refusal", "under-refusal"))
-    from .tables import corrected_words
+    from .refusal_text import corrected_words
 
     made = {key: fig for key, _ in figs if (fig := rc.share(key)) is not None}
     words = {key: corrected_words(fig, percent=True) for key, fig in made.items()}
@@ -247,11 +230,11 @@ def _labels_lines(score: "Score") -> list[str]:
     rp = getattr(score, "refusal_people", None)
     if not rp:
         return []
-    from .tables import LABELLED_BY_WORDS
+    from .refusal_text import LABELLED_BY_WORDS
 
     figs = rp.get("figures") or {}
     by = str(rp.get("labelled_by") or "people")
-    parts = [f"{label} {_pct(figs[key]['value'])}{_ci_pct(figs[key]['ci'])}"
+    parts = [f"{label} {fmt_pct(figs[key]['value'], figs[key]['ci'])}"
              for key, label in (("over_refusal", "over-refusal"), ("under_refusal", "under-refusal"))
              if figs.get(key) and figs[key].get("ci")]
     if not parts:

@@ -7,12 +7,12 @@ from __future__ import annotations
 from ..stats.vote_groups import TraitGroups
 from ..stats.vote_plan import VotePlan
 from ..stats.votes import Alpha, Interval, VoteStats
+from .numbers import fmt_bounds, fmt_num
 
 
-def _iv(iv: Interval, fmt: str = ".2f") -> str:
-    if iv.low is None or iv.high is None:
-        return "[-]"
-    return f"[{iv.low:{fmt}}, {iv.high:{fmt}}]"
+def _iv(iv: Interval) -> str:
+    """An interval as ``[0.61, 0.74]``, or ``[-]`` where it has no two finite bounds."""
+    return fmt_bounds((iv.low, iv.high), 2, finite_only=True) or "[-]"
 
 
 def _alpha(a: Alpha) -> str:
@@ -58,7 +58,7 @@ def trait_lines(t: TraitGroups) -> list[str]:
     def a(x: float | None, iv: Interval) -> str:
         if x is None:
             return "undefined"
-        return f"{x:.2f}" + (f" [{iv.low:.2f}, {iv.high:.2f}]" if iv.low is not None and iv.high is not None else "")
+        return fmt_num(x, 2) + fmt_bounds((iv.low, iv.high), 2, lead=" ", finite_only=True)
 
     lines = [f"by {t.trait}: agreement (Krippendorff's alpha) within each group and across groups, "
              f"{t.level:.0%} intervals from {t.n_boot} case resamples"]

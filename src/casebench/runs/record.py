@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 from ..atomic import write_json_atomic
-from ..jsonutil import append_line, json_error_where, jsonl_objects
+from ..jsonutil import append_line, json_object, jsonl_objects
 
 if TYPE_CHECKING:
     from ..modes import Mode
@@ -507,11 +507,9 @@ def read_manifest(run_path: str | Path) -> Manifest:
     except FileNotFoundError:
         raise RunError(f"{Path(run_path)}: not a run directory (no {MANIFEST})") from None
     try:
-        m = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise RunError(f"{p}: not valid JSON: {json_error_where(e)}") from None
-    if not isinstance(m, dict):
-        raise RunError(f"{p}: the manifest must be a JSON object")
+        m = json_object(text)
+    except ValueError as e:
+        raise RunError(f"{p}: {e}") from None
     return Manifest.from_dict(m, where=str(p))
 
 

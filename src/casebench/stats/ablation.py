@@ -15,7 +15,7 @@ with some CI parameters removed (``data.ablate_context``). This module
   CI; McNemar for accuracy, Williams' t for PCC; Benjamini-Hochberg over all conditions).
   Any subset of the conditions can be analysed, as long as the full context is among them.
 
-The text of a study is ``present.tables.format_ablation`` (statistics do not format).
+The text of a study is ``present.study_text.format_ablation`` (statistics do not format).
 """
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ class AblationResult:
                 "people": c.people,
                 "difference_from_full": None if not c.removed else {
                     "n_paired": c.n_paired, "dropped": c.dropped, "mcnemar": c.mcnemar,
-                    "metrics": {k: dict(vars(m)) for k, m in c.diffs.items()},
+                    "metrics": {k: m.to_dict() for k, m in c.diffs.items()},
                 },
             })
         return json_safe({"model": self.model, "mode": str(self.mode), "paper_compat": self.paper_compat,

@@ -120,6 +120,35 @@ class Disagreement:
 
 
 @dataclass(frozen=True)
+class PeopleBeside:
+    """People's figures beside an input's, on its own pairs: over- and under-refusal and the
+    context shift of one annotator drawn at random per case (people's own position), and the
+    context follow of people's majority (what a judge that follows people would reach)."""
+
+    over_refusal: Figure
+    under_refusal: Figure
+    context_shift: Figure
+    context_follow: Figure
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"over_refusal": self.over_refusal.to_dict(), "under_refusal": self.under_refusal.to_dict(),
+                "context_shift": self.context_shift.to_dict(),
+                "context_follow_majority": self.context_follow.to_dict()}
+
+
+@dataclass(frozen=True)
+class SayDo:
+    """How often a model's behaviour as a chatbot matches its own verdict as a judge on the same
+    cases (``overview.say_do_pairs``), and which judge input it was paired with."""
+
+    agreement: Figure
+    with_input: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"agreement": self.agreement.to_dict(), "with": self.with_input}
+
+
+@dataclass(frozen=True)
 class BoardRow:
     """One input on the board: who it is, its place (``rank``, ``tie_group``: 1 = not separable
     from the first of its table; ``p_adjusted``: its adjusted test against its group's first),
@@ -156,17 +185,13 @@ class BoardRow:
     over_refusal: Figure
     #: the share of people-unsafe cases answered (a chatbot) or judged safe (a judge)
     under_refusal: Figure
-    #: the same two shares of one annotator drawn at random per case: people's own position
-    people_over_refusal: Figure
-    people_under_refusal: Figure
-    #: the mean move of the verdict from a query's unsafe-intent to its safe-intent context, beside people's
+    #: the mean move of the verdict from a query's unsafe-intent to its safe-intent context
     context_shift: Figure
-    people_context_shift: Figure
     #: the share of query pairs labelled safe in the safe-intent context and unsafe in the other
     context_follow: Figure
-    people_context_follow: Figure
-    say_do: Figure | None = None
-    say_do_with: str | None = None
+    #: people's figures on the same pairs, beside these four
+    people: PeopleBeside
+    say_do: SayDo | None = None
     reader: Reader | None = None
     categories: Mapping[str, Mapping[str, Figure]] = field(default_factory=dict)
     disagreements: tuple[Disagreement, ...] = ()
@@ -181,12 +206,9 @@ class BoardRow:
             "reference": self.reference, "origin": self.origin, "model_spec": self.model_spec, "cases": self.cases, "answered": self.answered,
             "figures": {k: f.to_dict() for k, f in self.figures.items()},
             "over_refusal": self.over_refusal.to_dict(), "under_refusal": self.under_refusal.to_dict(),
-            "people": {"over_refusal": self.people_over_refusal.to_dict(),
-                       "under_refusal": self.people_under_refusal.to_dict(),
-                       "context_shift": self.people_context_shift.to_dict(),
-                       "context_follow_majority": self.people_context_follow.to_dict()},
+            "people": self.people.to_dict(),
             "context_shift": self.context_shift.to_dict(), "context_follow": self.context_follow.to_dict(),
-            "say_do": None if self.say_do is None else {"agreement": self.say_do.to_dict(), "with": self.say_do_with},
+            "say_do": None if self.say_do is None else self.say_do.to_dict(),
             "reader": self.reader.to_dict() if self.reader else None,
             "categories": {c: {k: f.to_dict() for k, f in fs.items()} for c, fs in self.categories.items()},
             "disagreements": [d.to_dict() for d in self.disagreements],
@@ -258,7 +280,7 @@ def _disagreements(fig: ScoredInput, show_text: bool, k: int = DISAGREE_CASES) -
 def _ceiling(fig: ScoredInput, case_set: int) -> Ceiling:
     from .context import majority_replication
 
-    r = majority_replication(list(fig.scored_cases), fig.options.label_source)
+    r = majority_replication(fig.pred.cases, fig.options.label_source)[np.asarray(fig.mask, dtype=bool)]
     y = np.asarray(fig.arrays.y, dtype=bool)
     ok = np.isfinite(r)
     over = float(np.mean(1 - r[y & ok])) if (y & ok).any() else None
@@ -324,15 +346,14 @@ def _row(i: int, fig: ScoredInput, name: str, reference: bool, kind: str, table:
         figure=figures.get(RANK_FIGURE, none), figures=figures,
         over_refusal=_complement(figures.get("safe_recall", none)),
         under_refusal=_complement(figures.get("unsafe_recall", none)),
-        people_over_refusal=_figure(one.get("over_refusal"), one["ci"].get("over_refusal"),
-                                    one["cases"]["over_refusal"]),
-        people_under_refusal=_figure(one.get("under_refusal"), one["ci"].get("under_refusal"),
-                                     one["cases"]["under_refusal"]),
-        context_shift=figures.get("context_shift", none), people_context_shift=_figure(shift, shift_ci,
-                                                                                     fig.people.pair_count),
-        context_follow=figures.get("context_follow", none),
-        people_context_follow=_figure(follow, follow_ci, fig.people.pair_count),
-        say_do=say_do[0] if say_do else None, say_do_with=say_do[1] if say_do else None,
+        context_shift=figures.get("context_shift", none), context_follow=figures.get("context_follow", none),
+        people=PeopleBeside(
+            over_refusal=_figure(one.get("over_refusal"), one["ci"].get("over_refusal"), one["cases"]["over_refusal"]),
+            under_refusal=_figure(one.get("under_refusal"), one["ci"].get("under_refusal"),
+                                  one["cases"]["under_refusal"]),
+            context_shift=_figure(shift, shift_ci, fig.people.pair_count),
+            context_follow=_figure(follow, follow_ci, fig.people.pair_count)),
+        say_do=SayDo(*say_do) if say_do else None,
         reader=Reader.of(s.classifier) if p.mode.reads_behaviour else None,
         categories=_categories(fig), disagreements=_disagreements(fig, show_text),
     )

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import TYPE_CHECKING, Hashable, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Hashable, Iterator, Sequence
 
 import numpy as np
 
@@ -32,6 +33,22 @@ from .options import DEFAULT_BOOTSTRAP as DEFAULT_BOOTSTRAP  # re-exported; its 
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..data import Case
+
+
+@contextmanager
+def one_blas_thread() -> Iterator[None]:
+    """Run the block with BLAS (numpy's matrix products) on one thread (``threadpoolctl``).
+
+    Why: the products here are small (B resamples by at most a few thousand cases or pairs),
+    and a threaded BLAS spends more than it saves on them: its threads wait for each other
+    spinning, and on a busy machine they wait for a core as well (the 43-file report spent about
+    a quarter of its CPU time there on 2 busy cores). A sum may differ from a threaded one in
+    its last bits (added in another order), far below what ``settle`` and the printed rounding
+    keep. Work that runs a model (``run``) is never inside such a block."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
 
 
 def resample_indices(n: int, n_boot: int, seed: int) -> np.ndarray:
@@ -45,11 +62,13 @@ def resample_weights(n: int, n_boot: int, seed: int) -> np.ndarray:
     ``resample_indices(n, n_boot, seed)``, so weighted sums equal sums over the resampled cases.
 
     The draw is a pure function of its arguments, so the last few are kept (scoring 43 inputs of
-    900 cases draws once, not 43 times); the array is read-only, shared between callers."""
+    900 cases draws once, not 43 times; 16 sizes: the 43 published files answer 11 distinct
+    numbers of cases, clusters and pairs, each drawn once); the array is read-only, shared
+    between callers."""
     return _resample_weights(int(n), int(n_boot), int(seed))
 
 
-@functools.lru_cache(maxsize=4)
+@functools.lru_cache(maxsize=16)
 def _resample_weights(n: int, n_boot: int, seed: int) -> np.ndarray:
     idx = resample_indices(n, n_boot, seed)
     idx += np.arange(n_boot)[:, None] * n
@@ -61,6 +80,16 @@ def _resample_weights(n: int, n_boot: int, seed: int) -> np.ndarray:
 def cluster_labels(keys: Sequence[Hashable]) -> np.ndarray:
     """Compact cluster labels 0 .. k-1 of ``keys`` (one per case), numbered in order of first
     appearance, so the same cases in the same order always get the same labels."""
+    whole = isinstance(keys, np.ndarray) or (isinstance(keys, list) and bool(keys)
+                                             and isinstance(keys[0], (int, np.integer)))
+    arr = np.asarray(keys) if whole else None
+    if arr is not None and arr.ndim == 1 and arr.dtype.kind in "iu":
+        # whole numbers (labels already, relabelled after a mask): the same labels, vectorised
+        # (a report relabels 900 cases some 1,600 times)
+        _, first, inverse = np.unique(arr, return_index=True, return_inverse=True)
+        rank = np.empty(len(first), dtype=int)
+        rank[np.argsort(first)] = np.arange(len(first))
+        return rank[inverse.ravel()]
     seen: dict[Hashable, int] = {}
     return np.array([seen.setdefault(k, len(seen)) for k in keys], dtype=int)
 
@@ -88,10 +117,17 @@ def cluster_resample_weights(labels: np.ndarray, n_boot: int, seed: int, n_clust
     k = int(labels.max()) + 1 if n_clusters is None and labels.size else int(n_clusters or 0)
     if k == 0:
         return np.zeros((n_boot, labels.size))
-    wc = resample_weights(k, n_boot, seed)
     if labels.size == k and np.array_equal(labels, np.arange(k)):
-        return wc
-    w = wc[:, labels]
+        return resample_weights(k, n_boot, seed)
+    return _spread_weights(labels.tobytes(), int(n_boot), int(seed), k)
+
+
+@functools.lru_cache(maxsize=4)
+def _spread_weights(labels: bytes, n_boot: int, seed: int, k: int) -> np.ndarray:
+    """The cluster draw spread over the rows (``cluster_resample_weights``), kept for the last
+    few label vectors: inputs answering the same cases share their labels (the 43-file report
+    spread the same 900 labels 86 times); read-only, shared between callers."""
+    w = resample_weights(k, n_boot, seed)[:, np.frombuffer(labels, dtype=int)]
     w.flags.writeable = False
     return w
 
@@ -282,7 +318,13 @@ def degenerate(ci: Sequence[float]) -> bool:
 
 def critical_value(level: float, df: int | None = None) -> float:
     """The two-sided critical value at ``level``: the normal quantile of ``(1 + level) / 2``, or
-    Student's t with ``df`` degrees of freedom (``df`` >= 1)."""
+    Student's t with ``df`` degrees of freedom (``df`` >= 1). Kept per level and df (a report
+    asks for a few values some 600 times)."""
+    return _critical_value(float(level), df)
+
+
+@functools.lru_cache(maxsize=64)
+def _critical_value(level: float, df: float | None) -> float:
     if df is not None and df >= 1:
         from scipy.stats import t
 

@@ -103,7 +103,7 @@ from .bootstrap import (
     bootstrap_p, case_clusters, cluster_labels, cluster_resample_weights, p_floor, percentile_ci, resample_weights,
 )
 from .case_sets import CompareError, case_set_groups, check_comparable, input_label, shared_cases, union_positions
-from .paired_tests import MDD_POWER, mcnemar_clustered, mcnemar_exact, mdd, williams_t
+from .paired_tests import MDD_POWER, PairedDiff, mcnemar_clustered, mcnemar_exact, mdd, williams_t
 from .metrics import METRIC, MIN_DISCORDANT, MIN_PAIRED, ScoringArrays, figure_cases, metric_values
 from .options import DEFAULT_OPTIONS, ScoringOptions
 from .result import score_input
@@ -114,28 +114,12 @@ from .result import score_input
 
 
 @dataclass
-class MetricDiff:
-    """One metric of one pair: both values, A - B, its bootstrap CI and p, the primary test."""
+class MetricDiff(PairedDiff):
+    """One metric of one pair of inputs over their shared cases (``PairedDiff``)."""
 
-    metric: str
-    a: float
-    b: float
-    diff: float
-    ci: list[float]
-    p_bootstrap: float
-    test: str
-    p: float | None
-    p_adjusted: float | None = None
-    significant: bool = False
-    #: why no significance mark may be given whatever p is (too few paired or discordant
-    #: cases: ``metrics.MIN_PAIRED``, ``metrics.MIN_DISCORDANT``); None: a mark can be given
-    withheld: str | None = None
-    #: the smallest difference the paired design had 80% power to detect at the comparison's
-    #: alpha (``mdd``); NaN where it cannot be said
-    mdd: float = float("nan")
-    #: the resampling floor of ``p`` (``bootstrap.p_floor``) when ``p`` is a bootstrap p: a p
-    #: there is printed as ``< floor``; None for the exact and asymptotic tests
-    p_floor: float | None = None
+    KEY_FIELDS = ("metric",)
+
+    metric: str = field(kw_only=True)
     #: how ``ci`` was made where it is not the paired percentile bootstrap (a proportion's
     #: Newcombe interval; the analytic fallback where the bootstrap gave a point), or why there is
     #: none; None: the paired bootstrap
@@ -187,7 +171,7 @@ class Comparison:
                 "n_paired": pc.n_paired, "dropped": pc.dropped,
                 "mcnemar": _without(pc.mcnemar, PAPER_COMPAT_NEW_MCNEMAR_KEYS) if old else pc.mcnemar,
                 "williams": pc.williams,
-                "metrics": {k: _without(vars(m), PAPER_COMPAT_NEW_KEYS) if old else dict(vars(m))
+                "metrics": {k: _without(m.to_dict(), PAPER_COMPAT_NEW_KEYS) if old else m.to_dict()
                             for k, m in pc.metrics.items()},
                 **({"people": pc.people} if pc.people is not None else {}),
             }))
@@ -352,9 +336,9 @@ def compare_pair(
                 # one method for the interval and its p (they cannot disagree)
                 test, p, pboot = small.test, small.p, small.p
                 se = small.se if math.isfinite(small.se) else se
-        out[m] = MetricDiff(m, pa[m], pb[m], float(diff), ci, pboot, test,
+        out[m] = MetricDiff(pa[m], pb[m], float(diff), ci, pboot, test,
                             None if p is None or (isinstance(p, float) and math.isnan(p)) else float(p),
-                            withheld=_withheld(m, sa, mc), mdd=mdd(se, options.alpha),
+                            metric=m, withheld=_withheld(m, sa, mc), mdd=mdd(se, options.alpha),
                             p_floor=floor if test == "bootstrap" and n_boot > 0 and not options.paper_compat else None,
                             ci_note=note, ci_bootstrap=boot_ci)
     shared = len(shared_cases(a, b))

@@ -309,7 +309,18 @@ def majority_replication(cases: Sequence["Case"], label_source: str = "published
     0.5 from the votes alone. A child-related case is unsafe by rule (1). NaN for a case without
     votes. The plug-in treats p as known, so cases near 10-10 weigh their full binomial
     uncertainty and unanimous ones none; on the published data a fresh panel keeps about 90% of
-    the recorded labels, which is as well as a model can be expected to match them."""
+    the recorded labels, which is as well as a model can be expected to match them.
+
+    Kept once per set of cases and label source in the scoring session (``data.labels_key``);
+    the array is read-only (shared by every input of the set: take ``[mask]`` for a subset,
+    the value of a case depends on that case alone)."""
+    from ..data import labels_key
+
+    return memo_by_key("majority replication", (labels_key(cases), label_source),
+                       lambda: _majority_replication(cases, label_source))
+
+
+def _majority_replication(cases: Sequence["Case"], label_source: str) -> np.ndarray:
     from scipy.stats import binom
 
     from ..data import ALWAYS_UNSAFE_CATEGORIES
@@ -337,6 +348,7 @@ def majority_replication(cases: Sequence["Case"], label_source: str = "published
             pmf = binom.pmf(K, n, k / n)
             seen[key] = float(pmf[fresh == recorded].sum())
         out[i] = seen[key]
+    out.flags.writeable = False
     return out
 
 
@@ -605,10 +617,23 @@ def human_references(cases: Sequence["Case"], n_boot: int = DEFAULT_BOOTSTRAP, s
     majority's) with their CIs, ``context_pairs``, ``people_differ`` and how many cases are
     ``contested``. ``cluster``: what the bootstrap draws as one unit (``options.CLUSTERINGS``; a
     pair is one query, so ``case`` and ``query`` draw pairs alike, ``category`` whole categories),
-    as the judges' figures beside these are drawn. Raises ValueError without votes."""
-    from .options import case_safe_rate, check_label_source
+    as the judges' figures beside these are drawn. Raises ValueError without votes.
+
+    Computed once per set of cases and options in the scoring session (``data.labels_key``:
+    every input of one dataset reads the same references; the result is shared, never changed)."""
+    from ..data import labels_key
+    from .options import check_label_source
 
     check_label_source(label_source)
+    key = (labels_key(cases), int(n_boot), int(seed), float(level), label_source, cluster)
+    return memo_by_key("human references", key, lambda: _human_references(cases, n_boot, seed, level, label_source,
+                                                                          cluster))
+
+
+def _human_references(cases: Sequence["Case"], n_boot: int, seed: int, level: float, label_source: str,
+                      cluster: str) -> dict[str, Any]:
+    from .options import case_safe_rate
+
     voted = [c for c in cases if c.votes]
     if not voted:
         raise ValueError("no case holds any vote: there is no human reference")
@@ -694,41 +719,3 @@ def human_references(cases: Sequence["Case"], n_boot: int = DEFAULT_BOOTSTRAP, s
                   f"rest ({n_boot} resamples, seed {seed})",
         },
     }
-
-
-def reference_line(ref: Mapping[str, Any]) -> str:
-    """One line of the human references for a table footer."""
-    def f(x: Any, d: int = 3) -> str:
-        return "-" if x is None or (isinstance(x, float) and np.isnan(x)) else f"{x:.{d}f}"
-
-    ci = ref.get("ci", {}).get("context_shift")
-    shift = f(ref["context_shift"]) + (f" [{f(ci[0])}, {f(ci[1])}]" if ci else "")
-    return (f"people ({ref['cases']} cases, {ref['context_pairs']} pairs): context shift {shift}, "
-            f"follow {f(ref['context_follow'])}; one annotator agrees with another {f(ref['annotator_agreement'])}, "
-            f"the majority with single votes {f(ref['oracle_vote_agreement'])} (vote-agreement ceiling); "
-            f"BCE floor {f(ref['bce_floor'])}")
-
-
-def people_line(ref: Mapping[str, Any]) -> str:
-    """One line of people's references over the whole dataset (``human_references``) for a table
-    footer: one person's shift and the majority's follow under the label source, which label
-    source, the other's figures, and the agreement and BCE references."""
-    def f(x: Any, d: int = 3) -> str:
-        return "-" if x is None or (isinstance(x, float) and np.isnan(x)) else f"{x:.{d}f}"
-
-    def ci(b: dict[str, Any], m: str) -> str:
-        c = b["ci"].get(m)
-        return f" [{f(c[0])}, {f(c[1])}]" if c else ""
-
-    src = ref.get("label_source", "published")
-    other = "votes" if src == "published" else "published"
-    ob = ref["by_label_source"][other]
-    op, mj = ref["one_person"], ref["majority"]
-    rule = {"published": "with the intent vote", "votes": "from the votes alone",
-            "posterior": "from the votes alone (labels: the posterior)"}
-    return (f"people ({ref['cases']} cases, {ref['context_pairs']} pairs, {rule[src]}): one person shifts by "
-            f"{f(op['context_shift'])}{ci(op, 'context_shift')}, the majority label by {f(mj['context_shift'])} and "
-            f"follows in {f(mj['context_follow'])}{ci(mj, 'context_follow')}; {rule[other]}: "
-            f"{f(ob['one_person']['context_shift'])} and {f(ob['majority']['context_follow'])}; one annotator agrees "
-            f"with another {f(ref['annotator_agreement'])}, the majority with single votes "
-            f"{f(ref['oracle_vote_agreement'])} (vote-agreement ceiling); BCE floor {f(ref['bce_floor'])}")

@@ -113,7 +113,8 @@ def scoring_arrays(pred: Predictions, options: ScoringOptions = DEFAULT_OPTIONS,
     if not options.paper_compat:
         from .context import majority_replication
 
-        a.ceiling = majority_replication(cases, options.label_source)
+        # per case, so the whole set's (one computation per set of cases in the session) masked
+        a.ceiling = majority_replication(pred.cases, options.label_source)[np.asarray(mask, dtype=bool)]
     from . import pairs
 
     a.pairs, a.pair_ids = pairs.pair_positions(pred, mask)

@@ -17,7 +17,7 @@ What it adds to the machinery, and why it lives here:
 * the notes its output carries: people voted on the base wording only, so a mutated run is
   scored against those votes and people's context figures are the base wording's.
 
-The text of a study is ``present.tables.format_placements``; the report's section is
+The text of a study is ``present.study_text.format_placements``; the report's section is
 ``present.report_studies``'.
 """
 

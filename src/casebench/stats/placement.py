@@ -31,7 +31,7 @@ per-case correctness over the shared cases, paired-bootstrap CIs of the metric d
 Benjamini-Hochberg over all pairs and metrics), whose ``context_shift`` row is the paired
 difference of the context shift over the query pairs both placements answered (``ShiftDiff``).
 
-The text of a study is ``present.tables.format_placements``; the report's placement section is
+The text of a study is ``present.study_text.format_placements``; the report's placement section is
 ``present.report``'s.
 """
 

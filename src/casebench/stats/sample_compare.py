@@ -35,7 +35,7 @@ import numpy as np
 from ..jsonutil import json_safe
 from .schema import SCHEMA_VERSION
 from .bootstrap import bootstrap_p, cluster_labels, cluster_resample_weights, p_floor, percentile_ci
-from .paired_tests import mcnemar_clustered, mcnemar_exact, mdd
+from .paired_tests import PairedDiff, mcnemar_clustered, mcnemar_exact, mdd
 from .metrics import MIN_DISCORDANT, MIN_PAIRED
 from .small_sample import FEW_CLUSTERS
 
@@ -56,28 +56,19 @@ class ScoredSamples:
 
 
 @dataclass
-class ScorerDiff:
-    """One scorer of one pair of inputs: the means over the ``n`` samples both scored, A - B,
-    its paired-bootstrap interval and p, the primary test and its p, after the adjustment."""
+class ScorerDiff(PairedDiff):
+    """One scorer of one pair of inputs over the ``n`` samples both scored (``PairedDiff``):
+    ``binary`` scorers are tested by McNemar (``mcnemar``: its counts); ``only_a``/``only_b``:
+    samples one input scored alone."""
 
-    scorer: str
-    n: int
-    a: float
-    b: float
-    diff: float
-    ci: list[float]
-    p_bootstrap: float
-    test: str
-    p: float | None
-    binary: bool
+    KEY_FIELDS = ("scorer", "n")
+
+    scorer: str = field(kw_only=True)
+    n: int = field(kw_only=True)
+    binary: bool = field(kw_only=True)
     mcnemar: dict[str, Any] | None = None
-    mdd: float = float("nan")
-    p_adjusted: float | None = None
-    significant: bool = False
-    withheld: str | None = None
     only_a: int = 0
     only_b: int = 0
-    p_floor: float | None = None
 
 
 @dataclass
@@ -98,7 +89,7 @@ class SampleComparison:
         return json_safe({
             "schema_version": SCHEMA_VERSION, "kind": "per-scorer paired comparison of samples", "inputs": self.inputs, "settings": self.settings,
             "pairs": [{"a": self.inputs[p.a]["label"], "b": self.inputs[p.b]["label"], "shared_samples": p.shared,
-                       "scorers": {k: dict(vars(v)) for k, v in p.scorers.items()}} for p in self.pairs],
+                       "scorers": {k: v.to_dict() for k, v in p.scorers.items()}} for p in self.pairs],
         })
 
 
@@ -197,9 +188,9 @@ def compare_scorer(scorer: str, a: Mapping[str, float], b: Mapping[str, float], 
         withheld = f"{n} paired samples < {MIN_PAIRED}"
     elif mc is not None and mc["a_only"] + mc["b_only"] < MIN_DISCORDANT:
         withheld = f"{mc['a_only'] + mc['b_only']} discordant samples < {MIN_DISCORDANT}"
-    return ScorerDiff(scorer, n, mean_a, mean_b, diff, ci, p_boot, test,
-                      None if p is None or (isinstance(p, float) and math.isnan(p)) else float(p), binary, mc,
-                      mdd(se, alpha), withheld=withheld, only_a=len(a) - n, only_b=len(b) - n,
+    return ScorerDiff(mean_a, mean_b, diff, ci, p_boot, test,
+                      None if p is None or (isinstance(p, float) and math.isnan(p)) else float(p),
+                      scorer=scorer, n=n, binary=binary, mcnemar=mc, mdd=mdd(se, alpha), withheld=withheld, only_a=len(a) - n, only_b=len(b) - n,
                       p_floor=p_floor(n_boot) if test == "bootstrap" and n_boot > 0 else None)
 
 
