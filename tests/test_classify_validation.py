@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from casebench.classify import make_classifier
-from casebench.classify import validation
+from casebench.classify import validation, validation_measure
 from casebench.classify.evaluate import load_labelled_csv, refusal_eval
 from casebench.classify.rules import RULES_VERSION
 from casebench.present.refusal_text import classifier_note
@@ -31,7 +31,7 @@ def test_stored_figures_are_those_of_the_current_classifiers() -> None:
     assert stored["classifiers"]["rules"]["version"] == RULES_VERSION
     assert stored["classifiers"]["learned"]["version"] == make_classifier("learned").version
     # learned-lm reads with a language model: its figures are checked by tests/test_classify_learned_lm.py
-    assert stored == validation.measure(ROOT, only=("rules", "learned"))
+    assert stored == validation_measure.measure(ROOT, only=("rules", "learned"))
     for spec in ("rules", "learned"):
         entry = stored["classifiers"][spec]
         held = entry["sets"][entry["validation_sets"]["large"]]
@@ -147,14 +147,14 @@ def test_an_external_set_is_measured_once_and_kept_only_while_the_reader_is_unch
         w = csv.writer(fh)
         w.writerow(["prompt", "completion", "final_label"])
         w.writerows(rows)
-    fresh = validation.measure(ROOT, {name: labelled}, previous={}, only=("rules", "learned"))
+    fresh = validation_measure.measure(ROOT, {name: labelled}, previous={}, only=("rules", "learned"))
     learned = fresh["classifiers"]["learned"]
     assert learned["sets"][name]["n"] == 3 and learned["sets"][name]["file"] is None
     assert learned["validation_sets"]["small"] == name
-    carried = validation.measure(ROOT, previous=fresh, only=("rules", "learned"))
+    carried = validation_measure.measure(ROOT, previous=fresh, only=("rules", "learned"))
     assert carried["classifiers"]["learned"]["sets"][name] == learned["sets"][name]
     stale = {"classifiers": {k: {**v, "version": "0+old"} for k, v in fresh["classifiers"].items()}}
-    dropped = validation.measure(ROOT, previous=stale, only=("rules", "learned"))
+    dropped = validation_measure.measure(ROOT, previous=stale, only=("rules", "learned"))
     assert name not in dropped["classifiers"]["learned"]["sets"]
     assert "small" not in dropped["classifiers"]["learned"]["validation_sets"]
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
-from ..stats.metrics import METRIC, MIN_CASES
+# stats.metrics (and with it numpy) is imported inside the few formatters that need a metric's
+# digits: light commands (refusal-eval, the readers) print through this module too.
 
 #: how every format writes a figure that applies but is undefined (a recall with no case of its
 #: class, F1 with nothing to score): table, CSV and Markdown alike; JSON writes null. A figure
@@ -90,6 +91,8 @@ def _bound_up(x: float) -> str:
 def fmt_metric(name: str, x: float | None, compact: bool = False) -> str:
     """A metric's value (or a difference or CI bound of it) with the metric's digits
     (``MetricDef.digits``; one fewer in the compact Markdown and HTML tables)."""
+    from ..stats.metrics import METRIC
+
     digits = max(0, METRIC[name].digits - (1 if compact else 0))
     return fmt_num(x, digits)
 
@@ -97,6 +100,8 @@ def fmt_metric(name: str, x: float | None, compact: bool = False) -> str:
 def small_mark(cases_of: dict[str, int], m: str, value: Any = 0.0) -> str:
     """The small-sample note of a figure ("" when it is from ``MIN_CASES`` cases or more, or is
     undefined)."""
+    from ..stats.metrics import MIN_CASES
+
     n = cases_of.get(m)
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
@@ -168,6 +173,8 @@ def report_num(x: float | None, digits: int = 3) -> str:
 
 def report_metric(metric: str, x: float | None) -> str:
     """A metric's figure in the report's compact tables (``MetricDef.digits`` minus one)."""
+    from ..stats.metrics import METRIC
+
     return report_num(x, max(0, METRIC[metric].digits - 1))
 
 
