@@ -3,10 +3,9 @@
 Why: an input's figures are computed once and read by every consumer (``stats.result``), people's
 references are one bootstrap per set of pairs (``stats.context``), a cases fingerprint is one hash
 per input (``predictions``) and one JSON per context (``data``), a dataset beside published files
-is read once (``loader``). Kept in
-module globals keyed by ``id()``, such caches outlive the work they serve (a test, a notebook, a
-server holding several commands in one process) and a reused identity could find another
-object's result. Here they belong to a ``ScoringSession``: the work opens one (``with
+is read once (``loader``). Kept in module globals keyed by ``id()``, such caches outlive the
+work they serve (a test, a notebook, a server holding several commands in one process) and a
+reused identity could find another object's result. Here they belong to a ``ScoringSession``: the work opens one (``with
 scoring_session():`` reuses the one already open, else opens its own), everything inside shares
 it, and it is dropped when the work ends. Outside any session nothing is kept: each call computes
 afresh.

@@ -98,7 +98,7 @@ WRITER_KINDS: dict[str, str] = {
 _SMALL_WRITER_SETS = ("training, the embedded model's answers (learned)", "training, a tiny model's voice (learned)")
 SET_WRITERS: dict[str, str] = {name: "small" if name in _SMALL_WRITER_SETS else "large" for name in SETS}
 #: Labelled sets whose answers cannot be in the repository (they quote the dataset's queries, which
-#: its licence keeps out), so only their figures are stored: ``python -m casebench.classify.validation
+#: its licence keeps out), so only their figures are stored: ``python -m casebench.classify.validation_measure
 #: --external NAME=PATH`` measures one from a labelled CSV; without it, the stored figures of a
 #: classifier are carried over while its version is unchanged, and dropped when it changed (a figure
 #: never outlives the reader it measured). Name -> (kind of writer, what the answers are in a few
