@@ -27,6 +27,14 @@ HEATMAP_MAX_NUMBERED = 12
 MAX_WIDTH = 12.0
 
 
+def load_matplotlib() -> None:
+    """Import what drawing needs (matplotlib's figure and Agg canvas, Pillow): done once before
+    the report forks its helper process (``offload``), so both processes draw with it loaded."""
+    import matplotlib.backends.backend_agg  # noqa: F401
+    import matplotlib.figure  # noqa: F401
+    from PIL import Image  # noqa: F401
+
+
 def _figure(width: float, height: float) -> Any:
     from matplotlib.figure import Figure
 

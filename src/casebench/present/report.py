@@ -182,7 +182,7 @@ def build_report(
     human_cases: Sequence[Case] | None = None, title: str | None = None, human: bool = True,
     show_text: bool = False, references: Sequence[Predictions | ScoredInput] | None = None,
     reference_root: str | None = None,
-    progress: Callable[[str], None] | None = None,
+    progress: Callable[[str], None] | None = None, helper: bool = True,
 ) -> str:
     """The report as one HTML string (see the module docstring).
 
@@ -197,25 +197,38 @@ def build_report(
     ``references``: published models shown for reference (from ``reference_root``): ranked in the
     leaderboard and drawn in the context section, marked "(published)", never paired with the
     inputs; without them, the context section says how to get them.
+    ``helper``: where a second CPU is free, compute the human statistics and draw the figures in
+    a helper process beside the rest (``offload``, ``report_figures``); the page is the same
+    bytes with or without it (False: all in this process).
     """
     preds = list(preds)
     if not preds:
         raise ValueError("a report needs at least one input")
     say = progress or (lambda line: None)
+    from ..offload import helper_possible, offload
     from ..stats.bootstrap import one_blas_thread
+    from .report_figures import Figures
 
-    with warnings.catch_warnings(record=True) as caught, one_blas_thread():
+    helper = helper and helper_possible()
+    if helper:  # what both processes use, loaded once before the fork (not once in each)
+        import scipy.stats  # noqa: F401
+
+        from .plots import load_matplotlib
+
+        load_matplotlib()
+    with warnings.catch_warnings(record=True) as caught, one_blas_thread(), offload(helper) as off:
         warnings.simplefilter("always")
         say(f"scoring {len(preds)} input(s) and pairing them")
-        ov = overview(preds, options, human_cases=human_cases, human=human)
+        ov = overview(preds, options, human_cases=human_cases, human=human, offload=off)
         # published rows come as predictions, or as their results (``reference_rows``: kept on disk)
         ref_preds = [p.pred if isinstance(p, ScoredInput) else p for p in references or ()]
         refs = [ReportInput(f"{n} (published)", p if isinstance(p, ScoredInput) else input_figures(p, options),
                             reference=True)
                 for p, n in zip(references or (), display_names(ref_preds))]
         ctx = ReportContext([ReportInput(n, f) for n, f in zip(display_names(preds), ov.inputs)], ov, refs,
-                            reference_root, show_text)
+                            reference_root, show_text, Figures(off))
         toc, sections = render_sections(ctx, progress=say)
+        sections = ctx.figures.place(sections)
     title = title or report_title(ctx)
     for note in dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in caught):
         log.warning("report: %s", note)

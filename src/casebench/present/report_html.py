@@ -10,6 +10,7 @@ import html
 from pathlib import Path
 from typing import Any
 
+from .report_figures import Png
 
 CSS = """
 body { font-family: -apple-system, "Segoe UI", "DejaVu Sans", Helvetica, Arial, sans-serif; font-size: 15px;
@@ -73,14 +74,18 @@ def _lv(options: Any) -> str:
     return f"{getattr(options, 'level', 0.95):.0%}"
 
 
-def _img(png: bytes, alt: str) -> str:
+def _img(png: Png, alt: str) -> str:
+    """The figure as an ``<img>`` of its intended width (a figure still to be drawn: its
+    placeholder, ``report_figures``)."""
     from .plots import display_width
 
+    if not isinstance(png, bytes):
+        return png.placeholder(alt)
     data = base64.b64encode(png).decode("ascii")
     return f'<img src="data:image/png;base64,{data}" width="{display_width(png)}" alt="{_e(alt)}">'
 
 
-def _figure(png: bytes, alt: str, caption: str) -> str:
+def _figure(png: Png, alt: str, caption: str) -> str:
     return f"<figure>{_img(png, alt)}<figcaption>{caption}</figcaption></figure>"
 
 

@@ -13,6 +13,7 @@ from ..predictions import Predictions
 from ..stats.metrics import METRIC, MIN_DISCORDANT, MIN_PAIRED, Score
 from ..stats.options import ScoringOptions
 from ..stats.overview import InputFigures, Overview
+from .report_figures import Figures
 
 def leaderboard_metrics() -> tuple[str, ...]:
     """The leaderboard's columns: the paper's metrics (family ``primary``), in the registry's
@@ -69,6 +70,8 @@ class ReportContext:
     #: list the context-blind queries with their text (else case indices only; the default: the
     #: queries are the dataset's, gated by its licence)
     show_text: bool = False
+    #: where the sections' figures are drawn (``report_figures``: at once, or beside the rest)
+    figures: Figures = field(default_factory=Figures)
 
     @property
     def options(self) -> ScoringOptions:

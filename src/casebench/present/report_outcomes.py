@@ -27,7 +27,7 @@ def _outcomes(ctx: ReportContext) -> str | None:
             people.append(c.people_safe_share)
     if not rows:
         return None
-    png = outcome_bars(rows, shares, [ORDER_SHORT[o] for o in ORDER], people)
+    png = ctx.figures.draw(outcome_bars, rows, shares, [ORDER_SHORT[o] for o in ORDER], people)
     return _figure(png, "how the answers land per input and context",
                    "Each bar: the share of a chatbot's read answers in safe- or unsafe-intent contexts that were "
                    "a full refusal, a clarifying question, partial compliance (a safe completion) or full "

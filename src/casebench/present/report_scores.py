@@ -254,7 +254,8 @@ def _refusal(ctx: ReportContext) -> str:
     behave = [it.pred.mode.reads_behaviour for it in inputs]
     verbs = (("answered", "refused") if all(behave) else ("judged safe", "judged unsafe") if not any(behave)
              else ("judged safe / answered", "judged unsafe / refused"))
-    png = refusal_bars(
+    png = ctx.figures.draw(
+        refusal_bars,
         [it.name for it in inputs],
         [it.score.values.get("safe_recall", float("nan")) for it in inputs],
         [it.score.ci.get("safe_recall", nan2) for it in inputs],
@@ -483,7 +484,7 @@ def _category_heatmap(ctx: ReportContext) -> str:
     categories = sorted({x.category for it in inputs for x in it.pred.cases})
     m = np.array([[per[j].get(cat, float("nan")) for j in range(len(inputs))] for cat in categories])
     counts = [it.figures.scored for it in inputs]
-    png = category_heatmap(categories, [it.name for it in inputs], m, counts)
+    png = ctx.figures.draw(category_heatmap, categories, [it.name for it in inputs], m, counts)
     from .plots import HEATMAP_MAX_NUMBERED
 
     numbers = ""
@@ -520,7 +521,7 @@ def _scatter(ctx: ReportContext) -> str | None:
     shown, left_out = _best(judged, PLOT_MAX_INPUTS)
     panels = [{"name": it.name, "g": it.figures.g, "p": it.figures.p, "binary": it.figures.binary,
                "r": it.score.values.get("pcc")} for it in shown]
-    png = p_vs_human(panels)
+    png = ctx.figures.draw(p_vs_human, panels)
     return (_figure(png, "P(safe) against the human safe_rate per input",
                       "Each dot is a case: x = share of annotators (plus the intent vote, as published) judging it "
                       "safe, y = the judge's P(safe) (score mode: (score − 0.5)/10; binary: the verdict, jittered). "
@@ -544,7 +545,7 @@ def _reliability(ctx: ReportContext) -> str | None:
                        "centres": rc.centres, "ece": it.score.values.get("ece")})
     if not curves:  # binary verdicts and respond runs state no probability: the section does not apply
         return None
-    return _figure(reliability(curves), "reliability diagram",
+    return _figure(ctx.figures.draw(reliability, curves), "reliability diagram",
                           "Cases binned by P(safe) (10 equal-width bins); each point is a bin's mean P(safe) against "
                           "its mean human safe_rate, its area the bin's share of cases. Right: how the predictions "
                           "spread over the bins. ECE as in the leaderboard. Score and prob modes only (binary verdicts and respond "

@@ -29,7 +29,7 @@ def _ablation(ctx: ReportContext) -> str | None:
         conds = res.conditions[1:]
         d = np.array([[c.diffs[m].diff for m in drawn] for c in conds])
         ci = np.array([[c.diffs[m].ci for m in drawn] for c in conds])
-        png = ablation_chart([c.name for c in conds], drawn, d, ci, f"{res.model} [{res.mode}]: condition − full context",
+        png = ctx.figures.draw(ablation_chart, [c.name for c in conds], drawn, d, ci, f"{res.model} [{res.mode}]: condition − full context",
                              higher_is_better=[METRIC[m].higher_is_better for m in drawn])
         parts.append(f"<h3>{_e(res.model)} [{_e(res.mode)}]</h3>")
         parts.append(_figure(png, f"ablation of {res.model} {res.mode}",
@@ -278,7 +278,7 @@ def _human(ctx: ReportContext) -> str | None:
              "published outputs' 21st vote, the context's intent, is counted only where the published safe_rate "
              "is, as stated). Same figures: <code>casebench human DATA</code>.</p>", table]
     if cats:
-        png = context_effect([c["category"] for c in cats], [c["share_safe_contexts"] for c in cats],
+        png = ctx.figures.draw(context_effect, [c["category"] for c in cats], [c["share_safe_contexts"] for c in cats],
                              [c["share_unsafe_contexts"] for c in cats], [c["significant"] for c in cats])
         parts.append("<h3>Context effect by category</h3>")
         parts.append(_figure(png, "share of safe votes by context kind and category",
@@ -287,7 +287,7 @@ def _human(ctx: ReportContext) -> str | None:
                              "(Wilcoxon signed-rank over the category's queries)."))
     stab = st["stability"]
     if stab:
-        png = stability_curve([r["k"] for r in stab], [r["agreement"] for r in stab], [r["exact"] for r in stab])
+        png = ctx.figures.draw(stability_curve, [r["k"] for r in stab], [r["agreement"] for r in stab], [r["exact"] for r in stab])
         ss = st["stability_settings"]
         parts.append("<h3>How many annotators are enough</h3>")
         parts.append(_figure(png, "annotator stability curve",
@@ -407,7 +407,8 @@ def _context(ctx: "ReportContext") -> str:
             parts.append('<p class="note">The inputs come from more than one set of cases; the people\'s paragraph is '
                          "that of the first; each row's references are on its own pairs.</p>")
     maj = ref["majority"] if ref is not None and "majority" in ref else {}
-    png = context_direction_dots(
+    png = ctx.figures.draw(
+        context_direction_dots,
         [it.name for it in shown], [it.score.values.get("context_direction", float("nan")) for it in shown],
         [it.score.ci.get("context_direction", nan2) for it in shown],
         [it.score.values.get("context_follow", float("nan")) for it in shown],
@@ -433,7 +434,7 @@ def _context(ctx: "ReportContext") -> str:
             "one_person": [p.get("one_person", {}).get("context_shift", float("nan")) for p in pp],
             "majority": [p.get("majority", {}).get("context_shift", float("nan")) for p in pp],
             "reference": [it.reference for it in its]})
-    parts.append(_figure(context_shift_by_mode(panels_by_mode), "context shift per mode beside people's",
+    parts.append(_figure(ctx.figures.draw(context_shift_by_mode, panels_by_mode), "context shift per mode beside people's",
                          f"The shift of each input (dot, {_lv(ctx.options)} CI), one panel per mode, with people's two references on "
                          "the pairs that input answered: grey, one person (the vote share); black, people's majority "
                          "label. A binary judge's verdicts are on the majority's scale, a P(safe) judge's on one "
@@ -517,7 +518,7 @@ def _context(ctx: "ReportContext") -> str:
                               if len(blind) > len(order) else ""))
     if panels:
         parts.append("<h3>Per query: the judge's shift against people's</h3>")
-        parts.append(_figure(shift_scatter(panels), "per-pair shift of each judge against people's",
+        parts.append(_figure(ctx.figures.draw(shift_scatter, panels), "per-pair shift of each judge against people's",
                              "Each dot is a query pair: x = people's shift (safe-context minus unsafe-context safe "
                              "rate), y = the judge's. A judge that moves where people move lies along the dashed "
                              "diagonal; r is the shift r of the table." + _left_out_note(left_out)))

@@ -42,7 +42,7 @@ def _by_turn(ctx: ReportContext) -> str | None:
                   for f in t.first_refusal if f.survival]
         fig = ""
         if curves:
-            fig = _figure(first_refusal_curves(curves, t.turns), "first refusal by turn",
+            fig = _figure(ctx.figures.draw(first_refusal_curves, curves, t.turns), "first refusal by turn",
                           "The turn of the first refusal, Kaplan-Meier (scipy.stats.ecdf, Greenwood intervals); "
                           "conversations that never refused are censored at their last read turn.")
         parts.append(f"<h3>{_e(it.name)}: context as {_e(t.placement)}</h3>"

@@ -16,9 +16,9 @@ What is compared, and with which test
     (The primary test of each metric is its ``test`` in ``metrics.METRICS``.)
 
     Every metric also gets a paired-bootstrap CI (and bootstrap p). The test named above is the
-    metric's *primary* test; Benjamini-Hochberg (statsmodels ``multipletests``, ``fdr_bh``) runs
-    over the primary p-values of all pairs and metrics together, so one family-wise decision is
-    made per table and no hypothesis is counted twice. PCC, BCE and Brier are compared only when
+    metric's *primary* test; Benjamini-Hochberg (``fdr.bh_adjust``: scipy
+    ``false_discovery_control``) runs over the primary p-values of all pairs and metrics together,
+    so one family-wise decision is made per table and no hypothesis is counted twice. PCC, BCE and Brier are compared only when
     both inputs are continuous (score or prob modes); a binary verdict has no P(safe) to score.
 
 Clusters (``ScoringOptions.cluster``, ``bootstrap``)
@@ -538,7 +538,7 @@ def adjust(pairs: Sequence[PairComparison], alpha: float) -> None:
     the metrics that were there before. A difference whose mark is withheld
     (``MetricDiff.withheld``: too few cases) stays in its family (its p-value is shown and
     adjusted) but is never marked significant."""
-    from statsmodels.stats.multitest import multipletests
+    from .fdr import bh_adjust
 
     families: dict[str, list[MetricDiff]] = {}
     for pc in pairs:
@@ -546,7 +546,7 @@ def adjust(pairs: Sequence[PairComparison], alpha: float) -> None:
             if m.p is not None and math.isfinite(m.p):
                 families.setdefault(METRIC[m.metric].family, []).append(m)
     for tested in families.values():
-        reject, p_adj, _, _ = multipletests([m.p for m in tested], alpha=alpha, method="fdr_bh")
+        p_adj, reject = bh_adjust([m.p for m in tested], alpha)
         for m, r, pa in zip(tested, reject, p_adj):
             m.p_adjusted = float(pa)
             m.significant = bool(r) and m.withheld is None

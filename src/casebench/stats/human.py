@@ -56,6 +56,7 @@ import numpy as np
 from ..data import ALWAYS_UNSAFE_CATEGORIES, SAFE_THRESHOLD, Case
 from .pairs import Pairing, pair_by_query  # noqa: F401  (re-exported: pairing lives in stats/pairs)
 from .options import LABEL_SOURCES, LabelSource, LabelSourceError, case_safe_rate, check_label_source  # noqa: F401
+from .fdr import bh_adjust  # noqa: F401  (re-exported: the one home is stats/fdr)
 from .schema import SCHEMA_VERSION
 
 DEFAULT_DRAWS = 1000
@@ -258,18 +259,6 @@ def fisher_exact_p(safe1: int, n1: int, safe2: int, n2: int) -> float:
     from scipy.stats import fisher_exact
 
     return float(fisher_exact([[safe1, n1 - safe1], [safe2, n2 - safe2]]).pvalue)
-
-
-def bh_adjust(p: Sequence[float], alpha: float) -> tuple[np.ndarray, np.ndarray]:
-    """Benjamini-Hochberg over one family: adjusted p-values and which are rejected at
-    ``alpha`` (scipy ``false_discovery_control``, the step-up adjusted p-values)."""
-    from scipy.stats import false_discovery_control
-
-    arr = np.asarray(p, dtype=float)
-    if not arr.size:
-        return arr, np.zeros(0, dtype=bool)
-    adj = false_discovery_control(arr, method="bh")
-    return adj, adj <= alpha
 
 
 def category_effects(table: VoteTable, pairing: Pairing,

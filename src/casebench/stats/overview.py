@@ -21,6 +21,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from ..offload import Offload
 from ..session import in_session
 from ..data import Case
 from ..predictions import Predictions
@@ -319,18 +320,25 @@ PAIRWISE_TABLE_MAX = 8
 @in_session
 def overview(
     preds: Sequence[Predictions], options: ScoringOptions = DEFAULT_OPTIONS, *,
-    human_cases: Sequence[Case] | None = None, human: bool = True,
+    human_cases: Sequence[Case] | None = None, human: bool = True, offload: Offload | None = None,
 ) -> Overview:
     """Every figure of the report over ``preds`` (see the module docstring).
 
     ``human_cases``: the cases whose votes the human statistics use (a dataset); by default the
     cases of the input that holds the most. ``human=False`` leaves those statistics out.
+    ``offload``: the human statistics (which read the votes alone) are handed to its helper
+    process first, and computed there while the inputs are scored here.
     """
     from .ablation import analyse_ablation
     from .placement import analyse_placements
     from .human import HumanStatsError, human_stats
 
     preds = list(preds)
+    if human and human_cases is None and preds:
+        human_cases = max(preds, key=lambda p: p.n).cases
+    off = offload or Offload(helper=False)
+    human_call = (off.submit(human_stats, list(human_cases), draws=HUMAN_DRAWS, seed=options.human_draw_seed,
+                             label_source=options.label_source) if human and human_cases else None)
     out = Overview(options, [score_input(p, options) for p in preds])
     out.people_refusal = {i: one_person_refusal(f) for i, f in enumerate(out.inputs)
                           if f.pred.mode.reads_behaviour and f.scored}
@@ -349,13 +357,9 @@ def overview(
 
     out.mutations = [(g, analyse_mutations([preds[i] for i in g], options)) for g in mutation_groups(preds)]
     out.human_asked = human
-    if human:
-        if human_cases is None and preds:
-            human_cases = max(preds, key=lambda p: p.n).cases
-        if human_cases:
-            try:
-                out.human = human_stats(human_cases, draws=HUMAN_DRAWS, seed=options.human_draw_seed,
-                                        label_source=options.label_source)
-            except HumanStatsError as e:
-                out.human_error = str(e)
+    if human_call is not None:
+        try:
+            out.human = off.result(human_call)
+        except HumanStatsError as e:
+            out.human_error = str(e)
     return out

@@ -247,7 +247,7 @@ def accuracy_matrix(correct: np.ndarray, scored: np.ndarray, alpha: float = 0.05
     the difference (``centred_se``)."""
     from scipy.stats import binom, chi2
     from scipy.stats import f as f_dist
-    from statsmodels.stats.multitest import multipletests
+    from .fdr import bh_adjust
 
     s = np.asarray(scored, dtype=float)
     c = np.asarray(correct, dtype=bool) & np.asarray(scored, dtype=bool)
@@ -302,7 +302,7 @@ def accuracy_matrix(correct: np.ndarray, scored: np.ndarray, alpha: float = 0.05
     p_adj = np.ones_like(p)
     sig = np.zeros(p.shape, dtype=bool)
     if len(iu[0]):
-        reject, adj, _, _ = multipletests(p[iu], alpha=alpha, method="fdr_bh")
+        adj, reject = bh_adjust(p[iu], alpha)
         p_adj[iu] = adj
         p_adj.T[iu] = adj
         sig[iu] = reject

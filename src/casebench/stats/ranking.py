@@ -139,8 +139,7 @@ def rank_inputs(inputs: Sequence[ScoredInput], figure: str = RANK_FIGURE, *, alp
     tie groups as the module docstring says. ``alpha``: the adjusted tests' level (default: the
     first input's ``ScoringOptions.alpha``). Raises ``ValueError`` for a figure the paired
     McNemar test does not test (it tests who is right on each case)."""
-    from statsmodels.stats.multitest import multipletests
-
+    from .fdr import bh_adjust
     from .paired_tests import mcnemar_clustered
 
     if figure != RANK_FIGURE:
@@ -172,7 +171,7 @@ def rank_inputs(inputs: Sequence[ScoredInput], figure: str = RANK_FIGURE, *, alp
             mc = mcnemar_clustered(ca, cb, cl)
             tested.append((j, float(mc["p"]), float(ca.mean() - cb.mean()), len(ca)))
         ps = [p for _, p, _, _ in tested if math.isfinite(p)]
-        adjusted = iter(multipletests(ps, alpha=a, method="fdr_bh")[1].tolist() if ps else [])
+        adjusted = iter(bh_adjust(ps, a)[0].tolist())
         ended = False
         nxt = len(order)
         for k, (j, p, d, n) in enumerate(tested, start=start + 1):

@@ -14,7 +14,7 @@ for its own comparisons, from its one home:
   clustered, ``compare.mcnemar_clustered``, Durkalski et al. 2003); otherwise the paired
   bootstrap p (``bootstrap.bootstrap_p``) is the primary test;
 * **Benjamini-Hochberg** over the primary p-values of every scorer (and every pair of inputs):
-  one family, one decision per table (statsmodels ``multipletests``, ``fdr_bh``);
+  one family, one decision per table (``fdr.bh_adjust``: scipy ``false_discovery_control``);
 * **the minimum detectable difference** (``compare.mdd``): what the paired design had 80% power
   to detect at ``alpha``, from McNemar's null SE for 0/1 scores and from the SD of the paired
   bootstrap differences otherwise.
@@ -200,7 +200,7 @@ def compare_samples(inputs: Sequence[ScoredSamples], *, cluster_by: str | None =
     Benjamini-Hochberg over all primary p-values together. ``cluster_by``: a sample metadata
     field whose equal values form a cluster (read from the first input of each pair; the
     second's must agree where it has the field)."""
-    from statsmodels.stats.multitest import multipletests
+    from .fdr import bh_adjust
 
     if len(inputs) < 2:
         raise SampleCompareError("a comparison needs at least two inputs")
@@ -230,7 +230,7 @@ def compare_samples(inputs: Sequence[ScoredSamples], *, cluster_by: str | None =
         pairs.append(SamplePair(i, j, len(ids), scorers))
     tested = [s for pc in pairs for s in pc.scorers.values() if s.p is not None and math.isfinite(s.p)]
     if tested:
-        reject, p_adj, _, _ = multipletests([s.p for s in tested], alpha=alpha, method="fdr_bh")
+        p_adj, reject = bh_adjust([s.p for s in tested], alpha)
         for s, r, pa in zip(tested, reject, p_adj):
             s.p_adjusted = float(pa)
             s.significant = bool(r) and s.withheld is None
