@@ -546,7 +546,7 @@ def adjust(pairs: Sequence[PairComparison], alpha: float) -> None:
             if m.p is not None and math.isfinite(m.p):
                 families.setdefault(METRIC[m.metric].family, []).append(m)
     for tested in families.values():
-        p_adj, reject = bh_adjust([m.p for m in tested], alpha)
+        p_adj, reject = bh_adjust(np.array([m.p for m in tested], dtype=float), alpha)
         for m, r, pa in zip(tested, reject, p_adj):
             m.p_adjusted = float(pa)
             m.significant = bool(r) and m.withheld is None

@@ -230,7 +230,7 @@ def compare_samples(inputs: Sequence[ScoredSamples], *, cluster_by: str | None =
         pairs.append(SamplePair(i, j, len(ids), scorers))
     tested = [s for pc in pairs for s in pc.scorers.values() if s.p is not None and math.isfinite(s.p)]
     if tested:
-        p_adj, reject = bh_adjust([s.p for s in tested], alpha)
+        p_adj, reject = bh_adjust(np.array([s.p for s in tested], dtype=float), alpha)
         for s, r, pa in zip(tested, reject, p_adj):
             s.p_adjusted = float(pa)
             s.significant = bool(r) and s.withheld is None
