@@ -215,6 +215,15 @@ def test_per_query_fisher_tests_with_bh_over_all_queries(small):
     assert loose["pairs_significant"]["count"] == 1 == sum(a <= 0.2 for a in adj)
 
 
+def test_without_the_per_query_tests_every_other_figure_is_the_same(small):
+    """The report asks for the summary only (``per_query=False``): no Fisher test per query, and
+    nothing else moves."""
+    summary = human_stats(load_dataset(SMALL), alpha=0.05, draws=4000, seed=1, per_query=False)
+    assert summary["pairs"] == [] and summary["pairs_significant"] is None
+    rest = {k: v for k, v in small.items() if k not in ("pairs", "pairs_significant")}
+    assert {k: v for k, v in summary.items() if k not in ("pairs", "pairs_significant")} == rest
+
+
 # --------------------------------------------------------------------------------------------
 # 2.-4. Kruskal-Wallis, agreement, majorities
 

@@ -311,14 +311,15 @@ def category_effects(table: VoteTable, pairing: Pairing,
 
 
 def paired_tests(
-    table: VoteTable, pairing: Pairing, alpha: float
-) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
+    table: VoteTable, pairing: Pairing, alpha: float, per_query: bool = True,
+) -> tuple[dict[str, Any], dict[str, Any] | None, list[dict[str, Any]]]:
     """Wilcoxon signed-rank over queries (exact), and Fisher's exact test within each query's two
-    contexts, Benjamini-Hochberg adjusted over every query (one family: the table of queries)."""
+    contexts, Benjamini-Hochberg adjusted over every query (one family: the table of queries);
+    ``per_query=False``: the Wilcoxon test alone (no per-query rows, no count of them)."""
     share = table.share
     rows: list[dict[str, Any]] = []
     d_arr = _pair_differences(table, pairing.pairs)
-    for (ps, pu), d in zip(pairing.pairs, d_arr.tolist()):
+    for (ps, pu), d in zip(pairing.pairs if per_query else [], d_arr.tolist()):
         cs, cu = table.cases[ps], table.cases[pu]
         # within one query: the two cases' annotators are independent, no vote pooled across cases
         p = fisher_exact_p(int(table.safe[ps]), int(table.n[ps]), int(table.safe[pu]), int(table.n[pu]))
@@ -357,6 +358,8 @@ def paired_tests(
         f"alone, two-sided, zero differences dropped, {wx['method']}; paired over queries, "
         "so the votes' clustering within cases and queries is respected",
     }
+    if not per_query:
+        return paired, None, rows
     sig = [r for r in rows if r["significant"]]
     significant = {
         "count": len(sig),
@@ -662,8 +665,12 @@ def human_stats(
     draws: int = DEFAULT_DRAWS,
     seed: int = 0,
     label_source: LabelSource = "published",
+    per_query: bool = True,
 ) -> dict[str, Any]:
-    """Every statistic of the human votes, as one JSON-ready dict (see the module docstring)."""
+    """Every statistic of the human votes, as one JSON-ready dict (see the module docstring).
+    ``per_query=False`` leaves out the per-query Fisher tests (``pairs`` empty,
+    ``pairs_significant`` None): 450 exact tests a reader that shows only the summary (the
+    report) does not need."""
     if not 0.0 < alpha < 1.0:
         raise HumanStatsError(f"alpha must be in (0, 1), got {alpha}")
     try:
@@ -679,7 +686,7 @@ def human_stats(
 
     votes = vote_shares(table)
     cats, cats_sig = category_effects(table, pairing, alpha)
-    paired, pairs_sig, pair_rows = paired_tests(table, pairing, alpha)
+    paired, pairs_sig, pair_rows = paired_tests(table, pairing, alpha, per_query)
     stab, stab_settings = stability(table, draws=draws, seed=seed)
     per_case = Counter(len(c.votes) for c in all_cases)
     from .context import human_references

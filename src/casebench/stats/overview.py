@@ -338,7 +338,7 @@ def overview(
         human_cases = max(preds, key=lambda p: p.n).cases
     off = offload or Offload(helper=False)
     human_call = (off.submit(human_stats, list(human_cases), draws=HUMAN_DRAWS, seed=options.human_draw_seed,
-                             label_source=options.label_source) if human and human_cases else None)
+                             label_source=options.label_source, per_query=False) if human and human_cases else None)
     out = Overview(options, [score_input(p, options) for p in preds])
     out.people_refusal = {i: one_person_refusal(f) for i, f in enumerate(out.inputs)
                           if f.pred.mode.reads_behaviour and f.scored}
