@@ -70,8 +70,8 @@ def _call(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any])
 
 
 def _pickled_outcome(ok: bool, value: Any, caught: list[Any], tb: str) -> bytes:
-    """The helper's answer as bytes: pickled here, so what cannot be pickled is said, never lost
-    in a queue's feeder thread (the main process would wait for it)."""
+    """The helper's answer as bytes: pickled in its loop, so what cannot be pickled is said,
+    never lost in the sending thread (the main process would wait for it)."""
     notes = [(w.category, str(w.message)) for w in caught]
     try:
         return pickle.dumps((ok, value, notes, tb))
@@ -116,8 +116,12 @@ def _serve(jobs: Any, results: Any, claims: Any, parents_ends: tuple[Any, ...]) 
         k, payload = pickle.loads(data)
         if not _claim(claims, k):
             continue
-        fn, args, kwargs = pickle.loads(payload)
-        ok, value, caught = _call(fn, args, kwargs)
+        try:
+            fn, args, kwargs = pickle.loads(payload)
+        except Exception as e:  # noqa: BLE001 - said in the main process, as the call's error
+            ok, value, caught = False, e, []
+        else:
+            ok, value, caught = _call(fn, args, kwargs)
         tb = "" if ok else "".join(traceback.format_exception(value))
         outbox.put(pickle.dumps((k, _pickled_outcome(ok, value, caught, tb))))
     outbox.put(None)
