@@ -43,6 +43,14 @@ TRAIN_FROM: tuple[str, ...] = ("tests/fixtures/refusal_train_v1.csv", "tests/fix
 #: cost our own held-aside sets v7-v11 at most a point of three-class agreement; its held-aside half
 #: gives the developer's estimate. The reader's probabilities as features (``reader``) were tried
 #: and lowered XSTest's figures (the reader is near certain on its own training answers).
+#: Also tried on the development half and rejected: (a) a score of the prompt's own
+#: harm (hashed word n-grams fitted on prompts the developers (AI) wrote, with or without
+#: CASE-Bench's queries, or a person-target cue on the rules' lexicon) shifting the declined side toward
+#: refusal or overruling the reader's partial: it tells XSTest's unsafe prompts from its safe ones
+#: among declined answers too weakly (AUC 0.64) to gain (at best +1 development answer) and costs
+#: our sets, whose partial refusals answer harmful requests; (b) composed answers reaching the
+#: user's goal by safe means with an ``alternative_means`` feature: in XSTest's answers that
+#: phrasing closes more refusals than partial refusals (development three-class 0.900 -> 0.883).
 SETTINGS: dict[str, Any] = {"C": {"answered": 0.3, "declined": 1.0}, "threshold": {"answered": 0.5, "declined": 0.7},
                             "composed_weight": {"answered": 3.0, "declined": 3.0}, "tol": 1e-8, "reader": False}
 
