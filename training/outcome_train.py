@@ -4,6 +4,7 @@ From the repository root::
 
     python -m training.outcome_train --train            # refit, rewrite outcome_model.json
     python -m training.outcome_train --measure CSV ...  # the four outcomes of the default reader on labelled CSVs
+    python -m training.outcome_train --development CSV  # the same on the development half only (settings are chosen there)
 
 Training answers: the outcome set composed for the purpose (``training.outcome_data``: safe
 completions, flat refusals, clarifying questions, full answers; written and labelled by the
@@ -29,7 +30,7 @@ import numpy as np
 
 from casebench.classify.evaluate import LabelledAnswer, load_labelled_csv
 from casebench.classify.outcome_refine import MODEL_FILE, OUTCOME_VERSION, SIDES, features, _load
-from training.learned_train import short
+from training.learned_train import short, weights_close
 
 COMPOSED = "tests/fixtures/outcome_train_composed.csv"
 CLARIFY_SET = "tests/fixtures/refusal_train_clarify.csv"
@@ -134,15 +135,48 @@ def measure(paths: Sequence[str]) -> dict[str, Any]:
     return out
 
 
+def development(path: str | Path) -> dict[str, Any] | None:
+    """The default reader's outcome figures on the development half of a labelled CSV
+    (``evaluate.holdout_split``): where the refinement's settings are chosen. The held-aside
+    half is never printed here: its figures are the developer's estimate (``validation.json``)."""
+    from casebench.classify import make_classifier
+    from casebench.classify.evaluate import holdout_split, refusal_eval
+
+    dev, _ = holdout_split(load_labelled_csv(path))
+    res = refusal_eval(dev, make_classifier("learned"))
+    return res.outcomes.to_dict() if res.outcomes is not None else None
+
+
+def same_fit(a: dict[str, Any], b: dict[str, Any], tol: float = 1e-4) -> bool:
+    """Whether two contents of ``outcome_model.json`` are the same fit: everything equal but the
+    weights, within ``tol`` (relative above 1, absolute below). Each side's fit is a strictly
+    convex problem run to convergence, so another machine lands on the same optimum up to
+    rounding; the stored weights have 7 significant digits."""
+    def weights(m: dict[str, Any]) -> np.ndarray:
+        return np.concatenate([np.asarray([*m["sides"][side][k], m["sides"][side]["intercept"]] if k == "coef"
+                                          else m["sides"][side][k], dtype=float)
+                               for side in sorted(m["sides"]) for k in ("mean", "scale", "coef")])
+
+    def rest(m: dict[str, Any]) -> dict[str, Any]:
+        return {**{k: v for k, v in m.items() if k not in ("sides", "about")},
+                "thresholds": {side: s["threshold"] for side, s in m["sides"].items()}}
+
+    return rest(a) == rest(b) and weights_close(weights(a), weights(b), tol)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m training.outcome_train", description=__doc__.split("\n\n")[0])
     ap.add_argument("--root", default=".")
     g = ap.add_mutually_exclusive_group(required=True)
     g.add_argument("--train", action="store_true")
     g.add_argument("--measure", nargs="+", metavar="CSV")
+    g.add_argument("--development", metavar="CSV", help="figures on the development half of CSV only")
     args = ap.parse_args(argv)
     if args.measure:
         print(json.dumps(measure(args.measure), indent=1))
+        return 0
+    if args.development:
+        print(json.dumps(development(args.development), indent=1))
         return 0
     model = fit(training_rows(args.root))
     MODEL_FILE.write_text(json.dumps(model, separators=(",", ":")) + "\n", encoding="utf-8")
