@@ -51,7 +51,11 @@ TRAIN_FROM: tuple[str, ...] = ("tests/fixtures/refusal_train_v1.csv", "tests/fix
 #: among declined answers too weakly (AUC 0.64) to gain (at best +1 development answer) and costs
 #: our sets, whose partial refusals answer harmful requests; (b) composed answers reaching the
 #: user's goal by safe means with an ``alternative_means`` feature: in XSTest's answers that
-#: phrasing closes more refusals than partial refusals (development three-class 0.900 -> 0.883).
+#: phrasing closes more refusals than partial refusals (development three-class 0.900 -> 0.883);
+#: (c) composed answers pushing back on an impossible premise about a real group, then answering
+#: (``partial``): no change on the development half. Even the prompt's true type (XSTest's own
+#: safe / contrast column, an oracle no reader has) as a shift of the declined side gains at most
+#: 3 development answers while the reader's own partial stands, so the prompt's harm is no lever.
 SETTINGS: dict[str, Any] = {"C": {"answered": 0.3, "declined": 1.0}, "threshold": {"answered": 0.5, "declined": 0.7},
                             "composed_weight": {"answered": 3.0, "declined": 3.0}, "tol": 1e-8, "reader": False}
 
