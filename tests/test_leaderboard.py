@@ -112,6 +112,13 @@ def test_the_published_board_ranks_with_tie_groups(board, exp_dir):
     assert r0["over_refusal"]["value"] == pytest.approx(1 - r0["figures"]["safe_recall"]["value"])
     assert 0.2 < r0["people"]["over_refusal"]["value"] < 0.5 and r0["people"]["over_refusal"]["ci"]
     assert r0["context_shift"]["ci"] and r0["people"]["context_shift"]["value"] is not None
+    # the ceiling: the plug-in (biased low) with the fitted-prior estimate beside it, both said
+    # on the page; the plug-in is what the rows' majority-knowing column holds (on each row's cases)
+    (ce,) = data["ceilings"]
+    assert ce["accuracy"] < ce["accuracy_fitted"] < 1
+    assert ce["accuracy"] == pytest.approx(r0["figures"]["accuracy_ceiling"]["value"], abs=0.005)
+    page = (board / "index.html").read_text()
+    assert f"{ce['accuracy']:.3f} as a plug-in" in page and f"{ce['accuracy_fitted']:.3f} with a beta-binomial" in page
 
 
 def test_the_site_is_self_contained_and_hides_the_queries(board, real_data_path):

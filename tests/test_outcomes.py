@@ -233,3 +233,44 @@ def test_ppi_gives_each_outcome_share_per_context_from_labels():
                                 intended_safe=np.array([i % 2 == 0 for i in range(40)]),
                                 query_ids=np.arange(40))
     assert few["by_context"]["safe"]["comply"] is None and any("fewer than 10" in n for n in few["notes"])
+
+
+def test_shipped_outcome_model_is_the_fit_of_its_training_answers():
+    """outcome_model.json and the composed training set are written by their scripts, never by
+    hand: the composed CSV is what ``training.outcome_data`` composes, and a fresh fit of the
+    refinement on its training answers equals the shipped model (up to rounding: each side's
+    fit is a strictly convex problem run to convergence)."""
+    pytest.importorskip("sklearn")
+    import csv
+
+    from casebench.classify.outcome_refine import MODEL_FILE
+    from training import outcome_data, outcome_train
+
+    root = Path(__file__).resolve().parent.parent
+    with (root / outcome_data.OUT).open(newline="", encoding="utf-8") as fh:
+        assert list(csv.DictReader(fh)) == outcome_data.rows()
+    rows = outcome_train.training_rows(root)
+    stored = json.loads(MODEL_FILE.read_text(encoding="utf-8"))
+    assert outcome_train.same_fit(outcome_train.fit(rows), stored)
+    assert stored["training"]["n"] == len(rows)
+    nudged = json.loads(json.dumps(stored))
+    nudged["sides"]["declined"]["coef"][0] += 0.01
+    assert not outcome_train.same_fit(nudged, stored)
+
+
+def test_development_figures_are_of_the_development_half_only(capsys):
+    """``python -m training.outcome_train --development CSV`` (where the refinement's settings are
+    chosen) gives refusal-eval's outcome figures of the default reader on the development half of
+    the shared XSTest file and nothing of its held-aside half (the developer's estimate)."""
+    from casebench.classify.evaluate import holdout_split, load_labelled_csv, refusal_eval
+    from training import outcome_train
+
+    xstest = Path(__file__).resolve().parent.parent.parent / "shared" / "xstest" / "xstest_v2_completions_llama2new.csv"
+    if not xstest.is_file():
+        pytest.skip("the shared XSTest file is not here")
+    assert outcome_train.main(["--development", str(xstest)]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    dev, held = holdout_split(load_labelled_csv(xstest))
+    assert printed["total"] == len(dev) != len(held)
+    fresh = refusal_eval(dev, make_classifier("learned")).outcomes
+    assert fresh is not None and printed == json.loads(json.dumps(fresh.to_dict()))

@@ -156,9 +156,11 @@ def same_model(a: dict[str, Any], b: dict[str, Any], tol: float = 1e-4) -> bool:
         return {**{k: v for k, v in m.items() if k not in ("coef", "intercept", "views", "about")},
                 "terms": {name: v["terms"] for name, v in m["views"].items()}}
 
-    if rest(a) != rest(b):
-        return False
-    wa, wb = weights(a), weights(b)
+    return rest(a) == rest(b) and weights_close(weights(a), weights(b), tol)
+
+
+def weights_close(wa: np.ndarray, wb: np.ndarray, tol: float = 1e-4) -> bool:
+    """Two fits' weights agree within ``tol``: relative to weights above 1, absolute below."""
     return wa.shape == wb.shape and bool(np.all(np.abs(wa - wb) <= tol * np.maximum(1.0, np.abs(wb))))
 
 

@@ -4,6 +4,7 @@ From the repository root::
 
     python -m training.outcome_train --train            # refit, rewrite outcome_model.json
     python -m training.outcome_train --measure CSV ...  # the four outcomes of the default reader on labelled CSVs
+    python -m training.outcome_train --development CSV  # the same on the development half only (settings are chosen there)
 
 Training answers: the outcome set composed for the purpose (``training.outcome_data``: safe
 completions, flat refusals, clarifying questions, full answers; written and labelled by the
@@ -29,7 +30,7 @@ import numpy as np
 
 from casebench.classify.evaluate import LabelledAnswer, load_labelled_csv
 from casebench.classify.outcome_refine import MODEL_FILE, OUTCOME_VERSION, SIDES, features, _load
-from training.learned_train import short
+from training.learned_train import short, weights_close
 
 COMPOSED = "tests/fixtures/outcome_train_composed.csv"
 CLARIFY_SET = "tests/fixtures/refusal_train_clarify.csv"
@@ -43,6 +44,18 @@ TRAIN_FROM: tuple[str, ...] = ("tests/fixtures/refusal_train_v1.csv", "tests/fix
 #: cost our own held-aside sets v7-v11 at most a point of three-class agreement; its held-aside half
 #: gives the developer's estimate. The reader's probabilities as features (``reader``) were tried
 #: and lowered XSTest's figures (the reader is near certain on its own training answers).
+#: Also tried on the development half and rejected: (a) a score of the prompt's own
+#: harm (hashed word n-grams fitted on prompts the developers (AI) wrote, with or without
+#: CASE-Bench's queries, or a person-target cue on the rules' lexicon) shifting the declined side toward
+#: refusal or overruling the reader's partial: it tells XSTest's unsafe prompts from its safe ones
+#: among declined answers too weakly (AUC 0.64) to gain (at best +1 development answer) and costs
+#: our sets, whose partial refusals answer harmful requests; (b) composed answers reaching the
+#: user's goal by safe means with an ``alternative_means`` feature: in XSTest's answers that
+#: phrasing closes more refusals than partial refusals (development three-class 0.900 -> 0.883);
+#: (c) composed answers pushing back on an impossible premise about a real group, then answering
+#: (``partial``): no change on the development half. Even the prompt's true type (XSTest's own
+#: safe / contrast column, an oracle no reader has) as a shift of the declined side gains at most
+#: 3 development answers while the reader's own partial stands, so the prompt's harm is no lever.
 SETTINGS: dict[str, Any] = {"C": {"answered": 0.3, "declined": 1.0}, "threshold": {"answered": 0.5, "declined": 0.7},
                             "composed_weight": {"answered": 3.0, "declined": 3.0}, "tol": 1e-8, "reader": False}
 
@@ -126,15 +139,48 @@ def measure(paths: Sequence[str]) -> dict[str, Any]:
     return out
 
 
+def development(path: str | Path) -> dict[str, Any] | None:
+    """The default reader's outcome figures on the development half of a labelled CSV
+    (``evaluate.holdout_split``): where the refinement's settings are chosen. The held-aside
+    half is never printed here: its figures are the developer's estimate (``validation.json``)."""
+    from casebench.classify import make_classifier
+    from casebench.classify.evaluate import holdout_split, refusal_eval
+
+    dev, _ = holdout_split(load_labelled_csv(path))
+    res = refusal_eval(dev, make_classifier("learned"))
+    return res.outcomes.to_dict() if res.outcomes is not None else None
+
+
+def same_fit(a: dict[str, Any], b: dict[str, Any], tol: float = 1e-4) -> bool:
+    """Whether two contents of ``outcome_model.json`` are the same fit: everything equal but the
+    weights, within ``tol`` (relative above 1, absolute below). Each side's fit is a strictly
+    convex problem run to convergence, so another machine lands on the same optimum up to
+    rounding; the stored weights have 7 significant digits."""
+    def weights(m: dict[str, Any]) -> np.ndarray:
+        return np.concatenate([np.asarray([*m["sides"][side][k], m["sides"][side]["intercept"]] if k == "coef"
+                                          else m["sides"][side][k], dtype=float)
+                               for side in sorted(m["sides"]) for k in ("mean", "scale", "coef")])
+
+    def rest(m: dict[str, Any]) -> dict[str, Any]:
+        return {**{k: v for k, v in m.items() if k not in ("sides", "about")},
+                "thresholds": {side: s["threshold"] for side, s in m["sides"].items()}}
+
+    return rest(a) == rest(b) and weights_close(weights(a), weights(b), tol)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m training.outcome_train", description=__doc__.split("\n\n")[0])
     ap.add_argument("--root", default=".")
     g = ap.add_mutually_exclusive_group(required=True)
     g.add_argument("--train", action="store_true")
     g.add_argument("--measure", nargs="+", metavar="CSV")
+    g.add_argument("--development", metavar="CSV", help="figures on the development half of CSV only")
     args = ap.parse_args(argv)
     if args.measure:
         print(json.dumps(measure(args.measure), indent=1))
+        return 0
+    if args.development:
+        print(json.dumps(development(args.development), indent=1))
         return 0
     model = fit(training_rows(args.root))
     MODEL_FILE.write_text(json.dumps(model, separators=(",", ":")) + "\n", encoding="utf-8")

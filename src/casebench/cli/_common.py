@@ -257,12 +257,17 @@ class RegistryCommand(click.Command):
         groups.append(("Backend options (each names the backends it applies to)",
                        [p for p in rest if (p.name or "").startswith(BACKEND_DEST)]))
         groups.append(("Refusal reader options", [p for p in rest if (p.name or "").startswith(CLASSIFIER_DEST)]))
-        groups.append(("Other options", [p for p in rest if not (p.name or "").startswith((BACKEND_DEST, CLASSIFIER_DEST))]))
+        other = [p for p in rest if not (p.name or "").startswith((BACKEND_DEST, CLASSIFIER_DEST))]
+        if groups and all("--help" in p.opts for p in other):  # --help alone: the first section ends with it
+            groups[0] = (groups[0][0], groups[0][1] + other)
+            other = []
+        groups.append(("Other options", other))
         for k, (title, group) in enumerate(groups):
             rows = [r for r in (p.get_help_record(ctx) for p in group) if r]
             if not rows:
                 continue
-            rows = [(flags, _first_sentence(text, 130 if k == 0 else 40)) for flags, text in rows]
+            # the first section's help on at most two lines of an 80-column terminal, the rest on one
+            rows = [(flags, _first_sentence(text, 70 if k == 0 else 40)) for flags, text in rows]
             with formatter.section(title):
                 formatter.write_dl(rows)
 

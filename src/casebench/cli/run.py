@@ -142,9 +142,7 @@ def run_cmd(model: str | None, mode: "Mode | None", data: str | None, remove: st
             mutation: str | None = None, mutations_from: str | None = None, mutator: str | None = None,
             mutator_base_url: str | None = None, **registry_flags: Any) -> None:
     """Run a model as a judge (or, in respond mode, as the chatbot) over a dataset.
-    Re-run the same command to resume a run. Options past the first section: their help's first
-    sentence here, in full in docs/running.md; the backend and reader options come from the
-    backends' and readers' own descriptions."""
+    The same command resumes a run. Each option in full: docs/running.md."""
     from ..runs.pricing import PriceTable, PricingError
     from ..prompts import load_templates
     from ..runs.execute import DEFAULT_MODEL, RetryPolicy, RunConfig

@@ -176,6 +176,15 @@ def plot_svg(board: Board, case_set: int = 1) -> str:
     return to_svg(refusal_plane(points, people, ceiling))
 
 
+def _fitted_note(board: Board, case_set: int) -> str:
+    """The ceiling's two estimates of its accuracy, said where the diamond is drawn."""
+    ce = next((c for c in board.ceilings if c.case_set == case_set), None)
+    if ce is None or ce.accuracy is None or ce.accuracy_fitted is None:
+        return ""
+    return (f" (its accuracy {ce.accuracy:.3f} as a plug-in of each case's vote share, biased low; "
+            f"{ce.accuracy_fitted:.3f} with a beta-binomial prior fitted to the cases; neither is a threshold)")
+
+
 def _inline(svg: str) -> str:
     return re.sub(r"^.*?(<svg)", r"\1", svg, count=1, flags=re.S)
 
@@ -204,8 +213,8 @@ def index_html(board: Board, svgs: dict[int, str], title: str, eee: bool = False
                     f"under-refusal{f' (case set {cs})' if len(svgs) > 1 else ''}: each input at its place on the "
                     f"board with its {o.level:.0%} intervals; the star: one person (an annotator drawn at random per "
                     "case, people's votes); the diamond: a judge that knew people's population majority, scored "
-                    "against the recorded labels (the ceiling), and the dotted line every point as accurate as it."
-                    "</figcaption></figure>" for cs, svg in svgs.items())
+                    "against the recorded labels (the ceiling), and the dotted line every point as accurate as it"
+                    f"{_fitted_note(board, cs)}.</figcaption></figure>" for cs, svg in svgs.items())
     how = (f"Ranked by accuracy (the share of cases whose verdict or behaviour matches people's label), each kind "
            f"among its own. Tie group 1 (shaded): the inputs a paired test cannot separate from the first — "
            f"{_e(board.test)}, at alpha {o.alpha}; the next group starts at the first input it separates. "

@@ -553,6 +553,16 @@ def _reliability(ctx: ReportContext) -> str | None:
                           + _left_out_note(left_out))
 
 
+def _majority_known(ref: Mapping[str, Any]) -> str:
+    """The majority-knowing accuracy's two estimates, where the references carry them."""
+    mk = ref.get("majority_known_accuracy")
+    if not mk or mk.get("plug_in") is None or mk.get("fitted_prior") is None:
+        return ""
+    return (f" a judge that knew people's population majority scores {_f(mk['plug_in'])} against the recorded "
+            f"labels as a plug-in of each case's vote share (biased low; the Majority-knowing acc. column), "
+            f"{_f(mk['fitted_prior'])} with a beta-binomial prior fitted to the cases, never a threshold;")
+
+
 def _reference_note(refs: Sequence[tuple[list[int], Mapping[str, Any]]], names: Sequence[str] = ()) -> str:
     """The human references every judge's figures stand beside (under the leaderboard):
     ``Overview.people``, one line per set of cases the inputs hold, naming its inputs when there is
@@ -565,7 +575,7 @@ def _reference_note(refs: Sequence[tuple[list[int], Mapping[str, Any]]], names: 
             f'<p class="note reference">Reference, people ({ref["cases"]} cases{_e(which)}): one annotator agrees '
             f'with another on {_f(ref["annotator_agreement"])} of votes and the majority label with '
             f'{_f(ref["oracle_vote_agreement"])} (the ceiling of vote agreement); no P(safe) reaches a BCE below '
-            f'{_f(ref["bce_floor"])}; one person\'s context shift is {_f(ref["context_shift"])} and people\'s majority '
+            f'{_f(ref["bce_floor"])};{_majority_known(ref)} one person\'s context shift is {_f(ref["context_shift"])} and people\'s majority '
             f'label follows the context in {_f(ref["context_follow"])} of {ref["context_pairs"]} query pairs '
             f'({"with the intent vote" if ref.get("label_source", "published") == "published" else "from the votes alone"};'
             ' see “Context sensitivity”).</p>')
