@@ -200,6 +200,18 @@ def test_no_helper_beside_other_threads_nor_for_a_call_that_cannot_be_sent() -> 
         t.join()
 
 
+def test_no_helper_on_one_cpu(tmp_path) -> None:
+    r = _script('''
+        from casebench.offload import helper_possible
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})   # as under taskset -c 0
+        with offload() as off:
+            assert not helper_possible() and not off.helper
+            assert off.result(off.submit(os.getpid)) == os.getpid()
+        print("ok")
+    ''', tmp_path)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+
+
 def test_a_call_that_cannot_be_pickled_runs_here(tmp_path) -> None:
     r = _script('''
         with offload() as off:
