@@ -28,6 +28,7 @@ had left. Standard library only; no import from the rest of the package.
 
 from __future__ import annotations
 
+import gc
 import logging
 import multiprocessing
 import os
@@ -57,6 +58,31 @@ def helper_possible() -> bool:
         cpus = os.cpu_count() or 1
     return (cpus >= 2 and "fork" in multiprocessing.get_all_start_methods()
             and threading.active_count() == 1)
+
+
+def _freeze() -> bool:
+    """Leave every object alive now out of the garbage collector's walks (``gc.freeze``); True
+    when none was before (the caller then ends it with ``gc.unfreeze``; an outer freeze is kept)."""
+    first = gc.get_freeze_count() == 0
+    gc.freeze()
+    return first
+
+
+@contextmanager
+def long_lived() -> Iterator[None]:
+    """The objects alive when the block starts are left out of the garbage collector's walks
+    until it ends (``gc.freeze``; an outer freeze is kept).
+
+    Why: a large piece of work (a report over 43 files) holds its inputs until it ends, and each
+    full collection walked them all again: about 0.9 s of the report's CPU. A forked helper
+    (``Offload``) gains too: a collection writes to each object it walks, and each page written
+    is then copied, in whichever process writes it."""
+    thawed = _freeze()
+    try:
+        yield
+    finally:
+        if thawed:
+            gc.unfreeze()
 
 
 def _call(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[bool, Any, list[Any]]:
@@ -116,10 +142,11 @@ def _serve(jobs: Any, results: Any, claims: Any, parents_ends: tuple[Any, ...]) 
         k, payload = pickle.loads(data)
         if not _claim(claims, k):
             continue
+        caught: list[Any] = []
         try:
             fn, args, kwargs = pickle.loads(payload)
         except Exception as e:  # noqa: BLE001 - said in the main process, as the call's error
-            ok, value, caught = False, e, []
+            ok, value = False, e
         else:
             ok, value, caught = _call(fn, args, kwargs)
         tb = "" if ok else "".join(traceback.format_exception(value))
@@ -154,6 +181,7 @@ class Offload:
         self._done: dict[int, Outcome] = {}
         self._sent: set[int] = set()
         self._proc: Any = None
+        self._thawed = False
         if helper and helper_possible():
             ctx = multiprocessing.get_context("fork")
             self._claims = ctx.Array("b", CAPACITY)
@@ -161,6 +189,7 @@ class Offload:
             self._results, results_w = ctx.Pipe(duplex=False)
             self._proc = ctx.Process(target=_serve, name="casebench-offload", daemon=True,
                                      args=(jobs_r, results_w, self._claims, (self._jobs, self._results)))
+            self._thawed = _freeze()  # the helper's collections then write to none of the pages it shares
             self._proc.start()
             jobs_r.close()  # the helper's ends: its exit closes the pipes for this process
             results_w.close()
@@ -242,6 +271,8 @@ class Offload:
         """Stop the helper (its unfinished calls are dropped) and wait for it to exit."""
         if self._proc is None:
             return
+        if self._thawed:
+            gc.unfreeze()
         proc, self._proc = self._proc, None
         self._jobs.close()  # the helper reads the end of its calls and exits
         self._results.close()

@@ -205,7 +205,7 @@ def build_report(
     if not preds:
         raise ValueError("a report needs at least one input")
     say = progress or (lambda line: None)
-    from ..offload import helper_possible, offload
+    from ..offload import helper_possible, long_lived, offload
     from ..stats.bootstrap import one_blas_thread
     from .report_figures import Figures
 
@@ -216,7 +216,7 @@ def build_report(
         from .plots import load_matplotlib
 
         load_matplotlib()
-    with warnings.catch_warnings(record=True) as caught, one_blas_thread(), offload(helper) as off:
+    with warnings.catch_warnings(record=True) as caught, one_blas_thread(), long_lived(), offload(helper) as off:
         warnings.simplefilter("always")
         say(f"scoring {len(preds)} input(s) and pairing them")
         ov = overview(preds, options, human_cases=human_cases, human=human, offload=off)
