@@ -29,8 +29,9 @@ def _ablation(ctx: ReportContext) -> str | None:
         conds = res.conditions[1:]
         d = np.array([[c.diffs[m].diff for m in drawn] for c in conds])
         ci = np.array([[c.diffs[m].ci for m in drawn] for c in conds])
-        png = ctx.figures.draw(ablation_chart, [c.name for c in conds], drawn, d, ci, f"{res.model} [{res.mode}]: condition − full context",
-                             higher_is_better=[METRIC[m].higher_is_better for m in drawn])
+        png = ctx.figures.draw(ablation_chart, [c.name for c in conds], drawn, d, ci,
+                               f"{res.model} [{res.mode}]: condition − full context",
+                               higher_is_better=[METRIC[m].higher_is_better for m in drawn])
         parts.append(f"<h3>{_e(res.model)} [{_e(res.mode)}]</h3>")
         parts.append(_figure(png, f"ablation of {res.model} {res.mode}",
                              "Removed CI parameters on the left; green: better than the full context, orange: worse."))
@@ -279,7 +280,7 @@ def _human(ctx: ReportContext) -> str | None:
              "is, as stated). Same figures: <code>casebench human DATA</code>.</p>", table]
     if cats:
         png = ctx.figures.draw(context_effect, [c["category"] for c in cats], [c["share_safe_contexts"] for c in cats],
-                             [c["share_unsafe_contexts"] for c in cats], [c["significant"] for c in cats])
+                               [c["share_unsafe_contexts"] for c in cats], [c["significant"] for c in cats])
         parts.append("<h3>Context effect by category</h3>")
         parts.append(_figure(png, "share of safe votes by context kind and category",
                              "Per category, the share of annotators voting safe when the context was written to be "
@@ -287,7 +288,8 @@ def _human(ctx: ReportContext) -> str | None:
                              "(Wilcoxon signed-rank over the category's queries)."))
     stab = st["stability"]
     if stab:
-        png = ctx.figures.draw(stability_curve, [r["k"] for r in stab], [r["agreement"] for r in stab], [r["exact"] for r in stab])
+        png = ctx.figures.draw(stability_curve, [r["k"] for r in stab], [r["agreement"] for r in stab],
+                               [r["exact"] for r in stab])
         ss = st["stability_settings"]
         parts.append("<h3>How many annotators are enough</h3>")
         parts.append(_figure(png, "annotator stability curve",
