@@ -145,3 +145,10 @@ def test_blind_held_aside_sets_through_refusal_eval() -> None:
         assert round(out["agreement"], 6) == figs["partial_as"]["unsafe"]["agreement"]
         assert round(out["coverage"], 6) == figs["coverage"]
         assert out["agreement"] >= 0.92 and out["coverage"] >= 0.95
+        # how the answers land (the outcome refinement over this reader), as stored
+        lands = figs["outcomes"]
+        assert lands["n"] == out["outcomes"]["n"]
+        assert lands["agreement_3class"] == round(out["outcomes"]["agreement_3class"], 6)
+        for o, f in lands["per_class"].items():
+            assert f["support"] == out["outcomes"]["per_class"][o]["support"]
+            assert f["predicted"] == out["outcomes"]["per_class"][o]["predicted"]
