@@ -6,7 +6,7 @@ a dependency -- and checked against ``MAY_IMPORT``, which says for each unit (a 
 or a subpackage) which other units it may import. The table is the layering of
 ``../shared/DESIGN.md``:
 
-    foundation (atomic, jsonutil, session, cache, extras, plugins, registry, the package itself)
+    foundation (atomic, jsonutil, session, cache, extras, plugins, registry, offload, the package itself)
       < data, sources, parse < prompts < backends < modes < predictions < naming, published, classify
       < runs < loader < stats < reference_rows, present < contexts, annotate, integrations < cli
 
@@ -30,7 +30,8 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "casebench"
 
-FOUNDATION = frozenset({"casebench", "atomic", "jsonutil", "cache", "extras", "plugins", "registry", "session", "input_state"})
+FOUNDATION = frozenset({"casebench", "atomic", "jsonutil", "cache", "extras", "plugins", "registry", "session", "input_state",
+                        "offload"})
 
 #: unit -> the other units it may import (besides itself and the foundation)
 MAY_IMPORT: dict[str, frozenset[str]] = {name: frozenset(deps) for name, deps in {
@@ -44,6 +45,8 @@ MAY_IMPORT: dict[str, frozenset[str]] = {name: frozenset(deps) for name, deps in
     "extras": (),
     # whether an input is whole (an unfinished run or log): read by loaders, statistics and output
     "input_state": (),
+    # plain calls run in a second process beside the main one (standard library only)
+    "offload": (),
     # the plugin loader: every registry (backends, classifiers, metrics, modes) may ask it to
     # import plugins, so it imports them by name only (importlib), never a registry itself
     "plugins": (),

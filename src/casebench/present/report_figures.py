@@ -13,6 +13,8 @@ same bytes.
 
 from __future__ import annotations
 
+import base64
+import html
 import re
 import secrets
 from dataclasses import dataclass
@@ -61,8 +63,15 @@ class Figures:
         """``page`` with every placeholder replaced by its figure's ``<img>`` (drawn by then)."""
         if self._off is None or not self._places:
             return page
-        from .report_html import _img
-
         self._off.run_all()
-        imgs = [_img(self._off.result(k), alt) for k, alt in self._places]
+        imgs = [png_img(self._off.result(k), alt) for k, alt in self._places]
         return re.sub(f"\x00figure {self._nonce} (\\d+)\x00", lambda m: imgs[int(m.group(1))], page)
+
+
+def png_img(png: bytes, alt: str) -> str:
+    """A drawn figure as an ``<img>`` of its intended width (the one home of that tag: the page's
+    ``report_html._img`` and ``Figures.place`` both write it)."""
+    from .plots import display_width
+
+    data = base64.b64encode(png).decode("ascii")
+    return f'<img src="data:image/png;base64,{data}" width="{display_width(png)}" alt="{html.escape(str(alt), quote=True)}">'

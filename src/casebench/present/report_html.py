@@ -10,7 +10,7 @@ import html
 from pathlib import Path
 from typing import Any
 
-from .report_figures import Png
+from .report_figures import Png, png_img
 
 CSS = """
 body { font-family: -apple-system, "Segoe UI", "DejaVu Sans", Helvetica, Arial, sans-serif; font-size: 15px;
@@ -77,12 +77,9 @@ def _lv(options: Any) -> str:
 def _img(png: Png, alt: str) -> str:
     """The figure as an ``<img>`` of its intended width (a figure still to be drawn: its
     placeholder, ``report_figures``)."""
-    from .plots import display_width
-
     if not isinstance(png, bytes):
         return png.placeholder(alt)
-    data = base64.b64encode(png).decode("ascii")
-    return f'<img src="data:image/png;base64,{data}" width="{display_width(png)}" alt="{_e(alt)}">'
+    return png_img(png, alt)
 
 
 def _figure(png: Png, alt: str, caption: str) -> str:
