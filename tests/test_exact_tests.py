@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from scipy.stats import fisher_exact, rankdata
 
-from casebench.stats.human import bh_adjust, signed_rank_exact
+from casebench.stats.fdr import bh_adjust
+from casebench.stats.human import signed_rank_exact
 
 SHARED = __import__("pathlib").Path(__file__).resolve().parents[2] / "shared" / "casebench"
 needs_data = pytest.mark.skipif(not (SHARED / "exp").is_dir(), reason="the published files are not at ../shared")

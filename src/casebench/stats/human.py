@@ -56,7 +56,7 @@ import numpy as np
 from ..data import ALWAYS_UNSAFE_CATEGORIES, SAFE_THRESHOLD, Case
 from .pairs import Pairing, pair_by_query  # noqa: F401  (re-exported: pairing lives in stats/pairs)
 from .options import LABEL_SOURCES, LabelSource, LabelSourceError, case_safe_rate, check_label_source  # noqa: F401
-from .fdr import bh_adjust  # noqa: F401  (re-exported: the one home is stats/fdr)
+from .fdr import bh_adjust
 from .schema import SCHEMA_VERSION
 
 DEFAULT_DRAWS = 1000
