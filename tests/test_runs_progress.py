@@ -51,3 +51,31 @@ def test_no_estimate_before_its_measurement():
     # fewer requests left than in flight: measured once they are all back
     s = Progress(total=10, initial=8, enabled=False, in_flight=8)
     assert s.measure_after == 2
+
+
+def test_before_any_answer_the_token_rate_gives_an_upper_bound_once(monkeypatch, capsys):
+    """A local model decoding a long batch: once tokens have flowed ``TOKEN_RATE_AFTER_S`` (the
+    clock here is the test's, so nothing rests on speed), one line says the expected duration from
+    the token rate and the token budget left; once answers measure the pace they say it again."""
+    from casebench.runs import progress as progress_module
+
+    now = [100.0]
+    monkeypatch.setattr(progress_module.time, "monotonic", lambda: now[0])
+    p = Progress(total=12, initial=0, enabled=True, in_flight=2, token_budget=12 * 64.0)
+    assert "measured on this run's token rate, then its first answers" in capsys.readouterr().err
+    p.tokens(20)  # the first report: the rate is counted from here on (its tokens came before it)
+    now[0] += 1.0
+    p.tokens(20)
+    assert p.token_rate() is None and "expected duration" not in capsys.readouterr().err
+    now[0] += progress_module.TOKEN_RATE_AFTER_S
+    p.tokens(60)  # 80 tokens over 4 s since the first report: 20 tok/s
+    said = capsys.readouterr().err
+    assert p.token_rate() == 20.0
+    assert "at most about" in said and "measured on this run's token rate, 20.0 tok/s" in said
+    assert "with up to 668 tokens still to generate" in said  # 768 budget - 100 counted
+    now[0] += 10.0
+    p.tokens(20)
+    assert "expected duration" not in capsys.readouterr().err  # said once
+    p.update(2, "")
+    said = capsys.readouterr().err
+    assert "expected duration: about" in said and "measured on this run's first 2 answers" in said
