@@ -57,11 +57,14 @@ def test_before_any_answer_the_token_rate_gives_an_upper_bound_once(monkeypatch,
     """A local model decoding a long batch: once tokens have flowed ``TOKEN_RATE_AFTER_S`` (the
     clock here is the test's, so nothing rests on speed), one line says the expected duration from
     the token rate and the token budget left; once answers measure the pace they say it again."""
+    from types import SimpleNamespace
+
     from casebench.runs import progress as progress_module
 
     now = [100.0]
-    monkeypatch.setattr(progress_module.time, "monotonic", lambda: now[0])
-    p = Progress(total=12, initial=0, enabled=True, in_flight=2, token_budget=12 * 64.0)
+    # the progress module's clock alone (plain lines: stderr is not a terminal here)
+    monkeypatch.setattr(progress_module, "time", SimpleNamespace(monotonic=lambda: now[0]))
+    p = Progress(total=12, initial=0, enabled=None, in_flight=2, token_budget=12 * 64.0)
     assert "measured on this run's token rate, then its first answers" in capsys.readouterr().err
     p.tokens(20)  # the first report: the rate is counted from here on (its tokens came before it)
     now[0] += 1.0
