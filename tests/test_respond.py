@@ -223,3 +223,18 @@ def test_resume_after_the_stored_validation_grew(tmp_path, data):
     with (out / "records.jsonl").open("a") as fh:
         fh.write(json.dumps({**other, "case": 0, "producer": "fp1:0000000000000000"}) + "\n")
     assert not diagnose(out).healthy and diagnose(out).foreign
+
+
+def test_a_run_of_one_pair_under_a_long_model_name_reports_without_a_drawing_warning(tmp_path):
+    """The report at the end of a tiny run drew its category heatmap with no height for the cells
+    (one category under a slanted long name) and printed matplotlib's layout warning twice."""
+    data = write_dataset(tmp_path / "cases.json", 2)
+    out = tmp_path / "run"
+    with FaultServer(answer_fn=chatbot, latency=0.0) as srv:
+        args = respond_args(srv, data, out)
+        args[args.index("openai/bot-x")] = "openai/a-deployed-chatbot-with-a-long-name"
+        args.remove("--no-report")
+        r = invoke(*args)
+    assert r.exit_code == 0, r.output
+    assert (out / "report.html").is_file()
+    assert "Warning" not in r.output and "note:" not in r.output, r.output

@@ -160,7 +160,13 @@ def category_heatmap(categories: Sequence[str], names: Sequence[str], matrix: np
 
     m = np.asarray(matrix, dtype=float)
     rows, cols = m.shape
-    fig = _figure(min(MAX_WIDTH, max(6.5, 3.8 + 1.2 * cols)), 1.8 + 0.3 * rows)
+    rotate = cols > 4 or any(len(s) > 22 for s in names)
+    # the input names above the columns take height of their own: slanted (40 degrees) or upright,
+    # about 0.075 in a character at 9 pt; a few categories under long names would otherwise leave
+    # the cells no height at all
+    longest = max((len(s) for s in names), default=0) + (10 if counts is not None else 0)
+    names_h = 0.075 * longest * (1.0 if cols > HEATMAP_MAX_NUMBERED else 0.65) if rotate else 0.5
+    fig = _figure(min(MAX_WIDTH, max(6.5, 3.8 + 1.2 * cols)), max(1.8 + 0.3 * rows, 1.5 + names_h))
     ax = fig.add_subplot()
     cmap = colormaps["RdYlGn"].with_extremes(bad="#dddddd")
     im = ax.imshow(np.ma.masked_invalid(m), cmap=cmap, vmin=0, vmax=1, aspect="auto")
@@ -170,7 +176,6 @@ def category_heatmap(categories: Sequence[str], names: Sequence[str], matrix: np
             ax.text(j, i, "–" if not np.isfinite(v) else f"{100 * v:.0f}", ha="center", va="center",
                     fontsize=8.5, color="black")
     ax.set_yticks(np.arange(rows), categories, fontsize=9)
-    rotate = cols > 4 or any(len(s) > 22 for s in names)
     if rotate and cols > HEATMAP_MAX_NUMBERED:
         # many inputs: one vertical line each (a column is narrower than a slanted label is tall,
         # so slanted labels overlapped into a block); the count goes into the CSV download
