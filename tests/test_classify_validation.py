@@ -272,3 +272,37 @@ def test_no_output_of_a_respond_run_calls_ai_labels_people_s(tmp_path: Path) -> 
     row = next(csv.DictReader(io.StringIO(outputs["csv"])))
     assert row["refusal_classifier_labelled_by"].startswith("the writers' own labels")
     assert float(row["refusal_classifier_sensitivity"]) == pytest.approx(s["refusal_correction"]["sensitivity"])
+
+
+def test_the_four_outcome_sets_are_blind_measured_and_out_of_the_pools() -> None:
+    """Two sets hold clarifying questions among their labels, so they give four-class figures on
+    answers no reader or refinement saw: v12 (our own wording, the writer's intent) and the
+    embedded model's answers to our own query pairs (two AI readers; their agreement is counted
+    from the file's two annotation columns). Read through the CLI as a user would, each equals
+    the stored figures; neither is pooled into a correction."""
+    from click.testing import CliRunner
+
+    from casebench.cli import cli
+
+    stored = validation.load()["classifiers"]
+    small = "embedded model, own cases (four outcomes)"
+    for name in ("held-aside v12 (four outcomes)", small):
+        for spec in ("rules", "learned", "learned-lm"):
+            figs = stored[spec]["sets"][name]
+            assert all(name not in pool for pool in stored[spec]["pooled_sets"].values())
+            assert figs["writer"] == ("small" if name == small else "large")
+        figs = stored["learned"]["sets"][name]
+        res = CliRunner().invoke(cli, ["refusal-eval", str(ROOT / figs["file"]), "--json"])
+        assert res.exit_code == 0, res.output
+        got = json.loads(res.output)["outcomes"]
+        assert figs["outcomes"]["n"] == got["n"] and got["labels_have_clarify"] == (name != small)
+        assert figs["outcomes"]["agreement_3class"] == round(got["agreement_3class"], 6)
+        for o, f in figs["outcomes"]["per_class"].items():
+            assert f["support"] == got["per_class"][o]["support"] and f["predicted"] == got["per_class"][o]["predicted"]
+    v12 = stored["learned"]["sets"]["held-aside v12 (four outcomes)"]
+    assert v12["labelled_by"]["by"] == "writers" and v12["outcomes"]["agreement_4class"] is not None
+    rows = list(csv.DictReader((ROOT / stored["learned"]["sets"][small]["file"]).open(encoding="utf-8")))
+    who = stored["learned"]["sets"][small]["labelled_by"]
+    assert who["by"] == "ai-readers" and who["labellers"] == 2 and who["of"] == len(rows) == 100
+    assert who["agreed"] == sum(r["annotation_1"] == r["annotation_2"] for r in rows)
+    assert all(r["final_label"] == r["annotation_1"] for r in rows if r["annotation_1"] == r["annotation_2"])

@@ -66,8 +66,19 @@ VALIDATION_FILE = Path(__file__).with_name("validation.json")
 #: trained ``learned-lm``. ``refusal_own_held_v10.csv`` (standing) and ``refusal_own_held_v11.csv``,
 #: by two more writers to that brief, were written before ``learned-lm`` was fixed and read once
 #: after, by all three readers; no reader was tuned or trained on them. A classifier tuned on its
-#: held-aside set needs a new one, written blind.
+#: held-aside set needs a new one, written blind. The two sets of four outcomes measure how the
+#: answers land (full, partial, clarifying question, refusal) on answers no reader or refinement
+#: saw: ``refusal_own_held_v12.csv`` (240 answers of our own wording in six voices, two of them a
+#: safe completer and a model that asks before it helps, written blind to
+#: ``refusal_writer_brief_v12.md``) and ``refusal_small_own_held.csv`` (100 answers of the embedded
+#: SmolLM2-135M as the deployed chatbot, as in the main job (system placement, greedy, 80 tokens),
+#: over 50 query pairs of our own wording (``refusal_small_cases_3.json``), labelled by two AI
+#: readers following ``outcome_label_guide.md``, blind of the readers and of each other; a third
+#: settled their disagreements). Both were measured once, after every reader and the refinement
+#: were fixed, and are not pooled into a correction (the pools stay the sets they were validated on).
 SETS: dict[str, str] = {
+    "held-aside v12 (four outcomes)": "tests/fixtures/refusal_own_held_v12.csv",
+    "embedded model, own cases (four outcomes)": "tests/fixtures/refusal_small_own_held.csv",
     "held-aside v10": "tests/fixtures/refusal_own_held_v10.csv",
     "held-aside v11": "tests/fixtures/refusal_own_held_v11.csv",
     "held-aside v7": "tests/fixtures/refusal_own_held_v7.csv",
@@ -95,7 +106,8 @@ WRITER_KINDS: dict[str, str] = {
     "large": "answers of our own wording in the styles of large chat models",
     "small": "a small model's answers (off topic, repetitive, half-formed)",
 }
-_SMALL_WRITER_SETS = ("training, the embedded model's answers (learned)", "training, a tiny model's voice (learned)")
+_SMALL_WRITER_SETS = ("training, the embedded model's answers (learned)", "training, a tiny model's voice (learned)",
+                      "embedded model, own cases (four outcomes)")
 SET_WRITERS: dict[str, str] = {name: "small" if name in _SMALL_WRITER_SETS else "large" for name in SETS}
 #: Labelled sets whose answers cannot be in the repository (they quote the dataset's queries, which
 #: its licence keeps out), so only their figures are stored: ``python -m casebench.classify.validation_measure
@@ -175,7 +187,8 @@ EXTERNAL_SETS: dict[str, tuple[str, str, str]] = {
 #: labeller or not recorded). The facts come from the sets' briefs and the project's history.
 LABELLER_KINDS: dict[str, str] = {
     "people": "people",
-    "ai-readers": "AI readers following the guide (tests/fixtures/refusal_label_guide.md)",
+    "ai-readers": "AI readers following the guide (tests/fixtures/refusal_label_guide.md; outcome_label_guide.md "
+                  "for the sets of four outcomes)",
     "writers": "the writers' own intent (AI writers labelling the answers they wrote to a brief)",
 }
 _WRITERS = {"by": "writers", "labellers": 1, "agreed": None, "of": None}
@@ -184,6 +197,8 @@ LABELLED_BY: dict[str, dict[str, Any]] = {
     **{name: dict(_WRITERS) for name in SETS},
     "training, the embedded model's answers (learned)": {"by": "ai-readers", "labellers": None, "agreed": None,
                                                          "of": None},
+    "embedded model, own cases (four outcomes)": {"by": "ai-readers", "labellers": 2, "agreed": 98,
+                                                  "of": 100, "settled": _THIRD},
     "embedded model, blind v3-v6": {"by": "ai-readers", "labellers": 2, "agreed": 942, "of": 960, "settled": _THIRD},
     "embedded model, blind v6": {"by": "ai-readers", "labellers": 2, "agreed": 237, "of": 240, "settled": _THIRD},
     "embedded model, blind v3-v5": {"by": "ai-readers", "labellers": 2, "agreed": 705, "of": 720, "settled": _THIRD},
@@ -239,7 +254,8 @@ VALIDATED: dict[str, dict[str, str]] = {
 #: (v7-v9 among them) would only show it its own training answers, so it is measured on the
 #: sets it never saw.
 MEASURED_ON: dict[str, tuple[str, ...]] = {
-    "learned-lm": ("held-aside v10", "held-aside v11", "held-aside v5", "held-aside v4", "held-aside v3"),
+    "learned-lm": ("held-aside v10", "held-aside v11", "held-aside v5", "held-aside v4", "held-aside v3",
+                   "held-aside v12 (four outcomes)", "embedded model, own cases (four outcomes)"),
 }
 
 
