@@ -72,7 +72,8 @@ VALIDATION_FILE = Path(__file__).with_name("validation.json")
 #: safe completer and a model that asks before it helps, written blind to
 #: ``refusal_writer_brief_v12.md``) and ``refusal_small_own_held.csv`` (100 answers of the embedded
 #: SmolLM2-135M as the deployed chatbot, as in the main job (system placement, greedy, 80 tokens),
-#: over 50 query pairs of our own wording (``refusal_small_cases_3.json``), labelled by two AI
+#: over 50 query pairs of our own wording (``refusal_small_cases_3.json``; its ``scores`` are the
+#: case writer's guesses, placeholders the loader needs, not people's votes), labelled by two AI
 #: readers following ``outcome_label_guide.md``, blind of the readers and of each other; a third
 #: settled their disagreements). Both were measured once, after every reader and the refinement
 #: were fixed, and are not pooled into a correction (the pools stay the sets they were validated on).
