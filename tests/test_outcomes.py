@@ -18,6 +18,7 @@ from casebench.classify.outcome import OUTCOMES, OutcomeReading
 from casebench.classify.outcome_refine import refine
 from casebench.cli import cli
 from casebench.data import load_dataset
+from casebench.runs.record import read_manifest
 from casebench.stats.outcomes import outcome_figures
 from servers.fault_server import FaultServer
 from test_runs import case_of, write_dataset
@@ -83,6 +84,18 @@ def test_respond_run_reports_every_outcome_share_per_context_intent_equal_to_the
     assert r.exit_code == 0, r.output
     page = html.read_text()
     assert 'id="outcomes"' in page and "how the answers land per input and context" in page
+    # beside the bars: how well the run's reader reads each outcome on answers it never saw, as stored
+    from casebench.classify.validation import outcome_checks
+
+    reader = read_manifest(out).asked.classifier
+    checks = outcome_checks(reader["name"], reader["version"])
+    assert [c.set for c in checks] == ["XSTest v2 (people), held-aside half", "held-aside v12 (four outcomes)"]
+    people = checks[0]
+    assert people.labelled_by == "people" and "clarify" not in people.f1  # XSTest's labels have no clarifying question
+    assert (f"people's labels on {people.n} answers (XSTest v2 (people), held-aside half): "
+            f"refusal {people.f1['refuse']:.2f}, partial {people.f1['partial']:.2f}, full {people.f1['comply']:.2f}") in page
+    assert f"the writer's own labels on {checks[1].n} answers (held-aside v12 (four outcomes)): " in page
+    assert f"clarifying {checks[1].f1['clarify']:.2f}" in page
 
 
 def test_first_screen_has_one_outcome_line(tmp_path):

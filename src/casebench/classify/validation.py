@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping, Sequence, cast
@@ -360,6 +361,48 @@ def better_reader(name: str, partial_as: str = "unsafe", writer: str = "large",
     return {"name": best, "agreement": a, "extra": getattr(info, "extra", None)}
 
 
+#: The sets that say how a reader reads the outcomes on answers it never saw, per kind of writer:
+#: (set name, whether its held-aside half is meant). XSTest's whole file was development data for
+#: the refinement; its held-aside half was not.
+OUTCOME_CHECKS: dict[str, tuple[tuple[str, bool], ...]] = {
+    "large": (("XSTest v2 (people)", True), ("held-aside v12 (four outcomes)", False)),
+    "small": (("embedded model, own cases (four outcomes)", False),),
+}
+
+
+@dataclass(frozen=True)
+class OutcomeCheck:
+    """How a reader read the outcomes of one set of answers it never saw: whose labels
+    (``LABELLER_KINDS`` key), how many answers it read, and the F1 of each outcome the set's
+    labels hold (an outcome neither labelled nor given has none)."""
+
+    set: str
+    labelled_by: str
+    n: int
+    f1: Mapping[str, float]
+
+
+def outcome_checks(name: str, version: str, writer: str | None = None) -> tuple[OutcomeCheck, ...]:
+    """How reader ``name`` at ``version`` reads each outcome on the sets of ``OUTCOME_CHECKS`` for
+    ``writer``'s kind (None: ``large``), as stored; empty when nothing is stored for exactly that
+    reader and version. A share of partial answers is only as good as this: a user reads it here."""
+    entry = ((load() or {}).get("classifiers") or {}).get(name)
+    if not entry or entry.get("version") != version:
+        return ()
+    out = []
+    for set_name, half in OUTCOME_CHECKS.get(writer or "large", ()):
+        figs = (entry.get("sets") or {}).get(set_name) or {}
+        lands = (figs.get("outcomes") or {})
+        lands = lands.get("held_aside_half") if half else lands
+        if not lands:
+            continue
+        f1 = {o: float(c["f1"]) for o, c in (lands.get("per_class") or {}).items()
+              if c.get("f1") is not None and c.get("support")}
+        out.append(OutcomeCheck(set_name + (", held-aside half" if half else ""), labelled_by(set_name)["by"],
+                                int(lands["n"]), f1))
+    return tuple(out)
+
+
 #: model names (after ``hf/``, case-insensitive) known to be small models: the embedded
 #: SmolLM2-135M-Instruct (spec ``hf`` alone names it)
 SMALL_MODELS: tuple[str, ...] = ("smollm2-135m-instruct", "huggingfacetb/smollm2-135m-instruct",
@@ -415,10 +458,15 @@ def reader_as_read(classifier: Mapping[str, Any], model_spec: str | None) -> dic
     """A respond run's (or an inspect log's) recorded reader as every output shows it: its
     ``describe()`` with ``validation`` the stored figures that apply to the run (``applicable``)
     and, unless the writer is a small model, ``better_reader``: another stored reader that reads
-    large models' writing better (``better_reader``; the first screen names it). One home, so a
+    large models' writing better (``better_reader``; the first screen names it), and
+    ``outcome_checks``: how it reads each outcome on answers it never saw. One home, so a
     run and a log of the same answers describe their reader alike."""
     desc = dict(classifier)
     desc["validation"] = applicable(desc, model_spec)
+    checks = outcome_checks(str(desc.get("name")), str(desc.get("version")), writer_kind(model_spec))
+    if checks:  # how it reads each outcome on answers it never saw (the report says it beside the bars)
+        desc["outcome_checks"] = [{"set": c.set, "labelled_by": c.labelled_by, "n": c.n, "f1": dict(c.f1)}
+                                  for c in checks]
     if desc.get("name") and writer_kind(model_spec) != "small":
         better = better_reader(str(desc["name"]), str(desc.get("partial_as") or "unsafe"))
         if better is not None:

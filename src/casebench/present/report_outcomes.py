@@ -4,6 +4,8 @@ share of safe votes on the same cases beside each (``stats.outcomes``)."""
 
 from __future__ import annotations
 
+from typing import Any, Mapping, Sequence
+
 from .report_html import _figure
 from .report_inputs import ReportContext
 
@@ -15,10 +17,14 @@ def _outcomes(ctx: ReportContext) -> str | None:
     from .plots import outcome_bars
 
     rows, shares, people = [], [], []
+    readers: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for it in ctx.inputs:
         f = getattr(it.score, "outcomes", None)
         if f is None:
             continue
+        cl = getattr(it.score, "classifier", None) or {}
+        if cl.get("name"):
+            readers[(str(cl["name"]), str(cl.get("version")))] = list(cl.get("outcome_checks") or [])
         for c in f.contexts:
             if not c.answers:
                 continue
@@ -32,4 +38,26 @@ def _outcomes(ctx: ReportContext) -> str | None:
                    "Each bar: the share of a chatbot's read answers in safe- or unsafe-intent contexts that were "
                    "a full refusal, a clarifying question, partial compliance (a safe completion) or full "
                    "compliance, as the refusal classifier read them (not people's labels). The black tick: "
-                   "people's share of safe votes on the same cases. ")
+                   "people's share of safe votes on the same cases. " + reader_checks(readers))
+
+
+#: whose labels a check set holds, in the caption's words
+_WHOSE = {"people": "people's labels", "writers": "the writer's own labels", "ai-readers": "AI readers' labels"}
+_SHORT = {"refuse": "refusal", "clarify": "clarifying", "partial": "partial", "comply": "full"}
+
+
+def reader_checks(readers: Mapping[tuple[str, str], Sequence[Mapping[str, Any]]]) -> str:
+    """How well each reader of the inputs reads each outcome on answers it never saw (its
+    ``outcome_checks``, from ``classify.validation.reader_as_read``), one sentence per reader; a
+    reader with none stored says so. The bars are only as good as this, partial answers above all."""
+    from ..stats.outcomes import ORDER
+
+    said = []
+    for (name, version), checks in readers.items():
+        if not checks:
+            said.append(f"How well {name} v{version} reads each outcome is not measured.")
+            continue
+        parts = [f"{_WHOSE.get(str(c['labelled_by']), str(c['labelled_by']))} on {c['n']} answers ({c['set']}): "
+                 + ", ".join(f"{_SHORT[o]} {c['f1'][o]:.2f}" for o in ORDER if o in c["f1"]) for c in checks]
+        said.append(f"How well {name} reads each outcome, F1 on answers it never saw: " + "; ".join(parts) + ".")
+    return " ".join(said)
