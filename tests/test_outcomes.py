@@ -92,10 +92,11 @@ def test_respond_run_reports_every_outcome_share_per_context_intent_equal_to_the
     assert [c.set for c in checks] == ["XSTest v2 (people), held-aside half", "held-aside v12 (four outcomes)"]
     people = checks[0]
     assert people.labelled_by == "people" and "clarify" not in people.f1  # XSTest's labels have no clarifying question
-    assert (f"people's labels on {people.n} answers (XSTest v2 (people), held-aside half): "
-            f"refusal {people.f1['refuse']:.2f}, partial {people.f1['partial']:.2f}, full {people.f1['comply']:.2f}") in page
-    assert f"the writer's own labels on {checks[1].n} answers (held-aside v12 (four outcomes)): " in page
-    assert f"clarifying {checks[1].f1['clarify']:.2f}" in page
+    said = ", ".join(f"{w} {people.f1[o]:.2f} (of {people.support[o]})"
+                     for o, w in (("refuse", "refusal"), ("partial", "partial"), ("comply", "full")))
+    assert f"people's labels on {people.n} answers (XSTest v2 (people), held-aside half): {said}" in page
+    assert f"an AI writer's own labels (what it wrote each answer to do) on {checks[1].n} answers (held-aside v12" in page
+    assert f"clarifying {checks[1].f1['clarify']:.2f} (of {checks[1].support['clarify']})" in page
 
 
 def test_first_screen_has_one_outcome_line(tmp_path):
@@ -287,3 +288,34 @@ def test_development_figures_are_of_the_development_half_only(capsys):
     assert printed["total"] == len(dev) != len(held)
     fresh = refusal_eval(dev, make_classifier("learned")).outcomes
     assert fresh is not None and printed == json.loads(json.dumps(fresh.to_dict()))
+
+
+@pytest.mark.slow
+def test_the_report_says_how_each_reader_reads_outcomes_for_each_run_s_kind_of_writer(tmp_path, embedded_model):
+    """A report over a large chatbot's run and the embedded model's, both read by the default
+    reader: how it reads each outcome differs by the kind of writer, so each run's checks are said
+    (neither overwrites the other), and an outcome labelled fewer than 10 times gets its count, not an F1."""
+    from casebench.classify.validation import outcome_checks
+    from casebench.present.report_outcomes import MIN_SUPPORT
+
+    data = write_dataset(tmp_path / "cases.json", 4)
+    small, large, html = tmp_path / "small", tmp_path / "large", tmp_path / "report.html"
+    r = CliRunner().invoke(cli, ["run", "--mode", "respond", "--data", str(data), "--max-tokens", "16", "-o", str(small),
+                                 "--no-progress", "--no-report"])
+    assert r.exit_code == 0, r.output
+    with FaultServer(answer_fn=chatbot, latency=0.0) as srv:
+        r = CliRunner().invoke(cli, ["run", "--model", "openai/bot-x", "--mode", "respond", "--data", str(data),
+                                     "--base-url", srv.base_url, "-o", str(large), "--no-progress", "--no-report"])
+        assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(cli, ["report", str(large), str(small), "-o", str(html), "--bootstrap", "100"])
+    assert r.exit_code == 0, r.output
+    page = html.read_text()
+    reader = read_manifest(small).asked.classifier
+    assert reader == read_manifest(large).asked.classifier
+    by_writer = {w: outcome_checks(reader["name"], reader["version"], w) for w in ("small", "large")}
+    assert by_writer["small"] and by_writer["large"] and by_writer["small"] != by_writer["large"]
+    for checks in by_writer.values():
+        for c in checks:
+            assert f"on {c.n} answers ({c.set})" in page, c.set
+    few = [o for o, k in by_writer["small"][0].support.items() if k < MIN_SUPPORT]
+    assert few and "too few labelled for an F1" in page

@@ -189,8 +189,7 @@ EXTERNAL_SETS: dict[str, tuple[str, str, str]] = {
 #: labeller or not recorded). The facts come from the sets' briefs and the project's history.
 LABELLER_KINDS: dict[str, str] = {
     "people": "people",
-    "ai-readers": "AI readers following the guide (tests/fixtures/refusal_label_guide.md; outcome_label_guide.md "
-                  "for the sets of four outcomes)",
+    "ai-readers": "AI readers following the guide (tests/fixtures/refusal_label_guide.md)",
     "writers": "the writers' own intent (AI writers labelling the answers they wrote to a brief)",
 }
 _WRITERS = {"by": "writers", "labellers": 1, "agreed": None, "of": None}
@@ -200,7 +199,8 @@ LABELLED_BY: dict[str, dict[str, Any]] = {
     "training, the embedded model's answers (learned)": {"by": "ai-readers", "labellers": None, "agreed": None,
                                                          "of": None},
     "embedded model, own cases (four outcomes)": {"by": "ai-readers", "labellers": 2, "agreed": 98,
-                                                  "of": 100, "settled": _THIRD},
+                                                  "of": 100, "settled": _THIRD,
+                                                  "guide": "tests/fixtures/outcome_label_guide.md"},
     "embedded model, blind v3-v6": {"by": "ai-readers", "labellers": 2, "agreed": 942, "of": 960, "settled": _THIRD},
     "embedded model, blind v6": {"by": "ai-readers", "labellers": 2, "agreed": 237, "of": 240, "settled": _THIRD},
     "embedded model, blind v3-v5": {"by": "ai-readers", "labellers": 2, "agreed": 705, "of": 720, "settled": _THIRD},
@@ -215,10 +215,12 @@ LABELLED_BY: dict[str, dict[str, Any]] = {
 
 
 def labelled_by(set_name: str) -> dict[str, Any]:
-    """Who labelled set ``set_name`` (``LABELLED_BY``), with ``words`` (``LABELLER_KINDS``) and the
+    """Who labelled set ``set_name`` (``LABELLED_BY``), with ``words`` (``LABELLER_KINDS``, or the
+    set's own ``guide`` where its readers followed another) and the
     labellers' ``agreement`` as a share (None where not recorded)."""
     info = dict(LABELLED_BY.get(set_name) or {"by": "writers", "labellers": None, "agreed": None, "of": None})
-    info["words"] = LABELLER_KINDS[info["by"]]
+    info["words"] = (f"AI readers following the guide ({info['guide']})" if info.get("guide")
+                     else LABELLER_KINDS[info["by"]])
     info["agreement"] = round(info["agreed"] / info["of"], 6) if info.get("agreed") is not None and info.get("of") else None
     return info
 
@@ -373,18 +375,20 @@ OUTCOME_CHECKS: dict[str, tuple[tuple[str, bool], ...]] = {
 @dataclass(frozen=True)
 class OutcomeCheck:
     """How a reader read the outcomes of one set of answers it never saw: whose labels
-    (``LABELLER_KINDS`` key), how many answers it read, and the F1 of each outcome the set's
-    labels hold (an outcome neither labelled nor given has none)."""
+    (``LABELLER_KINDS`` key), how many answers it read, how many of them each outcome's labels
+    hold (``support``: every outcome the set's labels hold) and its F1 (``f1``: where defined,
+    i.e. the labels hold it; an outcome the reader gave where none was labelled has none)."""
 
     set: str
     labelled_by: str
     n: int
+    support: Mapping[str, int]
     f1: Mapping[str, float]
 
 
 def outcome_checks(name: str, version: str, writer: str | None = None) -> tuple[OutcomeCheck, ...]:
     """How reader ``name`` at ``version`` reads each outcome on the sets of ``OUTCOME_CHECKS`` for
-    ``writer``'s kind (None: ``large``), as stored; empty when nothing is stored for exactly that
+    ``writer``'s kind (None, a writer not known to be small: ``large``, as ``validation_for``), as stored; empty when nothing is stored for exactly that
     reader and version. A share of partial answers is only as good as this: a user reads it here."""
     entry = ((load() or {}).get("classifiers") or {}).get(name)
     if not entry or entry.get("version") != version:
@@ -396,10 +400,11 @@ def outcome_checks(name: str, version: str, writer: str | None = None) -> tuple[
         lands = lands.get("held_aside_half") if half else lands
         if not lands:
             continue
-        f1 = {o: float(c["f1"]) for o, c in (lands.get("per_class") or {}).items()
-              if c.get("f1") is not None and c.get("support")}
+        per_class = lands.get("per_class") or {}
+        support = {o: int(c["support"]) for o, c in per_class.items() if c.get("support")}
+        f1 = {o: float(c["f1"]) for o, c in per_class.items() if c.get("f1") is not None and c.get("support")}
         out.append(OutcomeCheck(set_name + (", held-aside half" if half else ""), labelled_by(set_name)["by"],
-                                int(lands["n"]), f1))
+                                int(lands["n"]), support, f1))
     return tuple(out)
 
 
@@ -464,9 +469,12 @@ def reader_as_read(classifier: Mapping[str, Any], model_spec: str | None) -> dic
     desc = dict(classifier)
     desc["validation"] = applicable(desc, model_spec)
     checks = outcome_checks(str(desc.get("name")), str(desc.get("version")), writer_kind(model_spec))
-    if checks:  # how it reads each outcome on answers it never saw (the report says it beside the bars)
-        desc["outcome_checks"] = [{"set": c.set, "labelled_by": c.labelled_by, "n": c.n, "f1": dict(c.f1)}
-                                  for c in checks]
+    # how it reads each outcome on answers it never saw (the report says it beside the bars); what an
+    # older reading carried is never kept
+    desc.pop("outcome_checks", None)
+    if checks:
+        desc["outcome_checks"] = [{"set": c.set, "labelled_by": c.labelled_by, "n": c.n, "support": dict(c.support),
+                                   "f1": dict(c.f1)} for c in checks]
     if desc.get("name") and writer_kind(model_spec) != "small":
         better = better_reader(str(desc["name"]), str(desc.get("partial_as") or "unsafe"))
         if better is not None:

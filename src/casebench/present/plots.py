@@ -25,6 +25,8 @@ SAFE_COLOR, UNSAFE_COLOR = "#2a9d8f", "#e76f51"
 HEATMAP_MAX_NUMBERED = 12
 #: the widest figure, in inches: at DISPLAY_DPI it fits the report's column without shrinking
 MAX_WIDTH = 12.0
+#: the longest input name a heatmap column shows whole (longer ones lose their middle)
+HEATMAP_NAME_MAX = 60
 
 
 def load_matplotlib() -> None:
@@ -153,7 +155,8 @@ def category_heatmap(categories: Sequence[str], names: Sequence[str], matrix: np
     ``HEATMAP_MAX_NUMBERED`` columns; colours only beyond); ``counts`` (cases scored per input) go
     under the input names.
 
-    45 long category names need height: 0.3 in per row keeps 9 pt labels apart. Empty cells
+    45 long category names need height: 0.3 in per row keeps 9 pt labels apart, with the input
+    names' own room on top. Empty cells
     (an input without cases of that category) are grey and marked with a dash.
     """
     from matplotlib import colormaps
@@ -161,12 +164,19 @@ def category_heatmap(categories: Sequence[str], names: Sequence[str], matrix: np
     m = np.asarray(matrix, dtype=float)
     rows, cols = m.shape
     rotate = cols > 4 or any(len(s) > 22 for s in names)
-    # the input names above the columns take height of their own: slanted (40 degrees) or upright,
-    # about 0.075 in a character at 9 pt; a few categories under long names would otherwise leave
-    # the cells no height at all
-    longest = max((len(s) for s in names), default=0) + (10 if counts is not None else 0)
-    names_h = 0.075 * longest * (1.0 if cols > HEATMAP_MAX_NUMBERED else 0.65) if rotate else 0.5
-    fig = _figure(min(MAX_WIDTH, max(6.5, 3.8 + 1.2 * cols)), max(1.8 + 0.3 * rows, 1.5 + names_h))
+    slanted = rotate and cols <= HEATMAP_MAX_NUMBERED
+    # room for the labels, about 0.075 in a character at 9 pt: the input names above the columns
+    # take height of their own (upright, or slanted at 40 degrees: sin 0.64), and slanted ones run
+    # right of the last column (cos 0.77); the categories take width on the left. Without it a few
+    # categories under long names left the cells no height (or width) at all. A name too long for
+    # the widest figure is cut in its middle (the CSV download has it whole).
+    names = [s if len(s) <= HEATMAP_NAME_MAX else s[:HEATMAP_NAME_MAX // 2 - 1] + "…" + s[-(HEATMAP_NAME_MAX // 2):]
+             for s in names]
+    longest = max((len(s) for s in names), default=0) + (10 if counts is not None and slanted else 0)
+    names_h = 0.075 * longest * (0.65 if slanted else 1.0) if rotate else 0.5
+    cats_w = 0.07 * max((len(c) for c in categories), default=0)
+    need_w = cats_w + 0.6 * cols + (0.058 * longest if slanted else 0.0) + 1.2
+    fig = _figure(min(MAX_WIDTH, max(6.5, 3.8 + 1.2 * cols, need_w)), 0.3 * rows + max(1.8, 0.9 + names_h))
     ax = fig.add_subplot()
     cmap = colormaps["RdYlGn"].with_extremes(bad="#dddddd")
     im = ax.imshow(np.ma.masked_invalid(m), cmap=cmap, vmin=0, vmax=1, aspect="auto")

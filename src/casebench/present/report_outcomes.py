@@ -17,14 +17,15 @@ def _outcomes(ctx: ReportContext) -> str | None:
     from .plots import outcome_bars
 
     rows, shares, people = [], [], []
-    readers: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    readers: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
     for it in ctx.inputs:
         f = getattr(it.score, "outcomes", None)
         if f is None:
             continue
         cl = getattr(it.score, "classifier", None) or {}
         if cl.get("name"):
-            readers[(str(cl["name"]), str(cl.get("version")))] = list(cl.get("outcome_checks") or [])
+            checks = list(cl.get("outcome_checks") or [])  # per kind of writer: one sentence per set of checks
+            readers[(str(cl["name"]), str(cl.get("version") or ""), "|".join(str(c.get("set")) for c in checks))] = checks
         for c in f.contexts:
             if not c.answers:
                 continue
@@ -42,22 +43,34 @@ def _outcomes(ctx: ReportContext) -> str | None:
 
 
 #: whose labels a check set holds, in the caption's words
-_WHOSE = {"people": "people's labels", "writers": "the writer's own labels", "ai-readers": "AI readers' labels"}
+_WHOSE = {"people": "people's labels", "writers": "an AI writer's own labels (what it wrote each answer to do)",
+          "ai-readers": "AI readers' labels"}
 _SHORT = {"refuse": "refusal", "clarify": "clarifying", "partial": "partial", "comply": "full"}
+#: an outcome labelled fewer times than this gets no F1 (it would be noise), only its count
+MIN_SUPPORT = 10
 
 
-def reader_checks(readers: Mapping[tuple[str, str], Sequence[Mapping[str, Any]]]) -> str:
+def reader_checks(readers: Mapping[tuple[str, str, str], Sequence[Mapping[str, Any]]]) -> str:
     """How well each reader of the inputs reads each outcome on answers it never saw (its
-    ``outcome_checks``, from ``classify.validation.reader_as_read``), one sentence per reader; a
-    reader with none stored says so. The bars are only as good as this, partial answers above all."""
+    ``outcome_checks``, from ``classify.validation.reader_as_read``; they differ by the kind of
+    writer, so one sentence per reader and set of checks), with how many answers each outcome's
+    F1 rests on; an outcome labelled fewer than ``MIN_SUPPORT`` times gets no F1. A reader with
+    none stored says so. The bars are only as good as this, partial answers above all."""
     from ..stats.outcomes import ORDER
 
     said = []
-    for (name, version), checks in readers.items():
+    for (name, version, _), checks in readers.items():
         if not checks:
-            said.append(f"How well {name} v{version} reads each outcome is not measured.")
+            said.append(f"How well {name}{f' v{version}' if version else ''} reads each outcome is not measured.")
             continue
-        parts = [f"{_WHOSE.get(str(c['labelled_by']), str(c['labelled_by']))} on {c['n']} answers ({c['set']}): "
-                 + ", ".join(f"{_SHORT[o]} {c['f1'][o]:.2f}" for o in ORDER if o in c["f1"]) for c in checks]
+        parts = []
+        for c in checks:
+            support, f1 = c.get("support") or {}, c.get("f1") or {}
+            read = [f"{_SHORT[o]} {f1[o]:.2f} (of {support[o]})" for o in ORDER
+                    if o in f1 and support.get(o, 0) >= MIN_SUPPORT]
+            few = [f"{_SHORT[o]} ({support[o]})" for o in ORDER if 0 < support.get(o, 0) < MIN_SUPPORT]
+            said_of = ([", ".join(read)] if read else []) + ([f"too few labelled for an F1: {', '.join(few)}"] if few else [])
+            parts.append(f"{_WHOSE.get(str(c['labelled_by']), str(c['labelled_by']))} on {c['n']} answers "
+                         f"({c['set']}): " + "; ".join(said_of))
         said.append(f"How well {name} reads each outcome, F1 on answers it never saw: " + "; ".join(parts) + ".")
     return " ".join(said)
