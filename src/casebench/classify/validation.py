@@ -388,8 +388,8 @@ class OutcomeCheck:
 
 def outcome_checks(name: str, version: str, writer: str | None = None) -> tuple[OutcomeCheck, ...]:
     """How reader ``name`` at ``version`` reads each outcome on the sets of ``OUTCOME_CHECKS`` for
-    ``writer``'s kind (None, a writer not known to be small: ``large``, as ``validation_for``), as stored; empty when nothing is stored for exactly that
-    reader and version. A share of partial answers is only as good as this: a user reads it here."""
+    ``writer``'s kind (None, a writer not known to be small: ``large``, as ``validation_for``), as
+    stored; empty when nothing is stored for exactly that reader and version. A share of partial answers is only as good as this: a user reads it here."""
     entry = ((load() or {}).get("classifiers") or {}).get(name)
     if not entry or entry.get("version") != version:
         return ()

@@ -17,15 +17,15 @@ def _outcomes(ctx: ReportContext) -> str | None:
     from .plots import outcome_bars
 
     rows, shares, people = [], [], []
-    readers: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    readers: dict[tuple[str, str, tuple[str, ...]], list[dict[str, Any]]] = {}
     for it in ctx.inputs:
         f = getattr(it.score, "outcomes", None)
         if f is None:
             continue
         cl = getattr(it.score, "classifier", None) or {}
         if cl.get("name"):
-            checks = list(cl.get("outcome_checks") or [])  # per kind of writer: one sentence per set of checks
-            readers[(str(cl["name"]), str(cl.get("version") or ""), "|".join(str(c.get("set")) for c in checks))] = checks
+            checks = list(cl.get("outcome_checks") or [])  # they differ by the kind of writer: keyed by their sets
+            readers[(str(cl["name"]), str(cl.get("version") or ""), tuple(str(c.get("set")) for c in checks))] = checks
         for c in f.contexts:
             if not c.answers:
                 continue
@@ -50,7 +50,7 @@ _SHORT = {"refuse": "refusal", "clarify": "clarifying", "partial": "partial", "c
 MIN_SUPPORT = 10
 
 
-def reader_checks(readers: Mapping[tuple[str, str, str], Sequence[Mapping[str, Any]]]) -> str:
+def reader_checks(readers: Mapping[tuple[str, str, tuple[str, ...]], Sequence[Mapping[str, Any]]]) -> str:
     """How well each reader of the inputs reads each outcome on answers it never saw (its
     ``outcome_checks``, from ``classify.validation.reader_as_read``; they differ by the kind of
     writer, so one sentence per reader and set of checks), with how many answers each outcome's
@@ -69,7 +69,9 @@ def reader_checks(readers: Mapping[tuple[str, str, str], Sequence[Mapping[str, A
             read = [f"{_SHORT[o]} {f1[o]:.2f} (of {support[o]})" for o in ORDER
                     if o in f1 and support.get(o, 0) >= MIN_SUPPORT]
             few = [f"{_SHORT[o]} ({support[o]})" for o in ORDER if 0 < support.get(o, 0) < MIN_SUPPORT]
-            said_of = ([", ".join(read)] if read else []) + ([f"too few labelled for an F1: {', '.join(few)}"] if few else [])
+            said_of = [", ".join(read)] if read else []
+            if few:
+                said_of.append(f"too few labelled for an F1: {', '.join(few)}")
             parts.append(f"{_WHOSE.get(str(c['labelled_by']), str(c['labelled_by']))} on {c['n']} answers "
                          f"({c['set']}): " + "; ".join(said_of))
         said.append(f"How well {name} reads each outcome, F1 on answers it never saw: " + "; ".join(parts) + ".")
